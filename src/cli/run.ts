@@ -1,0 +1,54 @@
+/**
+ * The one way a CLI entry point runs: exit codes 0 (success / PASS), 1 (bad input /
+ * FAIL), 2 (usage or unreadable input). Input errors print one line, never a stack.
+ */
+import { readFileSync } from 'node:fs';
+import { Aer1Error, InputError, UsageError } from '../errors.js';
+
+export type Command = (argv: string[]) => Promise<number>;
+
+export function exitCodeFor(err: unknown): number {
+  if (err instanceof UsageError) return 2;
+  if (err instanceof Aer1Error) return 1;
+  return 70;
+}
+
+export async function runMain(prog: string, command: Command, argv = process.argv.slice(2)): Promise<void> {
+  let code: number;
+  try {
+    code = await command(argv);
+  } catch (err) {
+    code = exitCodeFor(err);
+    if (err instanceof Aer1Error) {
+      process.stderr.write(`${prog}: ${err.message}\n`);
+    } else {
+      process.stderr.write(`${prog}: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    }
+  }
+  process.exitCode = code;
+}
+
+/** Reads a file (or stdin for `-`) as UTF-8 text; a missing or unreadable file is a UsageError. */
+export function readInputText(file: string): string {
+  try {
+    return readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new UsageError(`cannot read ${file === '-' ? 'stdin' : file}: ${reason}`, 'unreadable');
+  }
+}
+
+/** Parses JSON text from a named source; unparseable JSON is a UsageError (exit 2). */
+export function parseJsonText(text: string, source: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${source} is not JSON: ${(err as Error).message}`, 'not_json');
+  }
+}
+
+export function readJsonFile(file: string): unknown {
+  return parseJsonText(readInputText(file), file === '-' ? 'stdin' : file);
+}
+
+export { InputError, UsageError };

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Integration suites start their own Redis, relays and calendars on free ports;
+    // two cores: keep files from starving each other.
+    maxWorkers: 2,
+    fileParallelism: true,
+  },
+});
