@@ -1,7 +1,66 @@
-import { UsageError } from '../run.js';
+/**
+ * `aer1-anchor envelope FILE`: the envelope a receipt, workflow close or job timeline would
+ * be anchored as, its canonical text and its digest. Nothing is sent anywhere.
+ */
+import { parseArgs } from 'node:util';
+import { claimsFromInput } from '../../aer1/document.js';
+import type { Evidence } from '../../envelope/claims.js';
+import { buildEnvelope, envelopeCanonical, envelopeDigest } from '../../envelope/envelope.js';
+import { InputError, readJsonFile, UsageError } from '../run.js';
 
-export const summary = '(not built yet)';
+export const summary = 'print the anchor envelope of a receipt, workflow close or job timeline';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new UsageError('aer1-anchor envelope is not built yet');
+const USAGE = 'usage: aer1-anchor envelope FILE|- [--anchored-at TS] [--evidence-sha256 HEX] [--evidence-byte-length N] [--evidence-url URL] [--json]';
+
+function parseFlags(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        'anchored-at': { type: 'string' },
+        'evidence-sha256': { type: 'string' },
+        'evidence-byte-length': { type: 'string' },
+        'evidence-url': { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(`envelope: ${(err as Error).message} (see --help)`);
+  }
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(argv);
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new UsageError(`envelope: expected one FILE (or - for stdin), got ${positionals.length} (see --help)`);
+
+  const evidence: { -readonly [K in keyof Evidence]: Evidence[K] } = {};
+  if (values['evidence-sha256'] !== undefined) evidence.evidence_sha256 = values['evidence-sha256'];
+  if (values['evidence-url'] !== undefined) evidence.evidence_url = values['evidence-url'];
+  const length = values['evidence-byte-length'];
+  if (length !== undefined) {
+    if (!/^(0|[1-9][0-9]*)$/.test(length) || !Number.isSafeInteger(Number(length))) {
+      throw new InputError('bad_length', `expected a non-negative integer, got ${JSON.stringify(length)}`, 'evidence_byte_length');
+    }
+    evidence.evidence_byte_length = Number(length);
+  }
+
+  const input = readJsonFile(positionals[0]!);
+  const claims = claimsFromInput(input, evidence);
+  const envelope = buildEnvelope(claims, values['anchored-at'] ?? new Date());
+  const canonical = envelopeCanonical(envelope);
+  const digest = envelopeDigest(envelope).toString('hex');
+
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ envelope, canonical, digest })}\n`);
+  } else {
+    process.stdout.write(`envelope:\n${JSON.stringify(envelope, null, 2)}\ncanonical:\n${canonical}\ndigest (sha256 of canonical):\n${digest}\n`);
+  }
+  return 0;
 }
