@@ -1,0 +1,293 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { verifyEvent } from 'nostr-tools/pure';
+import { startDevRelay, type DevRelay } from '../../../src/witness/nostr/dev-relay.js';
+import {
+  batchContent,
+  batchEvent,
+  envelopeEvent,
+  sameSignedEvent,
+  serializeEvent,
+  verifySignedEvent,
+  type SignedEvent,
+} from '../../../src/witness/nostr/events.js';
+import { SigningKey } from '../../../src/witness/nostr/keys.js';
+import { RelayClient, RelayFetchError, splitEventFrame, type PublishResult } from '../../../src/witness/nostr/relay-client.js';
+import { sha256Hex } from '../../../src/aer1/hash.js';
+import { TEST_SECRET_HEX, workflowEnvelope } from './fixtures.js';
+
+const key = SigningKey.parse(TEST_SECRET_HEX);
+const signed = new Map<number, SignedEvent>();
+function eventFor(n: number): SignedEvent {
+  let ev = signed.get(n);
+  if (!ev) {
+    const env = workflowEnvelope(n);
+    ev = envelopeEvent({ canonical: env.canonical, digestHex: env.digestHex }, key);
+    signed.set(n, ev);
+  }
+  return ev;
+}
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const clients: RelayClient[] = [];
+function client(url: string, opts: ConstructorParameters<typeof RelayClient>[1] = {}): RelayClient {
+  const c = new RelayClient(url, opts);
+  clients.push(c);
+  return c;
+}
+
+describe('RelayClient against the dev relay', () => {
+  let relay: DevRelay;
+  beforeAll(async () => {
+    relay = await startDevRelay();
+  });
+  afterAll(async () => {
+    for (const c of clients) c.close();
+    await relay.close();
+  });
+
+  it('publishes an envelope event: accepted, then accepted again as duplicate', async () => {
+    const c = client(relay.url);
+    const ev = eventFor(1);
+    const first = await c.publish(ev, { timeoutMs: 5000 });
+    expect(first).toEqual({ status: 'accepted', message: '', retryable: false, at: expect.stringMatching(ISO) });
+    const again = await c.publish(ev, { timeoutMs: 5000 });
+    expect(again).toEqual({
+      status: 'accepted',
+      message: 'duplicate: the event already exists',
+      prefix: 'duplicate',
+      retryable: false,
+      at: expect.stringMatching(ISO),
+    });
+    expect(relay.eventCount()).toBe(1);
+  });
+
+  it('gets a tampered event rejected with prefix invalid, not retryable', async () => {
+    const c = client(relay.url);
+    const ev = eventFor(1);
+    const tampered = { ...ev, content: ev.content.replace('wf-1', 'wf-2') };
+    const r = await c.publish(tampered, { timeoutMs: 5000 });
+    expect(r).toMatchObject({ status: 'rejected', prefix: 'invalid', retryable: false, message: 'invalid: id is wrong' });
+  });
+
+  it('reports rate-limited as a retryable rejection, then accepted once the relay allows it', async () => {
+    const c = client(relay.url);
+    const ev = eventFor(2);
+    let refusals = 0;
+    relay.beforeEvent = (e) => (e.id === ev.id && refusals++ < 1 ? { accept: false, message: 'rate-limited: 6 events a minute' } : undefined);
+    try {
+      const r = await c.publish(ev, { timeoutMs: 5000 });
+      expect(r).toMatchObject({ status: 'rejected', prefix: 'rate-limited', retryable: true, message: 'rate-limited: 6 events a minute' });
+      expect((await c.publish(ev, { timeoutMs: 5000 })).status).toBe('accepted');
+    } finally {
+      relay.beforeEvent = undefined;
+    }
+  });
+
+  it('classifies each machine prefix as documented', async () => {
+    const c = client(relay.url);
+    const expected: Record<string, boolean> = {
+      error: true,
+      pow: true,
+      blocked: false,
+      restricted: false,
+      mute: false,
+      'auth-required': false,
+      invalid: false,
+    };
+    const byId = new Map<string, string>();
+    relay.beforeEvent = (e) => {
+      const prefix = byId.get(e.id);
+      return prefix ? { accept: false, message: `${prefix}: test` } : undefined;
+    };
+    try {
+      let n = 100;
+      for (const [prefix, retryable] of Object.entries(expected)) {
+        const ev = eventFor(n++);
+        byId.set(ev.id, prefix);
+        const r = await c.publish(ev, { timeoutMs: 5000 });
+        expect(r, prefix).toMatchObject({ status: 'rejected', prefix, retryable, message: `${prefix}: test` });
+      }
+      const odd = eventFor(n++);
+      relay.beforeEvent = (e) => (e.id === odd.id ? { accept: false, message: 'no prefix here' } : undefined);
+      expect(await c.publish(odd, { timeoutMs: 5000 })).toMatchObject({ status: 'rejected', retryable: true, message: 'no prefix here' });
+      expect((await c.publish(odd, { timeoutMs: 5000 })).prefix).toBeUndefined();
+    } finally {
+      relay.beforeEvent = undefined;
+    }
+  });
+
+  it('reads back the bytes that were published, and they verify on a fresh parse', async () => {
+    const c = client(relay.url);
+    const ev = eventFor(3);
+    expect((await c.publish(ev, { timeoutMs: 5000 })).status).toBe('accepted');
+    const back = await c.fetchById(ev.id, { timeoutMs: 5000 });
+    expect(back).toBe(serializeEvent(ev));
+    expect(sameSignedEvent(back!, ev)).toBe(true);
+    expect(verifyEvent(JSON.parse(back!))).toBe(true);
+    const verified = verifySignedEvent(back!);
+    expect(verified.ok).toBe(true);
+    // the content is the envelope's canonical bytes (SPEC 4.1), its digest in the x tag
+    const env = workflowEnvelope(3);
+    expect(JSON.parse(back!).content).toBe(env.canonical);
+    expect(sha256Hex(JSON.parse(back!).content)).toBe(env.digestHex);
+    expect(JSON.parse(back!).tags).toContainEqual(['x', env.digestHex]);
+  });
+
+  it('publishes a batch event whose stored copy carries the batch root as SPEC says', async () => {
+    const c = client(relay.url);
+    const root = sha256Hex('a batch root');
+    const ev = batchEvent({ anchoredAt: '2025-06-01T12:00:00Z', batchRootHex: root, leafCount: 200 }, key);
+    expect((await c.publish(ev, { timeoutMs: 5000 })).status).toBe('accepted');
+    const stored = relay.events().find((e) => e.id === ev.id);
+    expect(stored).toBeDefined();
+    const json = JSON.stringify(stored);
+    expect(verifyEvent(JSON.parse(json))).toBe(true);
+    expect(stored!.content).toBe(batchContent('2025-06-01T12:00:00Z', root, 200));
+    expect(JSON.parse(stored!.content)).toEqual({
+      anchored_at: '2025-06-01T12:00:00Z',
+      batch_root: root,
+      leaf_count: 200,
+      tree: 'rfc6962-sha256',
+      type: 'aer1-anchor-batch/1',
+    });
+    expect(stored!.tags).toContainEqual(['x', root]);
+  });
+
+  it('answers null for an id the relay does not have', async () => {
+    const c = client(relay.url);
+    expect(await c.fetchById('0'.repeat(64), { timeoutMs: 5000 })).toBeNull();
+  });
+
+  it('joins two concurrent publishes of the same event instead of hanging', async () => {
+    const c = client(relay.url);
+    const ev = eventFor(4);
+    const [a, b] = await Promise.all([c.publish(ev, { timeoutMs: 5000 }), c.publish(ev, { timeoutMs: 5000 })]);
+    expect(a.status).toBe('accepted');
+    expect(b).toEqual(a);
+    const many = await Promise.all([5, 6, 7, 5, 6, 7].map((n) => c.publish(eventFor(n), { timeoutMs: 5000 })));
+    expect(many.map((r) => r.status)).toEqual(Array(6).fill('accepted'));
+  });
+
+  it('times out within the deadline when the relay never answers, then recovers', async () => {
+    const c = client(relay.url);
+    relay.faults.silent = true;
+    let r: PublishResult;
+    try {
+      r = await c.publish(eventFor(8), { timeoutMs: 300 });
+    } finally {
+      relay.faults.silent = false;
+    }
+    expect(r).toMatchObject({ status: 'timeout', retryable: true, message: 'no OK within 300 ms' });
+    expect((await c.publish(eventFor(8), { timeoutMs: 5000 })).status).toBe('accepted');
+  });
+
+  it('reports a dropped connection as a retryable error and reconnects on the next use', async () => {
+    const c = client(relay.url);
+    expect((await c.publish(eventFor(9), { timeoutMs: 5000 })).status).toBe('accepted');
+    relay.faults.dropOnEvent = true;
+    let r: PublishResult;
+    try {
+      r = await c.publish(eventFor(10), { timeoutMs: 5000 });
+    } finally {
+      relay.faults.dropOnEvent = false;
+    }
+    expect(r).toMatchObject({ status: 'error', retryable: true, message: 'relay connection closed' });
+    expect((await c.publish(eventFor(10), { timeoutMs: 5000 })).status).toBe('accepted');
+  });
+
+  it('reports a stopped relay as retryable, and is accepted once it is back on the same port', async () => {
+    const c = client(relay.url);
+    expect((await c.publish(eventFor(11), { timeoutMs: 5000 })).status).toBe('accepted');
+    await relay.stop();
+    try {
+      const down = await c.publish(eventFor(12), { timeoutMs: 2000 });
+      expect(['error', 'timeout']).toContain(down.status);
+      expect(down.retryable).toBe(true);
+      expect(down.message).toMatch(/connection (failed|closed)|ECONNREFUSED/);
+      await expect(c.fetchById(eventFor(11).id, { timeoutMs: 1000 })).rejects.toBeInstanceOf(RelayFetchError);
+    } finally {
+      await relay.restart();
+    }
+    expect((await c.publish(eventFor(12), { timeoutMs: 5000 })).status).toBe('accepted');
+    expect(await c.fetchById(eventFor(12).id, { timeoutMs: 5000 })).toBe(serializeEvent(eventFor(12)));
+  });
+
+  it('settles an in-flight publish as an error when the client is closed, and works again after', async () => {
+    const c = client(relay.url);
+    relay.faults.silent = true;
+    try {
+      const pending = c.publish(eventFor(13), { timeoutMs: 5000 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      c.close();
+      expect(await pending).toMatchObject({ status: 'error', retryable: true });
+    } finally {
+      relay.faults.silent = false;
+    }
+    expect((await c.publish(eventFor(13), { timeoutMs: 5000 })).status).toBe('accepted');
+  });
+});
+
+describe('RelayClient against peers that misbehave', () => {
+  let blackhole: Server;
+  let blackholePort: number;
+  const sockets: Socket[] = [];
+  beforeAll(async () => {
+    // accepts TCP and never answers the WebSocket handshake
+    blackhole = createServer((s) => {
+      sockets.push(s);
+      s.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => blackhole.listen(0, '127.0.0.1', resolve));
+    blackholePort = (blackhole.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    for (const c of clients) c.close();
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((resolve) => blackhole.close(() => resolve()));
+  });
+
+  it('gives up on a handshake that never completes within the deadline, without crashing', async () => {
+    const c = client(`ws://127.0.0.1:${blackholePort}`, { connectTimeoutMs: 200 });
+    const r = await c.publish(eventFor(20), { timeoutMs: 2000 });
+    expect(r.status).toBe('timeout');
+    expect(r.retryable).toBe(true);
+    expect(r.message).toMatch(/connect/);
+    // the socket's late error must not surface as an uncaught exception
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+  });
+
+  it('gives up when the whole deadline is shorter than the connect timeout', async () => {
+    const c = client(`ws://127.0.0.1:${blackholePort}`, { connectTimeoutMs: 5000 });
+    const r = await c.publish(eventFor(21), { timeoutMs: 200 });
+    expect(r).toMatchObject({ status: 'timeout', retryable: true });
+  });
+
+  it('reports a refused connection as a retryable error', async () => {
+    const free = createServer();
+    await new Promise<void>((resolve) => free.listen(0, '127.0.0.1', resolve));
+    const port = (free.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => free.close(() => resolve()));
+    const c = client(`ws://127.0.0.1:${port}`);
+    const r = await c.publish(eventFor(22), { timeoutMs: 2000 });
+    expect(r).toMatchObject({ status: 'error', retryable: true });
+    expect(r.message).toMatch(/ECONNREFUSED/);
+  });
+
+  it('refuses URLs that are not ws:// or wss://', () => {
+    expect(() => new RelayClient('http://127.0.0.1:1')).toThrow(/ws:\/\/ or wss:\/\//);
+    expect(() => new RelayClient('not a url')).toThrow(/not a URL/);
+  });
+});
+
+describe('splitEventFrame', () => {
+  it('returns the event text exactly as sent, whitespace around it aside', () => {
+    const ev = '{"id":"a","content":"x]\\"y"}';
+    expect(splitEventFrame(`["EVENT","s:1",${ev}]`)).toEqual({ subId: 's:1', eventJson: ev });
+    expect(splitEventFrame(`[ "EVENT" , "s\\"2" ,\n ${ev} \n] `)).toEqual({ subId: 's"2', eventJson: ev });
+    expect(splitEventFrame('["EOSE","s"]')).toBeUndefined();
+    expect(splitEventFrame('["EVENT","s",[1]]')).toBeUndefined();
+    expect(splitEventFrame('["EVENT","s",{"a":1}')).toBeUndefined();
+  });
+});
