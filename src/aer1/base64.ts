@@ -12,18 +12,18 @@ function badBase64(reason: string, field: string): InputError {
 }
 
 function checkCanonicalBase64(text: string, field: string): void {
-  const pad = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
-  const body = text.length - pad;
-  for (let i = 0; i < body; i++) {
+  for (let i = 0; i < text.length; i++) {
     const ch = text[i]!;
-    if (ALPHABET.test(ch)) continue;
-    const code = ch.charCodeAt(0);
+    if (ch === '=' || ALPHABET.test(ch)) continue;
     if (ch === '-' || ch === '_') throw badBase64(`'${ch}' at offset ${i} (url-safe alphabet)`, field);
-    if (ch === ' ' || ch === '\t' || ch === '\n' || ch === '\r' || ch === '\f' || ch === '\v') {
-      throw badBase64(`whitespace at offset ${i}`, field);
-    }
-    if (ch === '=') throw badBase64(`padding '=' at offset ${i} before the end`, field);
-    throw badBase64(`character U+${code.toString(16).toUpperCase().padStart(4, '0')} at offset ${i}`, field);
+    if (/^\s$/.test(ch)) throw badBase64(`whitespace at offset ${i}`, field);
+    throw badBase64(`character U+${ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} at offset ${i}`, field);
+  }
+  const firstPad = text.indexOf('=');
+  const body = firstPad < 0 ? text.length : firstPad;
+  const pad = text.length - body;
+  if (pad > 2 || text.slice(body) !== '='.repeat(pad)) {
+    throw badBase64(`misplaced padding '=' at offset ${body}`, field);
   }
   if (text.length % 4 !== 0) {
     throw badBase64(`length ${text.length} is not a multiple of 4 (missing or extra padding)`, field);

@@ -5,7 +5,7 @@
  */
 import { InputError } from '../errors.js';
 import { canonicalBytes } from './canonical-json.js';
-import { sha256 } from './hash.js';
+import { sha256, sha256Pair } from './hash.js';
 
 /** What a construction may read from one step. */
 export interface MerkleLeafInput {
@@ -31,7 +31,7 @@ export const DEFAULT_MERKLE_VERSION = 'receipt-id-v0';
 
 /** parent = SHA-256(left || right), no prefix byte (unlike the RFC 6962 batch tree). */
 function parent(left: Uint8Array, right: Uint8Array): Buffer {
-  return sha256(Buffer.concat([left, right]));
+  return sha256Pair(left, right);
 }
 
 /**
@@ -56,7 +56,7 @@ const receiptIdV0: MerkleConstruction = {
   name: 'receipt-id-v0',
   confirmed: true,
   summary: 'leaf = SHA-256(UTF-8 of receipt_id as written)',
-  leaf: (step) => sha256(Buffer.from(step.receiptId, 'utf8')),
+  leaf: (step) => sha256(step.receiptId), // strings hash as UTF-8
 };
 
 /**
@@ -91,5 +91,5 @@ export function constructionRoot(construction: MerkleConstruction, steps: readon
 
 /** receipt-id-v0 root of a list of receipt ids (no duplicate check: that is the workflow parser's job). */
 export function receiptIdV0Root(receiptIds: readonly string[]): string {
-  return merkleRoot(receiptIds.map((id) => sha256(Buffer.from(id, 'utf8')))).toString('hex');
+  return merkleRoot(receiptIds.map((id) => sha256(id))).toString('hex');
 }
