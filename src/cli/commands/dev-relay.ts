@@ -1,7 +1,78 @@
+/**
+ * `aer1-anchor dev-relay [--port P] [--host H] [--db FILE]`: a real Nostr relay on
+ * loopback for development and tests, in the foreground until SIGINT/SIGTERM. The first
+ * line of stdout is its ws:// URL.
+ */
+import { parseArgs } from 'node:util';
+import { startDevRelay } from '../../witness/nostr/dev-relay.js';
 import { UsageError } from '../run.js';
 
-export const summary = '(not built yet)';
+export const summary = 'run a local Nostr relay (@nostr-relay/*, sqlite) until interrupted';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new UsageError('aer1-anchor dev-relay is not built yet');
+const USAGE = `usage: aer1-anchor dev-relay [--port P] [--host 127.0.0.1] [--db FILE] [--silent] [--drop-on-event] [--verbose]
+  --port P          port to listen on (default 0: a free port, printed)
+  --host H          address to listen on (default 127.0.0.1)
+  --db FILE         sqlite file for the events (default: in memory)
+  --silent          never answer EVENT messages (fault testing)
+  --drop-on-event   close the connection upon an EVENT (fault testing)
+  --verbose         relay log lines on stderr`;
+
+function parseFlags(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: false,
+      strict: true,
+      options: {
+        port: { type: 'string', short: 'p' },
+        host: { type: 'string' },
+        db: { type: 'string' },
+        silent: { type: 'boolean' },
+        'drop-on-event': { type: 'boolean' },
+        verbose: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(`dev-relay: ${(err as Error).message} (see --help)`);
+  }
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseFlags(argv);
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  let port = 0;
+  if (values.port !== undefined) {
+    if (!/^[0-9]{1,5}$/.test(values.port) || Number(values.port) > 65535) {
+      throw new UsageError(`dev-relay: --port must be 0-65535, got ${JSON.stringify(values.port)}`);
+    }
+    port = Number(values.port);
+  }
+  let relay;
+  try {
+    relay = await startDevRelay({
+      port,
+      host: values.host ?? '127.0.0.1',
+      ...(values.db !== undefined ? { dbFile: values.db } : {}),
+      silent: values.silent === true,
+      dropOnEvent: values['drop-on-event'] === true,
+      ...(values.verbose ? { log: (line: string) => process.stderr.write(`${line}\n`) } : {}),
+    });
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new UsageError(`dev-relay: cannot start: ${code ?? (err as Error).message}`, 'dev_relay_start');
+  }
+  process.stdout.write(`${relay.url}\n`);
+  process.stderr.write(`dev-relay: listening on ${relay.url}${values.db ? ` (db ${values.db})` : ' (in memory)'}; Ctrl-C to stop\n`);
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+  await relay.close();
+  process.stderr.write(`dev-relay: ${signal}, stopped\n`);
+  return 0;
 }

@@ -1,7 +1,51 @@
+/**
+ * `aer1-anchor keygen [--out FILE] [--force] [--json]`: writes a new Nostr signing key
+ * (mode 0600) and prints its public key. The secret is never printed.
+ */
+import { parseArgs } from 'node:util';
+import { writeKeyFile } from '../../witness/nostr/keys.js';
 import { UsageError } from '../run.js';
 
-export const summary = '(not built yet)';
+export const summary = 'write a new Nostr signing key file (mode 0600) and print its npub';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new UsageError('aer1-anchor keygen is not built yet');
+export const DEFAULT_KEY_FILE = './var/nostr.key';
+
+const USAGE = `usage: aer1-anchor keygen [--out FILE] [--force] [--json]
+  --out FILE   where to write the key (default ${DEFAULT_KEY_FILE}); the folder is created
+  --force      replace an existing key file (the old key is lost)
+  --json       print {"file","npub","pubkey"}`;
+
+function parseFlags(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: false,
+      strict: true,
+      options: {
+        out: { type: 'string', short: 'o' },
+        force: { type: 'boolean' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(`keygen: ${(err as Error).message} (see --help)`);
+  }
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseFlags(argv);
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const file = values.out ?? DEFAULT_KEY_FILE;
+  if (file === '') throw new UsageError('keygen: --out needs a file name');
+  const written = writeKeyFile(file, { force: values.force === true });
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ file: written.path, npub: written.npub, pubkey: written.publicKey })}\n`);
+  } else {
+    process.stdout.write(`${written.npub}\npubkey ${written.publicKey}\nwrote ${written.path} (mode 0600)\n`);
+  }
+  return 0;
 }

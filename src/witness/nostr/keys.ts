@@ -4,7 +4,7 @@
  * printable form: toString/toJSON/inspect all say `[signing key redacted]`, and no
  * error message quotes the key's text.
  */
-import { chmodSync, closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, basename, join } from 'node:path';
 import { inspect } from 'node:util';
@@ -163,24 +163,21 @@ export interface LoadedSigningKey {
 }
 
 /**
- * Loads the signing key from exactly one of a file or an environment variable.
- * An environment variable that is named but unset is skipped; a key given both ways
- * is refused as ambiguous. A key file readable or writable by group/others is refused
+ * Loads the signing key from an environment variable when it is named and set
+ * (it wins over the file, with a warning if the file exists too), else from the
+ * file. A key file readable or writable by group/others is refused
  * (as ssh does) unless `allowReadableByOthers`, which turns readability into a warning.
  */
 export function loadSigningKey(options: LoadSigningKeyOptions): LoadedSigningKey {
   const environment = options.environment ?? process.env;
   const envValue = options.env !== undefined ? environment[options.env] : undefined;
   const envSet = envValue !== undefined && envValue.trim() !== '';
-  if (options.file !== undefined && envSet) {
-    throw new UsageError(
-      `signing key given twice (file ${options.file} and environment variable ${options.env}); give only one`,
-      'signing_key_ambiguous',
-    );
-  }
   if (envSet) {
-    const source = `env:${options.env}`;
-    return { key: SigningKey.parse(envValue, `environment variable ${options.env}`), source, warnings: [] };
+    const warnings: string[] = [];
+    if (options.file !== undefined && existsSync(options.file)) {
+      warnings.push(`key file ${options.file} ignored: environment variable ${options.env} is set and takes precedence`);
+    }
+    return { key: SigningKey.parse(envValue, `environment variable ${options.env}`), source: `env:${options.env}`, warnings };
   }
   if (options.file === undefined) {
     const where = options.env !== undefined ? `environment variable ${options.env} is not set and no key file was given` : 'no key file or environment variable was given';

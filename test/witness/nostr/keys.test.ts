@@ -123,13 +123,17 @@ describe('loadSigningKey', () => {
     expect(loaded.source).toBe('env:AER1_TEST_KEY');
   });
 
-  it('falls back to the file when the variable is unset, refuses a key given both ways', () => {
+  it('falls back to the file when the variable is unset; a set variable wins, with a warning', () => {
     const file = join(dir, 'both.key');
-    writeFileSync(file, TEST_SECRET_HEX, { mode: 0o600 });
+    writeKeyFile(file);
     expect(loadSigningKey({ file, env: 'UNSET_VAR', environment: {} }).source).toBe(`file:${file}`);
-    const msg = messageOf(() => loadSigningKey({ file, env: 'K', environment: { K: TEST_SECRET_HEX } }));
-    expect(msg).toMatch(/given twice/);
-    expectNoSecret(msg);
+    const loaded = loadSigningKey({ file, env: 'K', environment: { K: TEST_SECRET_HEX } });
+    expect(loaded.source).toBe('env:K');
+    expect(loaded.key.publicKey).toBe(expectedPub);
+    expect(loaded.warnings).toEqual([`key file ${file} ignored: environment variable K is set and takes precedence`]);
+    expectNoSecret(loaded.warnings.join(' '));
+    // a default file path that does not exist is no reason to warn
+    expect(loadSigningKey({ file: join(dir, 'none.key'), env: 'K', environment: { K: TEST_SECRET_HEX } }).warnings).toEqual([]);
   });
 
   it('says what is missing when there is no key at all', () => {
