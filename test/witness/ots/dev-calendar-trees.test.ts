@@ -1,5 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   hashToBigInt,
@@ -170,5 +173,76 @@ describe('block headers and proof of work', () => {
       const header = answers[commitments.length]!;
       expect(header).toMatchObject({ pow_ok: true, merkle_ok: true, bits: REGTEST_BITS, prev: sha(Buffer.from('prev')).toString('hex') });
     }
+  });
+});
+
+// The layout claims (WITNESS-FACTS) checked against proofs the real calendars made.
+const VECTORS = resolve(fileURLToPath(new URL('../../..', import.meta.url)), '../shared/vectors/ots');
+const haveVectors = existsSync(VECTORS);
+
+/** The op/attestation shape of a linear path: H sha256, R ripemd160, A/P append/prepend by length. */
+function shape(buf: Buffer, start: number): string {
+  let pos = start;
+  const out: string[] = [];
+  const varuintAt = (): number => {
+    let v = 0;
+    for (let s = 1; ; s *= 128) {
+      const b = buf[pos++]!;
+      v += (b & 0x7f) * s;
+      if (!(b & 0x80)) return v;
+    }
+  };
+  for (;;) {
+    const b = buf[pos++];
+    if (b === undefined) throw new Error('truncated path');
+    if (b === 0xff) throw new Error(`branch at ${pos - 1}: not a linear path`);
+    if (b === 0x00) {
+      out.push('@' + buf.subarray(pos, pos + 8).toString('hex'));
+      pos += 8;
+      const n = varuintAt();
+      pos += n;
+      if (pos !== buf.length) throw new Error('bytes after the attestation');
+      return out.join(' ');
+    }
+    if (b === 0xf0 || b === 0xf1) {
+      const n = varuintAt();
+      pos += n;
+      out.push((b === 0xf0 ? 'A' : 'P') + ([4, 8, 16, 32].includes(n) ? String(n) : 'tx'));
+    } else {
+      out.push({ 0x08: 'H', 0x03: 'R' }[b] ?? b.toString(16));
+    }
+  }
+}
+
+const BITCOIN_TAIL = / P(tx|\d+) A(tx|\d+) H H( [AP]32 H H)* @0588960d73d71901$/;
+
+describe('layout of the real calendars (vectors in ../shared/vectors/ots)', () => {
+  it('has the vectors folder', () => {
+    expect(haveVectors, `missing ${VECTORS}: the .ots vectors are needed to compare with real calendar output`).toBe(true);
+  });
+
+  describe.runIf(haveVectors)('with the vectors', () => {
+    it('answers a submission in the same shape as alice and bob did (nonce, sha256, time prefix, MAC suffix, pending)', () => {
+      const real = readFileSync(join(VECTORS, 'two-calendars.txt.ots')).toString('hex');
+      const calendarPart = /f010[0-9a-f]{32}08f104[0-9a-f]{8}f008[0-9a-f]{16}0083dfe30d2ef90c8e/g;
+      expect(real.match(calendarPart)).toHaveLength(2);
+      const ours = buildRound(leaves(5), { time: 1_700_000_000, hmacKey: Buffer.alloc(32), uri: 'http://127.0.0.1:1' });
+      for (const r of ours.responses) {
+        expect(r.toString('hex')).toMatch(/^f010[0-9a-f]{32}08(f[01]20[0-9a-f]{64}08)*f104[0-9a-f]{8}f008[0-9a-f]{16}0083dfe30d2ef90c8e/);
+      }
+    });
+
+    it('upgrades in the same shape as a real Bitcoin-confirmed proof (tx prefix/suffix, double sha256 block path)', () => {
+      const real = readFileSync(join(VECTORS, 'hello-world.txt.ots'));
+      const realShape = shape(real, 31 + 1 + 1 + 32);
+      expect(realShape).toMatch(BITCOIN_TAIL);
+      const commitments = [0, 1, 2].map((i) => Buffer.concat([Buffer.alloc(4, 1), sha(Buffer.from(`s${i}`)), Buffer.alloc(8, 2)]));
+      const block = mineCommitments({ commitments, height: 3, prevHash: Buffer.alloc(32), time: 1_700_000_000, fillerTxs: 3 });
+      for (const up of block.upgrades) {
+        const s = shape(up, 0);
+        expect(s).toMatch(/^H( [AP]32 H)*/);
+        expect(s).toMatch(BITCOIN_TAIL);
+      }
+    });
   });
 });
