@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { verifyEvent } from 'nostr-tools/pure';
+import { WebSocketServer } from 'ws';
 import { startDevRelay, type DevRelay } from '../../../src/witness/nostr/dev-relay.js';
 import {
   batchContent,
@@ -273,6 +274,38 @@ describe('RelayClient against peers that misbehave', () => {
     const r = await c.publish(eventFor(22), { timeoutMs: 2000 });
     expect(r).toMatchObject({ status: 'error', retryable: true });
     expect(r.message).toMatch(/ECONNREFUSED/);
+  });
+
+  it('hands back a served event byte for byte, even one that does not verify; a NOTICE-only answer is a timeout', async () => {
+    const ev = eventFor(23);
+    const tampered = { ...ev, content: ev.content.replace('wf-23', 'wf-24') };
+    const served = JSON.stringify(tampered, null, 1); // odd whitespace, as some relay might send
+    const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+    await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
+    wss.on('connection', (ws) => {
+      ws.on('message', (data) => {
+        const msg = JSON.parse(data.toString()) as unknown[];
+        if (msg[0] === 'REQ') {
+          ws.send(`["EVENT",${JSON.stringify(msg[1])}, ${served} ]`);
+          ws.send(JSON.stringify(['EOSE', msg[1]]));
+        } else if (msg[0] === 'EVENT') {
+          ws.send(JSON.stringify(['NOTICE', 'we do not take events here']));
+        }
+      });
+    });
+    const c = client(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}`);
+    try {
+      const back = await c.fetchById(ev.id, { timeoutMs: 5000 });
+      expect(back).toBe(served);
+      expect(sameSignedEvent(back!, ev)).toBe(false);
+      expect(verifySignedEvent(back!).ok).toBe(false);
+      const r = await c.publish(ev, { timeoutMs: 300 });
+      expect(r).toMatchObject({ status: 'timeout', retryable: true, message: 'no OK within 300 ms (NOTICE: we do not take events here)' });
+    } finally {
+      c.close();
+      for (const ws of wss.clients) ws.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    }
   });
 
   it('refuses URLs that are not ws:// or wss://', () => {
