@@ -48,6 +48,17 @@ function pythonFloat(n: number): string {
   return `${sign}${intPart}.${frac.length > 0 ? frac : '0'}`;
 }
 
+/**
+ * A JS number as Python writes the value it reads from the JSON text JS writes for it
+ * (`json.dumps(json.loads(JSON.stringify(x)))`): integers below 1e21 in magnitude as plain
+ * digits (Python reads them as int), everything else as Python's float repr. Integers past
+ * 2^53 have already lost digits in JSON.parse; no serializer can restore them.
+ */
+function canonicalNumber(n: number): string {
+  if (Number.isInteger(n) && Math.abs(n) < 1e21) return String(n); // -0 too: '0', like JSON.stringify
+  return pythonFloat(n);
+}
+
 function compareCodePoints(a: string, b: string): number {
   // Python orders str keys by code point; JS `<` compares UTF-16 units, which differs above U+FFFF.
   const ia = a[Symbol.iterator]();
@@ -73,7 +84,7 @@ function write(value: unknown, path: string, depth: number, parts: string[]): vo
     parts.push(value ? 'true' : 'false');
   } else if (typeof value === 'number') {
     if (!Number.isFinite(value)) throw new InputError('not_finite', 'number is not finite', path || '$');
-    parts.push(Number.isInteger(value) ? BigInt(value).toString() : pythonFloat(value));
+    parts.push(canonicalNumber(value));
   } else if (typeof value === 'bigint') {
     parts.push(value.toString());
   } else if (Array.isArray(value)) {

@@ -48,12 +48,12 @@ export function checkText(value: unknown, field: string, maxLength: number, limi
 
 export function requireText(obj: JsonObject, key: string, base: string, limits: DocumentLimits): string {
   const field = memberPath(base, key);
-  if (!(key in obj) || obj[key] === undefined) throw new InputError('missing', 'required member is missing', field);
+  if (!Object.hasOwn(obj, key) || obj[key] === undefined) throw new InputError('missing', 'required member is missing', field);
   return checkText(obj[key], field, limits.maxStringLength);
 }
 
 export function optionalText(obj: JsonObject, key: string, base: string, limits: DocumentLimits): string | undefined {
-  if (!(key in obj) || obj[key] === undefined) return undefined;
+  if (!Object.hasOwn(obj, key) || obj[key] === undefined) return undefined;
   return checkText(obj[key], memberPath(base, key), limits.maxStringLength);
 }
 
@@ -70,7 +70,7 @@ export function parseDigest(value: unknown, field: string): string {
 
 export function requireDigest(obj: JsonObject, key: string, base: string): string {
   const field = memberPath(base, key);
-  if (!(key in obj) || obj[key] === undefined) throw new InputError('missing', 'required member is missing', field);
+  if (!Object.hasOwn(obj, key) || obj[key] === undefined) throw new InputError('missing', 'required member is missing', field);
   return parseDigest(obj[key], field);
 }
 
