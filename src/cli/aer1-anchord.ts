@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-import { runMain, UsageError } from './run.js';
+import { runMain } from './run.js';
+import { main } from '../daemon/main.js';
 
-await runMain('aer1-anchord', async () => {
-  throw new UsageError('aer1-anchord is not built yet');
-});
+await runMain('aer1-anchord', main);
+// Handles (Redis, sockets) are closed by now; make sure nothing keeps the process up.
+process.exit(process.exitCode ?? 0);

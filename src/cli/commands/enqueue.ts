@@ -1,7 +1,39 @@
-import { UsageError } from '../run.js';
+import { parseArgs } from 'node:util';
+import { Aer1Error } from '../../errors.js';
+import { enqueueAnchor, type EnqueueOutcome } from '../../queue/producer.js';
+import { CLIENT_OPTIONS, connectClient } from '../connect.js';
+import { readJsonFile, UsageError } from '../run.js';
 
-export const summary = '(not built yet)';
+export const summary = 'validate documents (or bare fields) and enqueue them for anchoring';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new UsageError('aer1-anchor enqueue is not built yet');
+const USAGE = 'usage: aer1-anchor enqueue FILE... [--json] [--config FILE] [--redis-url URL]';
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: CLIENT_OPTIONS, allowPositionals: true, strict: true });
+  if (positionals.length === 0) throw new UsageError(USAGE);
+  const docs = positionals.map((file) => ({ file, data: readJsonFile(file) }));
+  const client = await connectClient(values);
+  const results: Array<{ file: string } & (EnqueueOutcome | { error: string; code: string })> = [];
+  try {
+    for (const { file, data } of docs) {
+      try {
+        const out = await enqueueAnchor(client.queue(), client.store, data, { ...client.config.limits });
+        results.push({ file, ...out });
+      } catch (err) {
+        if (!(err instanceof Aer1Error)) throw err;
+        results.push({ file, error: err.message, code: err.code });
+      }
+    }
+  } finally {
+    await client.close();
+  }
+  if (values.json) {
+    process.stdout.write(JSON.stringify(results, null, 2) + '\n');
+  } else {
+    for (const r of results) {
+      if ('error' in r) process.stdout.write(`${r.file}: refused: ${r.error}\n`);
+      else process.stdout.write(`${r.file}: ${r.key}: ${r.result === 'queued' ? 'queued' : r.result === 'in-queue' ? 'already queued' : `already anchored (${r.status})`}\n`);
+    }
+  }
+  return results.some((r) => 'error' in r) ? 1 : 0;
 }

@@ -1,7 +1,39 @@
-import { UsageError } from '../run.js';
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ProofExporter } from '../../proof/export.js';
+import { CLIENT_OPTIONS, connectClient } from '../connect.js';
+import { readJsonFile, UsageError } from '../run.js';
 
-export const summary = '(not built yet)';
+export const summary = "print a subject's aer1-anchor-proof-v1, or attach it to the receipt file";
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new UsageError('aer1-anchor proof is not built yet');
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { ...CLIENT_OPTIONS, attach: { type: 'string' }, out: { type: 'string' } },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (positionals.length !== 1) throw new UsageError('usage: aer1-anchor proof KEY [--attach RECEIPT_FILE [--out FILE]] [--config FILE] [--redis-url URL]');
+  const receipt = values.attach ? readJsonFile(values.attach) : null;
+  if (receipt !== null && (typeof receipt !== 'object' || Array.isArray(receipt))) {
+    throw new UsageError(`${values.attach} must hold a JSON object to attach a proof to (for a timeline, use {"entries": [...]})`);
+  }
+  const client = await connectClient(values);
+  try {
+    const proof = await new ProofExporter(client.store, { relays: client.config.nostr.relays, calendars: client.config.ots.calendars }).export(positionals[0]!);
+    if (!proof) {
+      process.stderr.write(`aer1-anchor: no anchored subject with key ${positionals[0]}\n`);
+      return 1;
+    }
+    if (receipt && values.attach) {
+      const out = values.out ?? values.attach;
+      writeFileSync(out, JSON.stringify({ ...(receipt as object), anchor_proof: proof }, null, 2) + '\n');
+      process.stdout.write(`${out}: anchor_proof attached (status ${proof.status})\n`);
+    } else {
+      process.stdout.write(JSON.stringify(proof, null, 2) + '\n');
+    }
+    return 0;
+  } finally {
+    await client.close();
+  }
 }

@@ -1,7 +1,45 @@
+import { parseArgs } from 'node:util';
+import { subjectView, type SubjectView } from '../../state/subject-view.js';
+import { CLIENT_OPTIONS, connectClient } from '../connect.js';
 import { UsageError } from '../run.js';
 
-export const summary = '(not built yet)';
+export const summary = "show a subject's anchoring state: witnesses, relays, calendars, history";
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new UsageError('aer1-anchor status is not built yet');
+function render(v: SubjectView): string {
+  const lines = [`${v.key}: ${v.status}${v.kind ? ` (${v.kind})` : ''}`];
+  if (v.reason) lines.push(`  reason: ${v.reason}`);
+  if (v.digest) lines.push(`  digest: ${v.digest}`);
+  const n = v.witnesses.nostr;
+  if (n) {
+    lines.push(`  nostr: ${n.status}${n.event_id ? `  event ${n.event_id}` : ''}${n.batch ? `  batch ${n.batch.id} #${n.batch.index}` : ''}`);
+    for (const r of n.relays) lines.push(`    ${r.url}: ${r.status}${r.message ? ` (${r.message})` : ''}`);
+  }
+  const o = v.witnesses.ots;
+  if (o) {
+    lines.push(`  ots: ${o.status}${o.batch ? `  batch ${o.batch.id} #${o.batch.index} of ${o.batch.size}` : ''}${o.bitcoin ? `  Bitcoin block ${o.bitcoin.height}` : ''}`);
+    for (const c of o.calendars) lines.push(`    ${c.url}: ${c.status}${c.message ? ` (${c.message})` : ''}`);
+  }
+  lines.push('  history:');
+  for (const h of v.history) {
+    const what = h.event === 'witness' ? `${h.witness} ${h.from} -> ${h.to} (overall ${h.status})${h.detail ? `: ${h.detail}` : ''}` : `${h.event}${h.reason ? `: ${h.reason}` : ''}`;
+    lines.push(`    ${h.at}  ${what}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: CLIENT_OPTIONS, allowPositionals: true, strict: true });
+  if (positionals.length !== 1) throw new UsageError('usage: aer1-anchor status KEY [--json] [--config FILE] [--redis-url URL]');
+  const client = await connectClient(values);
+  try {
+    const view = await subjectView(client.store, positionals[0]!, { relays: client.config.nostr.relays, calendars: client.config.ots.calendars });
+    if (!view) {
+      process.stderr.write(`aer1-anchor: no subject with key ${positionals[0]}\n`);
+      return 1;
+    }
+    process.stdout.write(values.json ? JSON.stringify(view, null, 2) + '\n' : render(view));
+    return 0;
+  } finally {
+    await client.close();
+  }
 }

@@ -1,0 +1,84 @@
+/**
+ * Batcher: cuts a witness's inbox into batches, by size (as soon as `maxSize` subjects
+ * wait) or by time (every `windowMs`). The cut itself is one Lua script, so several
+ * daemons may cut the same inbox safely; every cut batch stays "open" in Redis until
+ * its witness job has taken it, and open batches are handed over again on every tick,
+ * which is what resumes them after a crash.
+ */
+import type { Logger } from 'pino';
+import type { AnchorStore } from '../state/anchor-store.js';
+import type { WitnessName } from '../state/keys.js';
+
+export interface BatcherOptions {
+  maxSize: number;
+  windowMs: number;
+  /** Hands a batch to its witness; must be idempotent per batch id. */
+  handOver: (batchId: string) => Promise<void>;
+}
+
+const MAX_CUTS_PER_TICK = 1000;
+
+export class Batcher {
+  readonly witness: WitnessName;
+  private readonly store: AnchorStore;
+  private readonly opts: BatcherOptions;
+  private readonly log: Logger;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+
+  constructor(witness: WitnessName, store: AnchorStore, opts: BatcherOptions, log: Logger) {
+    this.witness = witness;
+    this.store = store;
+    this.opts = opts;
+    this.log = log.child({ batcher: witness });
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.tick(true), this.opts.windowMs);
+    this.timer.unref();
+    void this.tick(true);
+  }
+
+  /** Called after subjects arrive: cuts at once when a full batch waits. */
+  async poke(): Promise<void> {
+    const waiting = await this.store.inboxLength(this.witness);
+    if (waiting >= this.opts.maxSize) await this.tick(false);
+  }
+
+  /** One pass: hand over open batches, then cut (all that waits, or only full batches). */
+  tick(cutPartial: boolean): Promise<void> {
+    if (this.running) {
+      this.again ||= cutPartial;
+      return this.running;
+    }
+    this.running = this.pass(cutPartial)
+      .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'batch pass failed; retrying next tick'))
+      .finally(() => {
+        this.running = null;
+        if (this.again) {
+          this.again = false;
+          void this.tick(true);
+        }
+      });
+    return this.running;
+  }
+
+  private async pass(cutPartial: boolean): Promise<void> {
+    for (const id of await this.store.openBatchIds(this.witness)) await this.opts.handOver(id);
+    for (let i = 0; i < MAX_CUTS_PER_TICK; i++) {
+      if (!cutPartial && (await this.store.inboxLength(this.witness)) < this.opts.maxSize) break;
+      const batch = await this.store.cutBatch(this.witness, this.opts.maxSize);
+      if (!batch) break;
+      this.log.debug({ batch: batch.id, size: batch.size }, 'batch cut');
+      await this.opts.handOver(batch.id);
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+}

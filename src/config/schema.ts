@@ -1,0 +1,83 @@
+/**
+ * Every configuration key the daemon reads: its type, default, environment variable and
+ * meaning. One table, so the validator, the README's reference and the tests agree.
+ */
+
+export type KeyType =
+  | { kind: 'string' }
+  | { kind: 'optional-string' }
+  | { kind: 'int'; min: number; max: number }
+  | { kind: 'bool' }
+  | { kind: 'enum'; values: readonly string[] }
+  | { kind: 'url-list'; protocols: readonly string[] }
+  | { kind: 'optional-url'; protocols: readonly string[] }
+  | { kind: 'webhooks' };
+
+export interface KeySpec {
+  key: string;
+  type: KeyType;
+  default: unknown;
+  env: string;
+  doc: string;
+}
+
+const int = (min: number, max: number): KeyType => ({ kind: 'int', min, max });
+const MS_DAY = 86_400_000;
+
+export const CONFIG_KEYS: readonly KeySpec[] = [
+  { key: 'redis.url', type: { kind: 'optional-url', protocols: ['redis:', 'rediss:'] }, default: null, env: 'REDIS_URL', doc: 'Redis to use. Unset: 127.0.0.1:6379 when it answers, else the embedded redis-server.' },
+  { key: 'redis.prefix', type: { kind: 'string' }, default: 'aer1', env: 'AER1_REDIS_PREFIX', doc: 'Key prefix; wrapped in a hash tag ({aer1}) so every key lands in one Redis Cluster slot.' },
+  { key: 'redis.embedded', type: { kind: 'bool' }, default: true, env: 'AER1_REDIS_EMBEDDED', doc: 'Start and supervise a private redis-server when no Redis is configured or answering.' },
+  { key: 'redis.embeddedDir', type: { kind: 'string' }, default: './var/redis', env: 'AER1_REDIS_EMBEDDED_DIR', doc: 'Data folder of the embedded redis-server (append-only file on, noeviction).' },
+
+  { key: 'queue.name', type: { kind: 'string' }, default: 'aer1-anchor', env: 'AER1_QUEUE_NAME', doc: 'BullMQ queue that issuers enqueue anchoring jobs on (job name "anchor").' },
+  { key: 'queue.concurrency', type: int(1, 1000), default: 32, env: 'AER1_QUEUE_CONCURRENCY', doc: 'Intake jobs processed at once by one daemon.' },
+  { key: 'queue.stalledIntervalMs', type: int(1000, 600_000), default: 30_000, env: 'AER1_QUEUE_STALLED_INTERVAL_MS', doc: 'How often a crashed daemon\'s in-flight jobs are looked for and handed back.' },
+
+  { key: 'limits.maxJobBytes', type: int(1024, 64 * 1024 * 1024), default: 4 * 1024 * 1024, env: 'AER1_LIMIT_MAX_JOB_BYTES', doc: 'Largest job document accepted (bytes of its JSON).' },
+  { key: 'limits.maxSteps', type: int(1, 10_000_000), default: 100_000, env: 'AER1_LIMIT_MAX_STEPS', doc: 'Most steps in one workflow close.' },
+  { key: 'limits.maxEntries', type: int(1, 10_000_000), default: 100_000, env: 'AER1_LIMIT_MAX_ENTRIES', doc: 'Most entries in one job timeline.' },
+
+  { key: 'nostr.enabled', type: { kind: 'bool' }, default: true, env: 'AER1_NOSTR_ENABLED', doc: 'Publish signed envelopes (or batch roots) to Nostr relays.' },
+  { key: 'nostr.mode', type: { kind: 'enum', values: ['envelope', 'batch'] }, default: 'envelope', env: 'AER1_NOSTR_MODE', doc: '"envelope": one event per subject; "batch": one event per batch (RFC 6962 root).' },
+  { key: 'nostr.relays', type: { kind: 'url-list', protocols: ['ws:', 'wss:'] }, default: ['wss://relay.damus.io', 'wss://nos.lol', 'wss://relay.nostr.band'], env: 'AER1_NOSTR_RELAYS', doc: 'Relays to publish to (comma-separated in the environment).' },
+  { key: 'nostr.quorum', type: int(0, 100), default: 0, env: 'AER1_NOSTR_QUORUM', doc: 'Relays that must accept before the witness is confirmed; 0 means all configured relays.' },
+  { key: 'nostr.kind', type: int(1000, 9999), default: 3099, env: 'AER1_NOSTR_KIND', doc: 'Event kind (a regular, stored kind).' },
+  { key: 'nostr.keyFile', type: { kind: 'string' }, default: './var/nostr.key', env: 'AER1_NOSTR_KEY_FILE', doc: 'Signing key file (hex or nsec, mode 0600); created on first start when missing.' },
+  { key: 'nostr.keyEnv', type: { kind: 'string' }, default: 'AER1_NOSTR_SECRET_KEY', env: 'AER1_NOSTR_KEY_ENV', doc: 'Name of the environment variable that may hold the signing key instead of the file.' },
+  { key: 'nostr.publishTimeoutMs', type: int(100, 120_000), default: 8000, env: 'AER1_NOSTR_PUBLISH_TIMEOUT_MS', doc: 'Deadline of one publish on one relay.' },
+  { key: 'nostr.ratePerMinute', type: int(1, 100_000), default: 6, env: 'AER1_NOSTR_RATE_PER_MINUTE', doc: 'Events per minute sent to each relay (public relays accept a handful per key).' },
+  { key: 'nostr.maxAttempts', type: int(1, 1000), default: 20, env: 'AER1_NOSTR_MAX_ATTEMPTS', doc: 'Attempts per relay and event for retryable failures before that relay is marked failed.' },
+  { key: 'nostr.backoffMs', type: int(10, MS_DAY), default: 5000, env: 'AER1_NOSTR_BACKOFF_MS', doc: 'First retry delay; doubles per attempt.' },
+  { key: 'nostr.backoffMaxMs', type: int(10, MS_DAY), default: 600_000, env: 'AER1_NOSTR_BACKOFF_MAX_MS', doc: 'Cap of the retry delay.' },
+  { key: 'nostr.readBack', type: { kind: 'bool' }, default: false, env: 'AER1_NOSTR_READ_BACK', doc: 'After acceptance, read the event back by id and mark the relay "stored" when the bytes match.' },
+  { key: 'nostr.batchMaxSize', type: int(1, 1_000_000), default: 10_000, env: 'AER1_NOSTR_BATCH_MAX_SIZE', doc: 'Batch mode: most subjects per event.' },
+  { key: 'nostr.batchWindowMs', type: int(10, MS_DAY), default: 10_000, env: 'AER1_NOSTR_BATCH_WINDOW_MS', doc: 'Batch mode: longest a subject waits for its batch.' },
+  { key: 'nostr.concurrency', type: int(1, 1000), default: 16, env: 'AER1_NOSTR_CONCURRENCY', doc: 'Publishes in flight per relay.' },
+
+  { key: 'ots.enabled', type: { kind: 'bool' }, default: true, env: 'AER1_OTS_ENABLED', doc: 'Timestamp batch roots with OpenTimestamps calendars.' },
+  { key: 'ots.calendars', type: { kind: 'url-list', protocols: ['http:', 'https:'] }, default: ['https://a.pool.opentimestamps.org', 'https://b.pool.opentimestamps.org', 'https://a.pool.eternitywall.com', 'https://ots.btc.catallaxy.com'], env: 'AER1_OTS_CALENDARS', doc: 'Calendar submit URLs (path prefixes kept).' },
+  { key: 'ots.minCalendars', type: int(1, 100), default: 2, env: 'AER1_OTS_MIN_CALENDARS', doc: 'm: calendars that must answer for a batch to be pending (else partial, retried).' },
+  { key: 'ots.timeoutMs', type: int(100, 300_000), default: 10_000, env: 'AER1_OTS_TIMEOUT_MS', doc: 'Deadline of one calendar request.' },
+  { key: 'ots.batchMaxSize', type: int(1, 10_000_000), default: 100_000, env: 'AER1_OTS_BATCH_MAX_SIZE', doc: 'Most subjects per calendar submission.' },
+  { key: 'ots.batchWindowMs', type: int(10, MS_DAY), default: 10_000, env: 'AER1_OTS_BATCH_WINDOW_MS', doc: 'Longest a subject waits for its batch.' },
+  { key: 'ots.submitBackoffMs', type: int(10, MS_DAY), default: 10_000, env: 'AER1_OTS_SUBMIT_BACKOFF_MS', doc: 'First retry delay of a submission below m; doubles, capped by ots.upgradeMaxMs.' },
+  { key: 'ots.upgradeInitialMs', type: int(10, MS_DAY), default: 300_000, env: 'AER1_OTS_UPGRADE_INITIAL_MS', doc: 'First upgrade poll after submission; doubles per poll.' },
+  { key: 'ots.upgradeMaxMs', type: int(10, MS_DAY), default: 3_600_000, env: 'AER1_OTS_UPGRADE_MAX_MS', doc: 'Cap of the upgrade poll interval.' },
+  { key: 'ots.upgradeGiveUpMs', type: int(1000, 365 * MS_DAY), default: 14 * MS_DAY, env: 'AER1_OTS_UPGRADE_GIVE_UP_MS', doc: 'A calendar still pending after this long is given up on (the others keep going).' },
+  { key: 'ots.network', type: { kind: 'enum', values: ['mainnet', 'regtest'] }, default: 'mainnet', env: 'AER1_OTS_NETWORK', doc: 'Bitcoin network whose proof-of-work rules headers must meet.' },
+  { key: 'ots.headersFile', type: { kind: 'optional-string' }, default: null, env: 'AER1_OTS_HEADERS_FILE', doc: 'Header source: JSON file {"<height>": "<80-byte header hex>"}.' },
+  { key: 'ots.esploraUrl', type: { kind: 'optional-url', protocols: ['http:', 'https:'] }, default: 'https://blockstream.info/api', env: 'AER1_OTS_ESPLORA_URL', doc: 'Header source: Esplora-style API (used when no headers file or bitcoind is set).' },
+  { key: 'ots.bitcoindUrl', type: { kind: 'optional-url', protocols: ['http:', 'https:'] }, default: null, env: 'AER1_OTS_BITCOIND_URL', doc: 'Header source: bitcoind JSON-RPC URL (user:password@ in the URL).' },
+
+  { key: 'http.enabled', type: { kind: 'bool' }, default: true, env: 'AER1_HTTP_ENABLED', doc: 'Serve the status API, events, metrics and the status page.' },
+  { key: 'http.host', type: { kind: 'string' }, default: '127.0.0.1', env: 'AER1_HTTP_HOST', doc: 'Address to bind (loopback by default).' },
+  { key: 'http.port', type: int(0, 65535), default: 8787, env: 'AER1_HTTP_PORT', doc: 'Port to bind (0: any free port).' },
+  { key: 'http.token', type: { kind: 'optional-string' }, default: null, env: 'AER1_HTTP_TOKEN', doc: 'Bearer token for POST /v1/anchors (and for reads when http.readsRequireToken). Unset: POST is refused.' },
+  { key: 'http.readsRequireToken', type: { kind: 'bool' }, default: false, env: 'AER1_HTTP_READS_REQUIRE_TOKEN', doc: 'Require the token for every read endpoint too (not /livez, /readyz).' },
+  { key: 'http.maxBodyBytes', type: int(1024, 64 * 1024 * 1024), default: 4 * 1024 * 1024, env: 'AER1_HTTP_MAX_BODY_BYTES', doc: 'Largest request body accepted.' },
+
+  { key: 'webhooks', type: { kind: 'webhooks' }, default: [], env: 'AER1_WEBHOOKS', doc: 'POST every state change to these: [{"url", "secret"}] (JSON in the environment).' },
+
+  { key: 'log.level', type: { kind: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }, default: 'info', env: 'AER1_LOG_LEVEL', doc: 'Log level (pino).' },
+];

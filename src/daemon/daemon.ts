@@ -1,0 +1,180 @@
+/**
+ * The daemon: wires config, Redis, state, intake, batchers and witnesses together, and
+ * stops them in order. Usable in-process (tests, the demo) and from `aer1-anchord`.
+ */
+import { Queue, type Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { enabledWitnesses, nostrQuorum, type Config } from '../config/config.js';
+import { AnchorStore } from '../state/anchor-store.js';
+import type { WitnessName } from '../state/keys.js';
+import { Batcher } from '../batch/batcher.js';
+import { IntakeProcessor, startIntakeWorker } from '../queue/intake.js';
+import { NostrWitness } from '../witness/nostr/nostr-witness.js';
+import { OtsWitness } from '../witness/ots/ots-witness.js';
+import { serializeEvent } from '../witness/nostr/events.js';
+import type { SigningKey } from '../witness/nostr/keys.js';
+import { connectRedis } from './redis.js';
+import { DaemonMetrics } from './metrics.js';
+
+export interface DaemonDeps {
+  config: Config;
+  redisUrl: string;
+  log: Logger;
+  signingKey: SigningKey | null;
+}
+
+export class Daemon {
+  readonly config: Config;
+  readonly redis: Redis;
+  readonly store: AnchorStore;
+  readonly metrics: DaemonMetrics;
+  readonly witnesses: readonly WitnessName[];
+  readonly nostr: NostrWitness | null = null;
+  readonly ots: OtsWitness | null = null;
+  readonly intakeQueue: Queue;
+  private readonly log: Logger;
+  private readonly batchers: Batcher[] = [];
+  private intakeWorker: Worker | null = null;
+  private stopping: Promise<void> | null = null;
+
+  constructor(deps: DaemonDeps) {
+    const { config, log } = deps;
+    this.config = config;
+    this.log = log;
+    this.redis = connectRedis(deps.redisUrl);
+    this.redis.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
+    this.store = new AnchorStore(this.redis, config.redis.prefix);
+    this.witnesses = enabledWitnesses(config);
+    this.metrics = new DaemonMetrics();
+    const bullPrefix = this.store.keys.bullPrefix;
+    this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: bullPrefix });
+
+    if (config.nostr.enabled) {
+      if (!deps.signingKey) throw new Error('nostr is enabled but no signing key was given');
+      this.nostr = new NostrWitness(
+        {
+          queueBase: config.queue.name,
+          bullPrefix,
+          connection: this.redis,
+          relays: config.nostr.relays,
+          quorum: nostrQuorum(config),
+          kind: config.nostr.kind,
+          mode: config.nostr.mode,
+          publishTimeoutMs: config.nostr.publishTimeoutMs,
+          ratePerMinute: config.nostr.ratePerMinute,
+          maxAttempts: config.nostr.maxAttempts,
+          backoffMs: config.nostr.backoffMs,
+          backoffMaxMs: config.nostr.backoffMaxMs,
+          readBack: config.nostr.readBack,
+          concurrency: config.nostr.concurrency,
+        },
+        this.store,
+        deps.signingKey,
+        log,
+        {
+          onPublish: (relay, result) => this.metrics.relayPublish(relay, result),
+          onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('nostr', status, createdMs),
+        },
+      );
+      if (config.nostr.mode === 'batch') {
+        const nostr = this.nostr;
+        this.batchers.push(
+          new Batcher('nostr', this.store, { maxSize: config.nostr.batchMaxSize, windowMs: config.nostr.batchWindowMs, handOver: (id) => nostr.enqueueBatch(id) }, log),
+        );
+      }
+    }
+    if (config.ots.enabled) {
+      this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis }, this.store, log, {
+        onCalendarRequest: (calendar, result) => this.metrics.calendarRequest(calendar, result),
+        onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('ots', status, createdMs),
+      });
+      const ots = this.ots;
+      this.batchers.push(
+        new Batcher('ots', this.store, { maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id) }, log),
+      );
+    }
+  }
+
+  /** The intake processor on its own (the HTTP API uses it to answer conflicts synchronously). */
+  intakeProcessor(): IntakeProcessor {
+    const nostr = this.nostr;
+    const inboxes: WitnessName[] = [];
+    if (this.config.nostr.enabled && this.config.nostr.mode === 'batch') inboxes.push('nostr');
+    if (this.config.ots.enabled) inboxes.push('ots');
+    const envelopeMode = nostr !== null && this.config.nostr.mode === 'envelope';
+    return new IntakeProcessor(
+      this.store,
+      { maxJobBytes: this.config.limits.maxJobBytes, maxSteps: this.config.limits.maxSteps, maxEntries: this.config.limits.maxEntries },
+      {
+        witnesses: this.witnesses,
+        inboxes,
+        ...(envelopeMode
+          ? {
+              signEnvelope: (canonical: string, digestHex: string) => {
+                const ev = nostr.signEnvelope(canonical, digestHex);
+                return { id: ev.id, json: serializeEvent(ev) };
+              },
+            }
+          : {}),
+        afterAccept: async (_key, eventId) => {
+          if (envelopeMode && eventId) await nostr.ensurePublishing(eventId);
+          await Promise.all(this.batchers.map((b) => b.poke()));
+        },
+      },
+      this.log,
+    );
+  }
+
+  async start(): Promise<void> {
+    await this.redis.ping();
+    this.nostr?.start();
+    this.ots?.start();
+    for (const b of this.batchers) b.start();
+    this.intakeWorker = startIntakeWorker(
+      {
+        queueName: this.config.queue.name,
+        bullPrefix: this.store.keys.bullPrefix,
+        connection: this.redis,
+        concurrency: this.config.queue.concurrency,
+        stalledIntervalMs: this.config.queue.stalledIntervalMs,
+      },
+      this.intakeProcessor(),
+      this.log,
+    );
+    this.intakeWorker.on('completed', () => this.metrics.intake('accepted'));
+    this.intakeWorker.on('failed', () => this.metrics.intake('refused'));
+  }
+
+  get running(): boolean {
+    return this.intakeWorker !== null && this.intakeWorker.isRunning() && this.stopping === null;
+  }
+
+  /** Queue depth across the intake and witness queues. */
+  async queueCounts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }> {
+    const c = await this.intakeQueue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
+    const totals = { waiting: (c.waiting ?? 0) + (c.prioritized ?? 0), active: c.active ?? 0, delayed: c.delayed ?? 0, failed: c.failed ?? 0 };
+    for (const w of [this.nostr, this.ots]) {
+      if (!w) continue;
+      const x = await w.queueCounts();
+      totals.waiting += x.waiting;
+      totals.active += x.active;
+      totals.delayed += x.delayed;
+      totals.failed += x.failed;
+    }
+    return totals;
+  }
+
+  /** Stops taking jobs, lets in-flight work finish or go back to its queue, then disconnects. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      await this.intakeWorker?.close();
+      for (const b of this.batchers) await b.stop();
+      await this.nostr?.close();
+      await this.ots?.close();
+      await this.intakeQueue.close();
+      await this.redis.quit().catch(() => undefined);
+    })();
+    return this.stopping;
+  }
+}

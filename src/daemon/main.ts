@@ -1,0 +1,136 @@
+/**
+ * `aer1-anchord`: resolves Redis (REDIS_URL / redis.url, else 127.0.0.1:6379 when it
+ * answers, else the embedded redis-server), loads or creates the signing key, starts the
+ * daemon and its HTTP surfaces, says where everything is in its first log lines, and
+ * stops cleanly on SIGTERM/SIGINT within a bounded time.
+ */
+import { existsSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { loadConfig, nostrQuorum, type Config } from '../config/config.js';
+import { UsageError } from '../errors.js';
+import { VERSION } from '../version.js';
+import { loadSigningKey, writeKeyFile, type SigningKey } from '../witness/nostr/keys.js';
+import { Daemon } from './daemon.js';
+import { startEmbeddedRedis, INSTALL_HINT, type EmbeddedRedis } from './embedded-redis.js';
+import { createLogger, type Logger } from './logger.js';
+import { redisAnswers } from './redis.js';
+
+const STOP_TIMEOUT_MS = 20_000;
+
+export interface RunningDaemon {
+  daemon: Daemon;
+  httpUrl: string | null;
+  redisUrl: string;
+  stop(): Promise<void>;
+}
+
+export async function resolveRedis(config: Config, log: Logger): Promise<{ url: string; embedded: EmbeddedRedis | null; where: string }> {
+  if (config.redis.url) return { url: config.redis.url, embedded: null, where: 'configured' };
+  if (await redisAnswers('127.0.0.1', 6379)) return { url: 'redis://127.0.0.1:6379', embedded: null, where: 'local default' };
+  if (!config.redis.embedded) {
+    throw new UsageError(`no Redis: nothing answers on 127.0.0.1:6379 and redis.embedded is off; ${INSTALL_HINT}`, 'no_redis');
+  }
+  log.info({ dir: config.redis.embeddedDir }, 'no Redis configured or answering on 127.0.0.1:6379: starting an embedded redis-server');
+  const embedded = await startEmbeddedRedis({ dir: config.redis.embeddedDir });
+  return { url: embedded.url, embedded, where: `embedded (data in ${embedded.dir})` };
+}
+
+export function signingKeyFor(config: Config, log: Logger): SigningKey | null {
+  if (!config.nostr.enabled) return null;
+  const envSet = (process.env[config.nostr.keyEnv] ?? '').trim() !== '';
+  if (!envSet && !existsSync(config.nostr.keyFile)) {
+    const written = writeKeyFile(config.nostr.keyFile);
+    log.info({ keyFile: written.path, npub: written.npub }, 'created a new Nostr signing key (mode 0600)');
+  }
+  const loaded = loadSigningKey(envSet ? { env: config.nostr.keyEnv } : { file: config.nostr.keyFile });
+  for (const w of loaded.warnings) log.warn(w);
+  return loaded.key;
+}
+
+/** Starts everything `aer1-anchord` runs; used by the CLI and by the demo. */
+export async function runDaemon(config: Config, log: Logger): Promise<RunningDaemon> {
+  const redis = await resolveRedis(config, log);
+  const signingKey = signingKeyFor(config, log);
+  const daemon = new Daemon({ config, redisUrl: redis.url, log, signingKey });
+  await daemon.start();
+  let http: { url: string; close(): Promise<void> } | null = null;
+  let webhooks: { stop(): Promise<void> } | null = null;
+  if (config.http.enabled) {
+    const { startHttpServer } = await import('../http/server.js');
+    http = await startHttpServer({ daemon, log });
+  }
+  if (config.webhooks.length > 0) {
+    const { startWebhooks } = await import('../webhooks/webhooks.js');
+    webhooks = await startWebhooks({ daemon, log });
+  }
+  log.info({ redis: redis.url.replace(/\/\/[^@]*@/, '//***@'), where: redis.where }, `Redis: ${redis.where}`);
+  if (config.nostr.enabled) {
+    log.info(
+      { mode: config.nostr.mode, relays: config.nostr.relays, quorum: nostrQuorum(config), npub: signingKey?.npub },
+      `witness nostr: ${config.nostr.mode} mode, ${config.nostr.relays.length} relays, signing as ${signingKey?.npub}`,
+    );
+  }
+  if (config.ots.enabled) {
+    log.info({ calendars: config.ots.calendars, m: config.ots.minCalendars, network: config.ots.network }, `witness ots: ${config.ots.minCalendars} of ${config.ots.calendars.length} calendars, ${config.ots.network}`);
+  }
+  if (http) log.info({ url: http.url }, `status page: ${http.url}/`);
+  log.info({ queue: config.queue.name, version: VERSION }, 'aer1-anchord ready');
+  let stopping: Promise<void> | null = null;
+  return {
+    daemon,
+    httpUrl: http?.url ?? null,
+    redisUrl: redis.url,
+    stop() {
+      stopping ??= (async () => {
+        await webhooks?.stop();
+        await http?.close();
+        await daemon.stop();
+        await redis.embedded?.stop();
+      })();
+      return stopping;
+    },
+  };
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) {
+    process.stdout.write('usage: aer1-anchord [--config FILE]\n  Configuration: config/default.json, then --config FILE, then AER1_* environment variables (README: Configuration).\n');
+    return 0;
+  }
+  if (values.version) {
+    process.stdout.write(`aer1-anchord ${VERSION}\n`);
+    return 0;
+  }
+  const config = loadConfig({ file: values.config });
+  const log = createLogger(config.log.level);
+  const running = await runDaemon(config, log);
+  await new Promise<void>((resolve) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      log.info({ signal }, 'stopping: no new jobs; in-flight work finishes or returns to its queue');
+      const timer = setTimeout(() => {
+        log.error(`did not stop within ${STOP_TIMEOUT_MS} ms; exiting`);
+        process.exit(1);
+      }, STOP_TIMEOUT_MS);
+      timer.unref();
+      running.stop().then(
+        () => {
+          log.info('stopped');
+          resolve();
+        },
+        (err: unknown) => {
+          log.error({ err: (err as Error).message }, 'error while stopping');
+          resolve();
+        },
+      );
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  });
+  return 0;
+}

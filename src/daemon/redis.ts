@@ -1,0 +1,34 @@
+/**
+ * Where the daemon's Redis is: `REDIS_URL` / redis.url when set; otherwise 127.0.0.1:6379
+ * when something answers there; otherwise an embedded redis-server child (see embedded-redis.ts).
+ */
+import { Redis, type RedisOptions } from 'ioredis';
+import { createConnection } from 'node:net';
+
+/** BullMQ needs `maxRetriesPerRequest: null` on every connection it blocks on. */
+export function redisOptions(url: string): RedisOptions & { url: string } {
+  return { url, maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false };
+}
+
+export function connectRedis(url: string): Redis {
+  return new Redis(url, { maxRetriesPerRequest: null });
+}
+
+/** True when something on host:port answers a Redis PING within `timeoutMs`. */
+export function redisAnswers(host: string, port: number, timeoutMs = 1000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host, port });
+    let buf = '';
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (d) => {
+      buf += d.toString('latin1');
+      if (buf.includes('\r\n')) done(buf.startsWith('+PONG') || buf.startsWith('-NOAUTH'));
+    });
+  });
+}

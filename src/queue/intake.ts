@@ -1,0 +1,137 @@
+/**
+ * Intake: the BullMQ worker on the issuers' queue. Each job is validated once, turned
+ * into an envelope, and accepted into state atomically; the job id is the subject key,
+ * so a second job for the same root is a no-op and one for another root is a conflict.
+ * Refused jobs fail without retry, with the reason recorded in state.
+ */
+import { UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+import { Aer1Error, InputError } from '../errors.js';
+import { canonicalJson } from '../aer1/canonical-json.js';
+import { sha256Hex } from '../aer1/hash.js';
+import { buildEnvelope, envelopeCanonical, subjectKey } from '../envelope/envelope.js';
+import type { SubjectClaims } from '../envelope/claims.js';
+import type { AnchorStore } from '../state/anchor-store.js';
+import type { WitnessName } from '../state/keys.js';
+import { claimsFromJobData, type JobLimits } from './job-data.js';
+import { ANCHOR_JOB } from './names.js';
+
+export interface IntakeResult {
+  key: string;
+  result: 'created' | 'duplicate';
+  digest: string;
+}
+
+export interface Anchoring {
+  witnesses: readonly WitnessName[];
+  /** Batchers a new subject enters. */
+  inboxes: readonly WitnessName[];
+  /** Envelope mode: signs the subject's event (stored with it atomically). */
+  signEnvelope?: (canonical: string, digestHex: string) => { id: string; json: string };
+  /** After a subject is accepted (or found again): make sure its witness work is queued. */
+  afterAccept: (key: string, nostrEventId: string | null) => Promise<void>;
+}
+
+/** The fingerprint of a subject's root: its claims without `anchored_at`. */
+export function rootFingerprint(claims: SubjectClaims): string {
+  return sha256Hex(canonicalJson(claims));
+}
+
+/** BullMQ gives jobs added without an id a numeric one; those take the key from the document. */
+function isGeneratedJobId(id: string | undefined): boolean {
+  return id === undefined || /^\d+$/.test(id);
+}
+
+export class IntakeProcessor {
+  private readonly store: AnchorStore;
+  private readonly limits: JobLimits;
+  private readonly anchoring: Anchoring;
+  private readonly log: Logger;
+  private readonly now: () => Date;
+
+  constructor(store: AnchorStore, limits: JobLimits, anchoring: Anchoring, log: Logger, now: () => Date = () => new Date()) {
+    this.store = store;
+    this.limits = limits;
+    this.anchoring = anchoring;
+    this.log = log.child({ part: 'intake' });
+    this.now = now;
+  }
+
+  /** Validates and accepts one job's data under `jobId`; throws UnrecoverableError when refused. */
+  async process(jobId: string | undefined, data: unknown): Promise<IntakeResult> {
+    let claims: SubjectClaims;
+    try {
+      claims = claimsFromJobData(data, this.limits);
+    } catch (err) {
+      if (!(err instanceof Aer1Error)) throw err;
+      const reason = err.message;
+      if (jobId !== undefined) await this.store.reject(jobId, reason);
+      this.log.warn({ jobId, reason }, 'job refused');
+      throw new UnrecoverableError(`refused: ${reason}`);
+    }
+    const key = subjectKey(claims);
+    if (jobId !== undefined && jobId !== key && !isGeneratedJobId(jobId)) {
+      const reason = `job id ${JSON.stringify(jobId)} is not the subject key ${JSON.stringify(key)} (receipt_uuid, or job_id for chain heads)`;
+      await this.store.reject(jobId, reason);
+      throw new UnrecoverableError(`refused: ${reason}`);
+    }
+    const envelope = buildEnvelope(claims, this.now());
+    const canonical = envelopeCanonical(envelope);
+    const digest = sha256Hex(canonical);
+    const event = this.anchoring.signEnvelope?.(canonical, digest);
+    const res = await this.store.accept({
+      key,
+      kind: claims.subject,
+      envelopeCanonical: canonical,
+      digest,
+      fingerprint: rootFingerprint(claims),
+      witnesses: this.anchoring.witnesses,
+      inboxes: this.anchoring.inboxes,
+      nostrEvent: event,
+    });
+    if (res.result === 'conflict') {
+      const reason = `conflict: subject ${key} is already anchored with another root (envelope digest ${res.digest}); refused, not re-anchored`;
+      await this.store.reject(key, reason, 'conflict');
+      this.log.warn({ key }, 'conflicting root refused');
+      throw new UnrecoverableError(reason);
+    }
+    const record = res.result === 'created' ? null : await this.store.getRecord(key);
+    await this.anchoring.afterAccept(key, res.result === 'created' ? (event?.id ?? null) : (record?.nostrEventId ?? null));
+    return { key, result: res.result, digest: res.result === 'created' ? digest : res.digest };
+  }
+}
+
+export interface IntakeWorkerOptions {
+  queueName: string;
+  bullPrefix: string;
+  connection: ConnectionOptions;
+  concurrency: number;
+  stalledIntervalMs: number;
+}
+
+export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakeProcessor, log: Logger): Worker {
+  const worker = new Worker(
+    opts.queueName,
+    async (job: Job) => {
+      if (job.name !== ANCHOR_JOB) {
+        throw new UnrecoverableError(`unknown job name ${JSON.stringify(job.name)} (expected "${ANCHOR_JOB}")`);
+      }
+      return processor.process(job.id, job.data);
+    },
+    {
+      connection: opts.connection,
+      prefix: opts.bullPrefix,
+      concurrency: opts.concurrency,
+      stalledInterval: opts.stalledIntervalMs,
+      lockDuration: Math.max(opts.stalledIntervalMs, 5000),
+      // Ids are freed once a job ends, so a fixed document can be enqueued again under its key;
+      // what happened is kept in the anchor state.
+      removeOnComplete: { count: 0 },
+      removeOnFail: { count: 0 },
+    },
+  );
+  worker.on('error', (err) => log.warn({ err: err.message }, 'intake worker error'));
+  return worker;
+}
+
+export { InputError };

@@ -1,0 +1,62 @@
+/**
+ * Every Redis key the daemon writes, in one place. All keys share one hash tag
+ * (`{prefix}`) so they live in one Redis Cluster slot and Lua scripts may touch any of them.
+ */
+export type WitnessName = 'nostr' | 'ots';
+export const WITNESSES: readonly WitnessName[] = ['nostr', 'ots'];
+
+export class StateKeys {
+  readonly base: string;
+
+  constructor(prefix: string) {
+    this.base = `{${prefix}}`;
+  }
+
+  /** Prefix handed to BullMQ so its keys share the hash tag. */
+  get bullPrefix(): string {
+    return this.base;
+  }
+
+  subject(key: string): string {
+    return `${this.base}:s:${key}`;
+  }
+  history(key: string): string {
+    return `${this.base}:h:${key}`;
+  }
+  /** Every subject, scored by acceptance time. */
+  get all(): string {
+    return `${this.base}:idx:all`;
+  }
+  byStatus(status: string): string {
+    return `${this.base}:idx:st:${status}`;
+  }
+  byWitness(witness: string, status: string): string {
+    return `${this.base}:idx:w:${witness}:${status}`;
+  }
+  get events(): string {
+    return `${this.base}:events`;
+  }
+  event(id: string): string {
+    return `${this.base}:ev:${id}`;
+  }
+  inbox(witness: WitnessName): string {
+    return `${this.base}:inbox:${witness}`;
+  }
+  batch(witness: WitnessName, id: string): string {
+    return `${this.base}:b:${witness}:${id}`;
+  }
+  batchKeys(witness: WitnessName, id: string): string {
+    return `${this.base}:bk:${witness}:${id}`;
+  }
+  batchSeq(witness: WitnessName): string {
+    return `${this.base}:bseq:${witness}`;
+  }
+  /** Batches cut but not yet handed to their witness (resumed on restart). */
+  openBatches(witness: WitnessName): string {
+    return `${this.base}:bopen:${witness}`;
+  }
+  /** Last confirmation time per witness, counters. */
+  get meta(): string {
+    return `${this.base}:meta`;
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * OtsWitness: submits each batch root to the calendars (m of n), keeps one root
+ * timestamp per batch in Redis with every calendar's answer merged under the root,
+ * polls pending attestations on a backing-off schedule (delayed BullMQ jobs, so one
+ * schedule holds across several daemons and restarts), and confirms a batch only once a
+ * Bitcoin attestation checks out against a block header from the configured source.
+ */
+import { Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+import type { Config } from '../../config/config.js';
+import type { AnchorStore } from '../../state/anchor-store.js';
+import type { WitnessStatus } from '../../proof/format.js';
+import { BatchTree } from '../../batch/batch-tree.js';
+import { backoffDelay } from '../../queue/backoff.js';
+import { otsQueueName } from '../../queue/names.js';
+import { CalendarClient, CalendarError, submitToCalendars } from './calendar/index.js';
+import { parseTimestamp, serializeTimestamp } from './codec.js';
+import { Timestamp, bitcoinAttestations, pendingAttestations, walk } from './timestamp.js';
+import { headerSourceFromConfig, verifyBitcoinAttestation, type HeaderSource } from './bitcoin/index.js';
+
+export interface CalendarState {
+  url: string;
+  /** pending (holds our root), confirmed (its path reached a verified block), failed, gave-up. */
+  status: 'pending' | 'confirmed' | 'failed' | 'gave-up' | 'unsubmitted';
+  message: string;
+  at: string;
+  /** The URI its pending attestation names (where upgrades are asked for). */
+  uri?: string;
+  commitment?: string;
+  polls?: number;
+}
+
+export interface OtsWitnessHooks {
+  onCalendarRequest?: (calendar: string, result: string) => void;
+  onWitnessChange?: (key: string, status: WitnessStatus, createdMs: number) => void;
+}
+
+interface QueueDeps {
+  queueBase: string;
+  bullPrefix: string;
+  connection: ConnectionOptions;
+}
+
+type OtsJob = { batchId: string; poll?: number };
+
+const SUBMIT = 'submit';
+const UPGRADE = 'upgrade';
+
+function isoNow(): string {
+  return new Date().toISOString();
+}
+
+/** Progress numbers keep a stale report from undoing a newer one (see AnchorStore.setWitness). */
+const PROGRESS = { partial: 100, pending: 200, failed: 300, confirmed: 1000 } as const;
+
+export class OtsWitness {
+  private readonly cfg: Config['ots'];
+  private readonly deps: QueueDeps;
+  private readonly store: AnchorStore;
+  private readonly log: Logger;
+  private readonly hooks: OtsWitnessHooks;
+  private readonly queue: Queue<OtsJob>;
+  private readonly clients: Map<string, CalendarClient>;
+  private readonly headers: HeaderSource;
+  private worker: Worker<OtsJob> | null = null;
+
+  constructor(cfg: Config['ots'], deps: QueueDeps, store: AnchorStore, log: Logger, hooks: OtsWitnessHooks = {}) {
+    this.cfg = cfg;
+    this.deps = deps;
+    this.store = store;
+    this.log = log.child({ witness: 'ots' });
+    this.hooks = hooks;
+    this.queue = new Queue<OtsJob>(otsQueueName(deps.queueBase), { connection: deps.connection, prefix: deps.bullPrefix });
+    this.clients = new Map(cfg.calendars.map((url) => [url, new CalendarClient(url, { timeoutMs: cfg.timeoutMs })]));
+    this.headers = headerSourceFromConfig(cfg);
+  }
+
+  start(): void {
+    this.worker = new Worker<OtsJob>(otsQueueName(this.deps.queueBase), (job) => this.run(job), {
+      connection: this.deps.connection,
+      prefix: this.deps.bullPrefix,
+      concurrency: 4,
+      removeOnComplete: { count: 0 },
+      removeOnFail: { count: 1000 },
+      settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, this.cfg.submitBackoffMs, this.cfg.upgradeMaxMs) },
+    });
+    this.worker.on('error', (err) => this.log.warn({ err: err.message }, 'ots worker error'));
+  }
+
+  /** Hands a cut batch over for submission (idempotent by batch id). */
+  async enqueueBatch(batchId: string): Promise<void> {
+    await this.queue.add(SUBMIT, { batchId }, { jobId: `ots-submit-${batchId}`, attempts: 100_000, backoff: { type: 'custom' } });
+  }
+
+  private run(job: Job<OtsJob>): Promise<void> {
+    return job.name === SUBMIT ? this.submit(job.data.batchId) : this.upgrade(job.data.batchId, job.data.poll ?? 1);
+  }
+
+  private async calendars(batchId: string): Promise<Map<string, CalendarState>> {
+    const batch = await this.store.getBatch('ots', batchId);
+    const out = new Map<string, CalendarState>();
+    for (const url of this.cfg.calendars) {
+      const raw = batch?.fields[`cal:${url}`];
+      out.set(url, raw ? (JSON.parse(raw) as CalendarState) : { url, status: 'unsubmitted', message: '', at: '' });
+    }
+    return out;
+  }
+
+  private async rootTimestamp(batchId: string, root: Buffer): Promise<Timestamp> {
+    const b64 = await this.store.batchField('ots', batchId, 'ts');
+    return b64 ? parseTimestamp(Buffer.from(b64, 'base64'), root) : new Timestamp(root);
+  }
+
+  private async moveSubjects(batchId: string, status: WitnessStatus, detail: string): Promise<void> {
+    const keys = await this.store.batchKeys('ots', batchId);
+    const changes = await this.store.setWitnessMany(keys, 'ots', status, PROGRESS[status], detail);
+    changes.forEach((c, i) => {
+      if (c.changed) this.hooks.onWitnessChange?.(keys[i]!, status, c.createdMs);
+    });
+  }
+
+  private async submit(batchId: string): Promise<void> {
+    const batch = await this.store.getBatch('ots', batchId);
+    if (!batch) {
+      await this.store.closeBatch('ots', batchId);
+      return;
+    }
+    const root = new BatchTree(batch.digests).root;
+    if (batch.fields.submitted === '1') {
+      await this.scheduleUpgrade(batchId, 1);
+      await this.store.closeBatch('ots', batchId);
+      return;
+    }
+    const cals = await this.calendars(batchId);
+    const todo = [...cals.values()].filter((c) => c.status !== 'pending').map((c) => this.clients.get(c.url)!);
+    const held = [...cals.values()].filter((c) => c.status === 'pending').length;
+    const need = Math.max(1, this.cfg.minCalendars - held);
+    const result = await submitToCalendars(todo, root, { m: Math.min(need, todo.length) });
+    const ts = await this.rootTimestamp(batchId, root);
+    const fields: Record<string, string> = {};
+    for (const answer of result.answers) {
+      let state: CalendarState;
+      try {
+        const answerTs = parseTimestamp(answer.bytes, root);
+        const pending = pendingAttestations(answerTs)[0];
+        ts.merge(answerTs);
+        state = { url: answer.url, status: 'pending', message: 'submitted', at: isoNow(), polls: 0, ...(pending ? { uri: pending.uri, commitment: pending.commitment.toString('hex') } : {}) };
+        this.hooks.onCalendarRequest?.(answer.url, 'submitted');
+      } catch (err) {
+        state = { url: answer.url, status: 'failed', message: `unusable answer: ${(err as Error).message}`, at: isoNow() };
+        this.hooks.onCalendarRequest?.(answer.url, 'bad_response');
+      }
+      cals.set(answer.url, state);
+      fields[`cal:${answer.url}`] = JSON.stringify(state);
+    }
+    for (const f of result.failures) {
+      const state: CalendarState = { url: f.url, status: 'failed', message: `${f.code}: ${f.message}`, at: isoNow() };
+      cals.set(f.url, state);
+      fields[`cal:${f.url}`] = JSON.stringify(state);
+      this.hooks.onCalendarRequest?.(f.url, f.code);
+    }
+    const holding = [...cals.values()].filter((c) => c.status === 'pending').length;
+    fields.ts = serializeTimestamp(ts).toString('base64');
+    if (holding >= this.cfg.minCalendars) fields.submitted = '1';
+    await this.store.setBatchFields('ots', batchId, fields);
+    const failures = result.failures.map((f) => `${f.url}: ${f.code}`).join('; ');
+    if (holding >= this.cfg.minCalendars) {
+      await this.moveSubjects(batchId, 'pending', `${holding} of ${this.cfg.calendars.length} calendars hold the batch root${failures ? `; failed: ${failures}` : ''}`);
+      await this.scheduleUpgrade(batchId, 1);
+      await this.store.closeBatch('ots', batchId);
+      return;
+    }
+    await this.moveSubjects(batchId, 'partial', `${holding} of ${this.cfg.minCalendars} calendars needed answered${failures ? `; failed: ${failures}` : ''}; retrying`);
+    throw new Error(`only ${holding} of the ${this.cfg.minCalendars} calendars needed answered`);
+  }
+
+  private async scheduleUpgrade(batchId: string, poll: number): Promise<void> {
+    const delay = Math.min(this.cfg.upgradeMaxMs, this.cfg.upgradeInitialMs * 2 ** Math.min(poll - 1, 30));
+    await this.queue.add(UPGRADE, { batchId, poll }, { jobId: `ots-upgrade-${batchId}-${poll}`, delay, attempts: 5, backoff: { type: 'custom' } });
+  }
+
+  private upgradeUrl(cal: CalendarState): string {
+    // The calendar names where to ask; follow it only to https or to the calendar's own origin.
+    if (cal.uri) {
+      try {
+        const u = new URL(cal.uri);
+        if (u.protocol === 'https:' || u.origin === new URL(cal.url).origin) return cal.uri;
+      } catch {
+        // fall back to the submit URL
+      }
+    }
+    return cal.url;
+  }
+
+  private async upgrade(batchId: string, poll: number): Promise<void> {
+    const batch = await this.store.getBatch('ots', batchId);
+    if (!batch || batch.fields.submitted !== '1') return;
+    const root = new BatchTree(batch.digests).root;
+    const ts = await this.rootTimestamp(batchId, root);
+    const cals = await this.calendars(batchId);
+    const fields: Record<string, string> = {};
+    const ageMs = Date.now() - batch.createdMs;
+    for (const cal of cals.values()) {
+      if (cal.status !== 'pending' || !cal.commitment) continue;
+      const commitment = Buffer.from(cal.commitment, 'hex');
+      const url = this.upgradeUrl(cal);
+      const client = this.clients.get(url) ?? new CalendarClient(url, { timeoutMs: this.cfg.timeoutMs });
+      cal.polls = (cal.polls ?? 0) + 1;
+      cal.at = isoNow();
+      try {
+        const answer = await client.getTimestamp(commitment);
+        this.hooks.onCalendarRequest?.(cal.url, `upgrade_${answer.status}`);
+        if (answer.status === 'complete') {
+          const upgrade = parseTimestamp(answer.bytes, commitment);
+          let merged = false;
+          walk(ts, (node) => {
+            if (!merged && node.msg.equals(commitment)) {
+              node.merge(upgrade);
+              merged = true;
+            }
+          });
+          cal.message = merged ? 'upgraded' : 'upgrade did not match our commitment';
+        } else {
+          cal.message = answer.reason;
+        }
+      } catch (err) {
+        cal.message = err instanceof CalendarError ? `${err.code}: ${err.message}` : (err as Error).message;
+        this.hooks.onCalendarRequest?.(cal.url, err instanceof CalendarError ? err.code : 'error');
+      }
+      if (cal.status === 'pending' && ageMs > this.cfg.upgradeGiveUpMs) cal.status = 'gave-up';
+      fields[`cal:${cal.url}`] = JSON.stringify(cal);
+    }
+    fields.ts = serializeTimestamp(ts).toString('base64');
+
+    let confirmed = batch.fields.bitcoin !== undefined;
+    for (const att of bitcoinAttestations(ts)) {
+      try {
+        const block = await verifyBitcoinAttestation(att.merkleRoot, att.height, this.headers, this.cfg.network);
+        if (!confirmed) {
+          fields.bitcoin = JSON.stringify(block);
+          confirmed = true;
+        }
+        for (const cal of cals.values()) {
+          if (cal.status === 'pending' && cal.commitment && this.reaches(ts, cal.commitment, att.merkleRoot)) {
+            cal.status = 'confirmed';
+            cal.message = `Bitcoin block ${block.height}`;
+            fields[`cal:${cal.url}`] = JSON.stringify(cal);
+          }
+        }
+      } catch (err) {
+        this.log.warn({ batchId, height: att.height, err: (err as Error).message }, 'Bitcoin attestation not verified yet');
+      }
+    }
+    await this.store.setBatchFields('ots', batchId, fields);
+    const bitcoin = fields.bitcoin ? (JSON.parse(fields.bitcoin) as { height: number }) : null;
+    if (bitcoin) await this.moveSubjects(batchId, 'confirmed', `Bitcoin block ${bitcoin.height}`);
+    const stillPending = [...cals.values()].some((c) => c.status === 'pending');
+    if (stillPending) {
+      await this.scheduleUpgrade(batchId, poll + 1);
+    } else if (!confirmed) {
+      await this.moveSubjects(batchId, 'failed', 'every calendar failed or was given up on before a Bitcoin confirmation');
+    }
+  }
+
+  /** True when the node for `commitmentHex` leads to an attestation on `msg`. */
+  private reaches(ts: Timestamp, commitmentHex: string, msg: Buffer): boolean {
+    const commitment = Buffer.from(commitmentHex, 'hex');
+    let found = false;
+    walk(ts, (node) => {
+      if (found || !node.msg.equals(commitment)) return;
+      walk(node, (inner) => {
+        if (inner.msg.equals(msg)) found = true;
+      });
+    });
+    return found;
+  }
+
+  async queueCounts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }> {
+    const c = await this.queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
+    return { waiting: (c.waiting ?? 0) + (c.prioritized ?? 0), active: c.active ?? 0, delayed: c.delayed ?? 0, failed: c.failed ?? 0 };
+  }
+
+  async close(): Promise<void> {
+    await this.worker?.close();
+    await this.queue.close();
+  }
+}

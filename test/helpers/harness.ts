@@ -1,0 +1,182 @@
+/**
+ * Shared test scaffolding: real Redis (shared with a unique prefix, or a private
+ * redis-server on a free port), real dev relays, real dev calendars, the daemon in-process
+ * or as a child process, and bounded waiting.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { loadConfig, type Config } from '../../src/config/config.js';
+import { Daemon } from '../../src/daemon/daemon.js';
+import { createLogger } from '../../src/daemon/logger.js';
+import { startEmbeddedRedis, stopChild, type EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
+import { ANCHOR_JOB } from '../../src/queue/names.js';
+import { ANCHOR_JOB_OPTIONS } from '../../src/queue/producer.js';
+import { AnchorStore } from '../../src/state/anchor-store.js';
+import { generateSecretKey, type SigningKey } from '../../src/witness/nostr/keys.js';
+import { startDevRelay, type DevRelay } from '../../src/witness/nostr/dev-relay.js';
+import { startDevCalendar, type DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
+
+export const REPO_ROOT = resolve(import.meta.dirname, '../..');
+export const SHARED_REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export function tempDir(label = 'aer1'): string {
+  return mkdtempSync(join(tmpdir(), `${label}-`));
+}
+
+export function uniquePrefix(label = 't'): string {
+  return `${label}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Polls `check` until it returns a truthy value; throws with `what` after `timeoutMs`. */
+export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 30_000, intervalMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (let i = 0; i < Math.ceil(timeoutMs / intervalMs) + 1; i++) {
+    try {
+      const v = await check();
+      if (v) return v;
+      last = v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+}
+
+/** A bare receipt subject with a fresh uuid and output hash. */
+export function receiptFields(): { subject: 'receipt'; receipt_uuid: string; output_sha256: string } {
+  return { subject: 'receipt', receipt_uuid: randomUUID(), output_sha256: randomBytes(32).toString('hex') };
+}
+
+export async function startRelays(n: number): Promise<DevRelay[]> {
+  return Promise.all(Array.from({ length: n }, () => startDevRelay()));
+}
+
+export async function startCalendars(n: number, headersOut: string, aggregationMs = 100): Promise<DevCalendar[]> {
+  return Promise.all(Array.from({ length: n }, () => startDevCalendar({ headersOut, aggregationMs })));
+}
+
+export interface TestSetup {
+  relays?: DevRelay[];
+  calendars?: DevCalendar[];
+  headersFile?: string;
+  prefix?: string;
+  overrides?: Record<string, unknown>;
+}
+
+/** Config for tests: no default file, no environment, fast timings, loopback witnesses. */
+export function testConfig(setup: TestSetup): Config {
+  const relays = setup.relays ?? [];
+  const calendars = setup.calendars ?? [];
+  const base: Record<string, unknown> = {
+    redis: { prefix: setup.prefix ?? uniquePrefix(), embedded: false },
+    queue: { stalledIntervalMs: 2000 },
+    nostr: {
+      enabled: relays.length > 0,
+      relays: relays.length > 0 ? relays.map((r) => r.url) : ['ws://127.0.0.1:1'],
+      ratePerMinute: 100_000,
+      backoffMs: 100,
+      backoffMaxMs: 1000,
+      publishTimeoutMs: 2000,
+      batchWindowMs: 200,
+    },
+    ots: {
+      enabled: calendars.length > 0,
+      calendars: calendars.length > 0 ? calendars.map((c) => c.url) : ['http://127.0.0.1:1'],
+      minCalendars: 1,
+      timeoutMs: 3000,
+      batchWindowMs: 200,
+      submitBackoffMs: 100,
+      upgradeInitialMs: 200,
+      upgradeMaxMs: 1000,
+      network: 'regtest',
+      headersFile: setup.headersFile ?? null,
+      esploraUrl: null,
+    },
+    http: { enabled: false, port: 0 },
+    log: { level: 'silent' },
+  };
+  const merged = deepMerge(base, setup.overrides ?? {});
+  return loadConfig({ skipDefaultFile: true, env: {}, overrides: merged });
+}
+
+function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    const cur = out[k];
+    if (v && typeof v === 'object' && !Array.isArray(v) && cur && typeof cur === 'object' && !Array.isArray(cur)) {
+      out[k] = deepMerge(cur as Record<string, unknown>, v as Record<string, unknown>);
+    } else {
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
+export function startDaemon(config: Config, redisUrl = SHARED_REDIS_URL, key: SigningKey = generateSecretKey()): Promise<Daemon> {
+  const daemon = new Daemon({ config, redisUrl, log: createLogger(process.env.AER1_TEST_LOG ?? 'silent'), signingKey: config.nostr.enabled ? key : null });
+  return daemon.start().then(() => daemon);
+}
+
+/** A producer and a state reader on the daemon's Redis, independent of any daemon instance. */
+export class Issuer {
+  readonly redis: Redis;
+  readonly queue: Queue;
+  readonly store: AnchorStore;
+
+  constructor(config: Config, redisUrl = SHARED_REDIS_URL) {
+    this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    this.redis.on('error', () => undefined);
+    this.store = new AnchorStore(this.redis, config.redis.prefix);
+    this.queue = new Queue(config.queue.name, { connection: this.redis, prefix: this.store.keys.bullPrefix });
+  }
+
+  async enqueue(data: unknown, key: string): Promise<void> {
+    await this.queue.add(ANCHOR_JOB, data, { jobId: key, ...ANCHOR_JOB_OPTIONS });
+  }
+
+  async enqueueMany(items: Array<{ data: unknown; key: string }>): Promise<void> {
+    for (let i = 0; i < items.length; i += 500) {
+      await this.queue.addBulk(items.slice(i, i + 500).map(({ data, key }) => ({ name: ANCHOR_JOB, data, opts: { jobId: key, ...ANCHOR_JOB_OPTIONS } })));
+    }
+  }
+
+  /** Count of subjects whose overall status is `status`. */
+  async count(status: string): Promise<number> {
+    return this.redis.zcard(this.store.keys.byStatus(status));
+  }
+
+  async witnessCount(witness: 'nostr' | 'ots', status: string): Promise<number> {
+    return this.redis.zcard(this.store.keys.byWitness(witness, status));
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close();
+    await this.redis.quit().catch(() => undefined);
+  }
+}
+
+export async function privateRedis(appendonly = true): Promise<EmbeddedRedis> {
+  return startEmbeddedRedis({ dir: tempDir('redis'), appendonly });
+}
+
+/** `aer1-anchord` as a child process (for SIGKILL and SIGTERM tests); needs a build. */
+export function spawnDaemon(config: Config, redisUrl: string, keyFile: string): ChildProcess {
+  const dir = tempDir('daemon');
+  const file = join(dir, 'config.json');
+  writeFileSync(file, JSON.stringify({ ...config, redis: { ...config.redis, url: redisUrl }, nostr: { ...config.nostr, keyFile } }));
+  return spawn(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchord.js'), '--config', file], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+}
+
+export { stopChild };
