@@ -32,7 +32,7 @@ const char = fc.oneof(
   fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)),
   special,
 );
-const text = fc.string({ unit: char, maxLength: 10 });
+const text = fc.string({ unit: char, maxLength: 8 });
 // Keys drawn from a small, order-sensitive alphabet so siblings compare across BMP/astral lines.
 const key = fc.oneof(
   text,
@@ -47,11 +47,11 @@ const number = fc.oneof(
 );
 const leaf = fc.oneof(text, number, fc.boolean(), fc.constant(null));
 const { value } = fc.letrec((tie) => ({
-  value: fc.oneof({ depthSize: 'small', maxDepth: 5 }, leaf, tie('array'), tie('object')),
-  array: fc.array(tie('value'), { maxLength: 5 }),
-  object: fc.dictionary(key, tie('value'), { maxKeys: 6 }),
+  value: fc.oneof({ depthSize: 'small', maxDepth: 4 }, leaf, tie('array'), tie('object')),
+  array: fc.array(tie('value'), { maxLength: 4 }),
+  object: fc.dictionary(key, tie('value'), { maxKeys: 5 }),
 }));
-const topLevel = fc.dictionary(key, value, { maxKeys: 8 });
+const topLevel = fc.dictionary(key, value, { maxKeys: 6 });
 
 describe('canonical JSON against Debian python3 json.dumps', () => {
   it(`${PYTHON} is installed (the second opinion this suite relies on)`, () => {
