@@ -258,7 +258,8 @@ describe('submitToCalendars', () => {
     const [good, broken, hanging] = await Promise.all([devCalendar(), devCalendar(), devCalendar()]);
     broken.setMode('error500');
     hanging.setMode('hang');
-    const clients = [good, broken, hanging].map((c) => new CalendarClient(c.url, { timeoutMs: 400 }));
+    // only the hanging calendar gets a short deadline, so a slow machine cannot fail the others
+    const clients = [good, broken, hanging].map((c) => new CalendarClient(c.url, { timeoutMs: c === hanging ? 400 : 10_000 }));
 
     const one = await submitToCalendars(clients, digest, { m: 1 });
     expect(one.ok).toBe(true);
@@ -275,7 +276,8 @@ describe('submitToCalendars', () => {
 
     broken.setMode('ok');
     hanging.setMode('ok');
-    const all = await submitToCalendars(clients, digest, { m: 3 });
+    const relaxed = [good, broken, hanging].map((c) => new CalendarClient(c.url));
+    const all = await submitToCalendars(relaxed, digest, { m: 3 });
     expect(all).toMatchObject({ ok: true, failures: [] });
     expect(all.answers.map((a) => a.url)).toEqual([good.url, broken.url, hanging.url]);
   });

@@ -153,7 +153,7 @@ describe('dev calendar: submit, pending, mine, upgrade', () => {
 
 describe('dev calendar: aggregation rounds', () => {
   it('puts all digests of one round into one tree under one commitment', async () => {
-    const cal = await calendar({ aggregationMs: 300 });
+    const cal = await calendar({ aggregationMs: 1500 });
     const client = new CalendarClient(cal.url);
     const digests = Array.from({ length: 7 }, (_, i) => sha(Buffer.from(`round digest ${i}`)));
     const answers = await Promise.all(digests.map((d) => client.submit(d)));
