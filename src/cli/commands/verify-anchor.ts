@@ -1,7 +1,170 @@
-import { UsageError } from '../run.js';
+/**
+ * `aer1-verify-anchor FILE... [--dir DIR] [--proof FILE] [--json] [--headers FILE |
+ * --esplora URL | --bitcoind URL] [--network mainnet|regtest] [--expected-pubkey HEX|npub]...
+ * [--online] [--require-confirmed]` (also `aer1-anchor verify-anchor`): checks anchor proofs
+ * offline against recomputed roots (SPEC §6). Exit 0 PASS, 1 FAIL, 2 usage or unreadable input.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { BITCOIN_NETWORKS, type BitcoinNetwork } from '../../witness/ots/bitcoin/header.js';
+import { BitcoindRpcSource, EsploraSource, HeadersFileSource, parseHeadersJson, type HeaderSource } from '../../witness/ots/bitcoin/sources.js';
+import { BitcoinCheckCache } from '../../verify/bitcoin.js';
+import { EventCheckCache, parseExpectedPubkey } from '../../verify/nostr.js';
+import { RelayClientFetcher, type RelayFetcher } from '../../verify/online.js';
+import { verifyAnchor, type VerifyOptions } from '../../verify/pipeline.js';
+import { exitCode, formatJson, formatText, summarize, TOOL_NAME, type FileOutcome } from '../../verify/report.js';
+import { VERSION } from '../../version.js';
+import { readJsonFile, UsageError } from '../run.js';
 
-export const summary = '(not built yet)';
+export const summary = 'verify anchor proofs offline against recomputed roots (same as aer1-verify-anchor)';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new UsageError('aer1-anchor verify-anchor is not built yet');
+const USAGE = `usage: ${TOOL_NAME} FILE... [--dir DIR] [--proof FILE] [--json]
+         [--headers FILE | --esplora URL | --bitcoind URL] [--network mainnet|regtest]
+         [--expected-pubkey HEX|npub]... [--online] [--require-confirmed]
+
+FILE is a receipt, workflow close or job timeline with its anchor_proof member attached,
+or one of those plus --proof FILE, or a bare aer1-anchor-proof-v1 file. --dir DIR adds
+every *.json file in DIR (not recursive). Exit 0 PASS, 1 FAIL, 2 usage or unreadable input.`;
+
+function parseFlags(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        proof: { type: 'string' },
+        dir: { type: 'string', multiple: true },
+        json: { type: 'boolean' },
+        headers: { type: 'string' },
+        esplora: { type: 'string' },
+        bitcoind: { type: 'string' },
+        network: { type: 'string' },
+        'expected-pubkey': { type: 'string', multiple: true },
+        online: { type: 'boolean' },
+        'require-confirmed': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message} (see --help)`);
+  }
+}
+
+/** Every `*.json` file directly in `dir`, sorted by name. */
+function jsonFilesIn(dir: string): string[] {
+  let names: string[];
+  try {
+    if (!statSync(dir).isDirectory()) throw new UsageError(`--dir ${dir} is not a directory`, 'unreadable');
+    names = readdirSync(dir);
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw new UsageError(`cannot read directory ${dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'unreadable');
+  }
+  const files = names.filter((n) => n.endsWith('.json')).sort().map((n) => join(dir, n));
+  if (files.length === 0) throw new UsageError(`no *.json files in ${dir}`, 'unreadable');
+  return files;
+}
+
+function headerSource(values: { headers?: string; esplora?: string; bitcoind?: string }): HeaderSource | null {
+  const given = (['headers', 'esplora', 'bitcoind'] as const).filter((k) => values[k] !== undefined);
+  if (given.length > 1) throw new UsageError(`give one header source, not ${given.map((g) => `--${g}`).join(' and ')}`);
+  try {
+    if (values.headers !== undefined) {
+      let text: string;
+      try {
+        text = readFileSync(values.headers, 'utf8');
+      } catch (err) {
+        throw new UsageError(`cannot read headers file ${values.headers}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'unreadable');
+      }
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch (err) {
+        throw new UsageError(`headers file ${values.headers} is not JSON: ${(err as Error).message}`, 'not_json');
+      }
+      parseHeadersJson(json, `headers file ${values.headers}`); // refuse a malformed file before any check runs
+      return new HeadersFileSource(values.headers);
+    }
+    if (values.esplora !== undefined) return new EsploraSource(values.esplora);
+    if (values.bitcoind !== undefined) return new BitcoindRpcSource(values.bitcoind);
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw new UsageError((err as Error).message);
+  }
+  return null;
+}
+
+function network(value: string | undefined): BitcoinNetwork {
+  if (value === undefined) return 'mainnet';
+  if (!(BITCOIN_NETWORKS as readonly string[]).includes(value)) throw new UsageError(`--network must be one of ${BITCOIN_NETWORKS.join('|')}, got ${JSON.stringify(value)}`);
+  return value as BitcoinNetwork;
+}
+
+export interface Io {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+}
+
+const processIo: Io = {
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+};
+
+export async function run(argv: string[], io: Io = processIo): Promise<number> {
+  const { values, positionals } = parseFlags(argv);
+  if (values.help) {
+    io.stdout(`${USAGE}\n`);
+    return 0;
+  }
+  if (values.version) {
+    io.stdout(`${TOOL_NAME} ${VERSION}\n`);
+    return 0;
+  }
+  const files = [...positionals, ...(values.dir ?? []).flatMap(jsonFilesIn)];
+  const proofFile = values.proof;
+  if (proofFile !== undefined && files.length > 1) throw new UsageError('--proof goes with exactly one FILE');
+  if (files.length === 0 && proofFile === undefined) throw new UsageError(`expected FILE..., --dir DIR or --proof FILE\n${USAGE}`);
+  // one FILE (or --proof alone) and no --dir: a single result; otherwise per-file results and a summary
+  const single = (values.dir ?? []).length === 0 && files.length <= 1;
+
+  const options: VerifyOptions = {
+    expectedPubkeys: (values['expected-pubkey'] ?? []).map(parseExpectedPubkey),
+    headerSource: headerSource(values),
+    network: network(values.network),
+    requireConfirmed: values['require-confirmed'] === true,
+    eventCache: new EventCheckCache(),
+    bitcoinCache: new BitcoinCheckCache(),
+  };
+  const givenProof = proofFile !== undefined && files.length === 1 ? readJsonFile(proofFile) : undefined;
+  const inputs = files.length ? files : [proofFile!];
+
+  let fetcher: RelayFetcher | null = null;
+  if (values.online) fetcher = new RelayClientFetcher();
+  options.relayFetcher = fetcher;
+  const outcomes: FileOutcome[] = [];
+  try {
+    for (const file of inputs) {
+      if (single) {
+        // one input: an unreadable file or unknown proof version is the run's exit-2 error
+        const value = readJsonFile(file);
+        outcomes.push({ file, report: await verifyAnchor({ value, ...(givenProof !== undefined ? { proof: givenProof } : {}) }, options) });
+        continue;
+      }
+      try {
+        const value = readJsonFile(file);
+        outcomes.push({ file, report: await verifyAnchor({ value }, options) });
+      } catch (err) {
+        if (!(err instanceof UsageError)) throw err;
+        io.stderr(`${TOOL_NAME}: ${file}: ${err.message}\n`);
+        outcomes.push({ file, unreadable: err.message });
+      }
+    }
+  } finally {
+    fetcher?.close();
+  }
+  io.stdout(values.json ? formatJson(outcomes, single) : formatText(outcomes, single));
+  return exitCode(summarize(outcomes));
 }

@@ -1,0 +1,156 @@
+/**
+ * Stage `input`: what was given. A receipt, workflow close or job timeline with its
+ * `anchor_proof` attached or given separately, or a bare `aer1-anchor-proof-v1` alone.
+ * Input that cannot be verified at all (no proof anywhere, a proof of an unknown version)
+ * is a UsageError: the CLI says so in one line and exits 2.
+ */
+import { recognizeDocument, type RecognizedDocument } from '../aer1/document.js';
+import { isObject } from '../aer1/fields.js';
+import { Aer1Error, InputError, UsageError } from '../errors.js';
+import { PROOF_VERSION, parseAnchorProof, type AnchorProof } from '../proof/format.js';
+import { fail, pass, type CheckResult, type PreparedInput } from './types.js';
+
+export const PROOF_MEMBER = 'anchor_proof';
+
+/** A bare proof file: it names a proof version or carries the proof's own members. */
+export function looksLikeProof(value: unknown): value is Record<string, unknown> {
+  if (!isObject(value)) return false;
+  if (typeof value.version === 'string' && value.version.startsWith('aer1-anchor-proof')) return true;
+  return Object.hasOwn(value, 'envelope') && Object.hasOwn(value, 'digest');
+}
+
+/** Where the attached proof sits: top level, or on the unwrapped receipt (`receipt` / `_receipt`). */
+function findAttached(value: unknown): { proof: unknown; document: unknown } | null {
+  if (!isObject(value)) return null;
+  if (Object.hasOwn(value, PROOF_MEMBER)) {
+    const { [PROOF_MEMBER]: proof, ...document } = value;
+    return { proof, document };
+  }
+  for (const wrapper of ['_receipt', 'receipt']) {
+    const inner = value[wrapper];
+    if (isObject(inner) && Object.hasOwn(inner, PROOF_MEMBER)) {
+      const { [PROOF_MEMBER]: proof, ...rest } = inner;
+      return { proof, document: { ...value, [wrapper]: rest } };
+    }
+  }
+  return null;
+}
+
+/** parseAnchorProof, with an unknown version turned into a UsageError (exit 2). */
+function readProof(value: unknown, where: string): AnchorProof {
+  try {
+    return parseAnchorProof(value);
+  } catch (err) {
+    if (err instanceof InputError && err.code === 'unknown_proof_version') {
+      throw new UsageError(`${where}: ${err.message}`, 'unknown_proof_version');
+    }
+    throw err;
+  }
+}
+
+/**
+ * An open job timeline (last entry without `close: true`) is what truncation leaves
+ * behind. The timeline parser refuses it (open timelines are never anchored); to say
+ * "truncated" rather than "unreadable", parse it with the last entry closed, then put
+ * the declared `close: false` back so its digest is recomputed over what is written.
+ */
+function recognizeOpenTimeline(doc: unknown): RecognizedDocument | null {
+  const list = Array.isArray(doc) ? doc : isObject(doc) && Array.isArray(doc.entries) ? doc.entries : null;
+  if (!list || list.length === 0) return null;
+  const last: unknown = list[list.length - 1];
+  if (!isObject(last) || last.close === true || (Object.hasOwn(last, 'close') && last.close !== false)) return null;
+  const closedList = [...list.slice(0, -1), { ...last, close: true }];
+  const closed = Array.isArray(doc) ? closedList : { ...(doc as Record<string, unknown>), entries: closedList };
+  const recognized = recognizeDocument(closed);
+  if (recognized.kind !== 'chain') return null;
+  const entries = recognized.timeline.entries.map((e, i) => (i === list.length - 1 ? { ...e, close: false } : e));
+  return { kind: 'chain', timeline: { ...recognized.timeline, entries } };
+}
+
+function describeDocument(doc: RecognizedDocument): string {
+  switch (doc.kind) {
+    case 'receipt':
+      return `receipt ${doc.receipt.id}`;
+    case 'workflow-close':
+      return `workflow close ${doc.workflow.receiptId} (${doc.workflow.steps.length} steps)`;
+    case 'chain':
+      return `job timeline ${doc.timeline.jobId} (${doc.timeline.entries.length} entries)`;
+  }
+}
+
+export interface InputOutcome {
+  readonly check: CheckResult;
+  /** Null when the proof itself is malformed: nothing further can be checked. */
+  readonly prepared: PreparedInput | null;
+}
+
+/**
+ * Reads one input: `value` is the parsed FILE, `givenProof` the parsed `--proof FILE`.
+ * Throws UsageError when there is no proof or its version is unknown.
+ */
+export function readInput(value: unknown, givenProof?: unknown): InputOutcome {
+  let rawProof: unknown;
+  let document: unknown;
+  let proofSource: PreparedInput['proofSource'];
+  let note = '';
+  if (looksLikeProof(value)) {
+    if (givenProof !== undefined) throw new UsageError('FILE is itself an anchor proof; --proof goes with a receipt, workflow close or job timeline', 'usage');
+    rawProof = value;
+    proofSource = 'standalone';
+  } else {
+    const attached = findAttached(value);
+    if (givenProof !== undefined) {
+      rawProof = givenProof;
+      document = attached ? attached.document : value;
+      proofSource = 'given';
+      if (attached) note = `; its ${PROOF_MEMBER} member is ignored (--proof given)`;
+    } else if (attached) {
+      rawProof = attached.proof;
+      document = attached.document;
+      proofSource = 'attached';
+    } else {
+      throw new UsageError(`no anchor proof: attach it as the "${PROOF_MEMBER}" member or give it with --proof FILE`, 'no_proof');
+    }
+  }
+
+  let proof: AnchorProof;
+  try {
+    proof = readProof(rawProof, proofSource === 'given' ? '--proof' : proofSource === 'attached' ? PROOF_MEMBER : 'proof');
+  } catch (err) {
+    if (err instanceof UsageError || !(err instanceof Aer1Error)) throw err;
+    return { check: fail('input', `not a valid ${PROOF_VERSION}: ${err.message}`), prepared: null };
+  }
+  const base = { proofSource, proof, rawProof: rawProof as Record<string, unknown> };
+  const proofWords = proofSource === 'standalone' ? `standalone ${PROOF_VERSION} (no document given)` : `${PROOF_VERSION} ${proofSource === 'given' ? 'given with --proof' : 'attached'}`;
+
+  if (proofSource === 'standalone') {
+    return { check: pass('input', proofWords), prepared: { ...base, document: null, openTimeline: false } };
+  }
+  let recognized: RecognizedDocument;
+  let openTimeline = false;
+  try {
+    recognized = recognizeDocument(document);
+  } catch (err) {
+    if (!(err instanceof Aer1Error)) throw err;
+    const open = err instanceof InputError && err.code === 'not_closed' ? safeOpenTimeline(document) : null;
+    if (!open) {
+      return { check: fail('input', `document not recognized: ${err.message}`), prepared: { ...base, document: null, openTimeline: false } };
+    }
+    recognized = open;
+    openTimeline = true;
+  }
+  const openNote = openTimeline ? ' (open: its last entry does not close it)' : '';
+  return {
+    check: pass('input', `${describeDocument(recognized)}${openNote}, ${proofWords}${note}`),
+    prepared: { ...base, document: recognized, openTimeline },
+  };
+}
+
+function safeOpenTimeline(doc: unknown): RecognizedDocument | null {
+  try {
+    return recognizeOpenTimeline(doc);
+  } catch (err) {
+    if (err instanceof Aer1Error) return null;
+    throw err;
+  }
+}
