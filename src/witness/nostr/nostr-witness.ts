@@ -181,9 +181,16 @@ export class NostrWitness {
       let status = 'accepted';
       let message = result.message;
       if (this.opts.readBack) {
-        const back = await this.client(url).fetchById(eventId, { timeoutMs: this.opts.publishTimeoutMs });
+        // Acceptance stands either way; read-back only upgrades it to "stored" when the bytes match.
+        let back: string | null = null;
+        let failure = '';
+        try {
+          back = await this.client(url).fetchById(eventId, { timeoutMs: this.opts.publishTimeoutMs });
+        } catch (err) {
+          failure = (err as Error).message;
+        }
         if (back !== null && sameSignedEvent(back, event)) status = 'stored';
-        else message = `${message}${message ? '; ' : ''}read-back ${back === null ? 'found nothing' : 'differs'}`;
+        else message = `${message}${message ? '; ' : ''}read-back ${failure ? `failed: ${failure}` : back === null ? 'found nothing' : 'differs'}`;
       }
       await this.record(eventId, { url, status, message, at: result.at, attempts: attempt, final: true });
       return;
