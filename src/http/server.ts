@@ -1,0 +1,275 @@
+/**
+ * The daemon's HTTP surfaces on node:http: the status API, live events (SSE and WebSocket),
+ * Prometheus metrics, health probes, the OpenAPI document and the status page.
+ * Loopback by default; the bearer token guards writes, and reads when configured.
+ */
+import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { ConflictError, InputError } from '../errors.js';
+import { AnchorRoutes } from './anchors.js';
+import { TokenAuth } from './auth.js';
+import type { DaemonView } from './daemon-view.js';
+import { EventFeed, parseStreamId } from './event-feed.js';
+import { HttpError, JSON_TYPE, json, send, sendError, type Reply } from './respond.js';
+import { checkQuery, findRoute, splitUrl, type RequestContext, type Route } from './router.js';
+import { streamEvents, type LiveStream } from './sse.js';
+import { collectStats, gaugeSource } from './stats.js';
+import { loadStaticFiles, type StaticFile } from './static-files.js';
+import { EventSocketServer } from './ws.js';
+import { WebhookLog } from '../webhooks/delivery-log.js';
+
+export interface HttpServerOptions {
+  daemon: DaemonView;
+  log: Logger;
+}
+
+export interface HttpServer {
+  /** `http://host:port`, no trailing slash. */
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+const READY_TIMEOUT_MS = 2000;
+const PAGE_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+function hostForUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** A stream id from `Last-Event-ID` or `?since=`; 400 when it is not one. */
+function resumeFrom(req: IncomingMessage, query: URLSearchParams): string | null {
+  const header = req.headers['last-event-id'];
+  const text = (Array.isArray(header) ? header[0] : header) ?? query.get('since');
+  if (text === undefined || text === null || text.trim() === '') return null;
+  const id = parseStreamId(text);
+  if (!id) throw new HttpError(400, 'bad_parameter', `not a stream id (like 1700000000000-0): ${JSON.stringify(text.slice(0, 64))}`, header !== undefined ? 'Last-Event-ID' : 'since');
+  return `${id[0]}-${id[1]}`;
+}
+
+async function pingWithin(daemon: DaemonView, ms: number): Promise<string | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`redis: no answer to PING within ${ms} ms`), ms);
+  });
+  try {
+    return await Promise.race([
+      daemon.redis.ping().then((r) => (r === 'PONG' ? null : `redis: unexpected PING answer ${JSON.stringify(r)}`)),
+      timeout,
+    ]);
+  } catch (err) {
+    return `redis: ${(err as Error).message}`;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
+  const { daemon } = opts;
+  const log = opts.log.child({ part: 'http' });
+  const cfg = daemon.config.http;
+  if (cfg.readsRequireToken && cfg.token === null) {
+    throw new InputError('bad_config', 'reads require a token but no token is set (set http.token / AER1_HTTP_TOKEN)', 'config http.readsRequireToken');
+  }
+  const auth = new TokenAuth(cfg.token, cfg.readsRequireToken);
+  const files = loadStaticFiles();
+  const feed = new EventFeed(daemon.redis, daemon.store.keys.events, log);
+  await feed.start();
+  const sockets = new EventSocketServer(feed);
+  const streams = new Set<LiveStream>();
+  const anchors = new AnchorRoutes(daemon);
+  const webhookLog = new WebhookLog(daemon.redis, daemon.store.keys.base);
+  daemon.metrics.attach(gaugeSource(daemon));
+
+  const staticRoute = (path: string): Route => ({
+    method: 'GET',
+    path,
+    access: 'public',
+    handler: async ({ req }) => serveStatic(req, files.get(path)!),
+  });
+
+  const routes: Route[] = [
+    staticRoute('/'),
+    staticRoute('/app.js'),
+    staticRoute('/style.css'),
+    staticRoute('/openapi.json'),
+    { method: 'GET', path: '/livez', access: 'public', handler: async () => json(200, { status: 'ok' }) },
+    {
+      method: 'GET',
+      path: '/readyz',
+      access: 'public',
+      handler: async () => {
+        const reasons: string[] = [];
+        const redis = await pingWithin(daemon, READY_TIMEOUT_MS);
+        if (redis) reasons.push(redis);
+        if (!daemon.running) reasons.push('worker: the intake worker is not running');
+        if (reasons.length > 0) return json(503, { error: { code: 'not_ready', message: reasons.join('; ') } });
+        return json(200, { status: 'ready' });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/metrics',
+      access: 'read',
+      handler: async () => ({
+        status: 200,
+        body: await daemon.metrics.registry.metrics(),
+        headers: { 'Content-Type': daemon.metrics.registry.contentType },
+      }),
+    },
+    { method: 'GET', path: '/v1/stats', access: 'read', handler: async () => json(200, await collectStats(daemon)) },
+    { method: 'GET', path: '/v1/anchors', access: 'read', query: ['status', 'witness', 'backend', 'cursor', 'limit'], handler: (c) => anchors.list(c) },
+    { method: 'POST', path: '/v1/anchors', access: 'write', handler: (c) => anchors.post(c) },
+    { method: 'GET', path: '/v1/anchors/{key}', access: 'read', handler: (c) => anchors.get(c) },
+    { method: 'GET', path: '/v1/anchors/{key}/proof', access: 'read', handler: (c) => anchors.proof(c) },
+    {
+      method: 'GET',
+      path: '/v1/events',
+      access: 'read',
+      query: ['since'],
+      streaming: true,
+      handler: async ({ req, res, query }) => {
+        const since = resumeFrom(req, query);
+        const stream = await streamEvents(req, res, feed, since);
+        streams.add(stream);
+        req.on('close', () => streams.delete(stream));
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/ws',
+      access: 'read',
+      query: ['since'],
+      handler: async () => {
+        throw new HttpError(426, 'upgrade_required', 'this is a WebSocket endpoint: connect with Upgrade: websocket', undefined, { Upgrade: 'websocket', Connection: 'Upgrade' });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/webhooks',
+      access: 'read',
+      query: ['limit'],
+      handler: async ({ query }) => {
+        const limit = Math.min(Number(query.get('limit') ?? 20) || 20, 1000);
+        return json(200, { hooks: await webhookLog.overview(daemon.config.webhooks.map((h) => h.url), limit) });
+      },
+    },
+  ];
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = Date.now();
+    let path = '?';
+    try {
+      const url = splitUrl(req.url ?? '/');
+      path = url.path;
+      const match = findRoute(routes, req.method ?? 'GET', url.segments);
+      if (match === null) throw new HttpError(404, 'not_found', `no such endpoint: ${req.method} ${url.path}`);
+      if ('allow' in match) {
+        throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.path} (allowed: ${match.allow.join(', ')})`, undefined, {
+          Allow: match.allow.join(', '),
+        });
+      }
+      auth.check(match.route.access, req, url.query);
+      checkQuery(match.route, url.query);
+      const ctx: RequestContext = { req, res, params: match.params, query: url.query };
+      const reply = await match.route.handler(ctx);
+      if (reply) send(res, reply);
+    } catch (err) {
+      replyError(res, err, log);
+    } finally {
+      // the path only: the query may carry the access token
+      log.debug({ method: req.method, path, status: res.statusCode, ms: Date.now() - started }, 'request');
+    }
+  }
+
+  const server = createServer({ requestTimeout: 60_000 }, (req, res) => {
+    void handle(req, res);
+  });
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    try {
+      const url = splitUrl(req.url ?? '/');
+      if (url.path !== '/v1/ws') throw new HttpError(404, 'not_found', `no WebSocket endpoint at ${url.path} (use /v1/ws)`);
+      auth.check('read', req, url.query);
+      checkQuery(routes.find((r) => r.path === '/v1/ws')!, url.query);
+      sockets.accept(req, socket, head, resumeFrom(req, url.query));
+    } catch (err) {
+      const e = err instanceof HttpError ? err : new HttpError(500, 'internal', 'internal error');
+      if (!(err instanceof HttpError)) log.error({ err: (err as Error).message }, 'upgrade failed');
+      rejectUpgrade(socket, e);
+    }
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(cfg.port, cfg.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${hostForUrl(cfg.host)}:${port}`;
+  log.info({ url }, 'http server listening');
+
+  let closing: Promise<void> | null = null;
+  return {
+    url,
+    port,
+    close() {
+      closing ??= (async () => {
+        sockets.close();
+        for (const s of streams) s.close();
+        streams.clear();
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), 2000).unref();
+        await feed.close();
+        await closed;
+      })();
+      return closing;
+    },
+  };
+}
+
+function serveStatic(req: IncomingMessage, file: StaticFile): Reply {
+  const headers: Record<string, string> = { 'Content-Type': file.type, ETag: file.etag, 'Cache-Control': 'no-cache' };
+  if (file.type.startsWith('text/html')) {
+    headers['Content-Security-Policy'] = PAGE_CSP;
+    headers['Referrer-Policy'] = 'no-referrer';
+  }
+  if (req.headers['if-none-match'] === file.etag) return { status: 304, body: '', headers };
+  return { status: 200, body: file.body, headers };
+}
+
+function replyError(res: ServerResponse, err: unknown, log: Logger): void {
+  let e: HttpError;
+  if (err instanceof HttpError) e = err;
+  else if (err instanceof ConflictError) e = new HttpError(409, err.code, err.message);
+  else if (err instanceof InputError) e = new HttpError(400, err.code, err.message, err.field);
+  else {
+    log.error({ err: (err as Error)?.message ?? String(err) }, 'request failed');
+    e = new HttpError(500, 'internal', 'internal error; see the daemon log');
+  }
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendError(res, e);
+  // A refused body is not read to its end; the connection cannot be reused.
+  if (e.status === 413) res.on('finish', () => res.socket?.destroySoon?.());
+}
+
+function rejectUpgrade(socket: Duplex, err: HttpError): void {
+  const body = `${JSON.stringify(err.body())}\n`;
+  const headers = {
+    'Content-Type': JSON_TYPE,
+    'Content-Length': String(Buffer.byteLength(body)),
+    Connection: 'close',
+    ...err.headers,
+  };
+  const head = [`HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
+  socket.end(`${head}\r\n\r\n${body}`);
+}

@@ -1,0 +1,100 @@
+/**
+ * Where webhook deliveries are recorded, per hook, under the daemon's key prefix:
+ * `{prefix}:wh:<hook id>:log` (the latest outcomes, newest first, capped) and
+ * `{prefix}:wh:<hook id>:totals` (counts and last times). Hook ids hash the URL, so a
+ * URL's credentials or query never become part of a key or a report.
+ */
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+export const LOG_LENGTH = 1000;
+
+export interface DeliveryRecord {
+  /** Stream id of the state change. */
+  eventId: string;
+  key: string;
+  type: string;
+  outcome: 'delivered' | 'failed';
+  attempts: number;
+  /** HTTP status of the last attempt; null when it got no answer. */
+  httpStatus: number | null;
+  error: string | null;
+  at: string;
+}
+
+export interface HookOverview {
+  id: string;
+  /** Origin and path only. */
+  url: string;
+  delivered: number;
+  failed: number;
+  lastDeliveredAt: string | null;
+  lastFailedAt: string | null;
+  recent: DeliveryRecord[];
+}
+
+export function hookId(url: string): string {
+  return createHash('sha256').update(url).digest('hex').slice(0, 16);
+}
+
+/** The URL without credentials, query or fragment, for reports and logs. */
+export function displayUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return '[unparseable url]';
+  }
+}
+
+export class WebhookLog {
+  private readonly redis: Redis;
+  private readonly base: string;
+
+  /** `base` is the daemon's hash-tagged prefix (`StateKeys.base`). */
+  constructor(redis: Redis, base: string) {
+    this.redis = redis;
+    this.base = base;
+  }
+
+  logKey(hook: string): string {
+    return `${this.base}:wh:${hook}:log`;
+  }
+
+  totalsKey(hook: string): string {
+    return `${this.base}:wh:${hook}:totals`;
+  }
+
+  async record(hook: string, rec: DeliveryRecord): Promise<void> {
+    await this.redis
+      .multi()
+      .lpush(this.logKey(hook), JSON.stringify(rec))
+      .ltrim(this.logKey(hook), 0, LOG_LENGTH - 1)
+      .hincrby(this.totalsKey(hook), rec.outcome, 1)
+      .hset(this.totalsKey(hook), rec.outcome === 'delivered' ? 'lastDeliveredAt' : 'lastFailedAt', rec.at)
+      .exec();
+  }
+
+  async recent(hook: string, count = 20): Promise<DeliveryRecord[]> {
+    const items = await this.redis.lrange(this.logKey(hook), 0, Math.max(0, count - 1));
+    return items.map((t) => JSON.parse(t) as DeliveryRecord);
+  }
+
+  async overview(urls: readonly string[], count = 20): Promise<HookOverview[]> {
+    return Promise.all(
+      urls.map(async (url) => {
+        const id = hookId(url);
+        const [totals, recent] = await Promise.all([this.redis.hgetall(this.totalsKey(id)), this.recent(id, count)]);
+        return {
+          id,
+          url: displayUrl(url),
+          delivered: Number(totals.delivered ?? 0),
+          failed: Number(totals.failed ?? 0),
+          lastDeliveredAt: totals.lastDeliveredAt ?? null,
+          lastFailedAt: totals.lastFailedAt ?? null,
+          recent,
+        };
+      }),
+    );
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * A running daemon with its HTTP server, on real Redis, a real dev relay and a real dev
+ * calendar, for the HTTP and webhook tests. Each stack uses its own key prefix and removes
+ * its keys when closed.
+ */
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { createLogger } from '../../src/daemon/logger.js';
+import type { Daemon } from '../../src/daemon/daemon.js';
+import type { Config } from '../../src/config/config.js';
+import { startHttpServer, type HttpServer } from '../../src/http/server.js';
+import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
+import type { DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
+import { startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
+
+export const TOKEN = 'test-token-0123456789abcdef';
+
+export interface Stack {
+  daemon: Daemon;
+  http: HttpServer;
+  config: Config;
+  relays: DevRelay[];
+  calendars: DevCalendar[];
+  log: Logger;
+  /** fetch against the server; `auth: true` adds the bearer token. */
+  get(path: string, init?: RequestInit & { auth?: boolean }): Promise<Response>;
+  post(path: string, body: unknown, init?: RequestInit & { auth?: boolean }): Promise<Response>;
+  /** Mines on every calendar until each key is confirmed. */
+  confirm(keys: readonly string[], timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface StackOptions {
+  prefix?: string;
+  http?: Record<string, unknown>;
+  overrides?: Record<string, unknown>;
+  relays?: number;
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const headersFile = join(tempDir('aer1-http'), 'headers.json');
+  const relays = await startRelays(opts.relays ?? 1);
+  const calendars = await startCalendars(1, headersFile, 50);
+  const prefix = opts.prefix ?? uniquePrefix('http');
+  const config = testConfig({
+    relays,
+    calendars,
+    headersFile,
+    prefix,
+    overrides: { ...opts.overrides, http: { enabled: true, host: '127.0.0.1', port: 0, token: TOKEN, ...opts.http } },
+  });
+  const daemon = await startDaemon(config);
+  const log = createLogger(process.env.AER1_TEST_LOG ?? 'silent');
+  const http = await startHttpServer({ daemon, log });
+  const withAuth = (init: (RequestInit & { auth?: boolean }) | undefined): RequestInit => {
+    const { auth, ...rest } = init ?? {};
+    const headers = new Headers(rest.headers);
+    if (auth) headers.set('Authorization', `Bearer ${TOKEN}`);
+    return { ...rest, headers };
+  };
+  const stack: Stack = {
+    daemon,
+    http,
+    config,
+    relays,
+    calendars,
+    log,
+    get: (path, init) => fetch(`${http.url}${path}`, withAuth(init)),
+    post: (path, body, init) => {
+      const i = withAuth(init);
+      const headers = new Headers(i.headers);
+      if (!headers.has('Content-Type')) headers.set('Content-Type', 'application/json');
+      return fetch(`${http.url}${path}`, { ...i, method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    },
+    async confirm(keys, timeoutMs = 30_000) {
+      await waitFor(`${keys.length} subjects confirmed`, async () => {
+        for (const cal of calendars) if (cal.pendingCount() > 0) await cal.mine();
+        const records = await daemon.store.getRecords(keys);
+        return records.every((r) => r?.status === 'confirmed');
+      }, timeoutMs, 100);
+    },
+    async close() {
+      await http.close();
+      const redis = daemon.redis.duplicate();
+      await daemon.stop();
+      await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
+      await deletePrefix(redis, daemon.store.keys.base);
+      await redis.quit();
+    },
+  };
+  return stack;
+}
+
+/** Removes every key under a hash-tagged prefix (tests share one Redis). */
+export async function deletePrefix(redis: import('ioredis').Redis, base: string): Promise<void> {
+  let cursor = '0';
+  for (let i = 0; i < 100_000; i++) {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${base}*`, 'COUNT', 1000);
+    if (keys.length > 0) await redis.unlink(...keys);
+    cursor = next;
+    if (cursor === '0') break;
+  }
+}
