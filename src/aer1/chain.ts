@@ -11,8 +11,7 @@ import {
   parseDigest, requireObject, requireText,
 } from './fields.js';
 import { sha256Hex } from './hash.js';
-import { limitExceeded, resolveLimits } from './limits.js';
-import type { ParseOptions } from './receipt.js';
+import { limitExceeded, resolveLimits, type ParseOptions } from './limits.js';
 
 /** `prev_digest` of the first entry. */
 export const GENESIS_DIGEST = '0'.repeat(64);
@@ -42,6 +41,8 @@ export interface Timeline {
   /** Declared on the `{"entries": [...]}` wrapper, when present. */
   readonly declaredFinalEntryDigest: string | undefined;
   readonly declaredEntryCount: number | undefined;
+  /** True when the last entry has `close: true` (always, unless parsed with `allowOpenTimeline`). */
+  readonly closed: boolean;
 }
 
 /** The chain head: the third kind of anchored root (SPEC section 3). */
@@ -64,8 +65,8 @@ export function looksLikeTimeline(doc: unknown): boolean {
 
 /**
  * Parses a job timeline. A timeline must be closed: `close` is true on the last entry and
- * only there. An open timeline is refused because its chain head would take the job's
- * subject key and the final head could then never be anchored.
+ * only there. An open timeline is refused (unless `allowOpenTimeline`) because its chain
+ * head would take the job's subject key and the final head could never be anchored.
  */
 export function parseTimeline(doc: unknown, options: ParseOptions = {}): Timeline {
   const limits = resolveLimits(options.limits);
@@ -111,7 +112,7 @@ export function parseTimeline(doc: unknown, options: ParseOptions = {}): Timelin
     if (close && !last) {
       throw new InputError('close_not_last', `close is true on entry ${i + 1} of ${list.length}; only the last entry may close the timeline`, closeField);
     }
-    if (!close && last) {
+    if (!close && last && !options.allowOpenTimeline) {
       throw new InputError('not_closed', 'the last entry must have close: true (open timelines are not anchored)', closeField);
     }
 
@@ -150,7 +151,7 @@ export function parseTimeline(doc: unknown, options: ParseOptions = {}): Timelin
     if ('final_entry_digest' in wrapper) declaredFinalEntryDigest = parseDigest(wrapper.final_entry_digest, 'final_entry_digest');
     if ('entry_count' in wrapper) declaredEntryCount = checkCount(wrapper.entry_count, 'entry_count');
   }
-  return { path, jobId, entries, declaredFinalEntryDigest, declaredEntryCount };
+  return { path, jobId, entries, declaredFinalEntryDigest, declaredEntryCount, closed: entries.at(-1)!.close };
 }
 
 /** Entry digest per section 7.1: SHA-256 over canonical JSON of exactly these eight members. */

@@ -7,7 +7,8 @@ import { InputError } from '../errors.js';
 import { parseClaims, type Evidence, type SubjectClaims } from '../envelope/claims.js';
 import { checkChain, parseTimeline, type Timeline } from './chain.js';
 import { isObject } from './fields.js';
-import { checkReceipt, parseReceiptAt, unwrapReceipt, type ParseOptions, type Receipt } from './receipt.js';
+import type { ParseOptions } from './limits.js';
+import { checkReceipt, parseReceiptAt, unwrapReceipt, type Receipt } from './receipt.js';
 import { checkWorkflow, looksLikeWorkflow, parseWorkflowCloseAt, type WorkflowClose } from './workflow.js';
 
 export type DocumentKind = 'receipt' | 'workflow-close' | 'chain';
@@ -75,6 +76,10 @@ export function claimsFromRecognized(doc: RecognizedDocument, extra?: Evidence, 
       }, claimsOptions);
     }
     case 'chain': {
+      if (!doc.timeline.closed) {
+        const last = doc.timeline.entries.at(-1)!;
+        throw new InputError('not_closed', 'the last entry must have close: true (open timelines are not anchored)', `${last.field}.close`);
+      }
       const { head } = checkChain(doc.timeline);
       return parseClaims({ subject: 'chain-head', ...head }, claimsOptions);
     }

@@ -25,6 +25,17 @@ export const DEFAULT_LIMITS: Readonly<DocumentLimits> = Object.freeze({
   maxCanonicalBytes: 16 * 1024 * 1024,
 });
 
+/** Options every document parser takes. */
+export interface ParseOptions {
+  readonly limits?: Partial<DocumentLimits>;
+  /**
+   * Parse a job timeline whose last entry does not close it (`Timeline.closed` false)
+   * instead of refusing it. For the verifier, which reports such a timeline as truncated;
+   * claims are never made from an open timeline.
+   */
+  readonly allowOpenTimeline?: boolean;
+}
+
 /** Defaults overridden by `partial`; each limit must be a positive safe integer. */
 export function resolveLimits(partial?: Partial<DocumentLimits>): DocumentLimits {
   const limits = { ...DEFAULT_LIMITS, ...(partial ?? {}) };

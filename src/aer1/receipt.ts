@@ -6,7 +6,7 @@ import { InputError } from '../errors.js';
 import { decodeBase64Strict, decodeUtf8Strict } from './base64.js';
 import { checkLength, describeValue, isObject, memberPath, parseDigest, requireText, type JsonObject } from './fields.js';
 import { sha256Hex } from './hash.js';
-import { limitExceeded, resolveLimits, type DocumentLimits } from './limits.js';
+import { limitExceeded, resolveLimits, type ParseOptions } from './limits.js';
 
 /** Where the receipt object sat in the input: bare, `{"receipt": ...}`, or MCP `{"_receipt": ...}`. */
 export type ReceiptShape = 'bare' | 'wrapped' | 'mcp';
@@ -36,9 +36,7 @@ export interface ReceiptRecomputation {
   readonly byteLengthMatches: boolean | null;
 }
 
-export interface ParseOptions {
-  readonly limits?: Partial<DocumentLimits>;
-}
+export type { ParseOptions };
 
 /**
  * Finds the receipt object: `{"receipt": {...}}` and objects with a `_receipt` member (the

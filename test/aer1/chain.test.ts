@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { checkChain, GENESIS_DIGEST, parseTimeline, recomputeChain } from '../../src/aer1/chain.js';
 import { canonicalJson } from '../../src/aer1/canonical-json.js';
+import { claimsFromDocument } from '../../src/aer1/document.js';
 import { inputErrorOf, loadFixture, type ChainVector } from '../fixtures/index.js';
 
 const vector = () => loadFixture<ChainVector>('aer1-chain-v07');
@@ -73,6 +74,18 @@ describe('timeline rules', () => {
     const err = inputErrorOf(() => parseTimeline(v));
     expect(err.code).toBe('not_closed');
     expect(err.field).toBe('entries[4].close');
+  });
+
+  it('parses an open timeline only when asked to, and never makes claims from it', () => {
+    const truncated = vector().entries.slice(0, 3);
+    const t = parseTimeline(truncated, { allowOpenTimeline: true });
+    expect(t.closed).toBe(false);
+    // Digests are recomputed over what is written: entry 3 still links to the original entry 4.
+    expect(recomputeChain(t).head).toEqual({ job_id: 'job-7a1f', final_entry_digest: vector().entries[3]!.prev_digest, entry_count: 3 });
+    expect(parseTimeline(vector()).closed).toBe(true);
+    const err = inputErrorOf(() => claimsFromDocument(truncated, undefined, { allowOpenTimeline: true }));
+    expect(err.code).toBe('not_closed');
+    expect(err.field).toBe('$[2].close');
   });
 
   it('refuses a non-boolean close', () => {
