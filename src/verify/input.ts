@@ -42,7 +42,8 @@ function readProof(value: unknown, where: string): AnchorProof {
     return parseAnchorProof(value);
   } catch (err) {
     if (err instanceof InputError && err.code === 'unknown_proof_version') {
-      throw new UsageError(`${where}: ${err.message}`, 'unknown_proof_version');
+      const version = isObject(value) ? value.version : undefined;
+      throw new UsageError(`${where}: unknown proof version ${JSON.stringify(version) ?? 'undefined'} (this tool reads ${PROOF_VERSION})`, 'unknown_proof_version');
     }
     throw err;
   }
@@ -115,7 +116,7 @@ export function readInput(value: unknown, givenProof?: unknown): InputOutcome {
 
   let proof: AnchorProof;
   try {
-    proof = readProof(rawProof, proofSource === 'given' ? '--proof' : proofSource === 'attached' ? PROOF_MEMBER : 'proof');
+    proof = readProof(rawProof, proofSource === 'given' ? 'the --proof file' : proofSource === 'attached' ? PROOF_MEMBER : 'the proof');
   } catch (err) {
     if (err instanceof UsageError || !(err instanceof Aer1Error)) throw err;
     return { check: fail('input', `not a valid ${PROOF_VERSION}: ${err.message}`), prepared: null };

@@ -145,20 +145,28 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   if (values.online) fetcher = new RelayClientFetcher();
   options.relayFetcher = fetcher;
   const outcomes: FileOutcome[] = [];
+  /** Reads and verifies one file; a UsageError names the file (its message goes out as one line). */
+  const verifyFile = async (file: string): Promise<FileOutcome> => {
+    const value = readJsonFile(file); // its errors already name the file
+    try {
+      return { file, report: await verifyAnchor({ value, ...(givenProof !== undefined ? { proof: givenProof } : {}) }, options) };
+    } catch (err) {
+      if (err instanceof UsageError) throw new UsageError(`${file}: ${err.message}`, err.code);
+      throw err;
+    }
+  };
   try {
     for (const file of inputs) {
       if (single) {
-        // one input: an unreadable file or unknown proof version is the run's exit-2 error
-        const value = readJsonFile(file);
-        outcomes.push({ file, report: await verifyAnchor({ value, ...(givenProof !== undefined ? { proof: givenProof } : {}) }, options) });
+        // one input: an unreadable file or an unknown proof version is the run's exit-2 error
+        outcomes.push(await verifyFile(file));
         continue;
       }
       try {
-        const value = readJsonFile(file);
-        outcomes.push({ file, report: await verifyAnchor({ value }, options) });
+        outcomes.push(await verifyFile(file));
       } catch (err) {
         if (!(err instanceof UsageError)) throw err;
-        io.stderr(`${TOOL_NAME}: ${file}: ${err.message}\n`);
+        io.stderr(`${TOOL_NAME}: ${err.message}\n`);
         outcomes.push({ file, unreadable: err.message });
       }
     }
