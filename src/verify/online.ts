@@ -5,7 +5,7 @@
  * serves a different one, or every relay that answered has none; SKIP when none answered.
  */
 import type { NostrEventJson } from '../proof/format.js';
-import { RelayClient } from '../witness/nostr/relay-client.js';
+import type { RelayClient } from '../witness/nostr/relay-client.js';
 import { sameSignedEvent } from '../witness/nostr/events.js';
 import { fail, pass, skip, type CheckResult } from './types.js';
 
@@ -20,10 +20,12 @@ export class RelayClientFetcher implements RelayFetcher {
   private readonly clients = new Map<string, RelayClient>();
   constructor(private readonly timeoutMs = 10_000) {}
 
-  fetch(url: string, id: string): Promise<string | null> {
+  async fetch(url: string, id: string): Promise<string | null> {
     let client = this.clients.get(url);
     if (!client) {
-      client = new RelayClient(url, { fetchTimeoutMs: this.timeoutMs, connectTimeoutMs: Math.min(5000, this.timeoutMs), ping: false });
+      // loaded on first use: an offline run never pays for the WebSocket stack
+      const { RelayClient } = await import('../witness/nostr/relay-client.js');
+      client = this.clients.get(url) ?? new RelayClient(url, { fetchTimeoutMs: this.timeoutMs, connectTimeoutMs: Math.min(5000, this.timeoutMs), ping: false });
       this.clients.set(url, client);
     }
     return client.fetchById(id);
