@@ -1,0 +1,88 @@
+/**
+ * `--online`: the event fetched back by id from the relays the proof names (a real
+ * @nostr-relay dev relay on loopback) and compared byte for byte.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDevRelay, type DevRelay } from '../../src/witness/nostr/dev-relay.js';
+import { RelayClient } from '../../src/witness/nostr/relay-client.js';
+import type { SignedEvent } from '../../src/witness/nostr/events.js';
+import { RelayClientFetcher } from '../../src/verify/online.js';
+import { verifyAnchor, type VerifyReport } from '../../src/verify/pipeline.js';
+import { loadFixture } from '../fixtures/index.js';
+import { KEY, attach, envelopeModeProof, type Json } from './build-proofs.js';
+
+const receipt = loadFixture('receipt-minimal');
+
+function online(report: VerifyReport): { status: string; detail: string } {
+  return report.checks.find((c) => c.name === 'online')!;
+}
+
+function withRelays(proof: Json, urls: string[]): Json {
+  const nostr = proof.nostr as Json;
+  return { ...proof, nostr: { ...nostr, relays: urls.map((url) => ({ url, status: 'accepted', message: '', at: '' })) } };
+}
+
+describe('online: the event read back from its relays', () => {
+  let relay: DevRelay;
+  let empty: DevRelay;
+  let stopped: DevRelay;
+  const fetcher = new RelayClientFetcher(5000);
+  const built = envelopeModeProof(receipt, { nostrStatus: 'pending' });
+  const event = built.event as SignedEvent;
+
+  beforeAll(async () => {
+    [relay, empty, stopped] = await Promise.all([startDevRelay(), startDevRelay(), startDevRelay()]);
+    await stopped.stop();
+    const publisher = new RelayClient(relay.url, { ping: false });
+    try {
+      const result = await publisher.publish(event, { timeoutMs: 5000 });
+      expect(result.status).toBe('accepted');
+    } finally {
+      publisher.close();
+    }
+  });
+
+  afterAll(async () => {
+    fetcher.close();
+    await Promise.all([relay?.close(), empty?.close(), stopped?.close()]);
+  });
+
+  it('passes when a relay serves the identical event, and counts the witness confirmed', async () => {
+    const proof = withRelays(built.proof, [relay.url, empty.url]);
+    const report = await verifyAnchor({ value: attach(receipt, proof) }, { relayFetcher: fetcher });
+    expect(online(report)).toEqual({ name: 'online', status: 'PASS', detail: `identical event served by ${relay.url}; not on ${empty.url}` });
+    expect(report.witnesses.nostr?.verified).toBe('confirmed');
+    expect(report.pending).toBe(false);
+  });
+
+  it('fails when every relay that answered has no such event', async () => {
+    const proof = withRelays(built.proof, [empty.url, stopped.url]);
+    const report = await verifyAnchor({ value: attach(receipt, proof) }, { relayFetcher: fetcher });
+    expect(online(report).status).toBe('FAIL');
+    expect(online(report).detail).toBe(`event ${event.id} not found: not on ${empty.url}; unreachable: ${stopped.url}`);
+    expect(report.verdict).toBe('FAIL');
+  });
+
+  it('fails when a relay serves a different event under the same id (the same template signed again)', async () => {
+    const again = KEY.sign({ kind: event.kind, created_at: event.created_at, tags: event.tags, content: event.content });
+    expect(again.id).toBe(event.id);
+    expect(again.sig).not.toBe(event.sig); // BIP-340 with fresh auxiliary randomness
+    const proof = withRelays(built.proof, [relay.url]);
+    const resigned = { ...proof, nostr: { ...(proof.nostr as Json), event: again } };
+    const report = await verifyAnchor({ value: attach(receipt, resigned) }, { relayFetcher: fetcher });
+    expect(report.checks.find((c) => c.name === 'nostr-event')!.status).toBe('PASS');
+    expect(online(report)).toMatchObject({ status: 'FAIL', detail: `${relay.url} serves a different event under id ${event.id}` });
+  });
+
+  it('skips when no relay can be asked', async () => {
+    const proof = withRelays(built.proof, [stopped.url]);
+    const report = await verifyAnchor({ value: attach(receipt, proof) }, { relayFetcher: fetcher });
+    expect(online(report).status).toBe('SKIP');
+    expect(online(report).detail).toBe(`no relay could be asked: unreachable: ${stopped.url}`);
+  });
+
+  it('is skipped offline (no fetcher)', async () => {
+    const report = await verifyAnchor({ value: attach(receipt, withRelays(built.proof, [relay.url])) });
+    expect(online(report)).toMatchObject({ status: 'SKIP', detail: 'offline (give --online to fetch the event back from its relays)' });
+  });
+});
