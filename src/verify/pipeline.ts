@@ -192,8 +192,10 @@ function decide(
   const failed = checks.filter((c) => c.status === 'FAIL');
   const confirmed = witnesses.nostr?.verified === 'confirmed' || witnesses.ots?.verified === 'confirmed';
   if (failed.length) {
-    const first = failed[0]!;
-    const more = failed.length > 1 ? ` (also failing: ${failed.slice(1).map((c) => c.name).join(', ')})` : '';
+    // truncation is what an auditor most needs to read first, wherever it was found
+    const first = failed.find((c) => c.detail.startsWith('truncated:')) ?? failed[0]!;
+    const others = failed.filter((c) => c !== first);
+    const more = others.length ? ` (also failing: ${others.map((c) => c.name).join(', ')})` : '';
     return { verdict: 'FAIL', reason: `${first.name}: ${first.detail}${more}`, pending: !confirmed };
   }
   const states = [

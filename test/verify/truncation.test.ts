@@ -40,6 +40,12 @@ describe('workflow closes against their anchored root', () => {
     expect(report.reason).toBe('envelope: truncated: anchored 5 steps, receipt has 4');
   });
 
+  it('puts truncation first in the verdict even when the stale declared root also fails recompute', async () => {
+    const report = await verifyAnchor({ value: attach({ ...workflow, steps: workflow.steps.slice(0, 4) }, anchored) });
+    expect(failing(report)).toEqual(['recompute', 'envelope']);
+    expect(report.reason).toBe('envelope: truncated: anchored 5 steps, receipt has 4 (also failing: recompute)');
+  });
+
   it('names alteration when one step is altered and the root recomputed (same count)', async () => {
     const steps = workflow.steps.map((s, i) => (i === 2 ? { ...s, receipt_id: 'a090bdad-0000-48c9-bc89-e9e17700fb15' } : s));
     const altered = withSteps(steps);
