@@ -68,7 +68,9 @@ export class Batcher {
   private async pass(cutPartial: boolean): Promise<void> {
     for (const id of await this.store.openBatchIds(this.witness)) await this.opts.handOver(id);
     for (let i = 0; i < MAX_CUTS_PER_TICK; i++) {
-      if (!cutPartial && (await this.store.inboxLength(this.witness)) < this.opts.maxSize) break;
+      // A timer tick cuts one partial batch; beyond that, and on pokes, only full ones.
+      const partialAllowed = cutPartial && i === 0;
+      if (!partialAllowed && (await this.store.inboxLength(this.witness)) < this.opts.maxSize) break;
       const batch = await this.store.cutBatch(this.witness, this.opts.maxSize);
       if (!batch) break;
       this.log.debug({ batch: batch.id, size: batch.size }, 'batch cut');

@@ -30,11 +30,19 @@ export async function runMain(prog: string, command: Command, argv = process.arg
 
 /** Reads a file (or stdin for `-`) as UTF-8 text; a missing or unreadable file is a UsageError. */
 export function readInputText(file: string): string {
+  const name = file === '-' ? 'stdin' : file;
+  let bytes: Buffer;
   try {
-    return readFileSync(file === '-' ? 0 : file, 'utf8');
+    bytes = readFileSync(file === '-' ? 0 : file);
   } catch (err) {
     const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    throw new UsageError(`cannot read ${file === '-' ? 'stdin' : file}: ${reason}`, 'unreadable');
+    throw new UsageError(`cannot read ${name}: ${reason}`, 'unreadable');
+  }
+  try {
+    // Invalid UTF-8 is refused, not silently replaced with U+FFFD.
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new UsageError(`${name} is not valid UTF-8 text`, 'not_utf8');
   }
 }
 

@@ -52,9 +52,16 @@ local key, w, new, prog, now, nowIso, base, detail, maxlen = ARGV[1], ARGV[2], A
 local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', 'witnesses')
 if not cur[1] then return {0, cur[3] or '', cur[4] or '0'} end
 if prog < tonumber(cur[2] or '0') then return {0, cur[3], cur[4]} end
+local advanced = prog > tonumber(cur[2] or '0')
 redis.call('HSET', s, 'p:' .. w, prog)
 local old = cur[1]
-if old == new then return {0, cur[3], cur[4]} end
+if old == new then
+  -- Same status, further along (another relay, the calendars answered): history only.
+  if advanced and detail ~= '' then
+    redis.call('RPUSH', KEYS[2], cjson.encode({at = nowIso, event = 'witness', witness = w, from = old, to = new, status = cur[3], detail = detail}))
+  end
+  return {0, cur[3], cur[4]}
+end
 local created = cur[4]
 redis.call('HSET', s, 'w:' .. w, new, 'updated', now)
 redis.call('ZREM', base .. ':idx:w:' .. w .. ':' .. old, key)

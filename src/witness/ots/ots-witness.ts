@@ -135,7 +135,13 @@ export class OtsWitness {
     const todo = [...cals.values()].filter((c) => c.status !== 'pending').map((c) => this.clients.get(c.url)!);
     const held = [...cals.values()].filter((c) => c.status === 'pending').length;
     const need = Math.max(1, this.cfg.minCalendars - held);
-    const result = await submitToCalendars(todo, root, { m: Math.min(need, todo.length) });
+    const raw = await submitToCalendars(todo, root, { m: Math.min(need, todo.length) });
+    // Clients may normalise their URL (a trailing slash); state is keyed by the configured one.
+    const configured = new Map([...this.clients].map(([url, c]) => [c.url, url]));
+    const result = {
+      answers: raw.answers.map((a) => ({ ...a, url: configured.get(a.url) ?? a.url })),
+      failures: raw.failures.map((f) => ({ ...f, url: configured.get(f.url) ?? f.url })),
+    };
     const ts = await this.rootTimestamp(batchId, root);
     const fields: Record<string, string> = {};
     for (const answer of result.answers) {
