@@ -1,0 +1,143 @@
+/**
+ * `aer1-anchor enqueue | status | proof` against a running daemon, and `aer1-anchord`'s
+ * SIGTERM: the built binaries, real Redis, real dev relays and a dev calendar.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Daemon } from '../../src/daemon/daemon.js';
+import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
+import type { DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
+import { writeKeyFile } from '../../src/witness/nostr/keys.js';
+import { canonicalJson } from '../../src/aer1/canonical-json.js';
+import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
+
+const CLI = join(REPO_ROOT, 'dist/src/cli/aer1-anchor.js');
+
+function cli(args: string[], configFile: string) {
+  return spawnSync(process.execPath, [CLI, ...args, '--config', configFile], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', REDIS_URL: SHARED_REDIS_URL },
+    timeout: 30_000,
+  });
+}
+
+const WORKFLOW = JSON.parse(readFileSync(join(REPO_ROOT, 'test/fixtures/workflow-receipt-example.json'), 'utf8')) as Record<string, unknown>;
+
+describe('client commands against a running daemon', () => {
+  let relays: DevRelay[] = [];
+  let calendars: DevCalendar[] = [];
+  let daemon: Daemon;
+  let issuer: Issuer;
+  let configFile = '';
+  let dir = '';
+
+  beforeAll(async () => {
+    dir = tempDir('cli');
+    const headersFile = join(dir, 'headers.json');
+    relays = await startRelays(2);
+    calendars = await startCalendars(1, headersFile);
+    const config = testConfig({ relays, calendars, headersFile });
+    configFile = join(dir, 'config.json');
+    writeFileSync(configFile, JSON.stringify({ redis: { prefix: config.redis.prefix }, nostr: { relays: config.nostr.relays }, ots: { calendars: config.ots.calendars, minCalendars: 1 } }));
+    daemon = await startDaemon(config);
+    issuer = new Issuer(config);
+  });
+
+  afterAll(async () => {
+    await daemon?.stop();
+    await issuer?.close();
+    await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
+  });
+
+  it('needs the built CLI (npm test builds it)', () => {
+    expect(existsSync(CLI), `${CLI} is missing: run npm run build`).toBe(true);
+  });
+
+  it('enqueues a workflow close, shows its status, prints and attaches its proof', async () => {
+    const wfFile = join(dir, 'workflow.json');
+    const wf = { ...WORKFLOW, receipt_id: `cli-${Date.now()}` };
+    writeFileSync(wfFile, JSON.stringify(wf));
+    const enq = cli(['enqueue', wfFile, '--json'], configFile);
+    expect(enq.status, enq.stderr).toBe(0);
+    expect(JSON.parse(enq.stdout)).toEqual([{ file: wfFile, key: wf.receipt_id, result: 'queued', status: null }]);
+
+    await waitFor('nostr confirmed', async () => (await issuer.store.getRecord(wf.receipt_id))?.witnesses.nostr?.status === 'confirmed');
+    const status = cli(['status', wf.receipt_id], configFile);
+    expect(status.status, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(new RegExp(`^${wf.receipt_id}: (partial|pending|confirmed) \\(workflow-close\\)`));
+    for (const r of relays) expect(status.stdout).toContain(`${r.url}: accepted`);
+    expect(status.stdout).toContain('history:');
+
+    const again = cli(['enqueue', wfFile], configFile);
+    expect(again.status).toBe(0);
+    expect(again.stdout).toMatch(/already anchored/);
+
+    const proof = cli(['proof', wf.receipt_id], configFile);
+    expect(proof.status, proof.stderr).toBe(0);
+    const p = JSON.parse(proof.stdout) as { version: string; envelope: Record<string, unknown>; digest: string; nostr: { event: { content: string } } };
+    expect(p.version).toBe('aer1-anchor-proof-v1');
+    expect(p.envelope).toMatchObject({ subject: 'workflow-close', receipt_uuid: wf.receipt_id, step_count: 5, merkle_version: 'receipt-id-v0' });
+    expect(p.nostr.event.content).toBe(canonicalJson(p.envelope));
+
+    const attached = cli(['proof', wf.receipt_id, '--attach', wfFile], configFile);
+    expect(attached.status, attached.stderr).toBe(0);
+    const withProof = JSON.parse(readFileSync(wfFile, 'utf8')) as { anchor_proof: { digest: string } };
+    expect(withProof.anchor_proof.digest).toBe(p.digest);
+  });
+
+  it('refuses a conflicting root and a malformed file with reasons (exit 1), an unreadable file with exit 2', () => {
+    const s = receiptFields();
+    const a = join(dir, 'a.json');
+    writeFileSync(a, JSON.stringify(s));
+    expect(cli(['enqueue', a], configFile).status).toBe(0);
+    return waitFor('accepted', () => issuer.store.getRecord(s.receipt_uuid)).then(() => {
+      writeFileSync(a, JSON.stringify({ ...s, output_sha256: 'cd'.repeat(32) }));
+      const conflict = cli(['enqueue', a], configFile);
+      expect(conflict.status).toBe(1);
+      expect(conflict.stdout).toMatch(/refused: conflict: subject .* already anchored with another root/);
+      writeFileSync(a, JSON.stringify({ subject: 'receipt', receipt_uuid: 'x', output_sha256: 'nothex' }));
+      const bad = cli(['enqueue', a], configFile);
+      expect(bad.status).toBe(1);
+      expect(bad.stdout).toMatch(/output_sha256/);
+      const missing = cli(['enqueue', join(dir, 'nope.json')], configFile);
+      expect(missing.status).toBe(2);
+      expect(missing.stderr).toMatch(/cannot read .*nope\.json/);
+      const unknown = cli(['status', 'no-such-key'], configFile);
+      expect(unknown.status).toBe(1);
+    });
+  });
+});
+
+describe('aer1-anchord and SIGTERM', () => {
+  it('stops taking jobs, finishes what is in flight and exits 0; a restart finishes the rest', { timeout: 120_000 }, async () => {
+    const relays = await startRelays(2);
+    const config = testConfig({ relays });
+    const keyFile = join(tempDir('key'), 'nostr.key');
+    writeKeyFile(keyFile);
+    const issuer = new Issuer(config);
+    try {
+      const subjects = Array.from({ length: 200 }, () => receiptFields());
+      await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
+      const child = spawnDaemon(config, SHARED_REDIS_URL, keyFile);
+      await waitFor('some accepted', async () => (await issuer.redis.zcard(issuer.store.keys.all)) >= 20, 30_000, 20);
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      const second = spawnDaemon(config, SHARED_REDIS_URL, keyFile);
+      try {
+        await waitFor('200 confirmed', async () => (await issuer.count('confirmed')) === 200, 90_000, 250);
+      } finally {
+        const done = new Promise((r) => second.once('exit', r));
+        second.kill('SIGTERM');
+        await done;
+      }
+      for (const relay of relays) expect(relay.eventCount()).toBe(200);
+    } finally {
+      await issuer.close();
+      await Promise.all(relays.map((r) => r.close()));
+    }
+  });
+});
+
