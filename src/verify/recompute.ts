@@ -4,7 +4,7 @@
  * under its `merkle_version`, a job timeline's chain head from its entries.
  */
 import type { RecognizedDocument } from '../aer1/document.js';
-import { checkChain } from '../aer1/chain.js';
+import { checkChain, recomputeChain } from '../aer1/chain.js';
 import { recomputeReceipt } from '../aer1/receipt.js';
 import { recomputeWorkflow } from '../aer1/workflow.js';
 import { Aer1Error } from '../errors.js';
@@ -74,15 +74,23 @@ function workflow(doc: Extract<RecognizedDocument, { kind: 'workflow-close' }>):
 
 function chain(doc: Extract<RecognizedDocument, { kind: 'chain' }>, open: boolean): RecomputeOutcome {
   const t = doc.timeline;
+  let head: ReturnType<typeof recomputeChain>['head'];
   try {
-    const { head } = checkChain(t);
-    const values = { kind: 'chain-head' as const, ...head };
-    const openNote = open ? ' (open timeline)' : '';
-    return { check: pass('recompute', `chain head over ${head.entry_count} entries: final entry digest ${head.final_entry_digest}${openNote}`), values };
+    head = recomputeChain(t).head;
   } catch (err) {
     if (!(err instanceof Aer1Error)) throw err;
     return { check: fail('recompute', err.message), values: null };
   }
+  // the head is recomputed from the entries; a wrapper's stale declared count must not hide truncation
+  const values = { kind: 'chain-head' as const, ...head };
+  try {
+    checkChain(t);
+  } catch (err) {
+    if (!(err instanceof Aer1Error)) throw err;
+    return { check: fail('recompute', err.message), values };
+  }
+  const openNote = open ? ' (open timeline)' : '';
+  return { check: pass('recompute', `chain head over ${head.entry_count} entries: final entry digest ${head.final_entry_digest}${openNote}`), values };
 }
 
 export function recompute(input: PreparedInput | null): RecomputeOutcome {

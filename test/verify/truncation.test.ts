@@ -135,6 +135,13 @@ describe('job timelines against their anchored chain head', () => {
     expect(check(report, 'envelope')).toMatchObject({ status: 'FAIL', detail: 'truncated: anchored 5 entries, timeline has 3' });
   });
 
+  it('names truncation even when the timeline file still declares the anchored entry_count', async () => {
+    const report = await verifyAnchor({ value: { ...chain, entries: chain.entries.slice(0, 4), anchor_proof: anchored } });
+    expect(check(report, 'recompute')).toMatchObject({ status: 'FAIL', detail: 'entry_count: declares 5 entries, the timeline has 4' });
+    expect(check(report, 'envelope').detail).toBe('truncated: anchored 5 entries, timeline has 4');
+    expect(report.reason).toBe('envelope: truncated: anchored 5 entries, timeline has 4 (also failing: recompute)');
+  });
+
   it('names truncation when the shortened timeline was re-closed', async () => {
     const entries = chain.entries.slice(0, 4).map((e, i) => (i === 3 ? { ...e, close: true } : e));
     const report = await verifyAnchor({ value: { entries, anchor_proof: anchored } });
