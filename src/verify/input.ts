@@ -49,25 +49,6 @@ function readProof(value: unknown, where: string): AnchorProof {
   }
 }
 
-/**
- * An open job timeline (last entry without `close: true`) is what truncation leaves
- * behind. The timeline parser refuses it (open timelines are never anchored); to say
- * "truncated" rather than "unreadable", parse it with the last entry closed, then put
- * the declared `close: false` back so its digest is recomputed over what is written.
- */
-function recognizeOpenTimeline(doc: unknown): RecognizedDocument | null {
-  const list = Array.isArray(doc) ? doc : isObject(doc) && Array.isArray(doc.entries) ? doc.entries : null;
-  if (!list || list.length === 0) return null;
-  const last: unknown = list[list.length - 1];
-  if (!isObject(last) || last.close === true || (Object.hasOwn(last, 'close') && last.close !== false)) return null;
-  const closedList = [...list.slice(0, -1), { ...last, close: true }];
-  const closed = Array.isArray(doc) ? closedList : { ...(doc as Record<string, unknown>), entries: closedList };
-  const recognized = recognizeDocument(closed);
-  if (recognized.kind !== 'chain') return null;
-  const entries = recognized.timeline.entries.map((e, i) => (i === list.length - 1 ? { ...e, close: false } : e));
-  return { kind: 'chain', timeline: { ...recognized.timeline, entries } };
-}
-
 function describeDocument(doc: RecognizedDocument): string {
   switch (doc.kind) {
     case 'receipt':
@@ -128,18 +109,14 @@ export function readInput(value: unknown, givenProof?: unknown): InputOutcome {
     return { check: pass('input', proofWords), prepared: { ...base, document: null, openTimeline: false } };
   }
   let recognized: RecognizedDocument;
-  let openTimeline = false;
   try {
-    recognized = recognizeDocument(document);
+    // An open timeline (its closing entry cut off) is what truncation leaves: read it, say so later.
+    recognized = recognizeDocument(document, { allowOpenTimeline: true });
   } catch (err) {
     if (!(err instanceof Aer1Error)) throw err;
-    const open = err instanceof InputError && err.code === 'not_closed' ? safeOpenTimeline(document) : null;
-    if (!open) {
-      return { check: fail('input', `document not recognized: ${err.message}`), prepared: { ...base, document: null, openTimeline: false } };
-    }
-    recognized = open;
-    openTimeline = true;
+    return { check: fail('input', `document not recognized: ${err.message}`), prepared: { ...base, document: null, openTimeline: false } };
   }
+  const openTimeline = recognized.kind === 'chain' && !recognized.timeline.closed;
   const openNote = openTimeline ? ' (open: its last entry does not close it)' : '';
   return {
     check: pass('input', `${describeDocument(recognized)}${openNote}, ${proofWords}${note}`),
@@ -147,11 +124,3 @@ export function readInput(value: unknown, givenProof?: unknown): InputOutcome {
   };
 }
 
-function safeOpenTimeline(doc: unknown): RecognizedDocument | null {
-  try {
-    return recognizeOpenTimeline(doc);
-  } catch (err) {
-    if (err instanceof Aer1Error) return null;
-    throw err;
-  }
-}
