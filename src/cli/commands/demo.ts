@@ -1,7 +1,100 @@
+/**
+ * `aer1-anchor demo [--out DIR] [--json]`: the whole product on loopback in under a
+ * minute, offline, with nothing configured (see src/demo/demo.ts). Exit 0 when every
+ * subject verifies (PASS) and the cut workflow FAILs naming the truncation, else 1.
+ */
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { runDemo, type DemoSummary } from '../../demo/demo.js';
 import { UsageError } from '../run.js';
 
-export const summary = '(not built yet)';
+export const summary = 'run the whole product on loopback in under a minute: anchor, confirm, verify, detect truncation';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new UsageError('aer1-anchor demo is not built yet');
+const USAGE = `usage: aer1-anchor demo [--out DIR] [--json]
+  Starts a private redis-server, 3 dev Nostr relays, 2 dev OpenTimestamps calendars
+  (regtest) and the daemon; anchors a receipt, a workflow close and a job timeline;
+  mines a regtest block; writes each subject with its anchor_proof, the .ots files and
+  the headers file to DIR; verifies each (PASS); cuts the workflow's last step and shows
+  the verifier naming the truncation (FAIL); stops everything it started.
+  --out DIR   where the files go (default: a new folder ./aer1-demo-<timestamp>); must be empty
+  --json      print a machine-readable summary on stdout (progress goes to stderr)`;
+
+function parseFlags(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: false,
+      strict: true,
+      options: {
+        out: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError(`demo: ${(err as Error).message} (see --help)`);
+  }
+}
+
+function timestamp(d: Date): string {
+  const p = (n: number): string => String(n).padStart(2, '0');
+  return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
+}
+
+/** A new folder for the default, or the given one when it is absent or empty. */
+export function prepareOutDir(given: string | undefined, now = new Date()): string {
+  if (given === undefined) {
+    const base = resolve(`aer1-demo-${timestamp(now)}`);
+    let dir = base;
+    for (let i = 2; existsSync(dir) && i < 100; i++) dir = `${base}-${i}`;
+    if (existsSync(dir)) throw new UsageError(`demo: cannot find a free folder name next to ${base}`);
+    mkdirSync(dir, { recursive: true });
+    return dir;
+  }
+  const dir = resolve(given);
+  if (existsSync(dir)) {
+    if (!statSync(dir).isDirectory()) throw new UsageError(`demo: --out ${given} is not a directory`);
+    if (readdirSync(dir).length > 0) throw new UsageError(`demo: --out ${given} is not empty (the demo writes a fresh set of files)`);
+    return dir;
+  }
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    throw new UsageError(`demo: cannot create ${given}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'unwritable');
+  }
+  return dir;
+}
+
+function closingLines(s: DemoSummary): string {
+  if (!s.ok) return `demo FAILED after ${(s.total_ms / 1000).toFixed(1)} s: ${s.error ?? 'unknown'}\n`;
+  const cut = s.truncation?.file ?? '';
+  const wf = s.subjects.find((x) => x.label === 'workflow');
+  return [
+    `Done in ${(s.total_ms / 1000).toFixed(1)} s. Everything is in ${s.out}. Try it yourself:`,
+    `  ${wf?.verify?.command ?? ''}`,
+    `  ${(wf?.verify?.command ?? '').replace(wf?.files.document ?? '\u0000', cut)}`,
+    `  aer1-anchor ots info ${wf?.files.ots ?? ''}`,
+    '',
+  ].join('\n');
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseFlags(argv);
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const out = prepareOutDir(values.out);
+  const json = values.json === true;
+  // progress on stdout for people; on stderr with --json, so stdout is only the summary
+  const stream = json ? process.stderr : process.stdout;
+  const summary = await runDemo({
+    out,
+    progress: { write: (t) => stream.write(t), tty: stream.isTTY === true, columns: stream.columns },
+  });
+  if (json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  else process.stdout.write(closingLines(summary));
+  if (!summary.ok && json) process.stderr.write(`aer1-anchor demo: ${summary.error ?? 'failed'}\n`);
+  return summary.ok ? 0 : 1;
 }
