@@ -158,9 +158,14 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     },
   ];
 
+  let inFlight = 0;
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = Date.now();
     let path = '?';
+    // streams never finish on their own; only ordinary requests hold up a shutdown
+    let counted = true;
+    inFlight += 1;
     try {
       const url = splitUrl(req.url ?? '/');
       path = url.path;
@@ -174,11 +179,16 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       auth.check(match.route.access, req, url.query);
       checkQuery(match.route, url.query);
       const ctx: RequestContext = { req, res, params: match.params, query: url.query };
+      if (match.route.streaming) {
+        counted = false;
+        inFlight -= 1;
+      }
       const reply = await match.route.handler(ctx);
       if (reply) send(res, reply);
     } catch (err) {
       replyError(res, err, log);
     } finally {
+      if (counted) inFlight -= 1;
       // the path only: the query may carry the access token
       log.debug({ method: req.method, path, status: res.statusCode, ms: Date.now() - started }, 'request');
     }
@@ -225,7 +235,9 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
         streams.clear();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
-        setTimeout(() => server.closeAllConnections(), 2000).unref();
+        // let requests in flight finish (up to 2 s), then drop whatever is left, kept-alive or not
+        for (let i = 0; i < 100 && inFlight > 0; i++) await new Promise((r) => setTimeout(r, 20));
+        server.closeAllConnections();
         await feed.close();
         await closed;
       })();
