@@ -7,8 +7,13 @@ import { Aer1Error, InputError, UsageError } from '../errors.js';
 
 export type Command = (argv: string[]) => Promise<number>;
 
+/** node:util parseArgs throws TypeErrors with these codes for unknown or malformed flags. */
+function isArgsError(err: unknown): err is Error {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' && (err as NodeJS.ErrnoException).code!.startsWith('ERR_PARSE_ARGS_');
+}
+
 export function exitCodeFor(err: unknown): number {
-  if (err instanceof UsageError) return 2;
+  if (err instanceof UsageError || isArgsError(err)) return 2;
   if (err instanceof Aer1Error) return 1;
   return 70;
 }
@@ -21,6 +26,8 @@ export async function runMain(prog: string, command: Command, argv = process.arg
     code = exitCodeFor(err);
     if (err instanceof Aer1Error) {
       process.stderr.write(`${prog}: ${err.message}\n`);
+    } else if (isArgsError(err)) {
+      process.stderr.write(`${prog}: ${err.message} (see --help)\n`);
     } else {
       process.stderr.write(`${prog}: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     }

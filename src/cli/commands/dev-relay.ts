@@ -17,25 +17,22 @@ const USAGE = `usage: aer1-anchor dev-relay [--port P] [--host 127.0.0.1] [--db 
   --drop-on-event   close the connection upon an EVENT (fault testing)
   --verbose         relay log lines on stderr`;
 
+// Unknown or malformed flags are usage errors (exit 2): runMain maps parseArgs' errors.
 function parseFlags(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      allowPositionals: false,
-      strict: true,
-      options: {
-        port: { type: 'string', short: 'p' },
-        host: { type: 'string' },
-        db: { type: 'string' },
-        silent: { type: 'boolean' },
-        'drop-on-event': { type: 'boolean' },
-        verbose: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError(`dev-relay: ${(err as Error).message} (see --help)`);
-  }
+  return parseArgs({
+    args: argv,
+    allowPositionals: false,
+    strict: true,
+    options: {
+      port: { type: 'string', short: 'p' },
+      host: { type: 'string' },
+      db: { type: 'string' },
+      silent: { type: 'boolean' },
+      'drop-on-event': { type: 'boolean' },
+      verbose: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
 }
 
 export async function run(argv: string[]): Promise<number> {

@@ -12,24 +12,21 @@ export const summary = 'print the anchor envelope of a receipt, workflow close o
 
 const USAGE = 'usage: aer1-anchor envelope FILE|- [--anchored-at TS] [--evidence-sha256 HEX] [--evidence-byte-length N] [--evidence-url URL] [--json]';
 
+// Unknown or malformed flags are usage errors (exit 2): runMain maps parseArgs' errors.
 function parseFlags(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        'anchored-at': { type: 'string' },
-        'evidence-sha256': { type: 'string' },
-        'evidence-byte-length': { type: 'string' },
-        'evidence-url': { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError(`envelope: ${(err as Error).message} (see --help)`);
-  }
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      'anchored-at': { type: 'string' },
+      'evidence-sha256': { type: 'string' },
+      'evidence-byte-length': { type: 'string' },
+      'evidence-url': { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
 }
 
 export async function run(argv: string[]): Promise<number> {

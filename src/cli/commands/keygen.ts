@@ -15,22 +15,19 @@ const USAGE = `usage: aer1-anchor keygen [--out FILE] [--force] [--json]
   --force      replace an existing key file (the old key is lost)
   --json       print {"file","npub","pubkey"}`;
 
+// Unknown or malformed flags are usage errors (exit 2): runMain maps parseArgs' errors.
 function parseFlags(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      allowPositionals: false,
-      strict: true,
-      options: {
-        out: { type: 'string', short: 'o' },
-        force: { type: 'boolean' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError(`keygen: ${(err as Error).message} (see --help)`);
-  }
+  return parseArgs({
+    args: argv,
+    allowPositionals: false,
+    strict: true,
+    options: {
+      out: { type: 'string', short: 'o' },
+      force: { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
 }
 
 export async function run(argv: string[]): Promise<number> {

@@ -27,30 +27,27 @@ FILE is a receipt, workflow close or job timeline with its anchor_proof member a
 or one of those plus --proof FILE, or a bare aer1-anchor-proof-v1 file. --dir DIR adds
 every *.json file in DIR (not recursive). Exit 0 PASS, 1 FAIL, 2 usage or unreadable input.`;
 
+// Unknown or malformed flags are usage errors (exit 2): runMain maps parseArgs' errors.
 function parseFlags(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        proof: { type: 'string' },
-        dir: { type: 'string', multiple: true },
-        json: { type: 'boolean' },
-        headers: { type: 'string' },
-        esplora: { type: 'string' },
-        bitcoind: { type: 'string' },
-        network: { type: 'string' },
-        'expected-pubkey': { type: 'string', multiple: true },
-        online: { type: 'boolean' },
-        'require-confirmed': { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-        version: { type: 'boolean' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message} (see --help)`);
-  }
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      proof: { type: 'string' },
+      dir: { type: 'string', multiple: true },
+      json: { type: 'boolean' },
+      headers: { type: 'string' },
+      esplora: { type: 'string' },
+      bitcoind: { type: 'string' },
+      network: { type: 'string' },
+      'expected-pubkey': { type: 'string', multiple: true },
+      online: { type: 'boolean' },
+      'require-confirmed': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean' },
+    },
+  });
 }
 
 /** Every `*.json` file directly in `dir`, sorted by name. */
