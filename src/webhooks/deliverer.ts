@@ -51,6 +51,11 @@ export function consumerGroup(hook: string): string {
   return `aer1-webhook-${hook}`;
 }
 
+/** Delay before attempt `attempt` (2, 3, ...): the base doubling per attempt, capped. */
+export function retryDelay(attempt: number, baseMs: number, maxMs: number): number {
+  return Math.min(baseMs * 2 ** Math.max(0, attempt - 2), maxMs);
+}
+
 function dataOf(fields: string[]): string | null {
   for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === 'data') return fields[i + 1]!;
   return null;
@@ -180,7 +185,7 @@ class HookWorker {
       if (this.stopped) return;
       attempt += 1;
       if (attempt > 1) {
-        await this.sleep(Math.min(this.opts.backoffMs * 2 ** (attempt - 2), this.opts.backoffMaxMs));
+        await this.sleep(retryDelay(attempt, this.opts.backoffMs, this.opts.backoffMaxMs));
         if (this.stopped) return;
         // still ours: reset its idle time so no other daemon takes it over mid-retry
         await this.opts.redis.xclaim(this.opts.stream, this.group, this.opts.consumer, 0, eventId, 'JUSTID');

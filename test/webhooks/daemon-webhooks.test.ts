@@ -1,0 +1,64 @@
+/**
+ * Webhooks on a running daemon (real Redis, dev relay, dev calendar): a receiver that fails
+ * twice and then succeeds gets every state change of a subject, each with a valid
+ * signature over the exact body, and the outcomes show up in /v1/webhooks and /metrics.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWebhooks, verifySignature, type WebhookDeliverer } from '../../src/webhooks/webhooks.js';
+import { receiptFields, waitFor } from '../helpers/harness.js';
+import { startStack, type Stack } from '../http/fixture.js';
+import { startReceiver, type Receiver } from './receiver.js';
+
+const SECRET = 'daemon-hook-secret-0123456789';
+let s: Stack;
+let receiver: Receiver;
+let hooks: WebhookDeliverer;
+
+beforeAll(async () => {
+  receiver = await startReceiver((_id, nth) => (nth <= 2 ? 500 : 200));
+  s = await startStack({ overrides: { webhooks: [{ url: receiver.url, secret: SECRET }] } });
+  hooks = await startWebhooks({ daemon: s.daemon, log: s.log, tuning: { backoffMs: 50, backoffMaxMs: 200, blockMs: 200 } });
+});
+
+afterAll(async () => {
+  await hooks?.stop();
+  await s?.close();
+  await receiver?.close();
+});
+
+describe('a receiver that fails twice, then succeeds', () => {
+  it('gets each state change of a subject, signed, after three attempts each', async () => {
+    const subject = receiptFields();
+    const key = subject.receipt_uuid;
+    expect((await s.post('/v1/anchors', subject, { auth: true })).status).toBe(202);
+    await s.confirm([key]);
+
+    const stream = (await s.daemon.redis.xrange(s.daemon.store.keys.events, '-', '+')) as Array<[string, string[]]>;
+    const changes = stream.filter(([, f]) => (JSON.parse(f[1]!) as { key: string }).key === key);
+    expect(changes.map(([, f]) => (JSON.parse(f[1]!) as { status: string }).status)).toEqual(['pending', 'partial', 'confirmed']);
+
+    await waitFor('every change delivered', () => changes.every(([id]) => receiver.delivered().some((r) => r.eventId === id)));
+    for (const [id, fields] of changes) {
+      const attempts = receiver.requests.filter((r) => r.eventId === id);
+      expect(attempts.map((r) => [r.attempt, r.answered])).toEqual([[1, 500], [2, 500], [3, 200]]);
+      for (const r of attempts) {
+        expect(r.body).toBe(fields[1]);
+        expect(verifySignature(r.body, SECRET, String(r.headers['x-aer1-signature']))).toBe(true);
+        expect(verifySignature(r.body, 'some-other-secret-123', String(r.headers['x-aer1-signature']))).toBe(false);
+      }
+    }
+    // in stream order
+    const deliveredOrder = receiver.delivered().map((r) => r.eventId).filter((id) => changes.some(([c]) => c === id));
+    expect(deliveredOrder).toEqual(changes.map(([id]) => id));
+
+    const res = await s.get('/v1/webhooks?limit=50');
+    expect(res.status).toBe(200);
+    const { hooks: overview } = (await res.json()) as { hooks: Array<{ id: string; url: string; delivered: number; recent: Array<{ eventId: string; outcome: string; attempts: number }> }> };
+    expect(overview).toHaveLength(1);
+    expect(overview[0]!.url).toBe(receiver.url);
+    for (const [id] of changes) expect(overview[0]!.recent.find((r) => r.eventId === id)).toMatchObject({ outcome: 'delivered', attempts: 3 });
+
+    const metrics = await (await s.get('/metrics')).text();
+    expect(metrics).toMatch(new RegExp(`aer1_webhook_deliveries_total\\{hook="${overview[0]!.id}",result="delivered"\\} [1-9]`));
+  });
+});

@@ -1,0 +1,203 @@
+/**
+ * WebhookDeliverer on a real Redis stream: retries with backoff, gives up after its
+ * attempts (recorded, acknowledged), and delivers at least once across a stop and another
+ * consumer taking over; two consumers sharing a hook split the work without repeats.
+ */
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/daemon/logger.js';
+import { consumerGroup, retryDelay, WebhookDeliverer, type WebhookDelivererOptions } from '../../src/webhooks/deliverer.js';
+import { hookId, WebhookLog } from '../../src/webhooks/delivery-log.js';
+import { verifySignature } from '../../src/webhooks/signature.js';
+import { SHARED_REDIS_URL, uniquePrefix, waitFor } from '../helpers/harness.js';
+import { deletePrefix } from '../http/fixture.js';
+import { startReceiver, type Receiver } from './receiver.js';
+
+const SECRET = 'webhook-secret-0123456789';
+let redis: Redis;
+const bases: string[] = [];
+
+beforeAll(() => {
+  redis = new Redis(SHARED_REDIS_URL, { maxRetriesPerRequest: null });
+});
+
+afterAll(async () => {
+  for (const b of bases) await deletePrefix(redis, b);
+  await redis.quit();
+});
+
+function space(): { base: string; stream: string } {
+  const base = `{${uniquePrefix('wh')}}`;
+  bases.push(base);
+  return { base, stream: `${base}:events` };
+}
+
+async function emit(stream: string, n: number, label: string): Promise<Array<{ id: string; body: string }>> {
+  const out: Array<{ id: string; body: string }> = [];
+  for (let i = 0; i < n; i++) {
+    const body = JSON.stringify({ type: 'state', key: `${label}-${i}`, witness: 'ots', from: 'pending', to: 'confirmed', status: 'confirmed', at: new Date().toISOString() });
+    const id = (await redis.xadd(stream, '*', 'data', body))!;
+    out.push({ id, body });
+  }
+  return out;
+}
+
+function deliverer(sp: { base: string; stream: string }, receiver: Receiver, opts: Partial<WebhookDelivererOptions> = {}): WebhookDeliverer {
+  return new WebhookDeliverer({
+    redis,
+    stream: sp.stream,
+    base: sp.base,
+    hooks: [{ url: receiver.url, secret: SECRET }],
+    log: createLogger('silent'),
+    backoffMs: 20,
+    backoffMaxMs: 100,
+    blockMs: 200,
+    timeoutMs: 2000,
+    ...opts,
+  });
+}
+
+async function pendingCount(stream: string, group: string): Promise<number> {
+  const summary = (await redis.xpending(stream, group)) as [number, ...unknown[]];
+  return Number(summary[0]);
+}
+
+describe('WebhookDeliverer', () => {
+  it('waits twice as long before each retry, up to the cap', () => {
+    expect([2, 3, 4, 5, 6, 7].map((n) => retryDelay(n, 1000, 10_000))).toEqual([1000, 2000, 4000, 8000, 10_000, 10_000]);
+  });
+
+  it('retries a failing receiver and delivers each change, signed, in order', async () => {
+    const sp = space();
+    const receiver = await startReceiver((_id, nth) => (nth <= 2 ? 503 : 200));
+    const d = deliverer(sp, receiver);
+    await d.start();
+    try {
+      const events = await emit(sp.stream, 3, 'retry');
+      await waitFor('three deliveries', () => receiver.delivered().length === 3);
+      expect(receiver.delivered().map((r) => r.eventId)).toEqual(events.map((e) => e.id));
+      for (const r of receiver.delivered()) {
+        const e = events.find((x) => x.id === r.eventId)!;
+        expect(r.body).toBe(e.body);
+        expect(r.attempt).toBe(3);
+        expect(verifySignature(r.body, SECRET, String(r.headers['x-aer1-signature']))).toBe(true);
+        expect(r.headers['x-aer1-event-type']).toBe('state');
+        expect(r.headers['content-type']).toBe('application/json');
+      }
+      expect(receiver.requests.map((r) => r.attempt)).toEqual([1, 2, 3, 1, 2, 3, 1, 2, 3]);
+      const id = hookId(receiver.url);
+      await waitFor('acknowledged', async () => (await pendingCount(sp.stream, consumerGroup(id))) === 0);
+      const recent = await new WebhookLog(redis, sp.base).recent(id, 10);
+      expect(recent.map((r) => [r.eventId, r.outcome, r.attempts, r.httpStatus])).toEqual(events.map((e) => [e.id, 'delivered', 3, 200]).reverse());
+    } finally {
+      await d.stop();
+      await receiver.close();
+    }
+  });
+
+  it('gives up after its attempts, records the failure with the last answer, and goes on', async () => {
+    const sp = space();
+    const receiver = await startReceiver((id) => (id === first ? 500 : 200));
+    let first = '';
+    const outcomes: string[] = [];
+    const d = deliverer(sp, receiver, { maxAttempts: 3, onOutcome: (_h, o) => outcomes.push(o) });
+    await d.start();
+    try {
+      const events = await emit(sp.stream, 2, 'giveup');
+      first = events[0]!.id;
+      await waitFor('second change delivered', () => receiver.delivered().length === 1);
+      expect(receiver.requests.filter((r) => r.eventId === first)).toHaveLength(3);
+      expect(receiver.delivered()[0]!.eventId).toBe(events[1]!.id);
+      expect(outcomes).toEqual(['failed', 'delivered']);
+      const log = new WebhookLog(redis, sp.base);
+      const [overview] = await log.overview([receiver.url]);
+      expect(overview).toMatchObject({ delivered: 1, failed: 1, url: receiver.url, lastFailedAt: expect.any(String) });
+      expect(overview!.recent[1]).toMatchObject({ eventId: first, outcome: 'failed', attempts: 3, httpStatus: 500, error: 'HTTP 500: receiver says no' });
+      expect(await pendingCount(sp.stream, consumerGroup(hookId(receiver.url)))).toBe(0);
+    } finally {
+      await d.stop();
+      await receiver.close();
+    }
+  });
+
+  it('records an unreachable receiver as failed with the network error', async () => {
+    const sp = space();
+    const gone = await startReceiver();
+    await gone.close();
+    const d = deliverer(sp, gone, { maxAttempts: 2 });
+    await d.start();
+    try {
+      const [e] = await emit(sp.stream, 1, 'unreachable');
+      const log = new WebhookLog(redis, sp.base);
+      const rec = await waitFor('failure recorded', async () => (await log.recent(hookId(gone.url), 1))[0]);
+      expect(rec).toMatchObject({ eventId: e!.id, outcome: 'failed', attempts: 2, httpStatus: null, error: 'ECONNREFUSED' });
+    } finally {
+      await d.stop();
+    }
+  });
+
+  it('delivers at least once across a stop: another consumer takes over what was left pending, then what came meanwhile', async () => {
+    const sp = space();
+    const receiver = await startReceiver(() => 500);
+    const a = deliverer(sp, receiver, { consumer: 'daemon-a', maxAttempts: 1000, backoffMs: 50, backoffMaxMs: 50 });
+    await a.start();
+    const [stuck] = await emit(sp.stream, 1, 'restart');
+    await waitFor('a tried', () => receiver.requests.length >= 2);
+    await a.stop();
+    const group = consumerGroup(hookId(receiver.url));
+    const pending = (await redis.xpending(sp.stream, group, '-', '+', 10)) as Array<[string, string, number, number]>;
+    expect(pending.map((p) => [p[0], p[1]])).toEqual([[stuck!.id, 'daemon-a']]);
+
+    const meanwhile = await emit(sp.stream, 2, 'meanwhile');
+    receiver.policy = () => 200;
+    const b = deliverer(sp, receiver, { consumer: 'daemon-b', claimIdleMs: 300 });
+    await b.start();
+    try {
+      await waitFor('all three delivered', () => receiver.delivered().length === 3);
+      expect(receiver.delivered().map((r) => r.eventId).sort()).toEqual([stuck!.id, ...meanwhile.map((m) => m.id)].sort());
+      await waitFor('acknowledged', async () => (await pendingCount(sp.stream, group)) === 0);
+    } finally {
+      await b.stop();
+      await receiver.close();
+    }
+  });
+
+  it('shares one hook between two consumers without delivering a change twice', async () => {
+    const sp = space();
+    const receiver = await startReceiver(() => 200);
+    const a = deliverer(sp, receiver, { consumer: 'daemon-a' });
+    const b = deliverer(sp, receiver, { consumer: 'daemon-b' });
+    await Promise.all([a.start(), b.start()]);
+    try {
+      const events = await emit(sp.stream, 40, 'shared');
+      await waitFor('40 delivered', () => receiver.delivered().length === 40);
+      const ids = receiver.requests.map((r) => r.eventId);
+      expect(new Set(ids).size).toBe(40);
+      expect([...ids].sort()).toEqual(events.map((e) => e.id).sort());
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+      await receiver.close();
+    }
+  });
+
+  it('starts a new hook at the end of the stream and resumes an existing one where it stopped', async () => {
+    const sp = space();
+    await emit(sp.stream, 2, 'before-first-start');
+    const receiver = await startReceiver(() => 200);
+    const a = deliverer(sp, receiver);
+    await a.start();
+    const [one] = await emit(sp.stream, 1, 'first');
+    await waitFor('one delivered', () => receiver.delivered().length === 1);
+    await a.stop();
+    const later = await emit(sp.stream, 2, 'while-stopped');
+    const b = deliverer(sp, receiver);
+    await b.start();
+    try {
+      await waitFor('three delivered', () => receiver.delivered().length === 3);
+      expect(receiver.delivered().map((r) => r.eventId)).toEqual([one!.id, ...later.map((x) => x.id)]);
+    } finally {
+      await b.stop();
+      await receiver.close();
+    }
+  });
+});

@@ -1,0 +1,53 @@
+/**
+ * A webhook receiver on loopback for tests: records every request and answers with the
+ * status a policy picks (by event id and attempt), so failures can be scripted.
+ */
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Received {
+  eventId: string;
+  attempt: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+  answered: number;
+}
+
+export interface Receiver {
+  url: string;
+  requests: Received[];
+  /** Requests answered 2xx, in arrival order. */
+  delivered(): Received[];
+  policy: (eventId: string, nth: number) => number;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(policy: (eventId: string, nth: number) => number = () => 204): Promise<Receiver> {
+  const seen = new Map<string, number>();
+  const receiver: Receiver = {
+    url: '',
+    requests: [],
+    delivered: () => receiver.requests.filter((r) => r.answered >= 200 && r.answered < 300),
+    policy,
+    close: () => new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const eventId = String(req.headers['x-aer1-event-id'] ?? '');
+      const nth = (seen.get(eventId) ?? 0) + 1;
+      seen.set(eventId, nth);
+      const status = receiver.policy(eventId, nth);
+      receiver.requests.push({ eventId, attempt: Number(req.headers['x-aer1-delivery-attempt']), headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), answered: status });
+      res.writeHead(status, { 'Content-Type': 'text/plain' });
+      res.end(status >= 300 ? 'receiver says no' : '');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  return receiver;
+}
