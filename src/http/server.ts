@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ConflictError, InputError } from '../errors.js';
-import { AnchorRoutes } from './anchors.js';
+import { AnchorRoutes, parseLimit } from './anchors.js';
 import { TokenAuth } from './auth.js';
 import type { DaemonView } from './daemon-view.js';
 import { EventFeed, parseStreamId } from './event-feed.js';
@@ -152,7 +152,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       access: 'read',
       query: ['limit'],
       handler: async ({ query }) => {
-        const limit = Math.min(Number(query.get('limit') ?? 20) || 20, 1000);
+        const limit = query.has('limit') ? parseLimit(query.get('limit')) : 20;
         return json(200, { hooks: await webhookLog.overview(daemon.config.webhooks.map((h) => h.url), limit) });
       },
     },
