@@ -63,7 +63,7 @@ describe('the status page', () => {
     expect(await page.locator('#latest tbody tr').count()).toBe(2);
 
     // a marker that a reload would wipe
-    await page.evaluate(() => ((window as unknown as { marker: number }).marker = 42));
+    await page.evaluate(() => ((globalThis as unknown as { marker: number }).marker = 42));
 
     const subject = receiptFields();
     const key = subject.receipt_uuid;
@@ -75,7 +75,7 @@ describe('the status page', () => {
     await expect.poll(() => count('confirmed').textContent(), { timeout: 15_000 }).toBe('3');
     expect(await count('total').textContent()).toBe('3');
     expect(await page.locator(`#events li[data-key="${key}"] .badge`).first().textContent()).toBe('confirmed');
-    expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(42);
+    expect(await page.evaluate(() => (globalThis as unknown as { marker?: number }).marker)).toBe(42);
 
     // the look-up box shows the subject's witnesses, relays and calendars
     await page.fill('#lookup-key', key);
