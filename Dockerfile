@@ -1,0 +1,49 @@
+# syntax=docker/dockerfile:1
+# aer1-anchord: multi-stage build. The build stage compiles TypeScript and the native
+# modules (better-sqlite3 for the optional dev relay needs python3, make and g++), then
+# prunes dev dependencies; the runtime stage copies the result and runs as `node`.
+#
+#   docker build -t aer1-anchor .
+#   docker run --rm -e REDIS_URL=redis://redis:6379 -e AER1_HTTP_TOKEN=... -p 127.0.0.1:8787:8787 aer1-anchor
+#
+# See docker-compose.yml for Redis (persistence, noeviction) and the local/public profiles.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+# package-lock.json points the `fs` override at this local placeholder package
+COPY package.json package-lock.json tsconfig.json ./
+COPY test/stubs/fs-placeholder ./test/stubs/fs-placeholder
+COPY bin ./bin
+COPY config ./config
+COPY src ./src
+# npm ci also runs `prepare` (tsc); the explicit build keeps the step visible
+RUN npm ci --no-audit --no-fund \
+ && npm run build \
+ && npm prune --omit=dev --no-audit --no-fund
+
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    AER1_HTTP_HOST=0.0.0.0 \
+    AER1_HTTP_PORT=8787 \
+    AER1_REDIS_EMBEDDED=false
+WORKDIR /app
+COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist/src ./dist/src
+COPY --from=build /app/bin ./bin
+COPY --from=build /app/config ./config
+COPY --from=build /app/src/http/static ./src/http/static
+# ./var holds the signing key (created on first start, mode 0600): mount a volume there
+RUN mkdir -p /app/var /data && chown node:node /app/var /data
+USER node
+VOLUME ["/app/var"]
+EXPOSE 8787
+# /livez needs no token, even when reads require one
+HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.AER1_HTTP_PORT || '8787') + '/livez').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+ENTRYPOINT ["node", "bin/aer1-anchord.js"]
