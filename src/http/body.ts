@@ -16,10 +16,15 @@ export async function readBody(req: IncomingMessage, maxBytes: number): Promise<
   if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge(maxBytes, `of ${declared} bytes is`);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw tooLarge(maxBytes, 'is');
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) throw tooLarge(maxBytes, 'is');
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof HttpError) throw err;
+    throw new HttpError(400, 'body_aborted', 'the request body was cut off before its end');
   }
   return Buffer.concat(chunks, size);
 }

@@ -132,9 +132,9 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       streaming: true,
       handler: async ({ req, res, query }) => {
         const since = resumeFrom(req, query);
-        const stream = await streamEvents(req, res, feed, since);
+        const stream = await streamEvents(res, feed, since);
         streams.add(stream);
-        req.on('close', () => streams.delete(stream));
+        res.on('close', () => streams.delete(stream));
       },
     },
     {

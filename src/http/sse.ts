@@ -3,7 +3,7 @@
  * stream id (so EventSource resumes with `Last-Event-ID`) and whose `data:` is the change as
  * one line of JSON. A comment line every 15 s keeps proxies from closing an idle stream.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { EventFeed, FeedMessage } from './event-feed.js';
 
 /** A slow client whose unsent bytes pass this is dropped (it can resume with Last-Event-ID). */
@@ -22,7 +22,7 @@ export interface LiveStream {
 }
 
 /** Streams the feed to one client until it goes away; returns a handle the server closes on shutdown. */
-export async function streamEvents(req: IncomingMessage, res: ServerResponse, feed: EventFeed, since: string | null): Promise<LiveStream> {
+export async function streamEvents(res: ServerResponse, feed: EventFeed, since: string | null): Promise<LiveStream> {
   res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-store, no-transform',
@@ -42,7 +42,7 @@ export async function streamEvents(req: IncomingMessage, res: ServerResponse, fe
     subscription?.close();
     if (!res.writableEnded) res.end();
   };
-  req.on('close', close);
+  res.on('close', close);
   res.on('error', close);
   subscription = await feed.subscribe((message) => {
     if (done) return;

@@ -221,7 +221,13 @@ describe('GET /v1/anchors/{key} and its proof', () => {
     expect(a.witnesses.ots).toMatchObject({ status: 'confirmed', batch: { index: expect.any(Number), size: expect.any(Number), submitted: true } });
     expect(a.witnesses.ots.calendars).toEqual([expect.objectContaining({ url: s.calendars[0]!.url, status: 'confirmed' })]);
     expect(a.witnesses.ots.bitcoin).toMatchObject({ height: expect.any(Number), block_hash: expect.stringMatching(/^[0-9a-f]{64}$/) });
-    expect(a.history.map((h: { event: string }) => h.event)).toEqual(['accepted', 'witness', 'witness']);
+    expect(a.history[0]).toMatchObject({ event: 'accepted', status: 'pending', digest: a.digest });
+    expect(a.history).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ event: 'witness', witness: 'nostr', to: 'confirmed' }),
+        expect.objectContaining({ event: 'witness', witness: 'ots', to: 'confirmed' }),
+      ]),
+    );
     expect(a.history.at(-1)).toMatchObject({ status: 'confirmed' });
   });
 

@@ -21,6 +21,8 @@ afterAll(async () => {
 type Change = { id: string; type: string; key: string; status: string; witness?: string; to?: string };
 
 const sseChanges = (events: SseEvent[]): Change[] => events.map((e) => ({ ...(JSON.parse(e.data) as Change), sseId: e.id }));
+/** The list without immediate repeats. */
+const distinct = (list: string[]): string[] => list.filter((x, i) => i === 0 || list[i - 1] !== x);
 const forKey = <T extends { key?: unknown }>(list: T[], key: string): T[] => list.filter((m) => m.key === key);
 const confirmedFor = (key: string) => (list: Array<{ key?: unknown; status?: unknown }>) => list.some((m) => m.key === key && m.status === 'confirmed');
 
@@ -40,12 +42,10 @@ describe('a subject from pending to confirmed', () => {
       const viaWs = forKey((await ws.until(confirmedFor(key))) as Change[], key);
 
       // accepted (pending), nostr confirmed (partial), ots confirmed (confirmed)
-      expect(viaSse.map((m) => m.status)).toEqual(['pending', 'partial', 'confirmed']);
+      expect(distinct(viaSse.map((m) => m.status))).toEqual(['pending', 'partial', 'confirmed']);
       expect(viaSse[0]).toMatchObject({ type: 'accepted', status: 'pending', digest: expect.stringMatching(/^[0-9a-f]{64}$/) });
-      expect(viaSse.slice(1).map((m) => [m.type, m.witness, m.to])).toEqual([
-        ['state', 'nostr', 'confirmed'],
-        ['state', 'ots', 'confirmed'],
-      ]);
+      const confirmations = viaSse.filter((m) => m.type === 'state' && m.to === 'confirmed').map((m) => m.witness);
+      expect(confirmations).toEqual(['nostr', 'ots']);
       // every SSE event carries its stream id, the same one as in the data
       for (const m of viaSse as Array<Change & { sseId: string }>) expect(m.sseId).toBe(m.id);
       const strip = (list: Array<Record<string, unknown>>) => list.map(({ sseId: _s, ...rest }) => rest);
@@ -70,10 +70,11 @@ describe('resuming', () => {
     const sse = await openSse(`${s.http.url}/v1/events`, { 'Last-Event-ID': acceptedId });
     const ws = await openWs(`${s.http.url.replace('http', 'ws')}/v1/ws?since=${acceptedId}`);
     try {
-      // the two changes after the accepted one are replayed
-      const replayed = await sse.until((m) => forKey(sseChanges(m), first.receipt_uuid).length >= 2);
+      // the changes after the accepted one are replayed
+      const after = seen.length - 1;
+      const replayed = await sse.until((m) => forKey(sseChanges(m), first.receipt_uuid).length >= after);
       expect(forKey(sseChanges(replayed), first.receipt_uuid).map((m) => m.id)).toEqual(seen.slice(1).map((m) => m.id));
-      await ws.until((m) => forKey(m as Change[], first.receipt_uuid).length >= 2);
+      await ws.until((m) => forKey(m as Change[], first.receipt_uuid).length >= after);
 
       // then a new subject arrives live
       const second = receiptFields();
@@ -85,8 +86,8 @@ describe('resuming', () => {
         const ids = list.map((m) => m.id);
         expect(new Set(ids).size).toBe(ids.length);
         expect([...ids].sort(compareStreamIds)).toEqual(ids);
-        expect(forKey(list, first.receipt_uuid)).toHaveLength(2);
-        expect(forKey(list, second.receipt_uuid).map((m) => m.status)).toEqual(['pending', 'partial', 'confirmed']);
+        expect(forKey(list, first.receipt_uuid).map((m) => m.id)).toEqual(seen.slice(1).map((m) => m.id));
+        expect(distinct(forKey(list, second.receipt_uuid).map((m) => m.status))).toEqual(['pending', 'partial', 'confirmed']);
       }
     } finally {
       sse.close();

@@ -97,14 +97,18 @@ describe('WebhookDeliverer', () => {
 
   it('gives up after its attempts, records the failure with the last answer, and goes on', async () => {
     const sp = space();
-    const receiver = await startReceiver((id) => (id === first ? 500 : 200));
-    let first = '';
+    // the first change the receiver sees always fails
+    let firstSeen: string | null = null;
+    const receiver = await startReceiver((id) => {
+      firstSeen ??= id;
+      return id === firstSeen ? 500 : 200;
+    });
     const outcomes: string[] = [];
     const d = deliverer(sp, receiver, { maxAttempts: 3, onOutcome: (_h, o) => outcomes.push(o) });
     await d.start();
     try {
       const events = await emit(sp.stream, 2, 'giveup');
-      first = events[0]!.id;
+      const first = events[0]!.id;
       await waitFor('second change delivered', () => receiver.delivered().length === 1);
       expect(receiver.requests.filter((r) => r.eventId === first)).toHaveLength(3);
       expect(receiver.delivered()[0]!.eventId).toBe(events[1]!.id);
