@@ -58,8 +58,9 @@ export class ProgressDisplay {
       }
       return;
     }
-    const parts = states.map((s) => `${s.label} ${s.status} (n:${s.nostr} o:${s.ots})`);
-    this.live = `  [${seconds(elapsed)}] ${parts.join(' | ')}`;
+    const parts = states.map((s) => `${s.label} ${s.status}`);
+    const confirmed = (pick: (s: SubjectState) => string): string => `${states.filter((s) => pick(s) === 'confirmed').length}/${states.length}`;
+    this.live = `  [${seconds(elapsed)}] ${parts.join(' | ')}  (confirmed: nostr ${confirmed((s) => s.nostr)}, ots ${confirmed((s) => s.ots)})`;
     const width = this.out.columns ?? 0;
     if (width > 10 && this.live.length > width - 1) this.live = `${this.live.slice(0, width - 2)}…`;
     this.redraw();
