@@ -75,6 +75,7 @@ function closingLines(s: DemoSummary): string {
     `  ${wf?.verify?.command ?? ''}`,
     `  ${(wf?.verify?.command ?? '').replace(wf?.files.document ?? '\u0000', cut)}`,
     `  aer1-anchor ots info ${wf?.files.ots ?? ''}`,
+    '(From a clone: `npm link` once puts aer1-anchord, aer1-anchor and aer1-verify-anchor on your PATH; or run node bin/<name>.js.)',
     '',
   ].join('\n');
 }
