@@ -20,6 +20,7 @@ import type { WitnessName } from '../src/state/keys.js';
 import { ProofExporter } from '../src/proof/export.js';
 import { BENCH_PREFIX, commandStats, mineAll, procCpuMs, sleep, startDaemonChild, startRedis, tempDir, usedMemory, type DaemonChild } from './processes.js';
 import type { PeersInfo } from './peers.js';
+import { load } from './report.js';
 
 export interface DaemonRunOptions {
   mode: 'batch' | 'envelope';
@@ -32,6 +33,8 @@ export interface DaemonRunOptions {
   /** Mine a block and wait for Bitcoin confirmation (bounded by confirmTimeoutMs). */
   confirm: boolean;
   confirmTimeoutMs: number;
+  /** performance.now() past which the confirmation wait stops, whatever confirmTimeoutMs says. */
+  confirmBy?: number;
   /** Export every subject's proof into a folder (standalone aer1-anchor-proof-v1 files). */
   exportProofs: boolean;
 }
@@ -97,6 +100,8 @@ export interface DaemonRunResult {
   confirmMs: number | null;
   confirmed: number;
   proofs: ProofExport | null;
+  /** Load average when the clock stopped. */
+  load: [number, number, number];
 }
 
 export interface ProofExport {
@@ -249,6 +254,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       await sleep(20);
     }
     const wallMs = at();
+    const loadNow = load();
     const finished = nostrMs !== null && otsMs !== null;
     const rssPending = sampleRss();
     const cpu1 = { daemon: procCpuMs(pids.daemon), redis: procCpuMs(pids.redis), peers: procCpuMs(pids.peers), bench: process.cpuUsage(cpu0.bench) };
@@ -288,7 +294,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     if (finished && o.confirm) {
       const c0 = performance.now();
       await mineAll(o.peers.calendars);
-      const cDeadline = c0 + o.confirmTimeoutMs;
+      const cDeadline = Math.min(c0 + o.confirmTimeoutMs, o.confirmBy ?? Infinity);
       for (let i = 0; i < Math.ceil(o.confirmTimeoutMs / 50) + 10; i++) {
         confirmed = await redis.zcard(k.byStatus('confirmed'));
         if (confirmed >= o.n) {
@@ -341,6 +347,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       confirmMs,
       confirmed,
       proofs,
+      load: loadNow,
     };
   } finally {
     await queue?.close().catch(() => undefined);

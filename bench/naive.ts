@@ -13,6 +13,7 @@ import { generateSecretKey } from '../src/witness/nostr/keys.js';
 import { RelayClient } from '../src/witness/nostr/relay-client.js';
 import { CalendarClient, submitToCalendars } from '../src/witness/ots/calendar/index.js';
 import type { PeersInfo } from './peers.js';
+import { load } from './report.js';
 
 export interface NaiveOptions {
   n: number;
@@ -33,6 +34,8 @@ export interface NaiveResult {
   medianNostrMs: number;
   medianOtsMs: number;
   firstFailure: string | null;
+  /** Load average at the end of the run. */
+  load: [number, number, number];
 }
 
 function median(xs: number[]): number {
@@ -104,5 +107,6 @@ export async function naiveRun(o: NaiveOptions): Promise<NaiveResult> {
     medianNostrMs: median(nostrTimes),
     medianOtsMs: median(otsTimes),
     firstFailure,
+    load: load(),
   };
 }

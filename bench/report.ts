@@ -60,7 +60,7 @@ export function figure(
   name: string,
   unit: string,
   samples: readonly number[],
-  opts: { n?: number | null; target?: Target | null; note?: string; digits?: number } = {},
+  opts: { n?: number | null; target?: Target | null; note?: string; digits?: number; load?: [number, number, number] } = {},
 ): Figure {
   const digits = opts.digits ?? 1;
   const clean = samples.filter((x) => Number.isFinite(x)).map((x) => round(x, digits));
@@ -79,7 +79,7 @@ export function figure(
     target,
     meets,
     note: opts.note ?? '',
-    load: load(),
+    load: opts.load ?? load(),
     machine: { cores: mc.cores, node: mc.node },
   };
 }

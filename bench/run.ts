@@ -117,8 +117,8 @@ async function main(): Promise<number> {
       daemonRun({ ...base, mode: 'batch', n, timeoutMs: limit(n, 100), confirm: false, exportProofs: false, ...extra });
     const largest = Math.max(...plan.growth);
     const smaller = plan.growth.filter((n) => n !== plan.batchN && n !== largest).sort((a, b) => a - b);
-    // what the largest run needs at the least to say something (and the verification)
-    const reserve = plan.label === 'quick' ? 12_000 : 60_000;
+    // time kept for the naive baseline, which runs after the largest size
+    const naiveReserve = plan.label === 'quick' ? 9_000 : 40_000;
 
     // 1. Batch mode at batchN, with Bitcoin confirmation and the proofs for verification.
     const batchRuns: Timed<DaemonRunResult>[] = [await timed(() => batch(plan.batchN, { confirm: true, exportProofs: true }))];
@@ -126,19 +126,16 @@ async function main(): Promise<number> {
     const proofs = batchRuns[0]!.result.proofs;
     if (proofs) proofDirs.push(proofs.dir);
 
-    // 2. Envelope mode and the naive baseline, against the same peers.
+    // 2. Envelope mode, against the same peers.
     const envelope = (): Promise<DaemonRunResult> =>
-      daemonRun({ ...base, mode: 'envelope', n: plan.envelopeN, timeoutMs: limit(plan.envelopeN, 20, reserve), confirm: false, exportProofs: false });
-    const naive = (): Promise<NaiveResult> => naiveRun({ n: plan.naiveN, peers, concurrency: naiveConcurrency, timeoutMs: limit(plan.naiveN, 10, reserve) });
+      daemonRun({ ...base, mode: 'envelope', n: plan.envelopeN, timeoutMs: limit(plan.envelopeN, 20, naiveReserve), confirm: false, exportProofs: false });
     const envRuns: Timed<DaemonRunResult>[] = [await timed(envelope)];
     describeRun(envRuns[0]!);
-    const naiveRuns: Timed<NaiveResult>[] = [await timed(naive)];
-    describeNaive(naiveRuns[0]!);
 
     // 3. Cost growth, the smaller sizes.
     const growthRuns = new Map<number, Timed<DaemonRunResult>[]>([[plan.batchN, batchRuns]]);
     for (const n of smaller) {
-      const run = await timed(() => batch(n, { confirm: true, timeoutMs: limit(n, 100, reserve) }));
+      const run = await timed(() => batch(n, { confirm: true, timeoutMs: limit(n, 100, naiveReserve) }));
       describeRun(run);
       growthRuns.set(n, [run]);
     }
@@ -155,8 +152,8 @@ async function main(): Promise<number> {
       progress(`verify one proof, cold: ${cold.map((ms) => Math.round(ms)).join(', ')} ms`);
       const what = `${proofs.confirmed ? 'Bitcoin-confirmed (regtest headers file)' : 'OTS pending'}; ${fmtN(proofs.files)} proofs share ${proofs.distinctEvents} batch events; one process, its start included`;
       verifyFigures.push(
-        figure('verify --dir, batch-mode proofs', 'proofs/s', [v.proofsPerS], { n: v.files, target: { op: '>=', bound: 2000 }, note: what }),
-        figure('verify one proof, cold start', 's', cold.map((ms) => ms / 1000), { n: 1, target: { op: '<=', bound: 0.5 }, digits: 3, note: 'a new node process per proof' }),
+        figure('verify --dir, batch-mode proofs', 'proofs/s', [v.proofsPerS], { n: v.files, target: { op: '>=', bound: 2000 }, note: what, load: v.load }),
+        figure('verify one proof, cold start', 's', cold.map((ms) => ms / 1000), { n: 1, target: { op: '<=', bound: 0.5 }, digits: 3, note: 'a new node process per proof', load: v.load }),
         figure('proof export, batches cached (bench)', 'proofs/s', [proofs.files / (proofs.exportMs / 1000)], {
           n: proofs.files,
           note: 'ProofExporter over an AnchorStore that caches batch hashes; files written',
@@ -174,13 +171,30 @@ async function main(): Promise<number> {
       proofDirs.length = 0;
     }
 
-    // 5. Repeats of short runs, for medians of three, while the budget (less the reserve) lasts.
+    // 5. The largest size, once, with what is left but the naive baseline's share; it stops
+    //    where it got to when its time runs out.
+    if (largest !== plan.batchN) {
+      const timeoutMs = Math.max(10_000, budget.remaining() - naiveReserve - 12_000);
+      progress(`batch N=${fmtN(largest)}: ${sec(timeoutMs)} left for it`);
+      const confirmBy = performance.now() + budget.remaining() - naiveReserve - 8_000;
+      const run = await timed(() => batch(largest, { timeoutMs, confirm: true, confirmBy }));
+      describeRun(run);
+      growthRuns.set(largest, [run]);
+    }
+
+    // 6. The naive baseline, against the same peers (rate = done / time when time-limited).
+    const naive = (): Promise<NaiveResult> =>
+      naiveRun({ n: plan.naiveN, peers, concurrency: naiveConcurrency, timeoutMs: Math.max(15_000, Math.min(limit(plan.naiveN, 10), budget.remaining() - 6_000)) });
+    const naiveRuns: Timed<NaiveResult>[] = [await timed(naive)];
+    describeNaive(naiveRuns[0]!);
+
+    // 7. Repeats of short runs, for medians of three, while the budget lasts.
     const skipped: string[] = [];
     const repeat = async <T>(label: string, runs: Timed<T>[], wallOf: (r: T) => number, again: () => Promise<T>, describe: (t: Timed<T>) => void): Promise<void> => {
       while (runs.length < 3) {
         const last = runs[runs.length - 1]!;
         if (wallOf(last.result) >= SHORT_MS) return;
-        if (last.totalMs * 1.3 + 2_000 > budget.remaining() - reserve) {
+        if (last.totalMs * 1.3 + 2_000 > budget.remaining()) {
           skipped.push(`${label}: ${runs.length} run${runs.length > 1 ? 's' : ''}`);
           return;
         }
@@ -193,15 +207,6 @@ async function main(): Promise<number> {
     await repeat(`batch N=${fmtN(plan.batchN)}`, batchRuns, (r) => r.wallMs, () => batch(plan.batchN), describeRun);
     await repeat(`envelope N=${fmtN(plan.envelopeN)}`, envRuns, (r) => r.wallMs, envelope, describeRun);
     await repeat(`naive N=${fmtN(plan.naiveN)}`, naiveRuns, (r) => r.wallMs, naive, describeNaive);
-
-    // 6. The largest size, once, with what is left; it stops where it got to when time runs out.
-    if (largest !== plan.batchN) {
-      const timeoutMs = Math.max(10_000, budget.remaining() - 15_000);
-      progress(`batch N=${fmtN(largest)}: ${sec(timeoutMs)} left for it`);
-      const run = await timed(() => batch(largest, { timeoutMs, confirm: true, confirmTimeoutMs: Math.max(5_000, Math.min(60_000, budget.remaining() - 10_000 - timeoutMs)) }));
-      describeRun(run);
-      growthRuns.set(largest, [run]);
-    }
 
     const figures = [
       ...throughputFigures(plan, peers, roundMs, naiveConcurrency, batchRuns, envRuns, naiveRuns),
@@ -257,15 +262,18 @@ function throughputFigures(
   const out: Figure[] = [
     figure('throughput, batch mode', 'subjects/s', rates(batchRuns), {
       n: plan.batchN,
+      load: b0.load,
       target: { op: '>=', bound: 2000 },
       note: `enqueue → accepted by all ${relays} relays and held by ${cals}/${cals} calendars; ${b0.nostrEvents} events, ${b0.otsBatches} calendar submissions; run 1: enqueued ${sec(b0.enqueuedMs)}, accepted ${sec(b0.acceptedMs)}, Nostr ${sec(b0.nostrMs)}, OTS ${sec(b0.otsMs)}${unfinished(b0)}`,
     }),
     figure('throughput, envelope mode', 'subjects/s', rates(envRuns), {
       n: plan.envelopeN,
+      load: e0.load,
       note: `one signed event per subject (${fmtN(plan.envelopeN * relays)} publishes); run 1: accepted ${sec(e0.acceptedMs)}, Nostr ${sec(e0.nostrMs)}, OTS ${sec(e0.otsMs)}${plan.envelopeN !== plan.batchN ? `; measured at N=${fmtN(plan.envelopeN)}, not ${fmtN(plan.batchN)}, to stay in the time budget` : ''}${unfinished(e0)}`,
     }),
     figure('throughput, naive collector', 'subjects/s', naiveRates, {
       n: plan.naiveN,
+      load: n0.load,
       note: `one event (to ${relays} relays) + one submission (to ${cals} calendars) per subject, ${naiveConcurrency} in flight, calendar round ${roundMs} ms; median per subject: Nostr ${Math.round(n0.medianNostrMs)} ms, calendars ${Math.round(n0.medianOtsMs)} ms${plan.naiveN !== plan.batchN ? `; measured at N=${fmtN(plan.naiveN)}, not ${fmtN(plan.batchN)}` : ''}${naiveNote}`,
     }),
     figure('ratio batch / naive', '×', batchRate !== null && naiveRate ? [batchRate / naiveRate] : [], {
@@ -285,15 +293,18 @@ function throughputFigures(
     out.push(
       figure(`${label} mode: CPU per subject`, 'ms', [total], {
         n: r.n,
+        load: r.load,
         digits: 3,
         note: `daemon ${ms1(c.daemon)}, redis-server ${ms1(c.redis)}, relays+calendars ${ms1(c.peers)}, load generator ${ms1(c.bench)} (run 1)`,
       }),
       figure(`${label} mode: CPU-bound ceiling on ${cores} idle cores`, 'subjects/s', total > 0 ? [(cores * 1000) / total] : [], {
         n: r.n,
+        load: r.load,
         note: `derived: ${cores} cores × 1000 ms / CPU ms per subject — what these processes could do with the machine to themselves`,
       }),
       figure(`${label} mode: Redis commands per subject`, 'calls', [r.redisCommands.callsPerSubject], {
         n: r.n,
+        load: r.load,
         note: `${Math.round(r.redisCommands.usecPerSubject)} µs of Redis time per subject; most: ${r.redisCommands.top
           .slice(0, 4)
           .map((t) => `${t.command} ${t.callsPerSubject.toFixed(1)}× ${Math.round(t.usecPerSubject)} µs`)
@@ -314,13 +325,15 @@ function growthFigures(sizes: number[], runs: Map<number, Timed<DaemonRunResult>
     const partial = r0.finished ? '' : ` (stopped at the time limit: ${fmtN(r0.done)} of ${fmtN(n)} done, ${fmtN(r0.accepted)} accepted in ${sec(r0.wallMs)})`;
     const label = `batch N=${fmtN(n)}`;
     out.push(
-      figure(`${label}: wall time`, 's', fin.map((r) => r.result.wallMs / 1000), { n, digits: 2, note: `enqueue → all accepted by the relays and held by the calendars${partial}` }),
+      figure(`${label}: wall time`, 's', fin.map((r) => r.result.wallMs / 1000), { n, digits: 2, load: r0.load, note: `enqueue → all accepted by the relays and held by the calendars${partial}` }),
       figure(`${label}: throughput`, 'subjects/s', r0.finished ? fin.map((r) => r.result.subjectsPerS) : [r0.subjectsPerS], {
         n,
+        load: r0.load,
         note: `intake (accepted/s): first fifth ${r0.intakeFirstFifthPerS === null ? '—' : Math.round(r0.intakeFirstFifthPerS)}, fourth fifth ${r0.intakeFourthFifthPerS === null ? '—' : Math.round(r0.intakeFourthFifthPerS)}${r0.finished ? '' : `; partial: done / time at the limit`}`,
       }),
       figure(`${label}: Redis per pending subject`, 'bytes', [r0.memory.perPendingSubject], {
         n,
+        load: r0.load,
         digits: 0,
         note: `INFO used_memory delta / subjects accepted, when the clock stopped${r0.finished ? '' : ' (queued jobs not yet accepted included)'}`,
       }),
@@ -335,6 +348,7 @@ function growthFigures(sizes: number[], runs: Map<number, Timed<DaemonRunResult>
       out.push(
         figure(`${label}: Redis per confirmed subject`, 'bytes', [r0.memory.perConfirmedSubject], {
           n,
+          load: r0.load,
           target: { op: '<=', bound: 2048 },
           digits: 0,
           note: `after a regtest block was mined and all were confirmed (${sec(r0.confirmMs)} after mining)${parts}`,
@@ -352,10 +366,11 @@ function growthFigures(sizes: number[], runs: Map<number, Timed<DaemonRunResult>
     out.push(
       figure(`${label}: daemon RSS, all pending`, 'MB', r0.daemonRssPendingBytes === null ? [] : [r0.daemonRssPendingBytes / MB], {
         n,
+        load: r0.load,
         target: n >= 100_000 ? { op: '<=', bound: 200 } : null,
         note: `VmRSS of the aer1-anchord child when the clock stopped${r0.finished ? '' : ` (${fmtN(r0.accepted)} subjects in state, not ${fmtN(n)})`}`,
       }),
-      figure(`${label}: daemon peak RSS`, 'MB', r0.daemonPeakRssBytes === null ? [] : [r0.daemonPeakRssBytes / MB], { n, note: 'VmHWM of the aer1-anchord child over the run' }),
+      figure(`${label}: daemon peak RSS`, 'MB', r0.daemonPeakRssBytes === null ? [] : [r0.daemonPeakRssBytes / MB], { n, load: r0.load, note: 'VmHWM of the aer1-anchord child over the run' }),
     );
   }
   const first = runs.get(sizes[0]!)?.[0]?.result;

@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { VERIFY_BIN, track } from './processes.js';
+import { load } from './report.js';
 
 export interface VerifyRunResult {
   files: number;
@@ -14,6 +15,7 @@ export interface VerifyRunResult {
   proofsPerS: number;
   summary: string;
   exitCode: number | null;
+  load: [number, number, number];
 }
 
 interface Spawned {
@@ -58,7 +60,7 @@ export async function verifyDir(dir: string, headersFile: string | null, timeout
     const firstFail = /^VERDICT: FAIL: .*$/m.exec(r.stdout)?.[0] ?? '';
     throw new Error(`aer1-verify-anchor --dir exited ${r.code} after ${Math.round(r.ms)} ms: ${summary || r.stderr.trim()} ${firstFail}`);
   }
-  return { files, wallMs: r.ms, proofsPerS: files / (r.ms / 1000), summary, exitCode: r.code };
+  return { files, wallMs: r.ms, proofsPerS: files / (r.ms / 1000), summary, exitCode: r.code, load: load() };
 }
 
 /** One `aer1-verify-anchor FILE` from a cold start (a new Node process), in ms. */
