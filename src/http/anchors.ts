@@ -2,7 +2,7 @@
  * The anchor endpoints: look up one subject, export its proof, list subjects page by page,
  * and enqueue new ones (`POST /v1/anchors`, through the same producer as `aer1-anchor enqueue`).
  */
-import { ConflictError, InputError } from '../errors.js';
+import { Aer1Error, ConflictError, InputError } from '../errors.js';
 import { ProofExporter } from '../proof/export.js';
 import { enqueueAnchor, type EnqueueOutcome } from '../queue/producer.js';
 import { claimsFromJobData, type JobLimits } from '../queue/job-data.js';
@@ -115,9 +115,10 @@ export class AnchorRoutes {
     try {
       claimsFromJobData(subject, this.limits);
     } catch (err) {
-      if (!(err instanceof InputError)) throw err;
-      if (index === null) throw new HttpError(400, err.code, err.message, err.field ?? '$');
-      const inner = err.field === undefined || err.field === '$' ? '' : err.field.startsWith('[') ? err.field : `.${err.field}`;
+      if (!(err instanceof Aer1Error) || err instanceof ConflictError) throw err;
+      const field = err instanceof InputError ? err.field : undefined;
+      if (index === null) throw new HttpError(400, err.code, err.message, field ?? '$');
+      const inner = field === undefined || field === '$' ? '' : field.startsWith('[') ? field : `.${field}`;
       throw new HttpError(400, err.code, `subjects[${index}]: ${err.message}`, `subjects[${index}]${inner}`);
     }
   }

@@ -222,7 +222,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   });
   const port = (server.address() as AddressInfo).port;
   const url = `http://${hostForUrl(cfg.host)}:${port}`;
-  log.info({ url }, 'http server listening');
+  log.debug({ url }, 'http server listening');
 
   let closing: Promise<void> | null = null;
   return {

@@ -6,14 +6,11 @@ import { randomBytes } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config/config.js';
-import type { Daemon } from '../../src/daemon/daemon.js';
 import { createLogger } from '../../src/daemon/logger.js';
-import type { DaemonView } from '../../src/http/daemon-view.js';
 import { startHttpServer, type HttpServer } from '../../src/http/server.js';
 import { ANCHOR_JOB } from '../../src/queue/names.js';
 import { receiptFields, waitFor } from '../helpers/harness.js';
-import { TOKEN, startStack, type Stack } from './fixture.js';
+import { TOKEN, startStack, withHttp, type Stack } from './fixture.js';
 
 let s: Stack;
 
@@ -24,23 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await s?.close();
 });
-
-/** The same daemon seen with other HTTP settings (for a second server on another port). */
-function withHttp(d: Daemon, http: Partial<Config['http']>, extra: Partial<DaemonView> = {}): DaemonView {
-  return {
-    config: { ...d.config, http: { ...d.config.http, ...http } },
-    redis: d.redis,
-    store: d.store,
-    metrics: d.metrics,
-    witnesses: d.witnesses,
-    intakeQueue: d.intakeQueue,
-    get running() {
-      return d.running;
-    },
-    queueCounts: () => d.queueCounts(),
-    ...extra,
-  };
-}
 
 async function errorOf(res: Response): Promise<{ code: string; message: string; field?: string }> {
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { createLogger } from '../../src/daemon/logger.js';
 import type { Daemon } from '../../src/daemon/daemon.js';
 import type { Config } from '../../src/config/config.js';
+import type { DaemonView } from '../../src/http/daemon-view.js';
 import { startHttpServer, type HttpServer } from '../../src/http/server.js';
 import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
 import type { DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
@@ -35,6 +36,23 @@ export interface StackOptions {
   http?: Record<string, unknown>;
   overrides?: Record<string, unknown>;
   relays?: number;
+}
+
+/** The same daemon seen with other HTTP settings, for a second server on another port. */
+export function withHttp(d: Daemon, http: Partial<Config['http']>, extra: Partial<DaemonView> = {}): DaemonView {
+  return {
+    config: { ...d.config, http: { ...d.config.http, port: 0, ...http } },
+    redis: d.redis,
+    store: d.store,
+    metrics: d.metrics,
+    witnesses: d.witnesses,
+    intakeQueue: d.intakeQueue,
+    get running() {
+      return d.running;
+    },
+    queueCounts: () => d.queueCounts(),
+    ...extra,
+  };
 }
 
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {

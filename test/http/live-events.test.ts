@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compareStreamIds } from '../../src/http/event-feed.js';
 import { receiptFields } from '../helpers/harness.js';
 import { openSse, openWs, wsRefusal, type SseEvent } from './clients.js';
-import { TOKEN, startStack, type Stack } from './fixture.js';
+import { startHttpServer } from '../../src/http/server.js';
+import { TOKEN, startStack, withHttp, type Stack } from './fixture.js';
 
 let s: Stack;
 
@@ -109,21 +110,7 @@ describe('WebSocket upgrades', () => {
   it('are refused with 404 on other paths, and with 401 when reads need the token and it is missing', async () => {
     const base = s.http.url.replace('http', 'ws');
     expect((await wsRefusal(`${base}/v1/nothing`)).status).toBe(404);
-    const { startHttpServer } = await import('../../src/http/server.js');
-    const d = s.daemon;
-    const strict = await startHttpServer({
-      daemon: {
-        config: { ...d.config, http: { ...d.config.http, port: 0, readsRequireToken: true } },
-        redis: d.redis,
-        store: d.store,
-        metrics: d.metrics,
-        witnesses: d.witnesses,
-        intakeQueue: d.intakeQueue,
-        running: true,
-        queueCounts: () => d.queueCounts(),
-      },
-      log: s.log,
-    });
+    const strict = await startHttpServer({ daemon: withHttp(s.daemon, { readsRequireToken: true }), log: s.log });
     try {
       const wsUrl = strict.url.replace('http', 'ws');
       const refused = await wsRefusal(`${wsUrl}/v1/ws`);

@@ -10,7 +10,8 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stats } from '../../src/http/stats.js';
 import { receiptFields } from '../helpers/harness.js';
-import { startStack, type Stack } from './fixture.js';
+import { startHttpServer } from '../../src/http/server.js';
+import { TOKEN, startStack, withHttp, type Stack } from './fixture.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -101,5 +102,31 @@ describe('the status page', () => {
     await expect.poll(() => result.locator(`[data-key="${key}"]`).count(), { timeout: 15_000 }).toBe(1);
     if (SCREENSHOT) await page.screenshot({ path: SCREENSHOT, fullPage: true });
     expect(problems.filter((p) => !p.includes('404'))).toEqual([]);
+  });
+
+  it('works when reads need the token: from the URL fragment, or typed into the form', async () => {
+    const strict = await startHttpServer({ daemon: withHttp(s.daemon, { readsRequireToken: true }), log: s.log });
+    const other = await context.newPage();
+    try {
+      const total = String((await stats()).subjects.total);
+      await other.goto(`${strict.url}/#token=${TOKEN}`);
+      await expect.poll(() => other.locator('[data-count="total"]').textContent(), { timeout: 15_000 }).toBe(total);
+      await expect.poll(() => other.locator('#live').getAttribute('data-state'), { timeout: 15_000 }).toBe('live');
+      // the token left the address bar at once
+      expect(other.url()).toBe(`${strict.url}/`);
+
+      await other.evaluate('sessionStorage.clear()');
+      await other.reload();
+      await expect.poll(() => other.locator('#auth').isVisible(), { timeout: 15_000 }).toBe(true);
+      expect(await other.locator('[data-count="total"]').textContent()).toBe('–');
+      await other.fill('#auth-token', TOKEN);
+      await other.click('#auth-form button');
+      await expect.poll(() => other.locator('[data-count="total"]').textContent(), { timeout: 15_000 }).toBe(total);
+      await expect.poll(() => other.locator('#live').getAttribute('data-state'), { timeout: 15_000 }).toBe('live');
+      expect(await other.locator('#auth').isVisible()).toBe(false);
+    } finally {
+      await other.close();
+      await strict.close();
+    }
   });
 });
