@@ -97,6 +97,19 @@ describe('README configuration reference', () => {
     expect(r.status, r.stderr).toBe(0);
   });
 
+  it('config/default.json (what npm start uses) sets only the built-in defaults, so the table is what npm start runs with', () => {
+    const defaults = new Map(CONFIG_KEYS.map((k) => [k.key, k.default]));
+    const walk = (node: Record<string, unknown>, path: string): void => {
+      for (const [k, v] of Object.entries(node)) {
+        if (k === '$comment') continue;
+        const key = path ? `${path}.${k}` : k;
+        if (defaults.has(key)) expect(v, `config/default.json ${key}`).toEqual(defaults.get(key));
+        else walk(v as Record<string, unknown>, key);
+      }
+    };
+    walk(JSON.parse(readFileSync(join(repo, 'config/default.json'), 'utf8')) as Record<string, unknown>, '');
+  });
+
   it('documents every key of config/default.json and config/local.json', () => {
     const known = new Set(CONFIG_KEYS.map((k) => k.key));
     const walk = (node: Record<string, unknown>, path: string, file: string): void => {

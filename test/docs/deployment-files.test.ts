@@ -1,0 +1,119 @@
+/**
+ * The Docker files stay in agreement with the code (Docker itself cannot run here): what
+ * the Dockerfile copies exists and is not ignored, it runs as `node` with a /livez health
+ * check, compose's Redis persists without eviction, config/local.json loads, and the dev
+ * relay and dev calendar accept exactly the arguments compose gives them.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/config.js';
+
+const repo = resolve(import.meta.dirname, '../..');
+const dockerfile = readFileSync(join(repo, 'Dockerfile'), 'utf8');
+const compose = readFileSync(join(repo, 'docker-compose.yml'), 'utf8');
+const dockerignore = readFileSync(join(repo, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+const anchorBin = join(repo, 'bin/aer1-anchor.js');
+const tmp = mkdtempSync(join(tmpdir(), 'aer1-deploy-'));
+
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+/** The JSON-style `command: [...]` array of a compose service. */
+function composeCommand(service: string): string[] {
+  const block = new RegExp(`\\n  ${service}:\\n((?:    .*\\n|\\n)*)`).exec(compose);
+  if (!block) throw new Error(`docker-compose.yml has no service ${service}`);
+  const cmd = /\n    command: (\[.*\])\n/.exec(`\n${block[1]!}`);
+  if (!cmd) throw new Error(`service ${service} has no one-line command array`);
+  return JSON.parse(cmd[1]!) as string[];
+}
+
+/** Runs `aer1-anchor <args>` until its first stdout line, then SIGTERM; bounded. */
+function firstLine(args: string[]): Promise<{ line: string; code: number | null; stderr: string }> {
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, [anchorBin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    let line: string | null = null;
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      rej(new Error(`no output within 20 s: ${err}`));
+    }, 20_000);
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (line === null && out.includes('\n')) {
+        line = out.split('\n')[0]!;
+        child.kill('SIGTERM');
+      }
+    });
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      res({ line: line ?? '', code, stderr: err });
+    });
+  });
+}
+
+describe('Dockerfile', () => {
+  it('copies only paths that exist and that .dockerignore lets through', () => {
+    const sources = [...dockerfile.matchAll(/^COPY (?!--from)(.+)$/gm)].flatMap((m) => m[1]!.trim().split(/\s+/).slice(0, -1));
+    expect(sources.length).toBeGreaterThan(3);
+    for (const src of sources) {
+      expect(existsSync(join(repo, src)), src).toBe(true);
+      const top = src.split('/')[0]!;
+      const ignored = dockerignore.includes(top) && !dockerignore.some((l) => l.startsWith('!') && src.startsWith(l.slice(1)));
+      expect(ignored, `${src} is excluded by .dockerignore`).toBe(false);
+    }
+  });
+
+  it('runs the daemon as node on 0.0.0.0:8787, with a /livez health check and the key folder as a volume', () => {
+    expect(dockerfile).toMatch(/^FROM .* AS build$/m);
+    expect(dockerfile).toMatch(/^FROM .* AS runtime$/m);
+    expect(dockerfile).toMatch(/npm ci/);
+    expect(dockerfile).toMatch(/npm run build/);
+    expect(dockerfile).toMatch(/npm prune --omit=dev/);
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/^EXPOSE 8787$/m);
+    expect(dockerfile).toMatch(/AER1_HTTP_HOST=0\.0\.0\.0/);
+    expect(dockerfile).toMatch(/HEALTHCHECK [\s\S]*\/livez/);
+    expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "bin\/aer1-anchord\.js"\]$/m);
+    expect(existsSync(join(repo, 'bin/aer1-anchord.js'))).toBe(true);
+    expect(dockerfile).toMatch(/^VOLUME \["\/app\/var"\]$/m);
+  });
+});
+
+describe('docker-compose.yml', () => {
+  it('runs Redis with the append-only file and noeviction on a volume', () => {
+    expect(compose).toMatch(/"--appendonly", "yes"/);
+    expect(compose).toMatch(/"--maxmemory-policy", "noeviction"/);
+    expect(compose).toMatch(/redis-data:\/data/);
+  });
+
+  it('has a public profile on config/default.json and a local one on config/local.json, and requires the API token', () => {
+    expect(compose).toMatch(/profiles: \["public"\]/);
+    expect(compose).toMatch(/profiles: \["local"\]/);
+    expect(composeCommand('anchord-local')).toEqual(['--config', 'config/local.json']);
+    expect(compose).toMatch(/AER1_HTTP_TOKEN: \$\{AER1_HTTP_TOKEN:\?/);
+    expect(compose).toMatch(/"127\.0\.0\.1:\$\{AER1_HTTP_PUBLISH_PORT:-8787\}:8787"/);
+  });
+
+  it('config/local.json loads and points at the compose dev relay and dev calendar on regtest', () => {
+    // over the built-in defaults (config/default.json holds the same values; DEFAULT_CONFIG_FILE resolves only from dist/)
+    const c = loadConfig({ skipDefaultFile: true, file: join(repo, 'config/local.json'), env: {} });
+    expect(c.nostr.relays).toEqual(['ws://dev-relay:7777']);
+    expect(c.ots.calendars).toEqual(['http://dev-calendar:14788']);
+    expect(c.ots.network).toBe('regtest');
+    expect(c.ots.headersFile).toBe('/data/headers.json');
+    expect(composeCommand('dev-calendar')).toContain('/data/headers.json');
+  });
+
+  it('the dev relay and dev calendar accept the arguments compose gives them (ports freed for the test)', async () => {
+    const free = (args: string[]): string[] => args.map((a, i) => (args[i - 1] === '--port' ? '0' : args[i - 1] === '--host' ? '127.0.0.1' : args[i - 1] === '--headers-out' ? join(tmp, 'headers.json') : a));
+    const relay = await firstLine(free(composeCommand('dev-relay')));
+    expect(relay.line, relay.stderr).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
+    const calendar = await firstLine(free(composeCommand('dev-calendar')));
+    expect(calendar.line, calendar.stderr).toBe('http://dev-calendar:14788');
+    expect(existsSync(join(tmp, 'headers.json'))).toBe(true);
+  });
+});
