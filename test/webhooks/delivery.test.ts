@@ -109,7 +109,7 @@ describe('WebhookDeliverer', () => {
     try {
       const events = await emit(sp.stream, 2, 'giveup');
       const first = events[0]!.id;
-      await waitFor('second change delivered', () => receiver.delivered().length === 1);
+      await waitFor('both settled', () => outcomes.length === 2);
       expect(receiver.requests.filter((r) => r.eventId === first)).toHaveLength(3);
       expect(receiver.delivered()[0]!.eventId).toBe(events[1]!.id);
       expect(outcomes).toEqual(['failed', 'delivered']);
