@@ -46,6 +46,7 @@ type RawEntry = [id: string, fields: string[]];
 /** Consumers idle this long with nothing pending are removed from the group at start. */
 const STALE_CONSUMER_MS = 24 * 3_600_000;
 const MAX_RESPONSE_PREVIEW = 200;
+const CLAIM_PAGE = 50;
 
 export function consumerGroup(hook: string): string {
   return `aer1-webhook-${hook}`;
@@ -135,6 +136,8 @@ class HookWorker {
           lastClaim = Date.now();
           const claimed = await this.claimStale();
           for (const entry of claimed) await this.process(entry);
+          // a full page may mean more are waiting: claim again at once
+          if (claimed.length >= CLAIM_PAGE) lastClaim = 0;
           if (claimed.length > 0) continue;
         }
         const res = (await this.reader.xreadgroup(
@@ -155,7 +158,7 @@ class HookWorker {
 
   /** Takes over changes another consumer (a dead daemon) left unacknowledged. */
   private async claimStale(): Promise<RawEntry[]> {
-    const res = (await this.opts.redis.xautoclaim(this.opts.stream, this.group, this.opts.consumer, this.opts.claimIdleMs, '0-0', 'COUNT', 50)) as [
+    const res = (await this.opts.redis.xautoclaim(this.opts.stream, this.group, this.opts.consumer, this.opts.claimIdleMs, '0-0', 'COUNT', CLAIM_PAGE)) as [
       string,
       Array<RawEntry | null>,
       string[]?,
