@@ -8,7 +8,8 @@ import { appendFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
 import type { HistoryEntry, SubjectRecord } from '../../src/state/anchor-store.js';
-import type { Issuer } from '../helpers/harness.js';
+import type { DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
+import { waitFor, type Issuer } from '../helpers/harness.js';
 
 /** Counts the EVENT messages a relay processed (after its fault switches), per event id. */
 export interface RelayTap {
@@ -169,4 +170,37 @@ export async function statusCounts(issuer: Issuer, keys: readonly string[]): Pro
     }
   }
   return out;
+}
+
+/** What the subjects that are not confirmed look like: counts by witness status, and one of them in full. */
+export async function diagnose(issuer: Issuer, keys: readonly string[]): Promise<string> {
+  const stuck: SubjectRecord[] = [];
+  const missing: string[] = [];
+  for (let i = 0; i < keys.length; i += 1000) {
+    const slice = keys.slice(i, i + 1000);
+    (await issuer.store.getRecords(slice)).forEach((r, j) => {
+      if (!r) missing.push(slice[j]!);
+      else if (r.status !== 'confirmed') stuck.push(r);
+    });
+  }
+  const byWitness: Record<string, number> = {};
+  for (const r of stuck) for (const [w, s] of Object.entries(r.witnesses)) byWitness[`${w}:${s.status}`] = (byWitness[`${w}:${s.status}`] ?? 0) + 1;
+  const one = stuck[0];
+  const detail = one
+    ? { key: one.key, status: one.status, witnesses: one.witnesses, batches: one.batches, relays: one.nostrEventId ? await issuer.store.relayReports(one.nostrEventId) : [], history: await issuer.store.history(one.key) }
+    : null;
+  return JSON.stringify({ missing: missing.length, stuck: stuck.length, byWitness, example: detail });
+}
+
+/**
+ * Waits until every subject is confirmed, mining on every calendar whenever it holds
+ * commitments (a batch submitted after a mine needs the next one).
+ */
+export async function confirmAll(issuer: Issuer, keys: readonly string[], calendars: readonly DevCalendar[], timeoutMs: number): Promise<void> {
+  await waitFor(`${keys.length} confirmed`, async () => {
+    for (const c of calendars) if (c.pendingCount() > 0) await c.mine();
+    return (await statusCounts(issuer, keys)).confirmed === keys.length;
+  }, timeoutMs, 500).catch(async (err: unknown) => {
+    throw new Error(`${(err as Error).message}; ${await diagnose(issuer, keys)}`);
+  });
 }
