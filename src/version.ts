@@ -1,16 +1,25 @@
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
-/** The package version, read once from package.json (two levels up from dist/src or src). */
-function readVersion(): string {
-  for (const rel of ['../package.json', '../../package.json']) {
+/**
+ * The package's root folder and version, found once by looking for this package's
+ * package.json one level up (running from src/) or two (running from dist/src/).
+ */
+function findPackage(): { root: string; version: string } {
+  for (const rel of ['../', '../../']) {
+    const dir = new URL(rel, import.meta.url);
     try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'aer1-anchor' && pkg.version) return pkg.version;
+      const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'aer1-anchor' && pkg.version) return { root: fileURLToPath(dir), version: pkg.version };
     } catch {
       // try the next candidate
     }
   }
-  return '0.0.0';
+  return { root: fileURLToPath(new URL('../../', import.meta.url)), version: '0.0.0' };
 }
 
-export const VERSION = readVersion();
+const found = findPackage();
+
+export const VERSION = found.version;
+/** Absolute path of the package root, with a trailing separator. */
+export const PACKAGE_ROOT = found.root;

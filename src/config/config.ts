@@ -3,8 +3,9 @@
  * then environment variables. Validated once at start; an error names the bad key.
  */
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { InputError, UsageError } from '../errors.js';
+import { PACKAGE_ROOT } from '../version.js';
 import { CONFIG_KEYS, type KeySpec, type KeyType } from './schema.js';
 
 export interface WebhookConfig {
@@ -55,7 +56,7 @@ export interface Config {
   log: { level: string };
 }
 
-export const DEFAULT_CONFIG_FILE = fileURLToPath(new URL('../../../config/default.json', import.meta.url));
+export const DEFAULT_CONFIG_FILE = join(PACKAGE_ROOT, 'config', 'default.json');
 
 function bad(key: string, message: string): never {
   throw new InputError('bad_config', message, `config ${key}`);

@@ -1,0 +1,50 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG_FILE, loadConfig, nostrQuorum } from '../../src/config/config.js';
+import { REPO_ROOT } from '../helpers/harness.js';
+
+function file(content: unknown): string {
+  const f = join(mkdtempSync(join(tmpdir(), 'cfg-')), 'c.json');
+  writeFileSync(f, typeof content === 'string' ? content : JSON.stringify(content));
+  return f;
+}
+
+describe('configuration', () => {
+  it('reads config/default.json from the package root, from source and from dist alike', () => {
+    expect(DEFAULT_CONFIG_FILE).toBe(join(REPO_ROOT, 'config', 'default.json'));
+    const c = loadConfig({ env: {} });
+    expect(c.nostr.relays.every((u) => u.startsWith('wss://'))).toBe(true);
+    expect(c.ots.calendars.every((u) => u.startsWith('https://'))).toBe(true);
+    expect(c.http.host).toBe('127.0.0.1');
+  });
+
+  it('layers: defaults, then --config FILE, then environment variables', () => {
+    const f = file({ nostr: { mode: 'batch', relays: ['ws://127.0.0.1:7000', 'ws://127.0.0.1:7001'] }, queue: { concurrency: 4 } });
+    const c = loadConfig({ file: f, env: { AER1_QUEUE_CONCURRENCY: '9', AER1_NOSTR_QUORUM: '1', REDIS_URL: 'redis://127.0.0.1:6390' } });
+    expect(c.nostr.mode).toBe('batch');
+    expect(c.queue.concurrency).toBe(9);
+    expect(nostrQuorum(c)).toBe(1);
+    expect(c.redis.url).toBe('redis://127.0.0.1:6390');
+    expect(nostrQuorum(loadConfig({ file: f, env: {} }))).toBe(2);
+  });
+
+  it('names the bad key: unknown keys, wrong types, out-of-range values, bad URLs, bad environment values', () => {
+    const cases: Array<[unknown, Record<string, string>, RegExp]> = [
+      [{ nostr: { moed: 'batch' } }, {}, /config nostr\.moed: unknown key/],
+      [{ queue: { concurrency: 'many' } }, {}, /config queue\.concurrency: expected an integer/],
+      [{ queue: { concurrency: 0 } }, {}, /config queue\.concurrency: must be between 1 and 1000/],
+      [{ ots: { calendars: ['ftp://x'] } }, {}, /config ots\.calendars\[0\]: URL must use http: or https:/],
+      [{ nostr: { mode: 'both' } }, {}, /config nostr\.mode: must be one of envelope, batch/],
+      [{}, { AER1_HTTP_PORT: 'eighty' }, /config http\.port: AER1_HTTP_PORT must be an integer/],
+      [{}, { AER1_NOSTR_ENABLED: 'maybe' }, /config nostr\.enabled: AER1_NOSTR_ENABLED must be true or false/],
+      [{ ots: { minCalendars: 9 } }, {}, /config ots\.minCalendars: m = 9 exceeds the 4 configured calendars/],
+      [{ webhooks: [{ url: 'http://127.0.0.1:1/h', secret: 'short' }] }, {}, /config webhooks\[0\]\.secret/],
+    ];
+    for (const [content, env, message] of cases) {
+      expect(() => loadConfig({ file: file(content), env })).toThrow(message);
+    }
+    expect(() => loadConfig({ file: file('{not json'), env: {} })).toThrow(/is not JSON/);
+  });
+});
