@@ -21,6 +21,7 @@ export const CLIENT_OPTIONS = {
   config: { type: 'string' },
   'redis-url': { type: 'string' },
   json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
 } as const;
 
 export async function connectClient(opts: { config?: string | undefined; 'redis-url'?: string | undefined }): Promise<Client> {

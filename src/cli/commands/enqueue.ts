@@ -10,6 +10,10 @@ const USAGE = 'usage: aer1-anchor enqueue FILE... [--json] [--config FILE] [--re
 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: CLIENT_OPTIONS, allowPositionals: true, strict: true });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n  ${summary}; Redis from --redis-url, else REDIS_URL / redis.url, else 127.0.0.1:6379.\n`);
+    return 0;
+  }
   if (positionals.length === 0) throw new UsageError(USAGE);
   const docs = positionals.map((file) => ({ file, data: readJsonFile(file) }));
   const client = await connectClient(values);

@@ -13,7 +13,12 @@ export async function run(argv: string[]): Promise<number> {
     allowPositionals: true,
     strict: true,
   });
-  if (positionals.length !== 1) throw new UsageError('usage: aer1-anchor proof KEY [--attach RECEIPT_FILE [--out FILE]] [--config FILE] [--redis-url URL]');
+  const usage = 'usage: aer1-anchor proof KEY [--attach RECEIPT_FILE [--out FILE]] [--config FILE] [--redis-url URL]';
+  if (values.help) {
+    process.stdout.write(`${usage}\n  ${summary}\n`);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new UsageError(usage);
   const receipt = values.attach ? readJsonFile(values.attach) : null;
   if (receipt !== null && (typeof receipt !== 'object' || Array.isArray(receipt))) {
     throw new UsageError(`${values.attach} must hold a JSON object to attach a proof to (for a timeline, use {"entries": [...]})`);

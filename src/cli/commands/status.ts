@@ -29,7 +29,12 @@ function render(v: SubjectView): string {
 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: CLIENT_OPTIONS, allowPositionals: true, strict: true });
-  if (positionals.length !== 1) throw new UsageError('usage: aer1-anchor status KEY [--json] [--config FILE] [--redis-url URL]');
+  const usage = 'usage: aer1-anchor status KEY [--json] [--config FILE] [--redis-url URL]';
+  if (values.help) {
+    process.stdout.write(`${usage}\n  ${summary}\n`);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new UsageError(usage);
   const client = await connectClient(values);
   try {
     const view = await subjectView(client.store, positionals[0]!, { relays: client.config.nostr.relays, calendars: client.config.ots.calendars });
