@@ -74,11 +74,10 @@ export interface DaemonRunResult {
   wallMs: number;
   subjectsPerS: number;
   /**
-   * Intake rate (subjects accepted per second) over the first fifth of the subjects and
-   * over the fourth (60–80%, before the tail): does the rate fall as state grows?
+   * Intake rate (subjects accepted per second) over each tenth of N that was reached: does
+   * the rate fall as state grows?
    */
-  intakeFirstFifthPerS: number | null;
-  intakeFourthFifthPerS: number | null;
+  intakePerTenth: number[];
   /** Nostr events published (per relay) and calendar submissions. */
   nostrEvents: number;
   otsBatches: number;
@@ -312,7 +311,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       }
     }
     sampleRss();
-    const breakdown = await memoryBreakdown(redis, store, subjects.map((s) => s.key), Math.max(1, accepted), (confirmedBytes ?? pendingBytes) - beforeBytes).catch(() => null);
+    const breakdown = await memoryBreakdown(redis, store, Math.max(1, accepted), (confirmedBytes ?? pendingBytes) - beforeBytes).catch(() => null);
 
     let proofs: ProofExport | null = null;
     if (finished && o.exportProofs) proofs = await exportProofs(redis, daemon, subjects.map((s) => s.key), o.peers, confirmMs !== null);
@@ -329,7 +328,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       otsMs,
       wallMs,
       subjectsPerS: (finished ? o.n : done) / (wallMs / 1000),
-      ...intakeFifths(progress, o.n),
+      intakePerTenth: intakePerTenth(progress, o.n),
       nostrEvents: o.mode === 'batch' ? nostrEvents : o.n,
       otsBatches,
       memory: {
@@ -357,16 +356,19 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
   }
 }
 
-/** Subjects accepted per second over 0–20% and 60–80% of n (when reached). */
-function intakeFifths(progress: ReadonlyArray<[number, number]>, n: number): { intakeFirstFifthPerS: number | null; intakeFourthFifthPerS: number | null } {
-  if (n < 100) return { intakeFirstFifthPerS: null, intakeFourthFifthPerS: null };
+/** Subjects accepted per second over each tenth of n that was reached. */
+function intakePerTenth(progress: ReadonlyArray<[number, number]>, n: number): number[] {
+  if (n < 100) return [];
   const timeAt = (count: number): number | null => progress.find(([, a]) => a >= count)?.[0] ?? null;
-  const rate = (from: number, to: number): number | null => {
-    const t0 = from === 0 ? 0 : timeAt(from);
-    const t1 = timeAt(to);
-    return t0 === null || t1 === null || t1 <= t0 ? null : (to - from) / ((t1 - t0) / 1000);
-  };
-  return { intakeFirstFifthPerS: rate(0, n * 0.2), intakeFourthFifthPerS: rate(n * 0.6, n * 0.8) };
+  const out: number[] = [];
+  let t0 = 0;
+  for (let i = 1; i <= 10; i++) {
+    const t1 = timeAt((n * i) / 10);
+    if (t1 === null) break;
+    out.push(t1 > t0 ? n / 10 / ((t1 - t0) / 1000) : NaN);
+    t0 = t1;
+  }
+  return out;
 }
 
 /**
@@ -374,9 +376,11 @@ function intakeFifths(progress: ReadonlyArray<[number, number]>, n: number): { i
  * histories, of the indexes, the state-change stream, batches and events; the rest is
  * BullMQ's job records and Redis's own overhead.
  */
-async function memoryBreakdown(redis: Redis, store: AnchorStore, keys: readonly string[], subjects: number, deltaBytes: number): Promise<MemoryBreakdown> {
+async function memoryBreakdown(redis: Redis, store: AnchorStore, subjects: number, deltaBytes: number): Promise<MemoryBreakdown> {
   const k = store.keys;
-  const sample = keys.filter((_, i) => i % Math.max(1, Math.floor(keys.length / 200)) === 0).slice(0, 200);
+  // subjects in state only (a run stopped at its time limit has others still queued)
+  const sample = (await redis.call('ZRANDMEMBER', k.all, '200')) as string[];
+  if (sample.length === 0) throw new Error('no subject in state');
   const usage = async (names: string[]): Promise<number> => {
     if (names.length === 0) return 0;
     const pipe = redis.pipeline();
