@@ -14,7 +14,7 @@ import { figure, load, machine, median, round, table, type Figure } from './repo
 import { firstProof, verifyDir, verifyOneCold } from './verify-run.js';
 
 const USAGE = `usage: npm run bench [-- [--json] [--quick] [--round-ms MS] [--window-ms MS] [--naive-concurrency N]]
-  --json               one JSON object per figure on stdout (progress goes to stderr)
+  --json               one JSON object per figure on stdout (progress and the table go to stderr)
   --quick              smaller N and a 1-minute budget, for development
   --round-ms MS        dev calendars' aggregation round (default 1000, as the real server)
   --window-ms MS       the daemon's batch window, Nostr and OTS (default 250)
@@ -216,19 +216,21 @@ async function main(): Promise<number> {
     ];
     const loadAtEnd = load();
     const elapsed = budget.elapsed();
+    const lines = [
+      `aer1-anchor bench (${plan.label}${plan.label === 'quick' ? ': smaller N than the full run' : ''}) — ${new Date().toISOString()}`,
+      `machine: ${mc.cores} cores, ${mc.cpu}, Node ${mc.node}; load average at start ${loadAtStart.join(' ')}, at end ${loadAtEnd.join(' ')}`,
+      `setup: private redis-server (no AOF) per run; ${peers.relays.length} dev relays + ${peers.calendars.length} dev calendars (round ${roundMs} ms) in one child process; aer1-anchord as a child; batch window ${windowMs} ms; nostr.ratePerMinute ${fmtN(ratePerMinute)}`,
+      '',
+      table(figures),
+      '',
+      skipped.length ? `repeats skipped to stay in the time budget (runs shorter than 10 s should be 3): ${skipped.join('; ')}` : 'every run shorter than 10 s was repeated to 3 runs (median shown)',
+      `total ${sec(elapsed)}`,
+    ];
     if (values.json) {
+      // figures for tools on stdout; the same table for people on stderr
       for (const f of figures) process.stdout.write(`${JSON.stringify(f)}\n`);
+      process.stderr.write(`${lines.join('\n')}\n`);
     } else {
-      const lines = [
-        `aer1-anchor bench (${plan.label}${plan.label === 'quick' ? ': smaller N than the full run' : ''}) — ${new Date().toISOString()}`,
-        `machine: ${mc.cores} cores, ${mc.cpu}, Node ${mc.node}; load average at start ${loadAtStart.join(' ')}, at end ${loadAtEnd.join(' ')}`,
-        `setup: private redis-server (no AOF) per run; ${peers.relays.length} dev relays + ${peers.calendars.length} dev calendars (round ${roundMs} ms) in one child process; aer1-anchord as a child; batch window ${windowMs} ms; nostr.ratePerMinute ${fmtN(ratePerMinute)}`,
-        '',
-        table(figures),
-        '',
-        skipped.length ? `repeats skipped to stay in the time budget (runs shorter than 10 s should be 3): ${skipped.join('; ')}` : 'every run shorter than 10 s was repeated to 3 runs (median shown)',
-        `total ${sec(elapsed)}`,
-      ];
       process.stdout.write(`${lines.join('\n')}\n`);
     }
     progress(`done in ${sec(elapsed)}; load average ${loadAtEnd.join(' ')}`);

@@ -1,97 +1,164 @@
 /**
- * The full state of one subject as people and dashboards read it (`aer1-anchor status`,
- * `GET /v1/anchors/{key}`): overall and per-witness status, per-relay and per-calendar
- * detail, and the history of transitions.
+ * What `GET /v1/anchors/{key}` and the list show of a subject: its record, each witness's
+ * state down to every relay and calendar, and its history.
  */
-import type { AnchorStore, HistoryEntry, RelayReportRecord } from './anchor-store.js';
+import type { Config } from '../config/config.js';
+import type { AnchorStore, HistoryEntry, RelayReportRecord, SubjectRecord } from '../state/anchor-store.js';
+import { isoSeconds } from './stats.js';
 
-export interface SubjectView {
-  key: string;
+export interface RelayView {
+  url: string;
   status: string;
+  message: string;
+  at: string | null;
+  attempts?: number;
+  prefix?: string;
+  final?: boolean;
+}
+
+export interface CalendarView {
+  url: string;
+  status: string;
+  message: string;
+  at: string | null;
+  polls?: number;
+}
+
+export interface NostrView {
+  status: string;
+  confirmedAt: string | null;
+  mode: 'envelope' | 'batch';
+  eventId: string | null;
+  batch: { id: string; index: number; size: number | null } | null;
+  relays: RelayView[];
+}
+
+export interface OtsView {
+  status: string;
+  confirmedAt: string | null;
+  batch: { id: string; index: number; size: number | null; anchoredAt: string | null; submitted: boolean } | null;
+  calendars: CalendarView[];
+  bitcoin: { height: number; block_hash: string; time: number } | null;
+}
+
+export interface AnchorSummary {
+  key: string;
   kind: string | null;
+  status: string;
   digest: string | null;
-  envelope: Record<string, unknown> | null;
-  created_at: string | null;
-  updated_at: string | null;
+  createdAt: string;
+  updatedAt: string;
+  witnesses: Record<string, string>;
   reason?: string;
-  witnesses: {
-    nostr?: {
-      status: string;
-      confirmed_at: string | null;
-      event_id: string | null;
-      batch?: { id: string; index: number };
-      relays: Array<{ url: string; status: string; message: string; at: string; attempts?: number }>;
-    };
-    ots?: {
-      status: string;
-      confirmed_at: string | null;
-      batch?: { id: string; index: number; size: number };
-      calendars: Array<{ url: string; status: string; message: string; at: string }>;
-      bitcoin?: { height: number; block_hash: string; time: number };
-    };
-  };
+}
+
+export interface AnchorDetail extends Omit<AnchorSummary, 'witnesses' | 'reason'> {
+  envelope: Record<string, unknown> | null;
+  reason: string | null;
+  witnesses: { nostr?: NostrView; ots?: OtsView };
   history: HistoryEntry[];
 }
 
-function iso(ms: number | null): string | null {
-  return ms ? new Date(ms).toISOString() : null;
+export function summarize(record: SubjectRecord): AnchorSummary {
+  const witnesses: Record<string, string> = {};
+  for (const [w, v] of Object.entries(record.witnesses)) if (v) witnesses[w] = v.status;
+  return {
+    key: record.key,
+    kind: record.kind,
+    status: record.status,
+    digest: record.digest,
+    createdAt: isoSeconds(record.createdMs),
+    updatedAt: isoSeconds(record.updatedMs),
+    witnesses,
+    ...(record.reason ? { reason: record.reason } : {}),
+  };
 }
 
-export async function subjectView(store: AnchorStore, key: string, sources: { relays: readonly string[]; calendars: readonly string[] }): Promise<SubjectView | null> {
-  const record = await store.getRecord(key);
-  if (!record) return null;
-  const view: SubjectView = {
-    key: record.key,
-    status: record.status,
-    kind: record.kind,
-    digest: record.digest,
-    envelope: record.envelopeCanonical ? (JSON.parse(record.envelopeCanonical) as Record<string, unknown>) : null,
-    created_at: iso(record.createdMs),
-    updated_at: iso(record.updatedMs),
-    witnesses: {},
-    history: await store.history(key),
+function parseJson<T>(text: string | null | undefined): T | null {
+  if (!text) return null;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return null;
+  }
+}
+
+function relayView(url: string, r: RelayReportRecord | undefined): RelayView {
+  if (!r) return { url, status: 'pending', message: '', at: null };
+  return {
+    url,
+    status: r.status,
+    message: r.message,
+    at: r.at || null,
+    ...(r.attempts !== undefined ? { attempts: r.attempts } : {}),
+    ...(r.prefix !== undefined ? { prefix: r.prefix } : {}),
+    ...(r.final !== undefined ? { final: r.final } : {}),
   };
-  if (record.reason) view.reason = record.reason;
+}
 
-  const n = record.witnesses.nostr;
-  if (n) {
-    let eventId = record.nostrEventId;
-    const link = record.batches.nostr;
-    if (!eventId && link) {
-      const json = await store.batchField('nostr', link.id, 'event');
-      eventId = json ? (JSON.parse(json) as { id: string }).id : null;
-    }
-    const reports: RelayReportRecord[] = eventId ? await store.relayReports(eventId) : [];
-    view.witnesses.nostr = {
-      status: n.status,
-      confirmed_at: iso(n.confirmedMs),
-      event_id: eventId,
-      ...(link ? { batch: link } : {}),
-      relays: sources.relays.map((url) => {
-        const r = reports.find((x) => x.url === url);
-        return r
-          ? { url, status: r.status, message: r.message, at: r.at, ...(r.attempts !== undefined ? { attempts: r.attempts } : {}) }
-          : { url, status: 'pending', message: '', at: '' };
-      }),
-    };
+async function nostrView(store: AnchorStore, config: Config, record: SubjectRecord): Promise<NostrView | undefined> {
+  const w = record.witnesses.nostr;
+  if (!w) return undefined;
+  let eventId = record.nostrEventId;
+  let batch: NostrView['batch'] = null;
+  const link = record.batches.nostr;
+  if (!eventId && link) {
+    const [eventJson, size] = await Promise.all([store.batchField('nostr', link.id, 'event'), store.batchField('nostr', link.id, 'size')]);
+    eventId = parseJson<{ id?: string }>(eventJson)?.id ?? null;
+    batch = { id: link.id, index: link.index, size: size === null ? null : Number(size) };
   }
+  const reports = eventId ? await store.relayReports(eventId) : [];
+  const configured = config.nostr.relays;
+  const relays = configured.map((url) => relayView(url, reports.find((r) => r.url === url)));
+  for (const r of reports) if (!configured.includes(r.url)) relays.push(relayView(r.url, r));
+  return {
+    status: w.status,
+    confirmedAt: w.confirmedMs === null ? null : isoSeconds(w.confirmedMs),
+    mode: record.nostrEventId ? 'envelope' : link ? 'batch' : config.nostr.mode,
+    eventId,
+    batch,
+    relays,
+  };
+}
 
-  const o = record.witnesses.ots;
-  if (o) {
-    const link = record.batches.ots;
-    const batch = link ? await store.getBatch('ots', link.id) : null;
-    view.witnesses.ots = {
-      status: o.status,
-      confirmed_at: iso(o.confirmedMs),
-      ...(link && batch ? { batch: { id: link.id, index: link.index, size: batch.size } } : {}),
-      calendars: sources.calendars.map((url) => {
-        const raw = batch?.fields[`cal:${url}`];
-        if (!raw) return { url, status: link ? 'unsubmitted' : 'waiting for batch', message: '', at: '' };
-        const c = JSON.parse(raw) as { status: string; message?: string; at?: string };
-        return { url, status: c.status, message: c.message ?? '', at: c.at ?? '' };
-      }),
-      ...(batch?.fields.bitcoin && o.status === 'confirmed' ? { bitcoin: JSON.parse(batch.fields.bitcoin) as { height: number; block_hash: string; time: number } } : {}),
+async function otsView(store: AnchorStore, config: Config, record: SubjectRecord): Promise<OtsView | undefined> {
+  const w = record.witnesses.ots;
+  if (!w) return undefined;
+  const link = record.batches.ots;
+  const view: OtsView = {
+    status: w.status,
+    confirmedAt: w.confirmedMs === null ? null : isoSeconds(w.confirmedMs),
+    batch: null,
+    calendars: config.ots.calendars.map((url) => ({ url, status: 'unsubmitted', message: '', at: null })),
+    bitcoin: null,
+  };
+  if (!link) return view;
+  const names = ['size', 'anchored_at', 'submitted', 'bitcoin', ...config.ots.calendars.map((url) => `cal:${url}`)];
+  const values = await Promise.all(names.map((f) => store.batchField('ots', link.id, f)));
+  const [size, anchoredAt, submitted, bitcoin] = values;
+  view.batch = { id: link.id, index: link.index, size: size ? Number(size) : null, anchoredAt: anchoredAt ?? null, submitted: submitted === '1' };
+  view.calendars = config.ots.calendars.map((url, i) => {
+    const cal = parseJson<{ status?: string; message?: string; at?: string; polls?: number }>(values[4 + i]);
+    return {
+      url,
+      status: cal?.status ?? 'unsubmitted',
+      message: cal?.message ?? '',
+      at: cal?.at ?? null,
+      ...(cal?.polls !== undefined ? { polls: cal.polls } : {}),
     };
-  }
+  });
+  view.bitcoin = parseJson<OtsView['bitcoin']>(bitcoin);
   return view;
+}
+
+export async function anchorDetail(store: AnchorStore, config: Config, record: SubjectRecord): Promise<AnchorDetail> {
+  const [nostr, ots, history] = await Promise.all([nostrView(store, config, record), otsView(store, config, record), store.history(record.key)]);
+  const { witnesses: _statuses, reason: _reason, ...summary } = summarize(record);
+  return {
+    ...summary,
+    reason: record.reason,
+    envelope: parseJson<Record<string, unknown>>(record.envelopeCanonical),
+    witnesses: { ...(nostr ? { nostr } : {}), ...(ots ? { ots } : {}) },
+    history,
+  };
 }
