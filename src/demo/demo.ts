@@ -16,7 +16,7 @@ import { ProofExporter } from '../proof/export.js';
 import type { AnchorProof } from '../proof/format.js';
 import { ANCHOR_JOB } from '../queue/names.js';
 import { ANCHOR_JOB_OPTIONS } from '../queue/producer.js';
-import { subjectView, type SubjectView } from '../state/subject-view.js';
+import { subjectDetail, type AnchorDetail as SubjectView } from '../state/subject-view.js';
 import { BitcoinCheckCache } from '../verify/bitcoin.js';
 import { EventCheckCache } from '../verify/nostr.js';
 import { verifyAnchor, type VerifyOptions, type VerifyReport } from '../verify/pipeline.js';
@@ -176,9 +176,8 @@ class Run {
 }
 
 async function refresh(run: Run, stack: DemoStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>): Promise<void> {
-  const sources = { relays: stack.config.nostr.relays, calendars: stack.config.ots.calendars };
   for (const s of subjects) {
-    const view = await subjectView(stack.running.daemon.store, s.key, sources);
+    const view = await subjectDetail(stack.running.daemon.store, stack.config, s.key);
     run.views.set(s.key, view);
     const summary = summaries.get(s.key)!;
     if (view) {

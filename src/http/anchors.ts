@@ -8,7 +8,7 @@ import { enqueueAnchor, type EnqueueOutcome } from '../queue/producer.js';
 import { claimsFromJobData, type JobLimits } from '../queue/job-data.js';
 import { SUBJECT_STATUSES } from '../state/anchor-store.js';
 import { WITNESSES, type WitnessName } from '../state/keys.js';
-import { anchorDetail, summarize } from './anchor-view.js';
+import { anchorDetail, summarize } from '../state/subject-view.js';
 import { readJsonBody } from './body.js';
 import type { DaemonView } from './daemon-view.js';
 import { HttpError, json, type Reply } from './respond.js';

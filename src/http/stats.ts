@@ -2,6 +2,7 @@
  * `GET /v1/stats` and the scrape-time gauges of `/metrics` read the same numbers from the
  * same place (the state indexes and the queues), so the two always agree.
  */
+import { isoSeconds } from '../state/subject-view.js';
 import type { GaugeSource } from '../daemon/metrics.js';
 import type { WitnessName } from '../state/keys.js';
 import type { DaemonView } from './daemon-view.js';
@@ -29,9 +30,6 @@ export interface Stats {
   queue: QueueCounts;
 }
 
-export function isoSeconds(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
 
 function age(sinceMs: number, nowMs: number): number {
   return Math.max(0, Math.round((nowMs - sinceMs) / 100) / 10);

@@ -9,6 +9,7 @@ import type { Redis } from 'ioredis';
 import { StateKeys, type WitnessName } from './keys.js';
 import { ACCEPT, CUT_BATCH, REJECT, SET_RELAY, SET_WITNESS } from './scripts.js';
 import type { WitnessStatus } from '../proof/format.js';
+import { formatAnchoredAt } from '../envelope/envelope.js';
 
 export type SubjectStatus = WitnessStatus | 'rejected';
 export const SUBJECT_STATUSES: readonly SubjectStatus[] = ['pending', 'partial', 'confirmed', 'failed', 'rejected'];
@@ -95,7 +96,7 @@ export interface BatchInfo {
 }
 
 function nowIso(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return formatAnchoredAt(new Date(ms));
 }
 
 export class AnchorStore {

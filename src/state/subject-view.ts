@@ -1,10 +1,17 @@
 /**
- * What `GET /v1/anchors/{key}` and the list show of a subject: its record, each witness's
- * state down to every relay and calendar, and its history.
+ * The full state of one subject as people and dashboards read it (`GET /v1/anchors/{key}`,
+ * the list, `aer1-anchor status`, the demo): its record, each witness's state down to every
+ * relay and calendar, and its history. Reads only the batch fields it shows, never a
+ * batch's digests.
  */
 import type { Config } from '../config/config.js';
-import type { AnchorStore, HistoryEntry, RelayReportRecord, SubjectRecord } from '../state/anchor-store.js';
-import { isoSeconds } from './stats.js';
+import { formatAnchoredAt } from '../envelope/envelope.js';
+import type { AnchorStore, HistoryEntry, RelayReportRecord, SubjectRecord } from './anchor-store.js';
+
+/** RFC 3339 UTC, seconds. */
+export function isoSeconds(ms: number): string {
+  return formatAnchoredAt(new Date(ms));
+}
 
 export interface RelayView {
   url: string;
@@ -161,4 +168,10 @@ export async function anchorDetail(store: AnchorStore, config: Config, record: S
     witnesses: { ...(nostr ? { nostr } : {}), ...(ots ? { ots } : {}) },
     history,
   };
+}
+
+/** The detail of the subject under `key`, or null when there is none. */
+export async function subjectDetail(store: AnchorStore, config: Config, key: string): Promise<AnchorDetail | null> {
+  const record = await store.getRecord(key);
+  return record ? anchorDetail(store, config, record) : null;
 }

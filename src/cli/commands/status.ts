@@ -1,17 +1,17 @@
 import { parseArgs } from 'node:util';
-import { subjectView, type SubjectView } from '../../state/subject-view.js';
+import { subjectDetail, type AnchorDetail } from '../../state/subject-view.js';
 import { CLIENT_OPTIONS, connectClient } from '../connect.js';
 import { UsageError } from '../run.js';
 
 export const summary = "show a subject's anchoring state: witnesses, relays, calendars, history";
 
-function render(v: SubjectView): string {
+function render(v: AnchorDetail): string {
   const lines = [`${v.key}: ${v.status}${v.kind ? ` (${v.kind})` : ''}`];
   if (v.reason) lines.push(`  reason: ${v.reason}`);
   if (v.digest) lines.push(`  digest: ${v.digest}`);
   const n = v.witnesses.nostr;
   if (n) {
-    lines.push(`  nostr: ${n.status}${n.event_id ? `  event ${n.event_id}` : ''}${n.batch ? `  batch ${n.batch.id} #${n.batch.index}` : ''}`);
+    lines.push(`  nostr: ${n.status}${n.eventId ? `  event ${n.eventId}` : ''}${n.batch ? `  batch ${n.batch.id} #${n.batch.index}` : ''}`);
     for (const r of n.relays) lines.push(`    ${r.url}: ${r.status}${r.message ? ` (${r.message})` : ''}`);
   }
   const o = v.witnesses.ots;
@@ -37,7 +37,7 @@ export async function run(argv: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError(usage);
   const client = await connectClient(values);
   try {
-    const view = await subjectView(client.store, positionals[0]!, { relays: client.config.nostr.relays, calendars: client.config.ots.calendars });
+    const view = await subjectDetail(client.store, client.config, positionals[0]!);
     if (!view) {
       process.stderr.write(`aer1-anchor: no subject with key ${positionals[0]}\n`);
       return 1;
