@@ -144,6 +144,7 @@ export class Daemon {
     );
     this.intakeWorker.on('completed', () => this.metrics.intake('accepted'));
     this.intakeWorker.on('failed', () => this.metrics.intake('refused'));
+    await Promise.all([this.intakeWorker.waitUntilReady(), this.intakeQueue.waitUntilReady(), this.nostr?.waitUntilReady(), this.ots?.waitUntilReady()]);
   }
 
   get running(): boolean {

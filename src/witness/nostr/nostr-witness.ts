@@ -120,6 +120,11 @@ export class NostrWitness {
     }
   }
 
+  /** Resolves once every queue and worker has its Redis connections (so a fast stop closes cleanly). */
+  async waitUntilReady(): Promise<void> {
+    await Promise.all([...this.workers, ...this.queues.values(), ...(this.batchQueue ? [this.batchQueue] : [])].map((x) => x.waitUntilReady()));
+  }
+
   /** Makes sure every relay has a job for this event unless it already answered for good. */
   async ensurePublishing(eventId: string): Promise<void> {
     const reports = await this.store.relayReports(eventId);

@@ -87,6 +87,11 @@ export class OtsWitness {
     this.worker.on('error', (err) => this.log.warn({ err: err.message }, 'ots worker error'));
   }
 
+  /** Resolves once the queue and worker have their Redis connections (so a fast stop closes cleanly). */
+  async waitUntilReady(): Promise<void> {
+    await Promise.all([this.queue.waitUntilReady(), ...(this.worker ? [this.worker.waitUntilReady()] : [])]);
+  }
+
   /** Hands a cut batch over for submission (idempotent by batch id). */
   async enqueueBatch(batchId: string): Promise<void> {
     await this.queue.add(SUBMIT, { batchId }, { jobId: `ots-submit-${batchId}`, attempts: 100_000, backoff: { type: 'custom' } });
