@@ -171,8 +171,13 @@ export class NostrWitness {
 
   private async publishJob(url: string, job: Job<RelayJobData>): Promise<void> {
     const { eventId } = job.data;
-    const existing = (await this.store.relayReports(eventId)).find((r) => r.url === url);
-    if (existing?.final) return;
+    const reports = await this.store.relayReports(eventId);
+    const existing = reports.find((r) => r.url === url);
+    if (existing?.final) {
+      // A crash between recording the report and moving the witness left the move undone: redo it (idempotent).
+      await this.moveWitness(eventId, reports, existing);
+      return;
+    }
     const json = await this.store.eventJson(eventId);
     if (json === null) {
       this.log.error({ eventId }, 'event missing from state; nothing to publish');
@@ -230,6 +235,11 @@ export class NostrWitness {
   /** Records a relay's report and moves the witness of every subject the event carries. */
   private async record(eventId: string, report: RelayReportRecord): Promise<void> {
     const reports = await this.store.setRelayReport(eventId, report);
+    await this.moveWitness(eventId, reports, report);
+  }
+
+  /** Moves the witness of every subject the event carries to what its relays' reports say. */
+  private async moveWitness(eventId: string, reports: readonly RelayReportRecord[], report: RelayReportRecord): Promise<void> {
     const { status, progress } = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
     const owner = await this.store.eventOwner(eventId);
     const keys = owner.subject ? [owner.subject] : owner.batch ? await this.store.batchKeys('nostr', owner.batch) : [];
