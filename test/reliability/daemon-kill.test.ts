@@ -1,0 +1,97 @@
+/**
+ * The daemon (the built `aer1-anchord`, a child process) SIGKILLed three times during a
+ * run of 2,000 subjects through two dev relays and a dev calendar, restarted each time. Every
+ * subject confirms, none is stored twice on a relay, and each history is whole.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
+import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
+import type { DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
+import { writeKeyFile } from '../../src/witness/nostr/keys.js';
+import { Issuer, REPO_ROOT, privateRedis, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
+import { audit, confirmAll, report, statusCounts, tapRelay } from './audit.js';
+
+const N = 2000;
+const bin = join(REPO_ROOT, 'dist/src/cli/aer1-anchord.js');
+
+describe('the daemon SIGKILLed three times during 2,000 subjects', () => {
+  let redis: EmbeddedRedis | null = null;
+  let relays: DevRelay[] = [];
+  let calendars: DevCalendar[] = [];
+  let child: ChildProcess | null = null;
+  afterAll(async () => {
+    if (child) await stopChild(child);
+    await redis?.stop();
+    await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
+  });
+
+  it('needs the built daemon (npm test builds it)', () => {
+    expect(existsSync(bin), `${bin} is missing: run npm run build`).toBe(true);
+  });
+
+  it('resumes after each kill: all confirmed, none stored twice, histories whole', { timeout: 300_000 }, async () => {
+    redis = await privateRedis(true);
+    relays = await startRelays(2);
+    const taps = relays.map(tapRelay);
+    const headersFile = join(tempDir('headers'), 'headers.json');
+    calendars = await startCalendars(1, headersFile);
+    const config = testConfig({
+      relays,
+      calendars,
+      headersFile,
+      overrides: { queue: { stalledIntervalMs: 1000 }, nostr: { maxAttempts: 1000 }, ots: { batchWindowMs: 300, batchMaxSize: 500 } },
+    });
+    const keyFile = join(tempDir('key'), 'nostr.key');
+    writeKeyFile(keyFile);
+    const issuer = new Issuer(config, redis.url);
+    const subjects = Array.from({ length: N }, () => receiptFields());
+    const keys = subjects.map((s) => s.receipt_uuid);
+    const kills: Array<Record<string, number>> = [];
+    try {
+      await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
+      const accepted = async (): Promise<number> => issuer.redis.zcard(issuer.store.keys.all);
+      const nostrConfirmed = async (): Promise<number> => issuer.witnessCount('nostr', 'confirmed');
+      // Kill points: early intake, late intake, and while relays and the calendar are busy.
+      const points: Array<[string, () => Promise<boolean>]> = [
+        ['intake', async () => (await accepted()) >= 300],
+        ['intake+relays', async () => (await accepted()) >= 1000],
+        ['relays+calendar', async () => (await nostrConfirmed()) >= 1200 || (await accepted()) === N],
+      ];
+      const started = Date.now();
+      const phases: number[] = [];
+      for (const [name, reached] of points) {
+        phases.push(Date.now() - started);
+        child = spawnDaemon(config, redis.url, keyFile);
+        await waitFor(`kill point ${name}`, reached, 120_000, 20);
+        child.kill('SIGKILL');
+        await new Promise((r) => child!.once('exit', r));
+        child = null;
+        const counts = await statusCounts(issuer, keys);
+        kills.push({ accepted: N - (counts.none ?? 0), confirmed: counts.confirmed ?? 0 });
+        // still in flight at the kill
+        expect(counts.confirmed ?? 0, `at kill ${name}`).toBeLessThan(N);
+        if (name === 'intake+relays') await calendars[0]!.mine();
+      }
+      phases.push(Date.now() - started);
+      child = spawnDaemon(config, redis.url, keyFile);
+      const t0 = Date.now();
+      const timer = setInterval(() => {
+        void Promise.all([issuer.witnessCount('nostr', 'confirmed'), issuer.witnessCount('ots', 'confirmed'), issuer.count('confirmed')]).then((c) => console.log('DBG', Date.now() - t0, c.join(',')));
+      }, 3000);
+      afterAll(() => clearInterval(timer));
+      await confirmAll(issuer, keys, calendars, 200_000);
+      phases.push(Date.now() - started);
+      await stopChild(child);
+      child = null;
+
+      const result = await audit('daemon-sigkill-x3', issuer, keys, taps, { historySample: 200 });
+      for (const relay of relays) expect(relay.eventCount()).toBe(N);
+      report(result, { phasesMs: phases.join('/'), kills: kills.length, ...Object.fromEntries(kills.map((k, i) => [`kill${i + 1}`, `${k.accepted}acc/${k.confirmed}conf`])) });
+    } finally {
+      await issuer.close();
+    }
+  });
+});
