@@ -16,20 +16,27 @@ export interface ProofSources {
   calendars: readonly string[];
 }
 
-/** Recent batch trees, so exporting every proof of a large batch does not rebuild its tree each time. */
+interface CachedBatch {
+  tree: BatchTree;
+  fields: Record<string, string>;
+}
+
+/** Recent batch trees: a batch's digests never change, so its tree is built once. */
 class TreeCache {
   private readonly trees = new Map<string, BatchTree>();
   constructor(private readonly max = 8) {}
-  get(id: string, digests: () => Buffer[]): BatchTree {
-    let t = this.trees.get(id);
-    if (t) {
+  async get(id: string, load: () => Promise<Buffer[] | null>): Promise<BatchTree | null> {
+    let tree = this.trees.get(id);
+    if (tree) {
       this.trees.delete(id);
     } else {
-      t = new BatchTree(digests());
+      const digests = await load();
+      if (!digests) return null;
+      tree = new BatchTree(digests);
     }
-    this.trees.set(id, t);
+    this.trees.set(id, tree);
     while (this.trees.size > this.max) this.trees.delete(this.trees.keys().next().value!);
-    return t;
+    return tree;
   }
 }
 
@@ -58,10 +65,14 @@ export class ProofExporter {
     return proof;
   }
 
-  private async tree(witness: WitnessName, id: string): Promise<{ tree: BatchTree; fields: Record<string, string> } | null> {
-    const batch = await this.store.getBatch(witness, id);
-    if (!batch) return null;
-    return { tree: this.trees.get(`${witness}:${id}`, () => batch.digests), fields: batch.fields };
+  /** The batch's tree (cached) and its current fields (read fresh: answers and upgrades change them). */
+  private async tree(witness: WitnessName, id: string): Promise<CachedBatch | null> {
+    const names = ['event', 'ts', 'bitcoin', ...this.sources.calendars.map((url) => `cal:${url}`)];
+    const [tree, fields] = await Promise.all([
+      this.trees.get(`${witness}:${id}`, async () => (await this.store.getBatch(witness, id))?.digests ?? null),
+      this.store.batchFields(witness, id, names),
+    ]);
+    return tree ? { tree, fields } : null;
   }
 
   private async nostr(record: SubjectRecord, status: WitnessStatus): Promise<NostrProof> {

@@ -365,6 +365,18 @@ export class AnchorStore {
     return (await this.redis.hget(k, field)) ?? value;
   }
 
+  /** The named fields of a batch that are set (one round trip; never the digests unless asked). */
+  async batchFields(witness: WitnessName, id: string, names: readonly string[]): Promise<Record<string, string>> {
+    if (names.length === 0) return {};
+    const values = await this.redis.hmget(this.keys.batch(witness, id), ...names);
+    const out: Record<string, string> = {};
+    names.forEach((f, i) => {
+      const v = values[i];
+      if (v !== null && v !== undefined) out[f] = v;
+    });
+    return out;
+  }
+
   async batchField(witness: WitnessName, id: string, field: string): Promise<string | null> {
     return this.redis.hget(this.keys.batch(witness, id), field);
   }
@@ -381,8 +393,15 @@ const SCRIPTS: ReadonlyArray<[string, number]> = [
   [CUT_BATCH, 3],
 ];
 
+const COMMAND_NAMES = new Map<string, string>();
+
 function commandName(script: string): string {
-  return `aer1_${createHash('sha1').update(script).digest('hex').slice(0, 12)}`;
+  let name = COMMAND_NAMES.get(script);
+  if (!name) {
+    name = `aer1_${createHash('sha1').update(script).digest('hex').slice(0, 12)}`;
+    COMMAND_NAMES.set(script, name);
+  }
+  return name;
 }
 
 /** Defines every script as an ioredis custom command (EVALSHA, reloaded after a Redis restart). */

@@ -110,7 +110,7 @@ async function nostrView(store: AnchorStore, config: Config, record: SubjectReco
   let batch: NostrView['batch'] = null;
   const link = record.batches.nostr;
   if (!eventId && link) {
-    const [eventJson, size] = await Promise.all([store.batchField('nostr', link.id, 'event'), store.batchField('nostr', link.id, 'size')]);
+    const { event: eventJson, size } = await store.batchFields('nostr', link.id, ['event', 'size']);
     eventId = parseJson<{ id?: string }>(eventJson)?.id ?? null;
     batch = { id: link.id, index: link.index, size: size === null ? null : Number(size) };
   }
@@ -141,7 +141,8 @@ async function otsView(store: AnchorStore, config: Config, record: SubjectRecord
   };
   if (!link) return view;
   const names = ['size', 'anchored_at', 'submitted', 'bitcoin', ...config.ots.calendars.map((url) => `cal:${url}`)];
-  const values = await Promise.all(names.map((f) => store.batchField('ots', link.id, f)));
+  const fields = await store.batchFields('ots', link.id, names);
+  const values = names.map((f) => fields[f] ?? null);
   const [size, anchoredAt, submitted, bitcoin] = values;
   view.batch = { id: link.id, index: link.index, size: size ? Number(size) : null, anchoredAt: anchoredAt ?? null, submitted: submitted === '1' };
   view.calendars = config.ots.calendars.map((url, i) => {
