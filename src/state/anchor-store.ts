@@ -187,20 +187,21 @@ export class AnchorStore {
   }
 
   async getRecord(key: string): Promise<SubjectRecord | null> {
-    const h = await this.redis.hgetall(this.keys.subject(key));
-    if (!h.status) return null;
-    return toRecord(key, h);
+    return (await this.getRecords([key]))[0] ?? null;
   }
 
   async getRecords(keys: readonly string[]): Promise<Array<SubjectRecord | null>> {
     if (keys.length === 0) return [];
     const pipe = this.redis.pipeline();
-    for (const k of keys) pipe.hgetall(this.keys.subject(k));
+    for (const k of keys) pipe.hgetall(this.keys.subject(k)).get(this.keys.envelope(k));
     const res = (await pipe.exec()) ?? [];
-    return res.map(([err, h], i) => {
-      if (err) throw err;
+    return keys.map((key, i) => {
+      const [herr, h] = res[2 * i] ?? [null, {}];
+      const [eerr, envelope] = res[2 * i + 1] ?? [null, null];
+      if (herr) throw herr;
+      if (eerr) throw eerr;
       const hash = h as Record<string, string>;
-      return hash.status ? toRecord(keys[i]!, hash) : null;
+      return hash.status ? toRecord(key, hash, envelope as string | null) : null;
     });
   }
 
@@ -420,7 +421,7 @@ function scriptCommand(target: Commander, script: string): ScriptFn {
   return fn.bind(target);
 }
 
-function toRecord(key: string, h: Record<string, string>): SubjectRecord {
+function toRecord(key: string, h: Record<string, string>, envelope: string | null): SubjectRecord {
   const witnesses: SubjectRecord['witnesses'] = {};
   const batches: SubjectRecord['batches'] = {};
   for (const w of (h.witnesses ?? '').split(',').filter(Boolean) as WitnessName[]) {
@@ -433,7 +434,7 @@ function toRecord(key: string, h: Record<string, string>): SubjectRecord {
     key: h.key ?? key,
     kind: h.kind ?? null,
     status: h.status as SubjectStatus,
-    envelopeCanonical: h.envelope ?? null,
+    envelopeCanonical: envelope,
     digest: h.digest ?? null,
     createdMs: Number(h.created ?? 0),
     updatedMs: Number(h.updated ?? 0),

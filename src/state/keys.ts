@@ -20,6 +20,10 @@ export class StateKeys {
   subject(key: string): string {
     return `${this.base}:s:${key}`;
   }
+  /** The envelope's canonical text, apart from the subject hash so that hash stays a compact listpack. */
+  envelope(key: string): string {
+    return `${this.base}:e:${key}`;
+  }
   history(key: string): string {
     return `${this.base}:h:${key}`;
   }

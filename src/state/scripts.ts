@@ -19,7 +19,9 @@ if existing[1] == 'rejected' then
   redis.call('DEL', s)
   redis.call('ZREM', base .. ':idx:st:rejected', key)
 end
-redis.call('HSET', s, 'key', key, 'kind', kind, 'envelope', envelope, 'digest', digest, 'fp', fp,
+-- Every value in the subject hash stays within 64 bytes (a listpack); the envelope lives beside it.
+redis.call('SET', base .. ':e:' .. key, envelope)
+redis.call('HSET', s, 'key', key, 'kind', kind, 'digest', digest, 'fp', fp,
   'status', 'pending', 'created', now, 'updated', now, 'witnesses', witnesses)
 redis.call('ZADD', base .. ':idx:all', now, key)
 redis.call('ZADD', base .. ':idx:st:pending', now, key)
