@@ -68,6 +68,7 @@ export class Daemon {
           backoffMaxMs: config.nostr.backoffMaxMs,
           readBack: config.nostr.readBack,
           concurrency: config.nostr.concurrency,
+          stalledIntervalMs: config.queue.stalledIntervalMs,
         },
         this.store,
         deps.signingKey,
@@ -85,7 +86,7 @@ export class Daemon {
       }
     }
     if (config.ots.enabled) {
-      this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis }, this.store, log, {
+      this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs }, this.store, log, {
         onCalendarRequest: (calendar, result) => this.metrics.calendarRequest(calendar, result),
         onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('ots', status, createdMs),
       });

@@ -15,6 +15,7 @@ import type { AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
 import { claimsFromJobData, type JobLimits } from './job-data.js';
 import { ANCHOR_JOB } from './names.js';
+import { stalledJobOptions } from './stalled.js';
 
 export interface IntakeResult {
   key: string;
@@ -122,8 +123,7 @@ export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakePr
       connection: opts.connection,
       prefix: opts.bullPrefix,
       concurrency: opts.concurrency,
-      stalledInterval: opts.stalledIntervalMs,
-      lockDuration: Math.max(opts.stalledIntervalMs, 5000),
+      ...stalledJobOptions(opts.stalledIntervalMs),
       // Ids are freed once a job ends, so a fixed document can be enqueued again under its key;
       // what happened is kept in the anchor state.
       removeOnComplete: { count: 0 },

@@ -10,6 +10,7 @@ import type { AnchorStore, RelayReportRecord } from '../../state/anchor-store.js
 import type { WitnessStatus } from '../../proof/format.js';
 import { backoffDelay } from '../../queue/backoff.js';
 import { nostrBatchQueueName, relayQueueName } from '../../queue/names.js';
+import { stalledJobOptions } from '../../queue/stalled.js';
 import { BatchTree } from '../../batch/batch-tree.js';
 import { batchEvent, envelopeEvent, serializeEvent, sameSignedEvent, type SignedEvent } from './events.js';
 import type { SigningKey } from './keys.js';
@@ -30,6 +31,8 @@ export interface NostrWitnessOptions {
   backoffMaxMs: number;
   readBack: boolean;
   concurrency: number;
+  /** queue.stalledIntervalMs: how soon a crashed daemon's in-flight publishes are handed back. */
+  stalledIntervalMs: number;
 }
 
 export interface NostrWitnessHooks {
@@ -96,6 +99,7 @@ export class NostrWitness {
         connection: this.opts.connection,
         prefix: this.opts.bullPrefix,
         concurrency: this.opts.concurrency,
+        ...stalledJobOptions(this.opts.stalledIntervalMs),
         limiter: { max: this.opts.ratePerMinute, duration: 60_000 },
         removeOnComplete: { count: 0 },
         removeOnFail: { count: 0 },
@@ -112,6 +116,7 @@ export class NostrWitness {
         connection: this.opts.connection,
         prefix: this.opts.bullPrefix,
         concurrency: 2,
+        ...stalledJobOptions(this.opts.stalledIntervalMs),
         removeOnComplete: { count: 0 },
         removeOnFail: { count: 100 },
       });

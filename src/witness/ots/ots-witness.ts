@@ -13,6 +13,7 @@ import type { WitnessStatus } from '../../proof/format.js';
 import { BatchTree } from '../../batch/batch-tree.js';
 import { backoffDelay } from '../../queue/backoff.js';
 import { otsQueueName } from '../../queue/names.js';
+import { stalledJobOptions } from '../../queue/stalled.js';
 import { CalendarClient, CalendarError, submitToCalendars } from './calendar/index.js';
 import { parseTimestamp, serializeTimestamp } from './codec.js';
 import { Timestamp, bitcoinAttestations, pendingAttestations, walk } from './timestamp.js';
@@ -39,6 +40,8 @@ interface QueueDeps {
   queueBase: string;
   bullPrefix: string;
   connection: ConnectionOptions;
+  /** queue.stalledIntervalMs: how soon a crashed daemon's in-flight submissions and polls are handed back. */
+  stalledIntervalMs: number;
 }
 
 type OtsJob = { batchId: string; poll?: number };
@@ -80,6 +83,7 @@ export class OtsWitness {
       connection: this.deps.connection,
       prefix: this.deps.bullPrefix,
       concurrency: 4,
+      ...stalledJobOptions(this.deps.stalledIntervalMs),
       removeOnComplete: { count: 0 },
       removeOnFail: { count: 1000 },
       settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, this.cfg.submitBackoffMs, this.cfg.upgradeMaxMs) },
