@@ -17,7 +17,7 @@ describe('killed between a relay report and the witness move', () => {
       const s = receiptFields();
       await issuer.enqueue(s, s.receipt_uuid);
       const record = await waitFor('accepted', () => issuer.store.getRecord(s.receipt_uuid));
-      const eventId = record.nostrEventId!;
+      const eventId = record!.nostrEventId!;
       await waitFor('a first failed attempt', async () => (await issuer.store.relayReports(eventId)).length > 0, 30_000);
       // What a crash right after SET_RELAY leaves: the relay's final report, the witness not moved.
       await issuer.store.setRelayReport(eventId, { url: relay!.url, status: 'accepted', message: '', at: new Date().toISOString(), attempts: 1, final: true });

@@ -77,11 +77,6 @@ describe('the daemon SIGKILLed three times during 2,000 subjects', () => {
       }
       phases.push(Date.now() - started);
       child = spawnDaemon(config, redis.url, keyFile);
-      const t0 = Date.now();
-      const timer = setInterval(() => {
-        void Promise.all([issuer.witnessCount('nostr', 'confirmed'), issuer.witnessCount('ots', 'confirmed'), issuer.count('confirmed')]).then((c) => console.log('DBG', Date.now() - t0, c.join(',')));
-      }, 3000);
-      afterAll(() => clearInterval(timer));
       await confirmAll(issuer, keys, calendars, 200_000);
       phases.push(Date.now() - started);
       await stopChild(child);

@@ -105,7 +105,7 @@ async function relayFault(
         out.push(rep);
       }
       return out;
-    }, 90_000, 250);
+    }, 90_000, 250) ?? [];
     for (const f of failures) {
       expect(['error', 'timeout']).toContain(f.status);
       expect(f.final).toBe(false);
