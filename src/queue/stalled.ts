@@ -6,8 +6,15 @@
 export interface StalledJobOptions {
   stalledInterval: number;
   lockDuration: number;
+  maxStalledCount: number;
 }
 
+/**
+ * Every job here is idempotent (accept, publish, submit, poll), so one caught in several
+ * crashes is handed back each time; BullMQ's default (1) would fail and drop it on the second.
+ */
+export const MAX_STALLED_COUNT = 1000;
+
 export function stalledJobOptions(stalledIntervalMs: number): StalledJobOptions {
-  return { stalledInterval: stalledIntervalMs, lockDuration: Math.max(stalledIntervalMs, 5000) };
+  return { stalledInterval: stalledIntervalMs, lockDuration: Math.max(stalledIntervalMs, 5000), maxStalledCount: MAX_STALLED_COUNT };
 }
