@@ -3,8 +3,14 @@
  * the daemon's recovery from it. Each case was first seen in the SIGKILL run
  * (daemon-kill.test.ts) and is pinned here deterministically.
  */
+import type { ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { Issuer, receiptFields, startDaemon, startRelays, testConfig, waitFor } from '../helpers/harness.js';
+import { relayQueueName } from '../../src/queue/names.js';
+import { writeKeyFile } from '../../src/witness/nostr/keys.js';
+import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startDaemon, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 describe('killed between a relay report and the witness move', () => {
   it('the next run of the relay job moves the witness the report already says', { timeout: 60_000 }, async () => {
@@ -27,6 +33,53 @@ describe('killed between a relay report and the witness move', () => {
       expect(history.at(-1)).toMatchObject({ witness: 'nostr', from: 'pending', to: 'confirmed', detail: `${relay!.url}: accepted` });
     } finally {
       await daemon.stop();
+      await issuer.close();
+      await relay!.close();
+    }
+  });
+});
+
+const bin = join(REPO_ROOT, 'dist/src/cli/aer1-anchord.js');
+
+describe('killed twice while the same publish is in flight', () => {
+  it('needs the built daemon (npm test builds it)', () => {
+    expect(existsSync(bin), `${bin} is missing: run npm run build`).toBe(true);
+  });
+
+  it('the publish is handed back after each crash and done once the relay answers', { timeout: 120_000 }, async () => {
+    const [relay] = await startRelays(1);
+    relay!.faults.silent = true;
+    // a publish that stays in flight long enough to be killed twice
+    const config = testConfig({ relays: [relay!], overrides: { queue: { stalledIntervalMs: 1000 }, nostr: { publishTimeoutMs: 60_000, maxAttempts: 1000 } } });
+    const keyFile = join(tempDir('key'), 'nostr.key');
+    writeKeyFile(keyFile);
+    const issuer = new Issuer(config);
+    const relayQueue = new Queue(relayQueueName(config.queue.name, relay!.url), { connection: issuer.redis, prefix: issuer.store.keys.bullPrefix });
+    let child: ChildProcess | null = null;
+    try {
+      const s = receiptFields();
+      await issuer.enqueue(s, s.receipt_uuid);
+      for (let round = 0; round < 2; round++) {
+        child = spawnDaemon(config, SHARED_REDIS_URL, keyFile);
+        const record = await waitFor('accepted', () => issuer.store.getRecord(s.receipt_uuid), 30_000);
+        const eventId = record!.nostrEventId!;
+        // in flight: active, and (after the first kill) handed back once already
+        await waitFor(`publish in flight (round ${round + 1})`, async () => {
+          const job = await relayQueue.getJob(eventId);
+          return job !== undefined && (await job.getState()) === 'active' && job.stalledCounter >= round;
+        }, 60_000, 100);
+        child.kill('SIGKILL');
+        await new Promise((r) => child!.once('exit', r));
+        child = null;
+      }
+      relay!.faults.silent = false;
+      child = spawnDaemon(config, SHARED_REDIS_URL, keyFile);
+      await waitFor('confirmed after the second restart', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 60_000);
+      const record = await issuer.store.getRecord(s.receipt_uuid);
+      expect(relay!.events().filter((e) => e.id === record!.nostrEventId)).toHaveLength(1);
+    } finally {
+      if (child) await stopChild(child);
+      await relayQueue.close();
       await issuer.close();
       await relay!.close();
     }
