@@ -267,7 +267,9 @@ export class OtsWitness {
       }
     }
     await this.store.setBatchFields('ots', batchId, fields);
-    const bitcoin = fields.bitcoin ? (JSON.parse(fields.bitcoin) as { height: number }) : null;
+    // Also when an earlier run recorded the confirmation and crashed before moving the subjects (idempotent).
+    const bitcoinText = fields.bitcoin ?? batch.fields.bitcoin;
+    const bitcoin = bitcoinText ? (JSON.parse(bitcoinText) as { height: number }) : null;
     if (bitcoin) await this.moveSubjects(batchId, 'confirmed', `Bitcoin block ${bitcoin.height}`);
     const stillPending = [...cals.values()].some((c) => c.status === 'pending');
     if (stillPending) {
