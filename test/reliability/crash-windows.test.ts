@@ -10,7 +10,7 @@ import { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { relayQueueName } from '../../src/queue/names.js';
 import { writeKeyFile } from '../../src/witness/nostr/keys.js';
-import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startDaemon, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
+import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startCalendars, startDaemon, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 describe('killed between a relay report and the witness move', () => {
   it('the next run of the relay job moves the witness the report already says', { timeout: 60_000 }, async () => {
@@ -82,6 +82,45 @@ describe('killed twice while the same publish is in flight', () => {
       await relayQueue.close();
       await issuer.close();
       await relay!.close();
+    }
+  });
+});
+
+describe('killed between a batch\'s Bitcoin confirmation and the move of its subjects', () => {
+  it('the next upgrade poll moves the subjects the batch record already confirms', { timeout: 60_000 }, async () => {
+    const headersFile = join(tempDir('headers'), 'headers.json');
+    const [calendar] = await startCalendars(1, headersFile);
+    const config = testConfig({ calendars: [calendar!], headersFile, overrides: { ots: { upgradeInitialMs: 500, upgradeMaxMs: 500 } } });
+    let daemon = await startDaemon(config);
+    const issuer = new Issuer(config);
+    try {
+      const subjects = Array.from({ length: 3 }, () => receiptFields());
+      await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
+      const batchId = await waitFor('submitted', async () => {
+        const ids = new Set<string>();
+        for (const s of subjects) {
+          const link = (await issuer.store.getRecord(s.receipt_uuid))?.batches.ots;
+          if (!link || (await issuer.store.batchField('ots', link.id, 'submitted')) !== '1') return null;
+          ids.add(link.id);
+        }
+        return ids.size === 1 ? [...ids][0]! : null;
+      }, 30_000);
+      await daemon.stop();
+      // What a crash right after the upgrade's setBatchFields leaves: the batch confirmed, its subjects not moved.
+      const cal = JSON.parse((await issuer.store.batchField('ots', batchId!, `cal:${calendar!.url}`))!) as Record<string, unknown>;
+      await issuer.store.setBatchFields('ots', batchId!, {
+        [`cal:${calendar!.url}`]: JSON.stringify({ ...cal, status: 'confirmed', message: 'Bitcoin block 7' }),
+        bitcoin: JSON.stringify({ height: 7, block_hash: '00'.repeat(32), time: 1_769_860_800 }),
+      });
+      expect(await issuer.witnessCount('ots', 'confirmed')).toBe(0);
+      daemon = await startDaemon(config);
+      await waitFor('subjects confirmed from the batch record', async () => (await issuer.witnessCount('ots', 'confirmed')) === 3, 30_000);
+      const history = await issuer.store.history(subjects[0]!.receipt_uuid);
+      expect(history.at(-1)).toMatchObject({ witness: 'ots', to: 'confirmed', detail: 'Bitcoin block 7' });
+    } finally {
+      await daemon.stop();
+      await issuer.close();
+      await calendar!.close();
     }
   });
 });
