@@ -58,6 +58,13 @@ export class IntakeProcessor {
     this.now = now;
   }
 
+  /** Records a job refused before its data is read (another job name), like any refusal; always throws. */
+  async refuse(jobId: string | undefined, reason: string): Promise<never> {
+    if (jobId !== undefined) await this.store.reject(jobId, reason);
+    this.log.warn({ jobId, reason }, 'job refused');
+    throw new UnrecoverableError(`refused: ${reason}`);
+  }
+
   /** Validates and accepts one job's data under `jobId`; throws UnrecoverableError when refused. */
   async process(jobId: string | undefined, data: unknown): Promise<IntakeResult> {
     let claims: SubjectClaims;
@@ -115,7 +122,7 @@ export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakePr
     opts.queueName,
     async (job: Job) => {
       if (job.name !== ANCHOR_JOB) {
-        throw new UnrecoverableError(`unknown job name ${JSON.stringify(job.name)} (expected "${ANCHOR_JOB}")`);
+        return processor.refuse(job.id, `unknown job name ${JSON.stringify(job.name)} (expected "${ANCHOR_JOB}")`);
       }
       return processor.process(job.id, job.data);
     },
