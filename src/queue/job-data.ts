@@ -5,6 +5,7 @@
  */
 import { InputError } from '../errors.js';
 import { claimsFromInput } from '../aer1/document.js';
+import { buildEnvelope, envelopeCanonical } from '../envelope/envelope.js';
 import type { SubjectClaims, Evidence } from '../envelope/claims.js';
 import type { DocumentLimits } from '../aer1/limits.js';
 
@@ -33,7 +34,27 @@ export function checkJobSize(data: unknown, maxJobBytes: number): void {
   }
 }
 
+/**
+ * Largest canonical envelope accepted. Its Nostr event carries it escaped once more, plus an
+ * alt tag naming the key, and must stay well under the 64 KiB common relays (strfry) accept;
+ * every member is bounded, but 4,096 non-ASCII characters escape to 24 KiB each.
+ */
+export const MAX_ENVELOPE_BYTES = 16 * 1024;
+
+export function checkEnvelopeSize(claims: SubjectClaims): SubjectClaims {
+  // anchored_at has one length; canonical JSON is ASCII, so characters are bytes
+  const bytes = envelopeCanonical(buildEnvelope(claims, '1970-01-01T00:00:00Z')).length;
+  if (bytes > MAX_ENVELOPE_BYTES) {
+    throw new InputError('too_large', `its envelope would be ${bytes} bytes of canonical JSON, over the limit of ${MAX_ENVELOPE_BYTES} (so its Nostr event fits what relays accept)`, '$');
+  }
+  return claims;
+}
+
 export function claimsFromJobData(data: unknown, limits: JobLimits): SubjectClaims {
+  return checkEnvelopeSize(claimsFromJobDataUnchecked(data, limits));
+}
+
+function claimsFromJobDataUnchecked(data: unknown, limits: JobLimits): SubjectClaims {
   checkJobSize(data, limits.maxJobBytes);
   const { maxJobBytes: _ignored, ...docLimits } = limits;
   const options = { limits: docLimits };
