@@ -27,6 +27,12 @@ export const ANCHOR_JOB_OPTIONS = {
   removeOnFail: true,
 } as const;
 
+/** BullMQ refuses custom job ids that read as integers or hold a ':' outside its `a:b:c` form. */
+export function usableAsJobId(key: string): boolean {
+  if (`${parseInt(key, 10)}` === key) return false;
+  return !key.includes(':') || key.split(':').length === 3;
+}
+
 export async function enqueueAnchor(queue: Queue, store: AnchorStore, data: unknown, limits: JobLimits): Promise<EnqueueOutcome> {
   const claims: SubjectClaims = claimsFromJobData(data, limits);
   const key = subjectKey(claims);
@@ -38,6 +44,11 @@ export async function enqueueAnchor(queue: Queue, store: AnchorStore, data: unkn
       throw new ConflictError(key, `conflict: subject ${key} is already anchored with another root (envelope digest ${digest}); refused, not re-anchored`);
     }
     return { key, result: 'known', status };
+  }
+  if (!usableAsJobId(key)) {
+    // BullMQ would throw on this id: let it pick one; intake takes the key from the document and ACCEPT keeps it idempotent.
+    await queue.add(ANCHOR_JOB, data, ANCHOR_JOB_OPTIONS);
+    return { key, result: 'queued', status: null };
   }
   await queue.add(ANCHOR_JOB, data, { jobId: key, ...ANCHOR_JOB_OPTIONS });
   // BullMQ keeps the first job under an id: a different document already waiting there is a conflict too.
