@@ -163,7 +163,7 @@ describe('hostile jobs on the intake queue', () => {
   it('takes a 100,000-step workflow (at maxSteps) and refuses 100,001 steps, both without stalling the queue', { timeout: 120_000 }, async () => {
     const stepId = (i: number): string => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
     const ok = workflowDoc(100_000, { stepId });
-    const over = { ...workflowDoc(2), steps: [...(ok.steps as unknown[]), { seq: 100_001, receipt_id: 'one-more' }] };
+    const over: Record<string, unknown> = { ...workflowDoc(2), steps: [...(ok.steps as unknown[]), { seq: 100_001, receipt_id: 'one-more' }] };
     const okKey = ok.receipt_id as string;
     const overKey = over.receipt_id as string;
     const bytes = Buffer.byteLength(JSON.stringify(ok));
