@@ -169,6 +169,11 @@ function flatten(obj: unknown, source: string): Map<string, unknown> {
   return out;
 }
 
+/** V8 quotes the text around a JSON syntax error; in a config file that text may be a token or a secret. */
+function withoutQuote(message: string): string {
+  return message.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, ' (text around it not shown: it may hold a secret)');
+}
+
 function readConfigFile(file: string): Map<string, unknown> {
   let text: string;
   try {
@@ -180,7 +185,7 @@ function readConfigFile(file: string): Map<string, unknown> {
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new UsageError(`config file ${file} is not JSON: ${(err as Error).message}`);
+    throw new UsageError(`config file ${file} is not JSON: ${withoutQuote((err as Error).message)}`);
   }
   return flatten(parsed, file);
 }
