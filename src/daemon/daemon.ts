@@ -26,7 +26,10 @@ export interface DaemonDeps {
 
 export class Daemon {
   readonly config: Config;
+  /** The connection BullMQ's queues share (workers open their own). */
   readonly redis: Redis;
+  /** The state store's connection (auto-pipelined). */
+  readonly storeRedis: Redis;
   readonly store: AnchorStore;
   readonly metrics: DaemonMetrics;
   readonly witnesses: readonly WitnessName[];
@@ -44,7 +47,9 @@ export class Daemon {
     this.log = log;
     this.redis = connectRedis(deps.redisUrl);
     this.redis.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
-    this.store = new AnchorStore(this.redis, config.redis.prefix);
+    this.storeRedis = connectRedis(deps.redisUrl, { autoPipelining: true });
+    this.storeRedis.on('error', (err) => log.warn({ err: err.message }, 'redis connection error (state)'));
+    this.store = new AnchorStore(this.storeRedis, config.redis.prefix);
     this.witnesses = enabledWitnesses(config);
     this.metrics = new DaemonMetrics();
     const bullPrefix = this.store.keys.bullPrefix;
@@ -128,7 +133,7 @@ export class Daemon {
   }
 
   async start(): Promise<void> {
-    await this.redis.ping();
+    await Promise.all([this.redis.ping(), this.storeRedis.ping()]);
     this.nostr?.start();
     this.ots?.start();
     for (const b of this.batchers) b.start();
@@ -176,6 +181,7 @@ export class Daemon {
       await this.ots?.close();
       await this.intakeQueue.close();
       await this.redis.quit().catch(() => undefined);
+      await this.storeRedis.quit().catch(() => undefined);
     })();
     return this.stopping;
   }

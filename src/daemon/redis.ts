@@ -10,8 +10,10 @@ export function redisOptions(url: string): RedisOptions & { url: string } {
   return { url, maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false };
 }
 
-export function connectRedis(url: string): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null });
+export function connectRedis(url: string, opts: { autoPipelining?: boolean } = {}): Redis {
+  // Auto-pipelining batches the many small commands of concurrent jobs into one write; it is
+  // for the state store's connection only, never for one BullMQ blocks on.
+  return new Redis(url, { maxRetriesPerRequest: null, enableAutoPipelining: opts.autoPipelining === true });
 }
 
 /** True when something on host:port answers a Redis PING within `timeoutMs`. */

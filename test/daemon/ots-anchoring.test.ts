@@ -50,7 +50,7 @@ describe('two dev calendars, m = 2', () => {
   beforeAll(async () => {
     headersFile = join(tempDir('headers'), 'headers.json');
     calendars = await startCalendars(2, headersFile);
-    config = testConfig({ calendars, headersFile, overrides: { ots: { minCalendars: 2, batchWindowMs: 2000, batchMaxSize: 100_000 } } });
+    config = testConfig({ calendars, headersFile, overrides: { ots: { minCalendars: 2, batchWindowMs: 5000, batchMaxSize: 100_000 } } });
     daemon = await startDaemon(config);
     issuer = new Issuer(config);
   });

@@ -237,16 +237,26 @@ export class NostrWitness {
     }
   }
 
-  /** Records a relay's report and moves the witness of every subject the event carries. */
+  /**
+   * Records a relay's report and moves the witness of every subject the event carries.
+   * A batch's subjects are touched only when this report changes the witness status (a
+   * second relay accepting leaves them partial): that is thousands of writes saved per
+   * report, and the per-relay detail stays on the event.
+   */
   private async record(eventId: string, report: RelayReportRecord): Promise<void> {
+    const previous = (await this.store.relayReports(eventId)).find((r) => r.url === report.url);
     const reports = await this.store.setRelayReport(eventId, report);
-    await this.moveWitness(eventId, reports, report);
+    const without = reports.filter((r) => r.url !== report.url);
+    const before = nostrStatusOf(previous ? [...without, previous] : without, this.opts.relays.length, this.opts.quorum);
+    const after = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
+    await this.moveWitness(eventId, reports, report, before.status === after.status);
   }
 
   /** Moves the witness of every subject the event carries to what its relays' reports say. */
-  private async moveWitness(eventId: string, reports: readonly RelayReportRecord[], report: RelayReportRecord): Promise<void> {
+  private async moveWitness(eventId: string, reports: readonly RelayReportRecord[], report: RelayReportRecord, unchanged = false): Promise<void> {
     const { status, progress } = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
     const owner = await this.store.eventOwner(eventId);
+    if (unchanged && !owner.subject) return;
     const keys = owner.subject ? [owner.subject] : owner.batch ? await this.store.batchKeys('nostr', owner.batch) : [];
     const detail = `${report.url}: ${report.status}${report.message ? ` (${report.message})` : ''}`;
     const changes = await this.store.setWitnessMany(keys, 'nostr', status, progress, detail);
