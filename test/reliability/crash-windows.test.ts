@@ -61,13 +61,22 @@ describe('killed twice while the same publish is in flight', () => {
       await issuer.enqueue(s, s.receipt_uuid);
       for (let round = 0; round < 2; round++) {
         child = spawnDaemon(config, SHARED_REDIS_URL, keyFile);
+        let stderr = '';
+        child.stderr?.on('data', (d: Buffer) => {
+          stderr = (stderr + d.toString('utf8')).slice(-2000);
+        });
         const record = await waitFor('accepted', () => issuer.store.getRecord(s.receipt_uuid), 30_000);
         const eventId = record!.nostrEventId!;
         // in flight: active, and (after the first kill) handed back once already
+        let seen = '';
         await waitFor(`publish in flight (round ${round + 1})`, async () => {
           const job = await relayQueue.getJob(eventId);
-          return job !== undefined && (await job.getState()) === 'active' && job.stalledCounter >= round;
-        }, 60_000, 100);
+          const state = job ? await job.getState() : 'none';
+          seen = `${state}, stalled ${job?.stalledCounter}, attempts ${job?.attemptsMade}`;
+          return job !== undefined && state === 'active' && job.stalledCounter >= round;
+        }, 60_000, 100).catch((err: unknown) => {
+          throw new Error(`${(err as Error).message}; the relay job: ${seen}; daemon exit ${child?.exitCode ?? 'running'}, stderr: ${stderr}`);
+        });
         child.kill('SIGKILL');
         await new Promise((r) => child!.once('exit', r));
         child = null;

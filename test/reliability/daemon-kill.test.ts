@@ -60,12 +60,23 @@ describe('the daemon SIGKILLed three times during 2,000 subjects', () => {
         ['intake+relays', async () => (await accepted()) >= 1000],
         ['relays+calendar', async () => (await nostrConfirmed()) >= 1200 || (await accepted()) === N],
       ];
+      let stderr = '';
+      const spawn = (): ChildProcess => {
+        const c = spawnDaemon(config, redis!.url, keyFile);
+        c.stderr?.on('data', (d: Buffer) => {
+          stderr = (stderr + d.toString('utf8')).slice(-2000);
+        });
+        return c;
+      };
+      const withStderr = (err: unknown): never => {
+        throw new Error(`${(err as Error).message}; daemon exit ${child?.exitCode ?? 'running'}, stderr: ${stderr}`);
+      };
       const started = Date.now();
       const phases: number[] = [];
       for (const [name, reached] of points) {
         phases.push(Date.now() - started);
-        child = spawnDaemon(config, redis.url, keyFile);
-        await waitFor(`kill point ${name}`, reached, 120_000, 20);
+        child = spawn();
+        await waitFor(`kill point ${name}`, reached, 120_000, 20).catch(withStderr);
         child.kill('SIGKILL');
         await new Promise((r) => child!.once('exit', r));
         child = null;
@@ -76,8 +87,8 @@ describe('the daemon SIGKILLed three times during 2,000 subjects', () => {
         if (name === 'intake+relays') await calendars[0]!.mine();
       }
       phases.push(Date.now() - started);
-      child = spawnDaemon(config, redis.url, keyFile);
-      await confirmAll(issuer, keys, calendars, 200_000);
+      child = spawn();
+      await confirmAll(issuer, keys, calendars, 200_000).catch(withStderr);
       phases.push(Date.now() - started);
       await stopChild(child);
       child = null;
