@@ -136,6 +136,9 @@ export class OtsWitness {
     }
     const root = new BatchTree(batch.digests).root;
     if (batch.fields.submitted === '1') {
+      // A crash after recording the submission may have left the subjects unmoved (idempotent).
+      const holding = Object.entries(batch.fields).filter(([f, v]) => f.startsWith('cal:') && (JSON.parse(v) as CalendarState).status === 'pending').length;
+      await this.moveSubjects(batchId, 'pending', `${holding} of ${this.cfg.calendars.length} calendars hold the batch root`);
       await this.scheduleUpgrade(batchId, 1);
       await this.store.closeBatch('ots', batchId);
       return;
