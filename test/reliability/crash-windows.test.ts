@@ -133,3 +133,35 @@ describe('killed between a batch\'s Bitcoin confirmation and the move of its sub
     }
   });
 });
+
+describe('killed between a batch\'s submission and the move of its subjects', () => {
+  it('the next run of the submit job moves the subjects to pending, saying how many calendars hold the root', { timeout: 60_000 }, async () => {
+    const headersFile = join(tempDir('headers'), 'headers.json');
+    const calendars = await startCalendars(2, headersFile);
+    const [good, bad] = [calendars[0]!, calendars[1]!];
+    bad.setMode('error500');
+    const config = testConfig({ calendars, headersFile, overrides: { ots: { minCalendars: 2, submitBackoffMs: 2000, upgradeMaxMs: 2000 } } });
+    let daemon = await startDaemon(config);
+    const issuer = new Issuer(config);
+    try {
+      const s = receiptFields();
+      await issuer.enqueue(s, s.receipt_uuid);
+      await waitFor('partial: one calendar of the two needed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'partial', 30_000);
+      await daemon.stop();
+      // What a crash right after the submit's setBatchFields leaves once both calendars held the root:
+      // the batch marked submitted, its subjects still partial.
+      const batchId = (await issuer.store.getRecord(s.receipt_uuid))!.batches.ots!.id;
+      const held = JSON.parse((await issuer.store.batchField('ots', batchId, `cal:${good.url}`))!) as Record<string, unknown>;
+      await issuer.store.setBatchFields('ots', batchId, { [`cal:${bad.url}`]: JSON.stringify({ ...held, url: bad.url }), submitted: '1' });
+      bad.setMode('ok');
+      daemon = await startDaemon(config);
+      await waitFor('pending once the submit job runs again', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending', 30_000);
+      const history = await issuer.store.history(s.receipt_uuid);
+      expect(history.at(-1)).toMatchObject({ witness: 'ots', from: 'partial', to: 'pending', detail: '2 of 2 calendars hold the batch root' });
+    } finally {
+      await daemon.stop();
+      await issuer.close();
+      await Promise.all(calendars.map((c) => c.close()));
+    }
+  });
+});
