@@ -223,7 +223,7 @@ describe('secrets never leave the daemon', () => {
 
   it('errors about bad keys and bad config name the problem, never the secret', () => {
     const dir = tempDir('keys');
-    const bad = [KEY_HEX.slice(0, 63), `${KEY_HEX}0`, `${NSEC.slice(0, -1)}x`, `nsec${KEY_HEX}`, `${KEY_HEX.slice(0, 30)} ${KEY_HEX.slice(30)}`, `npub${KEY_HEX.slice(4)}`];
+    const bad = [KEY_HEX.slice(0, 63), `${KEY_HEX}0`, `${NSEC.slice(0, -1)}${NSEC.endsWith('q') ? 'p' : 'q'}`, `nsec${KEY_HEX}`, `${KEY_HEX.slice(0, 30)} ${KEY_HEX.slice(30)}`, `npub${KEY_HEX.slice(4)}`];
     for (const [i, text] of bad.entries()) {
       const file = join(dir, `k${i}`);
       writeFileSync(file, text, { mode: 0o600 });
