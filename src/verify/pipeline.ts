@@ -109,8 +109,10 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
     let verified: NostrWitnessReport['verified'];
     if (nostrFailed) verified = 'failed';
     else if (!ev || !event.valid) verified = 'pending';
-    else if (online.found || nostrProof.status === 'confirmed') verified = 'confirmed';
-    else if (nostrProof.status === 'partial') verified = 'partial';
+    else if (online.found) verified = 'confirmed';
+    // Relay acceptance is the proof's own unsigned claim: offline it proves nothing, so a
+    // claimed "confirmed" or "partial" stays unverified until --online fetches the event back.
+    else if (nostrProof.status === 'confirmed' || nostrProof.status === 'partial') verified = 'unverified';
     else verified = 'pending';
     nostr = {
       claimed: nostrProof.status,
@@ -168,7 +170,8 @@ function subjectOf(envelope: Record<string, unknown> | undefined, d: Buffer | nu
 
 function describeNostr(n: NostrWitnessReport): string {
   const signer = n.signer_expected === true ? ', expected signer' : n.event_id ? ', signer unverified' : '';
-  return `nostr ${n.verified}${n.mode === 'batch' ? ' (batch)' : ''}${signer}`;
+  const state = n.verified === 'unverified' ? `${n.claimed} as claimed, relays not checked (--online checks them)` : n.verified;
+  return `nostr ${state}${n.mode === 'batch' ? ' (batch)' : ''}${signer}`;
 }
 
 function describeOts(o: OtsWitnessReport): string {

@@ -30,7 +30,7 @@ describe('batch mode', () => {
       expect(check(report, 'batch-path')).toMatchObject({ status: 'PASS', detail: expect.stringContaining(`leaf ${i} of 5`) });
       expect(report.verdict).toBe('PASS');
       expect(report.pending).toBe(true);
-      expect(report.witnesses.nostr).toMatchObject({ mode: 'batch', verified: 'partial' });
+      expect(report.witnesses.nostr).toMatchObject({ mode: 'batch', claimed: 'partial', verified: 'unverified' });
     }
   });
 
