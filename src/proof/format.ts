@@ -4,21 +4,15 @@
  * cryptographic checks live in src/verify/.
  */
 import { InputError } from '../errors.js';
+import type { SignedEvent } from '../witness/nostr/keys.js';
 
 export const PROOF_VERSION = 'aer1-anchor-proof-v1';
 
 export type WitnessStatus = 'pending' | 'partial' | 'confirmed' | 'failed';
 export const WITNESS_STATUSES: readonly WitnessStatus[] = ['pending', 'partial', 'confirmed', 'failed'];
 
-export interface NostrEventJson {
-  id: string;
-  pubkey: string;
-  created_at: number;
-  kind: number;
-  tags: string[][];
-  content: string;
-  sig: string;
-}
+/** A signed NIP-01 event, as the Nostr witness publishes it. */
+export type NostrEventJson = SignedEvent;
 
 export interface RelayReport {
   url: string;

@@ -33,13 +33,13 @@ export function uniquePrefix(label = 't'): string {
 }
 
 /** Polls `check` until it returns a truthy value; throws with `what` after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 30_000, intervalMs = 100): Promise<T> {
+export async function waitFor<T>(what: string, check: () => Promise<T> | T, timeoutMs = 30_000, intervalMs = 100): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (let i = 0; i < Math.ceil(timeoutMs / intervalMs) + 1; i++) {
     try {
       const v = await check();
-      if (v) return v;
+      if (v) return v as NonNullable<T>;
       last = v;
     } catch (err) {
       last = err;

@@ -127,8 +127,9 @@ export function batchEvent(input: BatchEventInput, key: SigningKey): SignedEvent
 }
 
 /** JSON text of an event with NIP-01 field order (what relays send back). */
-export function serializeEvent(event: SignedEvent): string {
-  return JSON.stringify({
+/** Exactly the seven NIP-01 fields of an event, in NIP-01 order (nothing a library attached). */
+export function eventFields(event: SignedEvent): SignedEvent {
+  return {
     id: event.id,
     pubkey: event.pubkey,
     created_at: event.created_at,
@@ -136,7 +137,11 @@ export function serializeEvent(event: SignedEvent): string {
     tags: event.tags,
     content: event.content,
     sig: event.sig,
-  });
+  };
+}
+
+export function serializeEvent(event: SignedEvent): string {
+  return JSON.stringify(eventFields(event));
 }
 
 /**

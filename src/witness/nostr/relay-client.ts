@@ -10,6 +10,7 @@ import { AbstractRelay } from 'nostr-tools/abstract-relay';
 import { verifyEvent } from 'nostr-tools/pure';
 import type { Event as NostrEvent } from 'nostr-tools/core';
 import type { SignedEvent } from './keys.js';
+import { eventFields } from './events.js';
 
 export type PublishStatus = 'accepted' | 'rejected' | 'timeout' | 'error';
 
@@ -217,15 +218,7 @@ export class RelayClient {
     this.#lastNotice = undefined;
     // read by AbstractRelay.publish synchronously, so concurrent publishes keep their own
     relay.publishTimeout = remaining;
-    const wire: NostrEvent = {
-      id: event.id,
-      pubkey: event.pubkey,
-      created_at: event.created_at,
-      kind: event.kind,
-      tags: event.tags,
-      content: event.content,
-      sig: event.sig,
-    };
+    const wire: NostrEvent = eventFields(event);
     let failure: string | undefined;
     try {
       await withDeadline(relay.publish(wire), remaining + 250);
