@@ -59,20 +59,11 @@ export class Daemon {
       if (!deps.signingKey) throw new Error('nostr is enabled but no signing key was given');
       this.nostr = new NostrWitness(
         {
+          ...config.nostr,
+          quorum: nostrQuorum(config),
           queueBase: config.queue.name,
           bullPrefix,
           connection: this.redis,
-          relays: config.nostr.relays,
-          quorum: nostrQuorum(config),
-          kind: config.nostr.kind,
-          mode: config.nostr.mode,
-          publishTimeoutMs: config.nostr.publishTimeoutMs,
-          ratePerMinute: config.nostr.ratePerMinute,
-          maxAttempts: config.nostr.maxAttempts,
-          backoffMs: config.nostr.backoffMs,
-          backoffMaxMs: config.nostr.backoffMaxMs,
-          readBack: config.nostr.readBack,
-          concurrency: config.nostr.concurrency,
           stalledIntervalMs: config.queue.stalledIntervalMs,
         },
         this.store,

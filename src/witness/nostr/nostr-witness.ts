@@ -6,6 +6,7 @@
  */
 import { Queue, Worker, type Job, type ConnectionOptions } from 'bullmq';
 import type { Logger } from 'pino';
+import type { Config } from '../../config/config.js';
 import type { AnchorStore, RelayReportRecord } from '../../state/anchor-store.js';
 import type { WitnessStatus } from '../../proof/format.js';
 import { backoffDelay } from '../../queue/backoff.js';
@@ -16,24 +17,14 @@ import { batchEvent, envelopeEvent, serializeEvent, sameSignedEvent, type Signed
 import type { SigningKey } from './keys.js';
 import { RelayClient } from './relay-client.js';
 
-export interface NostrWitnessOptions {
+/** The `nostr` settings (quorum resolved: 0 → every relay) plus where its queues live. */
+export type NostrWitnessOptions = Omit<Config['nostr'], 'enabled' | 'keyFile' | 'keyEnv' | 'batchMaxSize' | 'batchWindowMs'> & {
   queueBase: string;
   bullPrefix: string;
   connection: ConnectionOptions;
-  relays: readonly string[];
-  quorum: number;
-  kind: number;
-  mode: 'envelope' | 'batch';
-  publishTimeoutMs: number;
-  ratePerMinute: number;
-  maxAttempts: number;
-  backoffMs: number;
-  backoffMaxMs: number;
-  readBack: boolean;
-  concurrency: number;
   /** queue.stalledIntervalMs: how soon a crashed daemon's in-flight publishes are handed back. */
   stalledIntervalMs: number;
-}
+};
 
 export interface NostrWitnessHooks {
   /** Called for every publish attempt with its outcome (metrics). */
