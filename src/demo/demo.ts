@@ -20,6 +20,7 @@ import { subjectDetail, type AnchorDetail as SubjectView } from '../state/subjec
 import { BitcoinCheckCache } from '../verify/bitcoin.js';
 import { EventCheckCache } from '../verify/nostr.js';
 import { verifyAnchor, type VerifyOptions, type VerifyReport } from '../verify/pipeline.js';
+import { reportJson, type ReportJson } from '../verify/report.js';
 import { HeadersFileSource } from '../witness/ots/bitcoin/sources.js';
 import type { MineResult } from '../witness/ots/dev-calendar/index.js';
 import { cutLastStep, mintDocuments } from './documents.js';
@@ -52,14 +53,8 @@ interface DemoSubject {
   describe: string;
 }
 
-export interface VerificationSummary {
-  file: string;
-  verdict: 'PASS' | 'FAIL';
-  reason: string;
-  pending: boolean;
-  checks: Array<{ name: string; status: string; detail: string }>;
-  command: string;
-}
+/** The verifier's `--json` result for one file, and the command that reproduces it. */
+export type VerificationSummary = ReportJson & { command: string };
 
 export interface SubjectSummary {
   label: Label;
@@ -248,14 +243,7 @@ async function verifyFile(file: string, options: VerifyOptions): Promise<VerifyR
 }
 
 function summarizeReport(report: VerifyReport, file: string, command: string): VerificationSummary {
-  return {
-    file,
-    verdict: report.verdict,
-    reason: report.reason,
-    pending: report.pending,
-    checks: report.checks.map((c) => ({ name: c.name, status: c.status, detail: c.detail })),
-    command,
-  };
+  return { ...reportJson(file, report), command };
 }
 
 async function stopAndCheck(run: Run, stack: DemoStack): Promise<void> {

@@ -75,7 +75,13 @@ export function formatText(outcomes: readonly FileOutcome[], single: boolean): s
   return `${blocks.join(single ? '\n' : '\n\n')}\n`;
 }
 
-export function reportJson(file: string, report: VerifyReport): Record<string, unknown> {
+/** One file's result as `--json` prints it (SPEC section 6), with the file named. */
+export type ReportJson = Pick<VerifyReport, 'verdict' | 'reason' | 'pending' | 'subject' | 'witnesses'> & {
+  file: string;
+  checks: Array<{ name: string; status: string; detail: string }>;
+};
+
+export function reportJson(file: string, report: VerifyReport): ReportJson {
   return {
     file,
     verdict: report.verdict,
