@@ -172,11 +172,18 @@ export function spawnDaemon(config: Config, redisUrl: string, keyFile: string): 
   const dir = tempDir('daemon');
   const file = join(dir, 'config.json');
   writeFileSync(file, JSON.stringify({ ...config, redis: { ...config.redis, url: redisUrl }, nostr: { ...config.nostr, keyFile } }));
-  return spawn(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchord.js'), '--config', file], {
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchord.js'), '--config', file], {
     cwd: dir,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  // A test that times out never reaches its finally: the test process's exit takes the child with it.
+  const reap = (): void => {
+    child.kill('SIGKILL');
+  };
+  process.once('exit', reap);
+  child.once('exit', () => process.off('exit', reap));
+  return child;
 }
 
 export { stopChild };
