@@ -15,6 +15,7 @@ import type { DaemonView } from '../../src/http/daemon-view.js';
 import { startHttpServer, type HttpServer } from '../../src/http/server.js';
 import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
 import { writeKeyFile } from '../../src/witness/nostr/keys.js';
+import { withHttp } from '../http/fixture.js';
 import { SHARED_REDIS_URL, receiptFields, startRelays, tempDir, testConfig } from '../helpers/harness.js';
 import { join } from 'node:path';
 
@@ -54,19 +55,7 @@ function rawPost(url: string, body: Buffer, declare: boolean, token: string | nu
 }
 
 function view(running: RunningDaemon, http: Partial<Config['http']>): DaemonView {
-  const d = running.daemon;
-  return {
-    config: { ...d.config, http: { ...d.config.http, port: 0, ...http } },
-    redis: d.redis,
-    store: d.store,
-    metrics: d.metrics,
-    witnesses: d.witnesses,
-    intakeQueue: d.intakeQueue,
-    get running() {
-      return d.running;
-    },
-    queueCounts: () => d.queueCounts(),
-  };
+  return withHttp(running.daemon, http);
 }
 
 describe('HTTP access', () => {
