@@ -4,24 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { startDevRelay, type DevRelay } from '../../../src/witness/nostr/dev-relay.js';
-import { envelopeEvent, serializeEvent, type SignedEvent } from '../../../src/witness/nostr/events.js';
-import { SigningKey } from '../../../src/witness/nostr/keys.js';
-import { TEST_SECRET_HEX, workflowEnvelope } from './fixtures.js';
+import { serializeEvent } from '../../../src/witness/nostr/events.js';
+import { eventFor, workflowEnvelope } from './fixtures.js';
 
-const key = SigningKey.parse(TEST_SECRET_HEX);
 const tmp = mkdtempSync(join(tmpdir(), 'aer1-devrelay-'));
-
-const signed = new Map<number, SignedEvent>();
-/** One signed event per n (signing again gives the same id but another signature). */
-function eventFor(n: number): SignedEvent {
-  let ev = signed.get(n);
-  if (!ev) {
-    const env = workflowEnvelope(n);
-    ev = envelopeEvent({ canonical: env.canonical, digestHex: env.digestHex }, key);
-    signed.set(n, ev);
-  }
-  return ev;
-}
 
 /** A bare WebSocket client: sends frames, collects the relay's frames as text. */
 async function rawClient(url: string) {

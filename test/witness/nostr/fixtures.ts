@@ -1,6 +1,8 @@
 /** Envelopes and keys shared by the Nostr witness tests. */
 import { canonicalJson } from '../../../src/aer1/canonical-json.js';
 import { sha256Hex } from '../../../src/aer1/hash.js';
+import { envelopeEvent, type SignedEvent } from '../../../src/witness/nostr/events.js';
+import { SigningKey } from '../../../src/witness/nostr/keys.js';
 
 export interface EnvelopeFixture {
   canonical: string;
@@ -27,3 +29,18 @@ export function workflowEnvelope(n = 1, anchoredAt = '2025-06-01T12:00:00Z'): En
 
 /** A fixed test key (never used outside tests). */
 export const TEST_SECRET_HEX = '5f7d3c2b1a09887766554433221100ffeeddccbbaa99887766554433221100aa';
+
+/** The tests' signing key (from TEST_SECRET_HEX). */
+export const TEST_KEY = SigningKey.parse(TEST_SECRET_HEX);
+
+const signed = new Map<number, SignedEvent>();
+/** One signed envelope event per n (signing again gives the same id but another signature). */
+export function eventFor(n: number): SignedEvent {
+  let ev = signed.get(n);
+  if (!ev) {
+    const env = workflowEnvelope(n);
+    ev = envelopeEvent({ canonical: env.canonical, digestHex: env.digestHex }, TEST_KEY);
+    signed.set(n, ev);
+  }
+  return ev;
+}

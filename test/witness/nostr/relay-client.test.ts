@@ -7,28 +7,15 @@ import { startDevRelay, type DevRelay } from '../../../src/witness/nostr/dev-rel
 import {
   batchContent,
   batchEvent,
-  envelopeEvent,
   sameSignedEvent,
   serializeEvent,
   verifySignedEvent,
-  type SignedEvent,
 } from '../../../src/witness/nostr/events.js';
-import { SigningKey } from '../../../src/witness/nostr/keys.js';
 import { RelayClient, RelayFetchError, splitEventFrame, type PublishResult } from '../../../src/witness/nostr/relay-client.js';
 import { sha256Hex } from '../../../src/aer1/hash.js';
-import { TEST_SECRET_HEX, workflowEnvelope } from './fixtures.js';
+import { TEST_KEY, eventFor, workflowEnvelope } from './fixtures.js';
 
-const key = SigningKey.parse(TEST_SECRET_HEX);
-const signed = new Map<number, SignedEvent>();
-function eventFor(n: number): SignedEvent {
-  let ev = signed.get(n);
-  if (!ev) {
-    const env = workflowEnvelope(n);
-    ev = envelopeEvent({ canonical: env.canonical, digestHex: env.digestHex }, key);
-    signed.set(n, ev);
-  }
-  return ev;
-}
+const key = TEST_KEY;
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const clients: RelayClient[] = [];
