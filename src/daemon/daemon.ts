@@ -10,6 +10,7 @@ import { AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
 import { Batcher } from '../batch/batcher.js';
 import { IntakeProcessor, startIntakeWorker } from '../queue/intake.js';
+import { queueDepth, type QueueDepth } from '../queue/depth.js';
 import { NostrWitness } from '../witness/nostr/nostr-witness.js';
 import { OtsWitness } from '../witness/ots/ots-witness.js';
 import { serializeEvent } from '../witness/nostr/events.js';
@@ -149,18 +150,8 @@ export class Daemon {
   }
 
   /** Queue depth across the intake and witness queues. */
-  async queueCounts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }> {
-    const c = await this.intakeQueue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
-    const totals = { waiting: (c.waiting ?? 0) + (c.prioritized ?? 0), active: c.active ?? 0, delayed: c.delayed ?? 0, failed: c.failed ?? 0 };
-    for (const w of [this.nostr, this.ots]) {
-      if (!w) continue;
-      const x = await w.queueCounts();
-      totals.waiting += x.waiting;
-      totals.active += x.active;
-      totals.delayed += x.delayed;
-      totals.failed += x.failed;
-    }
-    return totals;
+  queueCounts(): Promise<QueueDepth> {
+    return queueDepth([this.intakeQueue, ...(this.nostr?.allQueues ?? []), ...(this.ots?.allQueues ?? [])]);
   }
 
   /** Stops taking jobs, lets in-flight work finish or go back to its queue, then disconnects. */

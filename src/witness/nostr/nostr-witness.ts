@@ -256,16 +256,9 @@ export class NostrWitness {
     });
   }
 
-  async queueCounts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }> {
-    const totals = { waiting: 0, active: 0, delayed: 0, failed: 0 };
-    for (const q of [...this.queues.values(), ...(this.batchQueue ? [this.batchQueue] : [])]) {
-      const c = await q.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
-      totals.waiting += (c.waiting ?? 0) + (c.prioritized ?? 0);
-      totals.active += c.active ?? 0;
-      totals.delayed += c.delayed ?? 0;
-      totals.failed += c.failed ?? 0;
-    }
-    return totals;
+  /** Every queue this witness works from (for queue depth). */
+  get allQueues(): Queue[] {
+    return [...this.queues.values(), ...(this.batchQueue ? [this.batchQueue] : [])];
   }
 
   /** Stops taking jobs; in-flight publishes finish (or go back to the queue) first. */

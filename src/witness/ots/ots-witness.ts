@@ -295,9 +295,9 @@ export class OtsWitness {
     return found;
   }
 
-  async queueCounts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }> {
-    const c = await this.queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized');
-    return { waiting: (c.waiting ?? 0) + (c.prioritized ?? 0), active: c.active ?? 0, delayed: c.delayed ?? 0, failed: c.failed ?? 0 };
+  /** Every queue this witness works from (for queue depth). */
+  get allQueues(): Queue[] {
+    return [this.queue];
   }
 
   async close(): Promise<void> {
