@@ -31,10 +31,3 @@ export function isHex64(value: unknown): value is string {
   return typeof value === 'string' && HEX64.test(value);
 }
 
-/** Strict hex decoding: even length, hex digits only (either case). */
-export function hexToBytes(hex: string): Buffer {
-  if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) {
-    throw new TypeError('not hex');
-  }
-  return Buffer.from(hex, 'hex');
-}

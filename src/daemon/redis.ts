@@ -2,13 +2,8 @@
  * Where the daemon's Redis is: `REDIS_URL` / redis.url when set; otherwise 127.0.0.1:6379
  * when something answers there; otherwise an embedded redis-server child (see embedded-redis.ts).
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis } from 'ioredis';
 import { createConnection } from 'node:net';
-
-/** BullMQ needs `maxRetriesPerRequest: null` on every connection it blocks on. */
-export function redisOptions(url: string): RedisOptions & { url: string } {
-  return { url, maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false };
-}
 
 export function connectRedis(url: string, opts: { autoPipelining?: boolean } = {}): Redis {
   // Auto-pipelining batches the many small commands of concurrent jobs into one write; it is

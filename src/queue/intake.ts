@@ -6,7 +6,7 @@
  */
 import { UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { Aer1Error, InputError } from '../errors.js';
+import { Aer1Error } from '../errors.js';
 import { canonicalJson } from '../aer1/canonical-json.js';
 import { sha256Hex } from '../aer1/hash.js';
 import { buildEnvelope, envelopeCanonical, subjectKey } from '../envelope/envelope.js';
@@ -141,4 +141,3 @@ export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakePr
   return worker;
 }
 
-export { InputError };
