@@ -198,11 +198,11 @@ export class NostrWitness {
         if (back !== null && sameSignedEvent(back, event)) status = 'stored';
         else message = `${message}${message ? '; ' : ''}read-back ${failure ? `failed: ${failure}` : back === null ? 'found nothing' : 'differs'}`;
       }
-      await this.record(eventId, { url, status, message, at: result.at, attempts: attempt, final: true });
+      await this.record(eventId, { url, status, message, at: result.at, attempts: attempt, final: true }, existing);
       return;
     }
     if (result.retryable && attempt < this.opts.maxAttempts) {
-      await this.record(eventId, { url, status: result.status, message: result.message, at: result.at, attempts: attempt, final: false, ...(result.prefix ? { prefix: result.prefix } : {}) });
+      await this.record(eventId, { url, status: result.status, message: result.message, at: result.at, attempts: attempt, final: false, ...(result.prefix ? { prefix: result.prefix } : {}) }, existing);
       throw new Error(`${result.status}: ${result.message}`);
     }
     // Not retryable (invalid:, blocked:, ...) or out of attempts: final for this relay.
@@ -214,7 +214,7 @@ export class NostrWitness {
       attempts: attempt,
       final: true,
       ...(result.prefix ? { prefix: result.prefix } : {}),
-    });
+    }, existing);
   }
 
   private async giveUp(url: string, eventId: string, message: string, attempts: number): Promise<void> {
@@ -222,7 +222,7 @@ export class NostrWitness {
       const reports = await this.store.relayReports(eventId);
       const r = reports.find((x) => x.url === url);
       if (r?.final) return;
-      await this.record(eventId, { url, status: 'failed', message: `gave up after ${attempts} attempts: ${message}`, at: new Date().toISOString(), attempts, final: true });
+      await this.record(eventId, { url, status: 'failed', message: `gave up after ${attempts} attempts: ${message}`, at: new Date().toISOString(), attempts, final: true }, r);
     } catch (err) {
       this.log.error({ err: (err as Error).message, relay: url, eventId }, 'could not record a relay giving up');
     }
@@ -232,10 +232,10 @@ export class NostrWitness {
    * Records a relay's report and moves the witness of every subject the event carries.
    * A batch's subjects are touched only when this report changes the witness status (a
    * second relay accepting leaves them partial): that is thousands of writes saved per
-   * report, and the per-relay detail stays on the event.
+   * report, and the per-relay detail stays on the event. `previous` is this relay's report
+   * before this one (read by the caller; only one job per relay and event writes it).
    */
-  private async record(eventId: string, report: RelayReportRecord): Promise<void> {
-    const previous = (await this.store.relayReports(eventId)).find((r) => r.url === report.url);
+  private async record(eventId: string, report: RelayReportRecord, previous: RelayReportRecord | undefined): Promise<void> {
     const reports = await this.store.setRelayReport(eventId, report);
     const without = reports.filter((r) => r.url !== report.url);
     const before = nostrStatusOf(previous ? [...without, previous] : without, this.opts.relays.length, this.opts.quorum);
