@@ -105,18 +105,19 @@ export class OtsWitness {
     return job.name === SUBMIT ? this.submit(job.data.batchId) : this.upgrade(job.data.batchId, job.data.poll ?? 1);
   }
 
-  private async calendars(batchId: string): Promise<Map<string, CalendarState>> {
-    const batch = await this.store.getBatch('ots', batchId);
+  /** Each configured calendar's state, from the batch's fields. */
+  private calendars(fields: Record<string, string>): Map<string, CalendarState> {
     const out = new Map<string, CalendarState>();
     for (const url of this.cfg.calendars) {
-      const raw = batch?.fields[`cal:${url}`];
+      const raw = fields[`cal:${url}`];
       out.set(url, raw ? (JSON.parse(raw) as CalendarState) : { url, status: 'unsubmitted', message: '', at: '' });
     }
     return out;
   }
 
-  private async rootTimestamp(batchId: string, root: Buffer): Promise<Timestamp> {
-    const b64 = await this.store.batchField('ots', batchId, 'ts');
+  /** The batch's root timestamp (calendar answers merged under the root), from its fields. */
+  private rootTimestamp(fields: Record<string, string>, root: Buffer): Timestamp {
+    const b64 = fields.ts;
     return b64 ? parseTimestamp(Buffer.from(b64, 'base64'), root) : new Timestamp(root);
   }
 
@@ -137,13 +138,13 @@ export class OtsWitness {
     const root = new BatchTree(batch.digests).root;
     if (batch.fields.submitted === '1') {
       // A crash after recording the submission may have left the subjects unmoved (idempotent).
-      const holding = Object.entries(batch.fields).filter(([f, v]) => f.startsWith('cal:') && (JSON.parse(v) as CalendarState).status === 'pending').length;
+      const holding = [...this.calendars(batch.fields).values()].filter((c) => c.status === 'pending').length;
       await this.moveSubjects(batchId, 'pending', `${holding} of ${this.cfg.calendars.length} calendars hold the batch root`);
       await this.scheduleUpgrade(batchId, 1);
       await this.store.closeBatch('ots', batchId);
       return;
     }
-    const cals = await this.calendars(batchId);
+    const cals = this.calendars(batch.fields);
     const todo = [...cals.values()].filter((c) => c.status !== 'pending').map((c) => this.clients.get(c.url)!);
     const held = [...cals.values()].filter((c) => c.status === 'pending').length;
     const need = Math.max(1, this.cfg.minCalendars - held);
@@ -154,7 +155,7 @@ export class OtsWitness {
       answers: raw.answers.map((a) => ({ ...a, url: configured.get(a.url) ?? a.url })),
       failures: raw.failures.map((f) => ({ ...f, url: configured.get(f.url) ?? f.url })),
     };
-    const ts = await this.rootTimestamp(batchId, root);
+    const ts = this.rootTimestamp(batch.fields, root);
     const fields: Record<string, string> = {};
     for (const answer of result.answers) {
       let state: CalendarState;
@@ -214,8 +215,8 @@ export class OtsWitness {
     const batch = await this.store.getBatch('ots', batchId);
     if (!batch || batch.fields.submitted !== '1') return;
     const root = new BatchTree(batch.digests).root;
-    const ts = await this.rootTimestamp(batchId, root);
-    const cals = await this.calendars(batchId);
+    const ts = this.rootTimestamp(batch.fields, root);
+    const cals = this.calendars(batch.fields);
     const fields: Record<string, string> = {};
     const ageMs = Date.now() - batch.createdMs;
     for (const cal of cals.values()) {
