@@ -251,12 +251,16 @@ export class OtsWitness {
     }
     fields.ts = serializeTimestamp(ts).toString('base64');
 
-    let confirmed = batch.fields.bitcoin !== undefined;
+    // With several calendars in several blocks, the batch is confirmed at the earliest block
+    // that verifies, whatever order the attestations are found in.
+    let earliest = batch.fields.bitcoin ? (JSON.parse(batch.fields.bitcoin) as { height: number }).height : Infinity;
+    let confirmed = earliest !== Infinity;
     for (const att of bitcoinAttestations(ts)) {
       try {
         const block = await verifyBitcoinAttestation(att.merkleRoot, att.height, this.headers, this.cfg.network);
-        if (!confirmed) {
+        if (block.height < earliest) {
           fields.bitcoin = JSON.stringify(block);
+          earliest = block.height;
           confirmed = true;
         }
         for (const cal of cals.values()) {
