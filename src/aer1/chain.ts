@@ -12,6 +12,7 @@ import {
 } from './fields.js';
 import { sha256Hex } from './hash.js';
 import { limitExceeded, resolveLimits, type ParseOptions } from './limits.js';
+import { quoteBounded } from './json-limits.js';
 
 /** `prev_digest` of the first entry. */
 export const GENESIS_DIGEST = '0'.repeat(64);
@@ -99,7 +100,7 @@ export function parseTimeline(doc: unknown, options: ParseOptions = {}): Timelin
     const entryJob = requireText(e, 'job_id', field, limits);
     if (i === 0) jobId = entryJob;
     else if (entryJob !== jobId) {
-      throw new InputError('job_id_mismatch', `job_id ${JSON.stringify(entryJob)} differs from ${JSON.stringify(jobId)} of the first entry`, memberPath(field, 'job_id'));
+      throw new InputError('job_id_mismatch', `job_id ${quoteBounded(entryJob)} differs from ${quoteBounded(jobId)} of the first entry`, memberPath(field, 'job_id'));
     }
 
     const closeField = memberPath(field, 'close');
@@ -146,7 +147,7 @@ export function parseTimeline(doc: unknown, options: ParseOptions = {}): Timelin
   let declaredEntryCount: number | undefined;
   if (wrapper) {
     if ('job_id' in wrapper && wrapper.job_id !== jobId) {
-      throw new InputError('job_id_mismatch', `job_id ${JSON.stringify(wrapper.job_id)} differs from the entries' ${JSON.stringify(jobId)}`, 'job_id');
+      throw new InputError('job_id_mismatch', `job_id ${quoteBounded(wrapper.job_id)} differs from the entries' ${quoteBounded(jobId)}`, 'job_id');
     }
     if ('final_entry_digest' in wrapper) declaredFinalEntryDigest = parseDigest(wrapper.final_entry_digest, 'final_entry_digest');
     if ('entry_count' in wrapper) declaredEntryCount = checkCount(wrapper.entry_count, 'entry_count');

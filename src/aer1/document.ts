@@ -9,7 +9,7 @@ import { checkChain, parseTimeline, type Timeline } from './chain.js';
 import { isObject } from './fields.js';
 import type { ParseOptions } from './limits.js';
 import { checkReceipt, parseReceiptAt, unwrapReceipt, type Receipt } from './receipt.js';
-import { checkWorkflow, looksLikeWorkflow, parseWorkflowCloseAt, type WorkflowClose } from './workflow.js';
+import { checkWorkflow, looksLikeWorkflow, parseWorkflowCloseAt, WORKFLOW_TYPE, type WorkflowClose } from './workflow.js';
 
 export type DocumentKind = 'receipt' | 'workflow-close' | 'chain';
 
@@ -20,6 +20,27 @@ export type RecognizedDocument =
 
 const RECEIPT_MARKERS = ['id', 'canonical_bytes', 'output_hash'];
 
+/** Top-level members that make an object a receipt or a workflow close in its own right. */
+const OWN_DOCUMENT_MEMBERS = ['canonical_bytes', 'output_hash', 'steps', 'merkle_root', 'workflow_id'];
+
+/**
+ * One document, one reading. An object that is itself a receipt or workflow close and
+ * also wraps another one (`receipt`, `_receipt`) or carries timeline `entries` could be
+ * read as either; anchoring or verifying one of them would ignore the other, so it is
+ * refused (`ambiguous`), never guessed.
+ */
+function refuseTwoReadings(doc: unknown): void {
+  if (!isObject(doc)) return;
+  const readings: string[] = [];
+  const own = OWN_DOCUMENT_MEMBERS.filter((k) => Object.hasOwn(doc, k));
+  if (own.length || doc.type === WORKFLOW_TYPE) readings.push(`its own ${own.length ? own.join(', ') : 'type'}`);
+  for (const wrapper of ['receipt', '_receipt']) if (Object.hasOwn(doc, wrapper)) readings.push(`a "${wrapper}" member`);
+  if (Object.hasOwn(doc, 'entries')) readings.push('timeline "entries"');
+  if (readings.length > 1) {
+    throw new InputError('ambiguous', `the document could be read two ways: it has ${readings.join(' and ')}`, '$');
+  }
+}
+
 /**
  * Classifies and parses a document: a JSON array or an object with `entries` is a job
  * timeline; otherwise the receipt object is unwrapped (`receipt` / `_receipt`) and is a
@@ -27,6 +48,7 @@ const RECEIPT_MARKERS = ['id', 'canonical_bytes', 'output_hash'];
  * rules are enforced here (InputError); hashes are recomputed by the `check*` functions.
  */
 export function recognizeDocument(doc: unknown, options: ParseOptions = {}): RecognizedDocument {
+  refuseTwoReadings(doc);
   if (Array.isArray(doc) || (isObject(doc) && Object.hasOwn(doc, 'entries'))) {
     return { kind: 'chain', timeline: parseTimeline(doc, options) };
   }

@@ -7,6 +7,7 @@ import { decodeBase64Strict, decodeUtf8Strict } from './base64.js';
 import { checkLength, describeValue, isObject, memberPath, parseDigest, requireText, type JsonObject } from './fields.js';
 import { sha256Hex } from './hash.js';
 import { limitExceeded, resolveLimits, type ParseOptions } from './limits.js';
+import { quoteBounded } from './json-limits.js';
 
 /** Where the receipt object sat in the input: bare, `{"receipt": ...}`, or MCP `{"_receipt": ...}`. */
 export type ReceiptShape = 'bare' | 'wrapped' | 'mcp';
@@ -84,7 +85,7 @@ export function parseReceiptAt(receipt: unknown, shape: ReceiptShape, path: stri
   const declaredOutputHash = parseDigest(receipt.output_hash, hashField);
 
   if ('hash_algorithm' in receipt && receipt.hash_algorithm !== 'sha256') {
-    throw new InputError('unsupported_hash', `only "sha256" is supported, got ${JSON.stringify(receipt.hash_algorithm)}`, memberPath(path, 'hash_algorithm'));
+    throw new InputError('unsupported_hash', `only "sha256" is supported, got ${quoteBounded(receipt.hash_algorithm)}`, memberPath(path, 'hash_algorithm'));
   }
   const declaredByteLength = 'canonical_byte_length' in receipt
     ? checkLength(receipt.canonical_byte_length, memberPath(path, 'canonical_byte_length'))

@@ -10,6 +10,7 @@ import {
 import { limitExceeded, resolveLimits, type DocumentLimits } from './limits.js';
 import { constructionRoot, DEFAULT_MERKLE_VERSION, merkleConstruction, type MerkleLeafInput } from './merkle.js';
 import { unwrapReceipt, type ParseOptions } from './receipt.js';
+import { quoteBounded } from './json-limits.js';
 
 export const WORKFLOW_TYPE = 'verifiable-workflow-receipt';
 
@@ -93,7 +94,7 @@ export function parseWorkflowCloseAt(value: unknown, path: string, options: Pars
 
   const typeField = memberPath(path, 'type');
   if (!('type' in wf)) throw new InputError('missing', `required member is missing (expected "${WORKFLOW_TYPE}")`, typeField);
-  if (wf.type !== WORKFLOW_TYPE) throw new InputError('bad_type', `expected "${WORKFLOW_TYPE}", got ${JSON.stringify(wf.type)}`, typeField);
+  if (wf.type !== WORKFLOW_TYPE) throw new InputError('bad_type', `expected "${WORKFLOW_TYPE}", got ${quoteBounded(wf.type)}`, typeField);
   if ('version' in wf && typeof wf.version !== 'string' && !Number.isSafeInteger(wf.version)) {
     throw new InputError('bad_version', `expected a string or an integer, got ${describeValue(wf.version)}`, memberPath(path, 'version'));
   }
@@ -125,7 +126,7 @@ export function parseWorkflowCloseAt(value: unknown, path: string, options: Pars
     const step = parseStep(raw, i, stepsField, limits);
     const earlier = firstSeen.get(step.receiptId);
     if (earlier !== undefined) {
-      throw new InputError('duplicate_receipt_id', `duplicate receipt_id ${JSON.stringify(step.receiptId)} (first at ${indexPath(stepsField, earlier)})`, memberPath(step.field, 'receipt_id'));
+      throw new InputError('duplicate_receipt_id', `duplicate receipt_id ${quoteBounded(step.receiptId)} (first at ${indexPath(stepsField, earlier)})`, memberPath(step.field, 'receipt_id'));
     }
     firstSeen.set(step.receiptId, i);
     steps.push(step);

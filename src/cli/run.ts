@@ -3,6 +3,7 @@
  * FAIL), 2 (usage or unreadable input). Input errors print one line, never a stack.
  */
 import { readFileSync } from 'node:fs';
+import { jsonTextDepth, MAX_JSON_DEPTH } from '../aer1/json-limits.js';
 import { Aer1Error, InputError, UsageError } from '../errors.js';
 
 export type Command = (argv: string[]) => Promise<number>;
@@ -53,8 +54,11 @@ export function readInputText(file: string): string {
   }
 }
 
-/** Parses JSON text from a named source; unparseable JSON is a UsageError (exit 2). */
+/** Parses JSON text from a named source; unparseable or too deeply nested JSON is a UsageError (exit 2). */
 export function parseJsonText(text: string, source: string): unknown {
+  if (jsonTextDepth(text) > MAX_JSON_DEPTH) {
+    throw new UsageError(`${source} is nested deeper than ${MAX_JSON_DEPTH} levels (the limit for any JSON input)`, 'too_deep');
+  }
   try {
     return JSON.parse(text);
   } catch (err) {

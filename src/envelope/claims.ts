@@ -7,6 +7,7 @@ import { InputError } from '../errors.js';
 import { checkCount, checkHex64, checkLength, checkText, describeValue, isObject, type JsonObject } from '../aer1/fields.js';
 import { resolveLimits, type DocumentLimits } from '../aer1/limits.js';
 import { DEFAULT_MERKLE_VERSION } from '../aer1/merkle.js';
+import { quoteBounded } from '../aer1/json-limits.js';
 
 export const ENVELOPE_TYPE = 'zambo-receipt-anchor/1';
 
@@ -109,7 +110,7 @@ export function parseClaims(value: unknown, options: ClaimsOptions = {}): Subjec
   if (!('subject' in obj)) throw new InputError('missing', 'required member is missing', 'subject');
   const subject = obj.subject;
   if (typeof subject !== 'string' || !(SUBJECT_KINDS as readonly string[]).includes(subject)) {
-    throw new InputError('bad_subject', `expected one of ${SUBJECT_KINDS.join(', ')}, got ${JSON.stringify(subject) ?? describeValue(subject)}`, 'subject');
+    throw new InputError('bad_subject', `expected one of ${SUBJECT_KINDS.join(', ')}, got ${quoteBounded(subject)}`, 'subject');
   }
   const kind = subject as SubjectKind;
   const members = MEMBERS[kind];

@@ -7,6 +7,7 @@ import { canonicalBytes, canonicalJson } from '../aer1/canonical-json.js';
 import { describeValue, isObject } from '../aer1/fields.js';
 import { sha256 } from '../aer1/hash.js';
 import type { DocumentLimits } from '../aer1/limits.js';
+import { quoteBounded } from '../aer1/json-limits.js';
 import {
   ENVELOPE_TYPE, parseClaims, type ChainHeadClaims, type ReceiptClaims, type SubjectClaims, type WorkflowCloseClaims,
 } from './claims.js';
@@ -40,14 +41,14 @@ export function formatAnchoredAt(date: Date): string {
 export function checkAnchoredAt(value: unknown, field = 'anchored_at'): string {
   if (typeof value !== 'string') throw new InputError('not_string', `expected an RFC 3339 UTC time, got ${describeValue(value)}`, field);
   const m = ANCHORED_AT.exec(value);
-  if (!m) throw new InputError('bad_time', `expected RFC 3339 UTC with whole seconds and Z (2026-01-31T12:00:00Z), got ${JSON.stringify(value)}`, field);
+  if (!m) throw new InputError('bad_time', `expected RFC 3339 UTC with whole seconds and Z (2026-01-31T12:00:00Z), got ${quoteBounded(value)}`, field);
   const [y, mo, d, h, mi, s] = m.slice(1).map(Number) as [number, number, number, number, number, number];
   const date = new Date(0);
   date.setUTCFullYear(y, mo - 1, d); // not Date.UTC: it maps years 0-99 to 1900-1999
   date.setUTCHours(h, mi, s, 0);
   if (date.getUTCFullYear() !== y || date.getUTCMonth() !== mo - 1 || date.getUTCDate() !== d
     || date.getUTCHours() !== h || date.getUTCMinutes() !== mi || date.getUTCSeconds() !== s) {
-    throw new InputError('bad_time', `not a calendar time: ${JSON.stringify(value)}`, field);
+    throw new InputError('bad_time', `not a calendar time: ${quoteBounded(value)}`, field);
   }
   return value;
 }
@@ -76,7 +77,7 @@ export function buildEnvelope(claims: SubjectClaims, anchoredAt: Date | string, 
 export function parseEnvelope(value: unknown, limits?: Partial<DocumentLimits>): Envelope {
   if (!isObject(value)) throw new InputError('not_object', `expected an envelope object, got ${describeValue(value)}`, 'envelope');
   if (!Object.hasOwn(value, 'type')) throw new InputError('missing', 'required member is missing', 'type');
-  if (value.type !== ENVELOPE_TYPE) throw new InputError('bad_type', `expected "${ENVELOPE_TYPE}", got ${JSON.stringify(value.type)}`, 'type');
+  if (value.type !== ENVELOPE_TYPE) throw new InputError('bad_type', `expected "${ENVELOPE_TYPE}", got ${quoteBounded(value.type)}`, 'type');
   if (!Object.hasOwn(value, 'anchored_at')) throw new InputError('missing', 'required member is missing', 'anchored_at');
   const anchoredAt = checkAnchoredAt(value.anchored_at);
   const claims = parseClaims(value, { extraMembers: ['type', 'anchored_at'], ...(limits ? { limits } : {}) });

@@ -3,6 +3,7 @@
  * length before reading when it says so, else as soon as the bytes read pass the limit).
  */
 import type { IncomingMessage } from 'node:http';
+import { jsonTextDepth, MAX_JSON_DEPTH } from '../aer1/json-limits.js';
 import { HttpError } from './respond.js';
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
@@ -42,6 +43,7 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
     throw new HttpError(400, 'bad_json', 'the body is not valid UTF-8', '$');
   }
   if (text.trim() === '') throw new HttpError(400, 'bad_json', 'the body is empty; expected a JSON subject', '$');
+  if (jsonTextDepth(text) > MAX_JSON_DEPTH) throw new HttpError(400, 'too_deep', `the body is nested deeper than ${MAX_JSON_DEPTH} levels (the limit for any JSON input)`, '$');
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {

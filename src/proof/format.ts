@@ -5,6 +5,7 @@
  */
 import { InputError } from '../errors.js';
 import type { SignedEvent } from '../witness/nostr/keys.js';
+import { quoteBounded } from '../aer1/json-limits.js';
 
 export const PROOF_VERSION = 'aer1-anchor-proof-v1';
 
@@ -164,7 +165,7 @@ function parseOts(v: unknown): OtsProof {
 export function parseAnchorProof(v: unknown): AnchorProof {
   if (!isObject(v)) fail('anchor_proof', 'expected an object');
   if (v.version !== PROOF_VERSION) {
-    throw new InputError('unknown_proof_version', `unknown proof version ${JSON.stringify(v.version)} (this tool reads ${PROOF_VERSION})`, 'anchor_proof.version');
+    throw new InputError('unknown_proof_version', `unknown proof version ${quoteBounded(v.version)} (this tool reads ${PROOF_VERSION})`, 'anchor_proof.version');
   }
   if (!isObject(v.envelope)) fail('anchor_proof.envelope', 'expected an object');
   if (typeof v.digest !== 'string' || !HEX64.test(v.digest)) fail('anchor_proof.digest', 'expected 64 lowercase hex characters');

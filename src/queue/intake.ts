@@ -16,6 +16,7 @@ import type { WitnessName } from '../state/keys.js';
 import { claimsFromJobData, type JobLimits } from './job-data.js';
 import { ANCHOR_JOB } from './names.js';
 import { stalledJobOptions } from './stalled.js';
+import { quoteBounded } from '../aer1/json-limits.js';
 
 export interface IntakeResult {
   key: string;
@@ -79,7 +80,7 @@ export class IntakeProcessor {
     }
     const key = subjectKey(claims);
     if (jobId !== undefined && jobId !== key && !isGeneratedJobId(jobId)) {
-      const reason = `job id ${JSON.stringify(jobId)} is not the subject key ${JSON.stringify(key)} (receipt_uuid, or job_id for chain heads)`;
+      const reason = `job id ${quoteBounded(jobId)} is not the subject key ${quoteBounded(key)} (receipt_uuid, or job_id for chain heads)`;
       await this.store.reject(jobId, reason);
       throw new UnrecoverableError(`refused: ${reason}`);
     }
@@ -122,7 +123,7 @@ export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakePr
     opts.queueName,
     async (job: Job) => {
       if (job.name !== ANCHOR_JOB) {
-        return processor.refuse(job.id, `unknown job name ${JSON.stringify(job.name)} (expected "${ANCHOR_JOB}")`);
+        return processor.refuse(job.id, `unknown job name ${quoteBounded(job.name)} (expected "${ANCHOR_JOB}")`);
       }
       return processor.process(job.id, job.data);
     },

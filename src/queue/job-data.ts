@@ -3,6 +3,7 @@
  * close, job timeline), the same wrapped as `{"document": ..., "evidence_*": ...}`, or
  * the bare envelope fields (`{"subject": ..., ...}`). Parsed once, here, at the edge.
  */
+import { assertValueDepth } from '../aer1/json-limits.js';
 import { InputError } from '../errors.js';
 import { claimsFromInput } from '../aer1/document.js';
 import { buildEnvelope, envelopeCanonical } from '../envelope/envelope.js';
@@ -21,6 +22,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 /** Size of the job's JSON; refuses jobs over the limit before any parsing work. */
 export function checkJobSize(data: unknown, maxJobBytes: number): void {
+  assertValueDepth(data, 'job data'); // before anything walks it
   let text: string | undefined;
   try {
     text = JSON.stringify(data);

@@ -5,6 +5,7 @@
  */
 import { isObject } from '../aer1/fields.js';
 import { isHex64 } from '../aer1/hash.js';
+import { jsonTextDepth, MAX_JSON_DEPTH, quoteBounded } from '../aer1/json-limits.js';
 import { rootFromPath } from '../batch/batch-tree.js';
 import type { BatchInclusion, NostrEventJson } from '../proof/format.js';
 import { BATCH_CONTENT_TYPE, BATCH_TREE, batchContent } from '../witness/nostr/events.js';
@@ -19,6 +20,7 @@ interface BatchContent {
 
 /** The event content as canonical batch JSON, or the reason it is not. */
 function readBatchContent(content: string): BatchContent | string {
+  if (jsonTextDepth(content) > MAX_JSON_DEPTH) return `the event content is nested deeper than ${MAX_JSON_DEPTH} levels (expected the canonical batch JSON)`;
   let value: unknown;
   try {
     value = JSON.parse(content);
@@ -26,8 +28,8 @@ function readBatchContent(content: string): BatchContent | string {
     return 'the event content is not JSON (expected the canonical batch JSON)';
   }
   if (!isObject(value)) return 'the event content is not a JSON object';
-  if (value.type !== BATCH_CONTENT_TYPE) return `the event content has type ${JSON.stringify(value.type)}, expected "${BATCH_CONTENT_TYPE}"`;
-  if (value.tree !== BATCH_TREE) return `the event content has tree ${JSON.stringify(value.tree)}, expected "${BATCH_TREE}"`;
+  if (value.type !== BATCH_CONTENT_TYPE) return `the event content has type ${quoteBounded(value.type)}, expected "${BATCH_CONTENT_TYPE}"`;
+  if (value.tree !== BATCH_TREE) return `the event content has tree ${quoteBounded(value.tree)}, expected "${BATCH_TREE}"`;
   if (!isHex64(value.batch_root)) return 'the event content\'s batch_root is not 64 lowercase hex characters';
   if (typeof value.leaf_count !== 'number' || !Number.isSafeInteger(value.leaf_count) || value.leaf_count < 1) {
     return 'the event content\'s leaf_count is not a positive integer';

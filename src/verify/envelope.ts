@@ -6,6 +6,7 @@
 import { parseEnvelope, type Envelope } from '../envelope/envelope.js';
 import { Aer1Error } from '../errors.js';
 import { fail, pass, skip, type CheckResult, type PreparedInput, type RecomputedValues } from './types.js';
+import { quoteBounded } from '../aer1/json-limits.js';
 
 export interface EnvelopeOutcome {
   readonly check: CheckResult;
@@ -21,7 +22,7 @@ function describeSubject(env: Envelope): string {
 function memberMismatches(env: Record<string, unknown>, values: Record<string, unknown>, members: readonly string[], what: string): string[] {
   const out: string[] = [];
   for (const m of members) {
-    if (env[m] !== values[m]) out.push(`${m} anchored ${JSON.stringify(env[m])}, ${what} has ${JSON.stringify(values[m])}`);
+    if (env[m] !== values[m]) out.push(`${m} anchored ${quoteBounded(env[m], 80)}, ${what} has ${quoteBounded(values[m], 80)}`);
   }
   return out;
 }

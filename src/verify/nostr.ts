@@ -2,10 +2,12 @@
  * Stages `nostr-event`, `nostr-content` and `signer` (SPEC §6.5): the event id is
  * recomputed from a freshly parsed copy of the event and its BIP-340 signature checked;
  * in envelope mode the content is the envelope's canonical bytes, byte for byte, and the
- * `x` tag is d; the signer is one of `--expected-pubkey`, or reported unverified.
+ * `x` tag is d; the signer is one of `--expected-pubkey`, or reported unverified — and an
+ * unverified signer never makes the Nostr witness confirmed (see pipeline.ts).
  */
 import { decode as nip19Decode } from 'nostr-tools/nip19';
 import { sha256Hex } from '../aer1/hash.js';
+import { quoteBounded } from '../aer1/json-limits.js';
 import { UsageError } from '../errors.js';
 import type { NostrEventJson } from '../proof/format.js';
 import { canonicalEventJson, verifySignedEvent, type VerifiedEventResult } from '../witness/nostr/events.js';
@@ -51,9 +53,9 @@ export function parseExpectedPubkey(text: string): string {
     } catch {
       // fall through to the usage error
     }
-    throw new UsageError(`--expected-pubkey ${JSON.stringify(t)} is not a valid npub (bech32 checksum or length wrong)`);
+    throw new UsageError(`--expected-pubkey ${quoteBounded(t, 80)} is not a valid npub (bech32 checksum or length wrong)`);
   }
-  throw new UsageError(`--expected-pubkey ${JSON.stringify(t)} is neither 64 hex characters nor an npub1... key`);
+  throw new UsageError(`--expected-pubkey ${quoteBounded(t, 80)} is neither 64 hex characters nor an npub1... key`);
 }
 
 function npubOf(hex: string): string {

@@ -1,8 +1,10 @@
 /**
  * Stage `online` (SPEC §6.7, only with `--online`): the event is fetched back by id from
- * the relays the proof names and compared with the proof's event, all seven NIP-01
- * fields byte for byte. PASS when a relay serves the identical event; FAIL when a relay
- * serves a different one, or every relay that answered has none; SKIP when none answered.
+ * the relays the caller names (`--relay`), and from the proof's own list only when the
+ * caller asks for it (`--use-proof-relays`), and compared with the proof's event, all
+ * seven NIP-01 fields byte for byte. PASS when a relay serves the identical event; FAIL
+ * when a relay serves a different one, or every relay that answered has none; SKIP when
+ * none answered.
  */
 import type { NostrEventJson } from '../proof/format.js';
 import type { RelayClient } from '../witness/nostr/relay-client.js';
@@ -37,15 +39,27 @@ export class RelayClientFetcher implements RelayFetcher {
   }
 }
 
-export async function checkOnline(
-  event: NostrEventJson | null,
-  relays: readonly string[],
-  fetcher: RelayFetcher | null,
-): Promise<{ check: CheckResult; found: boolean }> {
-  if (!fetcher) return { check: skip('online', 'offline (give --online to fetch the event back from its relays)'), found: false };
-  if (!event) return { check: skip('online', 'no event to fetch'), found: false };
-  const urls = [...new Set(relays)];
-  if (urls.length === 0) return { check: skip('online', 'the proof names no relay'), found: false };
+/** Which relays to ask: the caller's (`named`), plus the proof's own list when the caller opted in. */
+export interface OnlineRelays {
+  named: readonly string[];
+  fromProof: readonly string[];
+}
+
+export interface OnlineOutcome {
+  check: CheckResult;
+  found: boolean;
+  /** Relays that served the identical event. */
+  holders: string[];
+}
+
+export async function checkOnline(event: NostrEventJson | null, relays: OnlineRelays, fetcher: RelayFetcher | null): Promise<OnlineOutcome> {
+  const none = (check: CheckResult): OnlineOutcome => ({ check, found: false, holders: [] });
+  if (!fetcher) return none(skip('online', 'offline (give --online --relay URL to fetch the event back from relays you name)'));
+  if (!event) return none(skip('online', 'no event to fetch'));
+  const urls = [...new Set([...relays.named, ...relays.fromProof])];
+  if (urls.length === 0) return none(skip('online', 'no relay to ask (give --relay URL, or --use-proof-relays to ask the relays the proof names)'));
+  const fromProofOnly = relays.fromProof.filter((u) => !relays.named.includes(u));
+  const origin = fromProofOnly.length ? ` (${fromProofOnly.length === urls.length ? 'all' : fromProofOnly.length} taken from the proof itself, --use-proof-relays)` : '';
   const answers = await Promise.all(urls.map(async (url) => {
     try {
       const json = await fetcher.fetch(url, event.id);
@@ -64,8 +78,9 @@ export async function checkOnline(
     missing.length ? `not on ${missing.join(', ')}` : '',
     unreachable.length ? `unreachable: ${unreachable.join(', ')}` : '',
   ].filter(Boolean).join('; ');
-  if (different.length) return { check: fail('online', `${different.join(', ')} serve${different.length === 1 ? 's' : ''} a different event under id ${event.id}${tail ? `; ${tail}` : ''}`), found: same.length > 0 };
-  if (same.length) return { check: pass('online', `identical event served by ${same.join(', ')}${tail ? `; ${tail}` : ''}`), found: true };
-  if (missing.length) return { check: fail('online', `event ${event.id} not found: ${tail}`), found: false };
-  return { check: skip('online', `no relay could be asked: ${tail}`), found: false };
+  const more = `${tail ? `; ${tail}` : ''}${origin}`;
+  if (different.length) return { check: fail('online', `${different.join(', ')} serve${different.length === 1 ? 's' : ''} a different event under id ${event.id}${more}`), found: same.length > 0, holders: same };
+  if (same.length) return { check: pass('online', `identical event served by ${same.join(', ')}${more}`), found: true, holders: same };
+  if (missing.length) return { check: fail('online', `event ${event.id} not found: ${tail}${origin}`), found: false, holders: [] };
+  return none(skip('online', `no relay could be asked: ${tail}${origin}`));
 }

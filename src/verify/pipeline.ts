@@ -23,6 +23,7 @@ import {
   skip, type CheckResult, type NostrWitnessReport, type OtsWitnessReport, type SubjectReport, type WitnessReports,
 } from './types.js';
 import { npub } from '../witness/nostr/keys.js';
+import { nostrStatement, otsStatement } from './statements.js';
 
 export interface VerifyInput {
   /** The parsed FILE: a document with `anchor_proof` attached, or a bare proof. */
@@ -38,8 +39,12 @@ export interface VerifyOptions {
   headerSource?: HeaderSource | null;
   /** Default mainnet. */
   network?: BitcoinNetwork;
-  /** Set to fetch the event back from its relays (`--online`). */
+  /** Set to fetch the event back from relays (`--online`). */
   relayFetcher?: RelayFetcher | null;
+  /** The relays `--online` asks (`--relay URL`): the caller's choice, never the proof's. */
+  relays?: readonly string[];
+  /** Also ask the relays the proof itself names (`--use-proof-relays`); reported as such. */
+  useProofRelays?: boolean;
   /** FAIL when no witness is confirmed. */
   requireConfirmed?: boolean;
   /** Shared across the files of one run, so each distinct event signature is verified once. */
@@ -94,7 +99,10 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
     cache: bitcoinCache,
     claim: prepared?.proof.ots?.bitcoin,
   });
-  const online = await checkOnline(event.event, nostrProof?.relays.map((r) => r.url) ?? [], options.relayFetcher ?? null);
+  const online = await checkOnline(event.event, {
+    named: options.relays ?? [],
+    fromProof: options.useProofRelays === true ? nostrProof?.relays.map((r) => r.url) ?? [] : [],
+  }, options.relayFetcher ?? null);
 
   const checks: CheckResult[] = [
     inputOutcome.check, recomputed.check, envelope.check, digest.check,
@@ -109,6 +117,9 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
     let verified: NostrWitnessReport['verified'];
     if (nostrFailed) verified = 'failed';
     else if (!ev || !event.valid) verified = 'pending';
+    // Who is trusted is the caller's choice: an event from a key the caller did not name
+    // proves only that someone signed it, so it never confirms, wherever it is published.
+    else if (signer.expected !== true) verified = 'untrusted';
     else if (online.found) verified = 'confirmed';
     // Relay acceptance is the proof's own unsigned claim: offline it proves nothing, so a
     // claimed "confirmed" or "partial" stays unverified until --online fetches the event back.
@@ -123,6 +134,8 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
       npub: ev && /^[0-9a-f]{64}$/.test(ev.pubkey) ? npub(ev.pubkey) : null,
       signer_expected: signer.expected,
       relays: nostrProof.relays.map((r) => ({ url: r.url, status: r.status })),
+      held_by: online.holders,
+      ...nostrStatement(verified, ev, event.valid, batch ? 'batch' : 'envelope', signer.expected, options.relayFetcher ? online : null),
     };
   }
 
@@ -135,11 +148,14 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
     else if (bitcoin.confirmed) verified = 'confirmed';
     else if (bitcoin.unchecked) verified = 'unverified';
     else verified = 'pending';
+    const headerSource = options.headerSource?.name ?? null;
     ots = {
       claimed: otsProof.status,
       verified,
       pending: attestations.summary?.pending ?? [],
       bitcoin: bitcoin.blocks,
+      header_source: headerSource,
+      ...otsStatement(verified, attestations.summary?.pending ?? [], bitcoin.blocks, headerSource),
     };
   }
 
@@ -169,9 +185,17 @@ function subjectOf(envelope: Record<string, unknown> | undefined, d: Buffer | nu
 }
 
 function describeNostr(n: NostrWitnessReport): string {
-  const signer = n.signer_expected === true ? ', expected signer' : n.event_id ? ', signer unverified' : '';
-  const state = n.verified === 'unverified' ? `${n.claimed} as claimed, relays not checked (--online checks them)` : n.verified;
-  return `nostr ${state}${n.mode === 'batch' ? ' (batch)' : ''}${signer}`;
+  const batch = n.mode === 'batch' ? ' (batch)' : '';
+  switch (n.verified) {
+    case 'untrusted':
+      return `nostr ${n.held_by.length ? 'published' : 'signed'}${batch}, signer not trusted (give --expected-pubkey)`;
+    case 'confirmed':
+      return `nostr confirmed${batch}, expected signer, held by ${n.held_by.length} of the relays asked`;
+    case 'unverified':
+      return `nostr ${n.claimed} as claimed${batch}, expected signer, relays not checked (--online --relay URL checks them)`;
+    default:
+      return `nostr ${n.verified}${batch}${n.signer_expected === true ? ', expected signer' : ''}`;
+  }
 }
 
 function describeOts(o: OtsWitnessReport): string {

@@ -9,6 +9,7 @@ import { recomputeReceipt } from '../aer1/receipt.js';
 import { recomputeWorkflow } from '../aer1/workflow.js';
 import { Aer1Error } from '../errors.js';
 import { fail, pass, skip, type CheckResult, type PreparedInput, type RecomputedValues } from './types.js';
+import { quoteBounded } from '../aer1/json-limits.js';
 
 export interface RecomputeOutcome {
   readonly check: CheckResult;
@@ -60,7 +61,7 @@ function workflow(doc: Extract<RecognizedDocument, { kind: 'workflow-close' }>):
     return { check, values: declared };
   }
   if (!re.known) {
-    return { check: skip('recompute', `construction not confirmed: unknown merkle_version ${JSON.stringify(re.construction)}; step count ${re.stepCount} still checked`), values: declared };
+    return { check: skip('recompute', `construction not confirmed: unknown merkle_version ${quoteBounded(re.construction)}; step count ${re.stepCount} still checked`), values: declared };
   }
   if (!re.confirmed) {
     return { check: skip('recompute', `construction not confirmed: merkle_version ${re.construction}; step count ${re.stepCount} still checked`), values: declared };

@@ -28,8 +28,20 @@ export function headerLine(): string {
 
 const NAME_WIDTH = 17;
 
+/** Per witness: what it established and what it did not (docs/verify.md, the trust model). */
+function witnessLines(report: VerifyReport): string[] {
+  const lines: string[] = [];
+  for (const [name, w] of [['nostr', report.witnesses.nostr], ['ots', report.witnesses.ots]] as const) {
+    if (!w) continue;
+    if (w.established.length) lines.push(`  WITNESS ${name.padEnd(5)} established: ${oneLine(w.established.join('; '))}`);
+    if (w.not_established.length) lines.push(`  WITNESS ${name.padEnd(5)} not established: ${oneLine(w.not_established.join('; '))}`);
+  }
+  return lines;
+}
+
 export function formatReport(report: VerifyReport): string {
   const lines = report.checks.map((c) => `  ${c.status.padEnd(4)}  ${c.name.padEnd(NAME_WIDTH)} ${oneLine(c.detail)}`);
+  lines.push(...witnessLines(report));
   lines.push(`VERDICT: ${report.verdict}: ${oneLine(report.reason)}`);
   return lines.join('\n');
 }

@@ -28,8 +28,18 @@ export const pass = (name: CheckName, detail: string): CheckResult => ({ name, s
 export const fail = (name: CheckName, detail: string): CheckResult => ({ name, status: 'FAIL', detail });
 export const skip = (name: CheckName, detail: string): CheckResult => ({ name, status: 'SKIP', detail });
 
-/** What the verifier itself concluded about one witness (never copied from the proof's claim). */
-export type WitnessVerdict = 'confirmed' | 'partial' | 'pending' | 'unverified' | 'failed' | 'absent';
+/**
+ * What the verifier itself concluded about one witness (never copied from the proof's
+ * claim). `untrusted`: a valid Nostr event whose signer the caller did not name — it
+ * shows that someone signed the envelope, never that the subject is anchored.
+ */
+export type WitnessVerdict = 'confirmed' | 'partial' | 'pending' | 'unverified' | 'untrusted' | 'failed' | 'absent';
+
+/** In plain words, what a witness established for this subject and what it did not. */
+export interface WitnessStatement {
+  established: string[];
+  not_established: string[];
+}
 
 export interface NostrWitnessReport {
   /** The status the proof claims (the daemon's view). */
@@ -40,7 +50,12 @@ export interface NostrWitnessReport {
   pubkey: string | null;
   npub: string | null;
   signer_expected: boolean | null;
+  /** The proof's own relay list, as claimed. */
   relays: Array<{ url: string; status: string }>;
+  /** Relays asked with --online that served the identical event. */
+  held_by: string[];
+  established: string[];
+  not_established: string[];
 }
 
 export interface OtsWitnessReport {
@@ -49,6 +64,10 @@ export interface OtsWitnessReport {
   /** Calendar URIs of the pending attestations. */
   pending: string[];
   bitcoin: Array<{ height: number; block_hash: string | null; time: number | null; verified: boolean }>;
+  /** The header source the caller gave (`headers file x.json`, `esplora https://…`), or null. */
+  header_source: string | null;
+  established: string[];
+  not_established: string[];
 }
 
 export interface WitnessReports {

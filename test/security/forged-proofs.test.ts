@@ -89,7 +89,8 @@ describe('forged anchor proofs', () => {
     await batchIssuer.close();
 
     fetcher = new RelayClientFetcher(5000);
-    base = { headerSource: new HeadersFileSource(headersFile), network: 'regtest', expectedPubkeys: [key.publicKey] };
+    // the auditor names the relays it asks (--relay): the daemon's, and the empty one
+    base = { headerSource: new HeadersFileSource(headersFile), network: 'regtest', expectedPubkeys: [key.publicKey], relays: relays.map((r) => r.url) };
   }, 180_000);
 
   afterAll(async () => {
@@ -174,7 +175,7 @@ describe('forged anchor proofs', () => {
     { name: 'the claimed block height changed', check: 'bitcoin', make: () => { const p = clone(proofs.receipt!); p.ots!.bitcoin!.height = (p.ots!.bitcoin!.height as number) + 1; return { value: attached(docs.receipt, p) }; } },
     // online
     { name: 'the event re-signed by the daemon key with another created_at (on no relay)', check: 'online', make: () => { const p = clone(proofs.receipt!); const ev = p.nostr.event; p.nostr.event = key.sign({ kind: ev.kind as number, created_at: (ev.created_at as number) + 60, tags: ev.tags as string[][], content: ev.content as string }) as unknown as Json; return { value: attached(docs.receipt, p) }; } },
-    { name: 'the proof naming a relay that never saw the event', check: 'online', make: () => { const p = clone(proofs.receipt!); p.nostr.relays = [{ url: relays[1]!.url, status: 'accepted', message: '', at: '' }]; return { value: attached(docs.receipt, p) }; } },
+    { name: 'the proof naming a relay that never saw the event (asked with --use-proof-relays)', check: 'online', opts: { relays: [], useProofRelays: true }, make: () => { const p = clone(proofs.receipt!); p.nostr.relays = [{ url: relays[1]!.url, status: 'accepted', message: '', at: '' }]; return { value: attached(docs.receipt, p) }; } },
   ];
 
   it(`refuses ${forgeries.length} forgeries, each at the check it targets`, { timeout: 120_000 }, async () => {

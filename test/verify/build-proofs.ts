@@ -97,6 +97,8 @@ export interface ProofOptions {
   mineAt?: number;
   /** Leave out the OTS witness entirely. */
   noOts?: boolean;
+  /** The envelope's anchored_at (default ANCHORED_AT). */
+  anchoredAt?: string;
 }
 
 function relays(status: string): Json[] {
@@ -127,7 +129,7 @@ function plain<T>(v: T): T {
 
 /** Envelope mode: one event per subject, content = canonical envelope. */
 export function envelopeModeProof(doc: unknown, opts: ProofOptions = {}): { proof: Json; subject: Subject; event: SignedEvent | null; block: MinedBlock | null } {
-  const subject = subjectOf(doc);
+  const subject = subjectOf(doc, opts.anchoredAt);
   const nostrStatus = opts.nostrStatus ?? 'confirmed';
   const event = opts.noEvent ? null : envelopeEvent({ canonical: subject.canonical, digestHex: subject.digestHex }, opts.key ?? KEY);
   const ots = opts.noOts ? null : otsBatch([subject.digest], opts.mineAt);

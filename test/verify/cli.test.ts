@@ -50,7 +50,11 @@ describe('aer1-verify-anchor (built bin)', () => {
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe(`aer1-verify-anchor ${version}`);
     expect(lines[1]).toBe(`file: ${file}`);
-    const checkLines = lines.slice(2, -1);
+    const checkLines = lines.slice(2, -1).filter((l) => !l.startsWith('  WITNESS '));
+    // after the checks, per witness: what it established and what it did not
+    expect(lines.slice(2, -1).filter((l) => l.startsWith('  WITNESS ')).map((l) => l.split(':')[0])).toEqual([
+      '  WITNESS nostr established', '  WITNESS nostr not established', '  WITNESS ots   not established',
+    ]);
     expect(checkLines.map((l) => l.trim().split(/\s+/)[1])).toEqual([
       'input', 'recompute', 'envelope', 'digest', 'nostr-event', 'nostr-content', 'signer', 'ots-digest', 'ots-attestations', 'bitcoin', 'online',
     ]);
@@ -63,7 +67,9 @@ describe('aer1-verify-anchor (built bin)', () => {
     const r = verify([file, '--expected-pubkey', KEY.npub], anchorBin);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/ {2}PASS {2}signer +signed by expected key npub1/);
-    expect(r.stdout).toMatch(/^VERDICT: PASS: pending: no witness confirmed yet \(nostr confirmed as claimed, relays not checked \(--online checks them\), expected signer; ots pending at 1 calendar\)$/m);
+    expect(r.stdout).toMatch(/^VERDICT: PASS: pending: no witness confirmed yet \(nostr confirmed as claimed, expected signer, relays not checked \(--online --relay URL checks them\); ots pending at 1 calendar\)$/m);
+    expect(r.stdout).toMatch(/^ {2}WITNESS nostr established: event [0-9a-f]{64} is signed by npub1\S+ \([0-9a-f]{64}\) and carries this envelope, byte for byte; the signer is a key you trust \(--expected-pubkey\)$/m);
+    expect(r.stdout).toMatch(/^ {2}WITNESS nostr not established: which relays hold it \(offline: --online --relay URL asks relays you name\); a time: created_at 2026-01-31T12:00:00Z is the signer's own word, not a time proof$/m);
   });
 
   it('exits 1 naming truncation with both counts', () => {
@@ -113,7 +119,7 @@ describe('aer1-verify-anchor (built bin)', () => {
       version,
       verdict: 'PASS',
       subject: { kind: 'receipt', key: receipt.id, digest: proof.digest, anchored_at: '2026-01-31T12:00:00Z' },
-      witnesses: { nostr: { claimed: 'confirmed', verified: 'unverified', mode: 'envelope', pubkey: KEY.publicKey }, ots: { claimed: 'pending', verified: 'pending' } },
+      witnesses: { nostr: { claimed: 'confirmed', verified: 'untrusted', mode: 'envelope', pubkey: KEY.publicKey }, ots: { claimed: 'pending', verified: 'pending', header_source: null } },
     });
     const checks = out.checks as Array<Json>;
     expect(checks).toHaveLength(11);

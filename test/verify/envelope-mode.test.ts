@@ -57,11 +57,16 @@ describe('envelope mode: proofs that check out', () => {
   it('does not take the proof\'s own claim of relay confirmation as confirmed offline; --require-confirmed fails then', async () => {
     // nostr.status is not signed: anyone can write "confirmed" into a pending proof.
     const claimed = envelopeModeProof(workflow).proof;
-    const offline = await verifyAnchor({ value: attach(workflow, claimed) }, { requireConfirmed: true });
+    const offline = await verifyAnchor({ value: attach(workflow, claimed) }, { requireConfirmed: true, expectedPubkeys: [KEY.publicKey] });
     expect(offline.verdict).toBe('FAIL');
     expect(offline.pending).toBe(true);
     expect(offline.witnesses.nostr).toMatchObject({ claimed: 'confirmed', verified: 'unverified' });
-    expect(offline.reason).toMatch(/^not confirmed \(--require-confirmed\).*nostr confirmed as claimed, relays not checked/);
+    expect(offline.reason).toMatch(/^not confirmed \(--require-confirmed\).*nostr confirmed as claimed, expected signer, relays not checked/);
+    // without a key the caller trusts, the event is only "signed by someone"
+    const untrusted = await verifyAnchor({ value: attach(workflow, claimed) }, { requireConfirmed: true });
+    expect(untrusted.verdict).toBe('FAIL');
+    expect(untrusted.witnesses.nostr).toMatchObject({ claimed: 'confirmed', verified: 'untrusted' });
+    expect(untrusted.reason).toMatch(/nostr signed, signer not trusted \(give --expected-pubkey\)/);
     const lenient = await verifyAnchor({ value: attach(workflow, claimed) });
     expect(lenient.verdict).toBe('PASS');
 

@@ -1,6 +1,7 @@
 /**
- * `--online`: the event fetched back by id from the relays the proof names (a real
- * @nostr-relay dev relay on loopback) and compared byte for byte.
+ * `--online`: the event fetched back by id from the relays the caller names (real
+ * @nostr-relay dev relays on loopback) and compared byte for byte; the proof's own relay
+ * list is asked only when the caller opts in.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevRelay, type DevRelay } from '../../src/witness/nostr/dev-relay.js';
@@ -47,17 +48,37 @@ describe('online: the event read back from its relays', () => {
     await Promise.all([relay?.close(), empty?.close(), stopped?.close()]);
   });
 
-  it('passes when a relay serves the identical event, and counts the witness confirmed', async () => {
-    const proof = withRelays(built.proof, [relay.url, empty.url]);
-    const report = await verifyAnchor({ value: attach(receipt, proof) }, { relayFetcher: fetcher });
+  const trusted = { relayFetcher: fetcher, expectedPubkeys: [KEY.publicKey] };
+
+  it('passes when a relay the caller names serves the identical event, and counts a trusted signer\'s witness confirmed', async () => {
+    const report = await verifyAnchor({ value: attach(receipt, built.proof) }, { ...trusted, relays: [relay.url, empty.url] });
     expect(online(report)).toEqual({ name: 'online', status: 'PASS', detail: `identical event served by ${relay.url}; not on ${empty.url}` });
-    expect(report.witnesses.nostr?.verified).toBe('confirmed');
+    expect(report.witnesses.nostr).toMatchObject({ verified: 'confirmed', held_by: [relay.url] });
     expect(report.pending).toBe(false);
   });
 
+  it('never counts an event confirmed when its signer is not one the caller trusts, wherever it is held', async () => {
+    const report = await verifyAnchor({ value: attach(receipt, built.proof) }, { relayFetcher: fetcher, relays: [relay.url], requireConfirmed: true });
+    expect(online(report).status).toBe('PASS');
+    expect(report.witnesses.nostr).toMatchObject({ verified: 'untrusted', held_by: [relay.url] });
+    expect(report.witnesses.nostr?.not_established).toContain('that the signer is anyone you trust (give --expected-pubkey or --trust-file)');
+    expect(report.verdict).toBe('FAIL');
+    expect(report.reason).toMatch(/nostr published, signer not trusted/);
+  });
+
+  it('asks only the relays the caller names, not the proof\'s list, unless told to', async () => {
+    const proof = withRelays(built.proof, [relay.url]);
+    const named = await verifyAnchor({ value: attach(receipt, proof) }, { ...trusted, relays: [empty.url] });
+    expect(online(named)).toMatchObject({ status: 'FAIL', detail: `event ${event.id} not found: not on ${empty.url}` });
+    const none = await verifyAnchor({ value: attach(receipt, proof) }, trusted);
+    expect(online(none)).toMatchObject({ status: 'SKIP', detail: expect.stringMatching(/^no relay to ask/) });
+    expect(none.witnesses.nostr?.verified).not.toBe('confirmed');
+    const opted = await verifyAnchor({ value: attach(receipt, proof) }, { ...trusted, useProofRelays: true });
+    expect(online(opted)).toMatchObject({ status: 'PASS', detail: `identical event served by ${relay.url} (all taken from the proof itself, --use-proof-relays)` });
+  });
+
   it('fails when every relay that answered has no such event', async () => {
-    const proof = withRelays(built.proof, [empty.url, stopped.url]);
-    const report = await verifyAnchor({ value: attach(receipt, proof) }, { relayFetcher: fetcher });
+    const report = await verifyAnchor({ value: attach(receipt, built.proof) }, { ...trusted, relays: [empty.url, stopped.url] });
     expect(online(report).status).toBe('FAIL');
     expect(online(report).detail).toBe(`event ${event.id} not found: not on ${empty.url}; unreachable: ${stopped.url}`);
     expect(report.verdict).toBe('FAIL');
@@ -67,22 +88,20 @@ describe('online: the event read back from its relays', () => {
     const again = KEY.sign({ kind: event.kind, created_at: event.created_at, tags: event.tags, content: event.content });
     expect(again.id).toBe(event.id);
     expect(again.sig).not.toBe(event.sig); // BIP-340 with fresh auxiliary randomness
-    const proof = withRelays(built.proof, [relay.url]);
-    const resigned = { ...proof, nostr: { ...(proof.nostr as Json), event: again } };
-    const report = await verifyAnchor({ value: attach(receipt, resigned) }, { relayFetcher: fetcher });
+    const resigned = { ...built.proof, nostr: { ...(built.proof.nostr as Json), event: again } };
+    const report = await verifyAnchor({ value: attach(receipt, resigned) }, { ...trusted, relays: [relay.url] });
     expect(report.checks.find((c) => c.name === 'nostr-event')!.status).toBe('PASS');
     expect(online(report)).toMatchObject({ status: 'FAIL', detail: `${relay.url} serves a different event under id ${event.id}` });
   });
 
   it('skips when no relay can be asked', async () => {
-    const proof = withRelays(built.proof, [stopped.url]);
-    const report = await verifyAnchor({ value: attach(receipt, proof) }, { relayFetcher: fetcher });
+    const report = await verifyAnchor({ value: attach(receipt, built.proof) }, { ...trusted, relays: [stopped.url] });
     expect(online(report).status).toBe('SKIP');
     expect(online(report).detail).toBe(`no relay could be asked: unreachable: ${stopped.url}`);
   });
 
   it('is skipped offline (no fetcher)', async () => {
     const report = await verifyAnchor({ value: attach(receipt, withRelays(built.proof, [relay.url])) });
-    expect(online(report)).toMatchObject({ status: 'SKIP', detail: 'offline (give --online to fetch the event back from its relays)' });
+    expect(online(report)).toMatchObject({ status: 'SKIP', detail: 'offline (give --online --relay URL to fetch the event back from relays you name)' });
   });
 });

@@ -1,8 +1,10 @@
 /**
  * `aer1-verify-anchor FILE... [--dir DIR] [--proof FILE] [--json] [--headers FILE |
  * --esplora URL | --bitcoind URL] [--network mainnet|regtest] [--expected-pubkey HEX|npub]...
- * [--online] [--require-confirmed]` (also `aer1-anchor verify-anchor`): checks anchor proofs
- * offline against recomputed roots (SPEC §6). Exit 0 PASS, 1 FAIL, 2 usage or unreadable input.
+ * [--trust-file FILE]... [--online (--relay URL... | --use-proof-relays)] [--require-confirmed]`
+ * (also `aer1-anchor verify-anchor`): checks anchor proofs offline against recomputed roots
+ * (SPEC §6), trusting only the keys, relays and header sources the caller names.
+ * Exit 0 PASS, 1 FAIL, 2 usage or unreadable input.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,17 +17,25 @@ import { RelayClientFetcher, type RelayFetcher } from '../../verify/online.js';
 import { verifyAnchor, type VerifyOptions } from '../../verify/pipeline.js';
 import { exitCode, formatJson, formatText, summarize, TOOL_NAME, type FileOutcome } from '../../verify/report.js';
 import { VERSION } from '../../version.js';
-import { readJsonFile, UsageError } from '../run.js';
+import { parseJsonText, readJsonFile, UsageError } from '../run.js';
+import { quoteBounded } from '../../aer1/json-limits.js';
 
 export const summary = 'verify anchor proofs offline against recomputed roots (same as aer1-verify-anchor)';
 
 const USAGE = `usage: ${TOOL_NAME} FILE... [--dir DIR] [--proof FILE] [--json]
          [--headers FILE | --esplora URL | --bitcoind URL] [--network mainnet|regtest]
-         [--expected-pubkey HEX|npub]... [--online] [--require-confirmed]
+         [--expected-pubkey HEX|npub]... [--trust-file FILE]...
+         [--online (--relay URL... | --use-proof-relays)] [--require-confirmed]
 
 FILE is a receipt, workflow close or job timeline with its anchor_proof member attached,
 or one of those plus --proof FILE, or a bare aer1-anchor-proof-v1 file. --dir DIR adds
-every *.json file in DIR (not recursive). Exit 0 PASS, 1 FAIL, 2 usage or unreadable input.`;
+every *.json file in DIR (not recursive).
+
+Trust is yours to give: a Nostr event counts only when signed by a key you name
+(--expected-pubkey, or a --trust-file with one hex or npub key per line); --online asks
+the relays you name with --relay, and the proof's own relay list only with
+--use-proof-relays. Bitcoin attestations are checked against the header source you give.
+Exit 0 PASS, 1 FAIL, 2 usage or unreadable input.`;
 
 // Unknown or malformed flags are usage errors (exit 2): runMain maps parseArgs' errors.
 function parseFlags(argv: string[]) {
@@ -42,7 +52,10 @@ function parseFlags(argv: string[]) {
       bitcoind: { type: 'string' },
       network: { type: 'string' },
       'expected-pubkey': { type: 'string', multiple: true },
+      'trust-file': { type: 'string', multiple: true },
       online: { type: 'boolean' },
+      relay: { type: 'string', multiple: true },
+      'use-proof-relays': { type: 'boolean' },
       'require-confirmed': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
@@ -76,12 +89,7 @@ function headerSource(values: { headers?: string; esplora?: string; bitcoind?: s
       } catch (err) {
         throw new UsageError(`cannot read headers file ${values.headers}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'unreadable');
       }
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch (err) {
-        throw new UsageError(`headers file ${values.headers} is not JSON: ${(err as Error).message}`, 'not_json');
-      }
+      const json = parseJsonText(text, `headers file ${values.headers}`);
       parseHeadersJson(json, `headers file ${values.headers}`); // refuse a malformed file before any check runs
       return new HeadersFileSource(values.headers);
     }
@@ -92,6 +100,41 @@ function headerSource(values: { headers?: string; esplora?: string; bitcoind?: s
     throw new UsageError((err as Error).message);
   }
   return null;
+}
+
+/** `--trust-file FILE`: one key per line (64 hex or npub1…), blank lines and `#` comments ignored. */
+export function readTrustFile(file: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read trust file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'unreadable');
+  }
+  const keys: string[] = [];
+  const lines = text.split(/\r?\n/);
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.replace(/#.*$/, '').trim();
+    if (line === '') continue;
+    try {
+      keys.push(parseExpectedPubkey(line));
+    } catch (err) {
+      throw new UsageError(`trust file ${file} line ${i + 1}: ${(err as Error).message.replace(/^--expected-pubkey /, '')}`);
+    }
+  }
+  if (keys.length === 0) throw new UsageError(`trust file ${file} names no key`);
+  return keys;
+}
+
+/** `--relay URL`: a ws:// or wss:// URL. */
+function parseRelayUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(`--relay ${quoteBounded(text)} is not a URL`);
+  }
+  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new UsageError(`--relay ${quoteBounded(text)} must be a ws:// or wss:// URL`);
+  return text;
 }
 
 function network(value: string | undefined): BitcoinNetwork {
@@ -127,8 +170,17 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   // one FILE (or --proof alone) and no --dir: a single result; otherwise per-file results and a summary
   const single = (values.dir ?? []).length === 0 && files.length <= 1;
 
+  const relays = (values.relay ?? []).map(parseRelayUrl);
+  const useProofRelays = values['use-proof-relays'] === true;
+  if (values.online && relays.length === 0 && !useProofRelays) {
+    throw new UsageError('--online asks the relays you name: give --relay URL (repeatable), or --use-proof-relays to ask the relays the proof itself lists');
+  }
+  if (!values.online && (relays.length || useProofRelays)) throw new UsageError('--relay and --use-proof-relays go with --online');
+  const trusted = [...(values['expected-pubkey'] ?? []).map(parseExpectedPubkey), ...(values['trust-file'] ?? []).flatMap(readTrustFile)];
   const options: VerifyOptions = {
-    expectedPubkeys: (values['expected-pubkey'] ?? []).map(parseExpectedPubkey),
+    expectedPubkeys: [...new Set(trusted)],
+    relays,
+    useProofRelays,
     headerSource: headerSource(values),
     network: network(values.network),
     requireConfirmed: values['require-confirmed'] === true,

@@ -168,6 +168,9 @@ export class RelayClient {
         } catch {
           // the connection is already gone
         }
+        // nostr-tools' Subscription.close() leaves its EOSE timer running (~70 s here), which
+        // keeps a finished CLI process alive: end it the way an EOSE would.
+        sub.receivedEose();
         fn();
       };
       this.#rawEvents.set(subId, (text) => {

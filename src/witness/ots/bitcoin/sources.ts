@@ -46,7 +46,22 @@ export function parseHeadersJson(value: unknown, name: string): Map<number, Buff
     }
     out.set(Number(key), headerFromHex(hex, `${name}: header at height ${key}`));
   }
+  checkLinks(out, name);
   return out;
+}
+
+/**
+ * Where the file holds consecutive heights, each header must name the one below it as its
+ * previous block: a run of headers that does not link is no chain, and is refused whole.
+ */
+function checkLinks(headers: ReadonlyMap<number, Buffer>, name: string): void {
+  for (const [height, header] of headers) {
+    const below = headers.get(height - 1);
+    if (!below) continue;
+    if (!header.subarray(4, 36).equals(sha256d(below))) {
+      throw new BitcoinVerificationError('bitcoin_source_error', `${name}: the header at height ${height} does not link to the header at height ${height - 1} (its previous-block hash is ${displayHex(header.subarray(4, 36))}, the block below hashes to ${displayHex(sha256d(below))})`);
+    }
+  }
 }
 
 /**
