@@ -115,6 +115,11 @@ describe('POST /v1/anchors', () => {
     const empty = await s.post('/v1/anchors', '', { auth: true });
     expect(empty.status).toBe(400);
 
+    // nested 200 deep (the test server's body limit is small; the check runs on any size): refused before anything walks it (issue 13)
+    const deep = await s.post('/v1/anchors', `{"subject":${'['.repeat(200)}${']'.repeat(200)}}`, { auth: true });
+    expect(deep.status).toBe(400);
+    expect(await errorOf(deep)).toMatchObject({ code: 'too_deep', field: '$', message: expect.stringContaining('nested deeper than 64 levels') });
+
     const missing = await s.post('/v1/anchors', { subject: 'receipt', receipt_uuid: 'x-missing' }, { auth: true });
     expect(missing.status).toBe(400);
     const e = await errorOf(missing);

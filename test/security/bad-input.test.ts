@@ -31,6 +31,13 @@ function withStep(w: Record<string, unknown>, i: number, patch: Record<string, u
   return { ...w, steps };
 }
 
+/** [[[...]]] nested `depth` deep. */
+function deepValue(depth: number): unknown {
+  let v: unknown = [];
+  for (let i = 1; i < depth; i++) v = [v];
+  return v;
+}
+
 const bare = (extra: Record<string, unknown>): Record<string, unknown> => ({ subject: 'receipt', receipt_uuid: randomUUID(), output_sha256: hex, ...extra });
 
 const BAD: BadJob[] = [
@@ -69,6 +76,9 @@ const BAD: BadJob[] = [
   { label: 'a URL over maxUrlLength', data: bare({ evidence_url: `https://example.com/${'a'.repeat(8200)}` }), reason: /evidence_url: \d+ exceeds the limit maxUrlLength = 8192/ },
   { label: 'an envelope over 16 KiB (non-ASCII receipt)', jobId: '\u4e2d'.repeat(4096), data: bare({ receipt_uuid: '\u4e2d'.repeat(4096), evidence_url: `https://example.com/${'\u00e9'.repeat(8000)}` }), reason: /envelope would be \d+ bytes of canonical JSON, over the limit of 16384/ },
   { label: 'an envelope over 16 KiB (astral workflow close)', jobId: '\u{1f600}'.repeat(2048), data: { subject: 'workflow-close', receipt_uuid: '\u{1f600}'.repeat(2048), workflow_id: '\u{1f600}'.repeat(2048), merkle_version: '\u{1f600}'.repeat(2048), output_sha256: hex, merkle_root: hex, step_count: 1 }, reason: /envelope would be \d+ bytes of canonical JSON, over the limit of 16384/ },
+  // two readings, and nesting nothing should walk (issue 13)
+  { label: 'a workflow with another receipt inside', data: { ...workflowDoc(3), receipt: receiptDoc() }, reason: /\$: the document could be read two ways: it has its own output_hash, steps, merkle_root, workflow_id and a "receipt" member/ },
+  { label: 'a workflow type nested 1,000 deep (deeper fails JSON.stringify in the producer itself)', data: { ...workflowDoc(3), type: deepValue(1000) }, reason: /job data is nested deeper than 64 levels/ },
   // the job itself
   { label: 'another job name', data: receiptFields(), name: 'anchr', reason: /unknown job name "anchr"/ },
 ];
