@@ -59,11 +59,6 @@ export interface ChainRecomputation {
   readonly head: ChainHead;
 }
 
-/** True for inputs shaped like a timeline: a JSON array, or an object with an `entries` array. */
-export function looksLikeTimeline(doc: unknown): boolean {
-  return Array.isArray(doc) || (isObject(doc) && Array.isArray(doc.entries));
-}
-
 /**
  * Parses a job timeline. A timeline must be closed: `close` is true on the last entry and
  * only there. An open timeline is refused (unless `allowOpenTimeline`) because its chain

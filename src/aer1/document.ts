@@ -11,8 +11,6 @@ import type { ParseOptions } from './limits.js';
 import { checkReceipt, parseReceiptAt, unwrapReceipt, type Receipt } from './receipt.js';
 import { checkWorkflow, looksLikeWorkflow, parseWorkflowCloseAt, WORKFLOW_TYPE, type WorkflowClose } from './workflow.js';
 
-export type DocumentKind = 'receipt' | 'workflow-close' | 'chain';
-
 export type RecognizedDocument =
   | { readonly kind: 'receipt'; readonly receipt: Receipt }
   | { readonly kind: 'workflow-close'; readonly workflow: WorkflowClose }

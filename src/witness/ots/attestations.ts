@@ -113,10 +113,6 @@ export function compareAttestations(a: Attestation, b: Attestation): number {
   return Buffer.compare(attestationTag(a), attestationTag(b));
 }
 
-export function attestationsEqual(a: Attestation, b: Attestation): boolean {
-  return compareAttestations(a, b) === 0;
-}
-
 /** As `ots info` prints them: `PendingAttestation('https://…')`, `BitcoinBlockHeaderAttestation(358391)`. */
 export function attestationToString(a: Attestation): string {
   switch (a.kind) {

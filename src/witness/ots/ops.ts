@@ -62,14 +62,6 @@ export function opArg(op: Op): Buffer | undefined {
   return 'arg' in op ? op.arg : undefined;
 }
 
-/** Digest length of the hash ops (the result length, whatever the message). */
-export const DIGEST_LENGTHS: Readonly<Partial<Record<Op['kind'], number>>> = {
-  sha1: 20,
-  ripemd160: 20,
-  sha256: 32,
-  keccak256: 32,
-};
-
 // crypto.hash (one-shot, Node >= 20.12) is markedly cheaper than createHash per call.
 const oneShot = typeof crypto.hash === 'function';
 

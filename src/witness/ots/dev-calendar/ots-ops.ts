@@ -3,7 +3,6 @@
  * and the pending and Bitcoin attestations. Deliberately tiny and write-only; the full
  * codec lives in `src/witness/ots/` and reads these bytes back.
  */
-import { sha256 } from '../../../aer1/hash.js';
 
 export const TAG_SHA256 = 0x08;
 export const TAG_APPEND = 0xf0;
@@ -50,17 +49,6 @@ export function opsBytes(ops: readonly PathOp[]): Buffer {
     else parts.push(Buffer.from([step.op === 'append' ? TAG_APPEND : TAG_PREPEND]), varbytes(step.arg));
   }
   return Buffer.concat(parts);
-}
-
-/** The message a linear path leads to from `msg`. */
-export function applyOps(msg: Buffer, ops: readonly PathOp[]): Buffer {
-  let m = msg;
-  for (const step of ops) {
-    if (step.op === 'sha256') m = sha256(m);
-    else if (step.op === 'append') m = Buffer.concat([m, step.arg]);
-    else m = Buffer.concat([step.arg, m]);
-  }
-  return m;
 }
 
 /** `00 83dfe30d2ef90c8e <varbytes(varbytes(uri))>`: the calendar promises an upgrade at `uri`. */
