@@ -21,6 +21,25 @@ export const DEFAULT_EVENT_KIND = 3099;
 export const BATCH_CONTENT_TYPE = 'aer1-anchor-batch/1';
 export const BATCH_TREE = 'rfc6962-sha256';
 
+/**
+ * The indexed subject tag of an envelope-mode event (SPEC §4.1): `["i", "aer1:<subject key>"]`.
+ * Single-letter, so relays index it and an auditor can ask for `{"#i": ["aer1:<key>"]}`
+ * without the proof (see docs/nostr.md, "Finding an anchor without its proof").
+ */
+export const SUBJECT_TAG = 'i';
+export const SUBJECT_TAG_PREFIX = 'aer1:';
+
+/** The `i` tag value naming a subject key (`receipt_uuid`, or `job_id` for chain heads). */
+export function subjectTagValue(key: string): string {
+  return `${SUBJECT_TAG_PREFIX}${key}`;
+}
+
+/**
+ * What a batch-mode event carries instead: it cannot name its thousands of subjects, so a
+ * marker tag `["t", "aer1-batch"]` lets its signer's batch events be listed and counted.
+ */
+export const BATCH_MARKER_TAG: readonly [string, string] = ['t', 'aer1-batch'];
+
 const RFC3339_UTC_SECONDS = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z$/;
 
 export interface EnvelopeEventInput {
@@ -39,7 +58,7 @@ export interface EnvelopeEventInput {
   summary?: string;
 }
 
-/** One event per subject: content = the envelope's canonical bytes; tags alt and x = d. */
+/** One event per subject: content = the envelope's canonical bytes; tags alt, x = d and i = aer1:<subject key>. */
 export function envelopeEvent(input: EnvelopeEventInput, key: SigningKey): SignedEvent {
   if (typeof input.canonical !== 'string' || input.canonical === '') {
     throw new InputError('bad_event_input', 'must be the non-empty canonical envelope text', 'canonical');
@@ -72,6 +91,7 @@ export function envelopeEvent(input: EnvelopeEventInput, key: SigningKey): Signe
     tags: [
       ['alt', checkSummary(summary)],
       ['x', input.digestHex],
+      [SUBJECT_TAG, subjectTagValue(envelopeKey(envelope))],
     ],
     content: input.canonical,
   });
@@ -101,7 +121,7 @@ export function batchContent(anchoredAt: string, batchRootHex: string, leafCount
   });
 }
 
-/** One event per batch: content = canonical batch JSON; tags alt and x = batch root. */
+/** One event per batch: content = canonical batch JSON; tags alt, x = batch root and the batch marker. */
 export function batchEvent(input: BatchEventInput, key: SigningKey): SignedEvent {
   const anchoredSeconds = rfc3339Seconds(input.anchoredAt, 'anchoredAt');
   if (!isHex64(input.batchRootHex)) {
@@ -121,6 +141,7 @@ export function batchEvent(input: BatchEventInput, key: SigningKey): SignedEvent
     tags: [
       ['alt', checkSummary(summary)],
       ['x', input.batchRootHex],
+      [...BATCH_MARKER_TAG],
     ],
     content: batchContent(input.anchoredAt, input.batchRootHex, input.leafCount),
   });
@@ -282,6 +303,15 @@ function parseObject(text: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The envelope's subject key (SPEC §3): `job_id` for a chain head, else `receipt_uuid`. */
+function envelopeKey(envelope: Record<string, unknown>): string {
+  const key = envelope['subject'] === 'chain-head' ? envelope['job_id'] : envelope['receipt_uuid'];
+  if (typeof key !== 'string' || key === '') {
+    throw new InputError('bad_event_input', 'the envelope names no subject key (receipt_uuid, or job_id for a chain head)', 'canonical');
+  }
+  return key;
 }
 
 /** `AER-1 anchor: workflow-close <uuid>` (or `chain-head <job id>`), else by digest. */
