@@ -20,7 +20,7 @@ export function looksLikeProof(value: unknown): value is Record<string, unknown>
 }
 
 /** Where the attached proof sits: top level, or on the unwrapped receipt (`receipt` / `_receipt`). */
-function findAttached(value: unknown): { proof: unknown; document: unknown } | null {
+export function findAttached(value: unknown): { proof: unknown; document: unknown } | null {
   if (!isObject(value)) return null;
   if (Object.hasOwn(value, PROOF_MEMBER)) {
     const { [PROOF_MEMBER]: proof, ...document } = value;

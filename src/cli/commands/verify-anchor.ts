@@ -13,6 +13,7 @@ import { BitcoinCheckCache } from '../../verify/bitcoin.js';
 import { EventCheckCache, parseExpectedPubkey } from '../../verify/nostr.js';
 import { RelayClientFetcher, type RelayFetcher } from '../../verify/online.js';
 import { verifyAnchor, type VerifyOptions } from '../../verify/pipeline.js';
+import { discoveryFor, parseKinds } from '../discovery-options.js';
 import { exitCode, formatJson, formatText, summarize, TOOL_NAME, type FileOutcome } from '../../verify/report.js';
 import { VERSION } from '../../version.js';
 import { readJsonFile, UsageError } from '../run.js';
@@ -22,10 +23,16 @@ export const summary = 'verify anchor proofs offline against recomputed roots (s
 const USAGE = `usage: ${TOOL_NAME} FILE... [--dir DIR] [--proof FILE] [--json]
          [--headers FILE | --esplora URL | --bitcoind URL] [--network mainnet|regtest]
          [--expected-pubkey HEX|npub]... [--online] [--require-confirmed]
+         [--relay URL]... [--require-anchored] [--kind N]...
 
 FILE is a receipt, workflow close or job timeline with its anchor_proof member attached,
 or one of those plus --proof FILE, or a bare aer1-anchor-proof-v1 file. --dir DIR adds
-every *.json file in DIR (not recursive). Exit 0 PASS, 1 FAIL, 2 usage or unreadable input.`;
+every *.json file in DIR (not recursive). Exit 0 PASS, 1 FAIL, 2 usage or unreadable input.
+
+A document without a proof, with --online --relay URL... --expected-pubkey KEY..., is
+checked against the anchors those signers published on those relays (discovery; event
+kind 3099 unless --kind). No anchor found is a SKIP (exit 0, nothing verified), or a
+FAIL under --require-anchored.`;
 
 // Unknown or malformed flags are usage errors (exit 2): runMain maps parseArgs' errors.
 function parseFlags(argv: string[]) {
@@ -44,6 +51,9 @@ function parseFlags(argv: string[]) {
       'expected-pubkey': { type: 'string', multiple: true },
       online: { type: 'boolean' },
       'require-confirmed': { type: 'boolean' },
+      relay: { type: 'string', multiple: true },
+      'require-anchored': { type: 'boolean' },
+      kind: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
     },
@@ -51,7 +61,7 @@ function parseFlags(argv: string[]) {
 }
 
 /** Every `*.json` file directly in `dir`, sorted by name. */
-function jsonFilesIn(dir: string): string[] {
+export function jsonFilesIn(dir: string): string[] {
   let names: string[];
   try {
     if (!statSync(dir).isDirectory()) throw new UsageError(`--dir ${dir} is not a directory`, 'unreadable');
@@ -143,10 +153,17 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   options.relayFetcher = fetcher;
   const outcomes: FileOutcome[] = [];
   /** Reads and verifies one file; a UsageError names the file (its message goes out as one line). */
+  const discover = discoveryFor(values, options, parseKinds(values.kind));
   const verifyFile = async (file: string): Promise<FileOutcome> => {
     const value = readJsonFile(file); // its errors already name the file
     try {
-      return { file, report: await verifyAnchor({ value, ...(givenProof !== undefined ? { proof: givenProof } : {}) }, options) };
+      try {
+        return { file, report: await verifyAnchor({ value, ...(givenProof !== undefined ? { proof: givenProof } : {}) }, options) };
+      } catch (err) {
+        // a document without a proof: find its anchor on the caller's relays instead
+        if (err instanceof UsageError && err.code === 'no_proof') return { file, discovery: await discover(value, fetcher, err) };
+        throw err;
+      }
     } catch (err) {
       if (err instanceof UsageError) throw new UsageError(`${file}: ${err.message}`, err.code);
       throw err;
