@@ -41,7 +41,7 @@ function cli(bin: string, args: string[]): Promise<CliRun> {
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const guard = setTimeout(() => child.kill('SIGKILL'), 90_000);
     child.once('error', reject);
     child.once('exit', (code) => {
       clearTimeout(guard);
@@ -113,7 +113,7 @@ describe('anchor discovery and audit against three dev relays, anchored by the r
     await Promise.all(relays.map((r) => r.close()));
   });
 
-  it('finds the anchor of a cut workflow whose proof was withheld, and fails it naming the truncation', async () => {
+  it('finds the anchor of a cut workflow whose proof was withheld, and fails it naming the truncation', { timeout: 120_000 }, async () => {
     const file = write('cut-workflow.json', cut(workflow));
     const r = await cli(verifyBin, [file, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey]);
     expect(r.stderr).toBe('');
