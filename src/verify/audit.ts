@@ -15,7 +15,8 @@ import {
 } from './discover.js';
 import { findAttached } from './input.js';
 import type { RelayFetcher } from './online.js';
-import type { VerifyOptions } from './pipeline.js';
+import { verifyAnchor, type VerifyOptions, type VerifyReport } from './pipeline.js';
+import { UsageError } from '../errors.js';
 
 export const AUDIT_OUTCOMES = ['matching', 'altered', 'truncated', 'not-anchored', 'withheld'] as const;
 export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
@@ -100,6 +101,41 @@ async function listRelay(fetcher: RelayFetcher, url: string, base: RelayQueryFil
   return { url, events: seen.size, error: null, complete: false };
 }
 
+/**
+ * A document anchored in batch mode cannot be found by key; its attached proof can still
+ * tie it to a batch event: the proof is checked offline (document, envelope, digest,
+ * inclusion path, trusted signer) and its batch event must be one the signer published
+ * on the named relays. Null when the proof shows no such batch anchor.
+ */
+async function batchAnchored(
+  original: unknown, found: Harvest, relays: readonly string[], policy: AnchorEventPolicy, fetcher: RelayFetcher, options: VerifyOptions,
+): Promise<Pick<AuditRow, 'outcome' | 'anchors' | 'detail'> | null> {
+  let report: VerifyReport;
+  try {
+    report = await verifyAnchor({ value: original }, options);
+  } catch (err) {
+    if (err instanceof UsageError) return null;
+    throw err;
+  }
+  const nostr = report.witnesses.nostr;
+  if (nostr?.mode !== 'batch' || nostr.event_id === null) return null;
+  const id = nostr.event_id;
+  if (!found.batches.has(id)) {
+    for (const url of relays) {
+      try {
+        const text = await fetcher.fetch(url, id);
+        if (text !== null) harvest(found, url, [text], policy);
+      } catch {
+        // unreachable: the listing already reported it
+      }
+    }
+  }
+  const on = found.batches.get(id);
+  if (!on) return null;
+  if (report.verdict === 'FAIL') return { outcome: classify(report.reason), anchors: [id], detail: `batch event ${id}, by its attached proof: ${report.reason}` };
+  return { outcome: 'matching', anchors: [id], detail: `batch mode: matches its attached proof, whose batch event ${id} is on ${on.join(', ')}` };
+}
+
 function classify(reason: string): AuditOutcome {
   return reason.includes('truncated:') ? 'truncated' : 'altered';
 }
@@ -119,13 +155,14 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
   const listedKeys = new Set([...found.anchors.values()].map((a) => a.key));
 
   // documents: the proof attached to one is set aside, the document alone is held against the relays
-  const docs: Array<{ file: string; value: unknown; kind: SubjectKind; key: string }> = [];
+  const docs: Array<{ file: string; value: unknown; attached: boolean; original: unknown; kind: SubjectKind; key: string }> = [];
   const unreadable: Array<{ file: string; error: string }> = [];
   for (const d of documents) {
-    const value = findAttached(d.value)?.document ?? d.value;
+    const attached = findAttached(d.value);
+    const value = attached?.document ?? d.value;
     try {
       const s = recognizeForDiscovery(value);
-      docs.push({ file: d.file, value, kind: s.kind, key: s.key });
+      docs.push({ file: d.file, value, attached: attached !== null, original: d.value, kind: s.kind, key: s.key });
     } catch (err) {
       unreadable.push({ file: d.file, error: err instanceof Error ? err.message : String(err) });
     }
@@ -152,7 +189,12 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
     const anchors = (byKey.get(d.key) ?? []).sort((a, b) => a.event.created_at - b.event.created_at || a.event.id.localeCompare(b.event.id));
     const ids = anchors.map((a) => a.event.id);
     if (anchors.length === 0) {
-      rows.push({ outcome: 'not-anchored', kind: d.kind, key: d.key, file: d.file, anchors: [], detail: `no anchor by the signer on ${relays.join(', ')}` });
+      const batch = d.attached ? await batchAnchored(d.original, found, relays, policy, options.fetcher, verifyOptions) : null;
+      if (batch) rows.push({ ...batch, kind: d.kind, key: d.key, file: d.file });
+      else {
+        const batchNote = found.batches.size ? ` (the signer has ${found.batches.size} batch-mode event${found.batches.size === 1 ? '' : 's'} there: a batch anchor cannot be found by key, only by the document's proof)` : '';
+        rows.push({ outcome: 'not-anchored', kind: d.kind, key: d.key, file: d.file, anchors: [], detail: `no anchor by the signer on ${relays.join(', ')}${batchNote}` });
+      }
       continue;
     }
     let failure: string | null = null;

@@ -230,3 +230,60 @@ describe('anchor discovery and audit against three dev relays, anchored by the r
     expect(c.stderr).toBe('aer1-anchor: --since "yesterday" is neither RFC 3339 UTC (2026-01-31T12:00:00Z) nor unix seconds\n');
   });
 });
+
+describe('discovery and audit when the daemon anchors in batch mode', () => {
+  let relays: DevRelay[] = [];
+  let daemon: Daemon;
+  let issuer: Issuer;
+  let exporter: ProofExporter;
+  const key = generateSecretKey();
+  const dir = tempDir('aer1-discovery-batch');
+  const first = { ...receiptNumber(Math.floor(Math.random() * 1e9)), id: `rc-batch-1-${randomUUID()}` };
+  const second = { ...receiptNumber(Math.floor(Math.random() * 1e9)), id: `rc-batch-2-${randomUUID()}` };
+  const relayArgs = (): string[] => relays.flatMap((r) => ['--relay', r.url]);
+
+  beforeAll(async () => {
+    relays = await startRelays(3);
+    const config = testConfig({ relays, overrides: { nostr: { mode: 'batch', batchWindowMs: 300 } } });
+    daemon = await startDaemon(config, undefined, key);
+    issuer = new Issuer(config);
+    exporter = new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: config.ots.calendars });
+    await issuer.enqueueMany([first, second].map((d) => ({ data: d, key: d.id })));
+    await waitFor('both subjects in a batch accepted by all three relays', async () => {
+      for (const d of [first, second]) if ((await exporter.export(d.id))?.nostr?.status !== 'confirmed') return false;
+      return true;
+    }, 60_000, 200);
+  }, 90_000);
+
+  afterAll(async () => {
+    await daemon?.stop();
+    await issuer?.close();
+    await Promise.all(relays.map((r) => r.close()));
+  });
+
+  it('cannot find a batch-anchored subject by key, and says so: SKIP naming the batch events, FAIL under --require-anchored', async () => {
+    const file = join(dir, 'first.json');
+    writeFileSync(file, JSON.stringify(first));
+    const r = await cli(verifyBin, [file, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^VERDICT: SKIP: no anchor found on .*; the signer has \d+ batch-mode events? there, which discovery cannot tie to a subject \(only a proof's inclusion path can\): nothing was verified/m);
+    const strict = await cli(verifyBin, [file, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey, '--require-anchored']);
+    expect(strict.code).toBe(1);
+  });
+
+  it('audit matches a batch-anchored document by its attached proof; without one it reads as not anchored, naming the batch events', async () => {
+    const folder = join(dir, 'audit');
+    mkdirSync(folder);
+    writeFileSync(join(folder, 'first.json'), JSON.stringify({ ...first, anchor_proof: await exporter.export(first.id) }));
+    writeFileSync(join(folder, 'second.json'), JSON.stringify(second));
+    const r = await cli(anchorBin, ['audit', ...relayArgs(), '--expected-pubkey', key.publicKey, '--json', folder]);
+    expect(r.stderr).toBe('');
+    const out = JSON.parse(r.stdout) as { counts: Json; rows: Json[]; anchor_events: number; batch_events: number };
+    expect(out.anchor_events).toBe(0);
+    expect(out.batch_events).toBeGreaterThanOrEqual(1);
+    expect(out.counts).toEqual({ matching: 1, altered: 0, truncated: 0, 'not-anchored': 1, withheld: 0 });
+    expect(out.rows.find((x) => x.key === first.id)).toMatchObject({ outcome: 'matching', detail: expect.stringMatching(/^batch mode: matches its attached proof, whose batch event [0-9a-f]{64} is on /) });
+    expect(out.rows.find((x) => x.key === second.id)).toMatchObject({ outcome: 'not-anchored', detail: expect.stringContaining('a batch anchor cannot be found by key') });
+    expect(r.code).toBe(1);
+  });
+});
