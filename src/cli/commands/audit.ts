@@ -4,6 +4,7 @@
  * holds the folder's documents against them (src/verify/audit.ts). Exit 0 when every
  * subject matches, 1 on any mismatch, 2 on usage or unreadable input.
  */
+import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { quote } from '../../verify/anchor-events.js';
 import { audit, auditExitCode, AUDIT_OUTCOMES, type AuditDocument, type AuditReport } from '../../verify/audit.js';
@@ -28,11 +29,11 @@ documents in DIR are still looked up by key. Exit 0 all match, 1 any mismatch, 2
 or unreadable input.`;
 
 const LABELS: Record<string, string> = {
-  matching: 'anchored and matching',
-  altered: 'anchored but altered',
-  truncated: 'anchored but truncated',
-  'not-anchored': 'in the folder, never anchored',
-  withheld: 'anchored, missing from the folder (withheld)',
+  matching: 'matching',
+  altered: 'altered',
+  truncated: 'truncated',
+  'not-anchored': 'not anchored',
+  withheld: 'withheld',
 };
 
 /** `--since`: RFC 3339 UTC (`2026-01-31T12:00:00Z`) or unix seconds. */
@@ -60,11 +61,14 @@ export function formatAudit(report: AuditReport, dir: string): string {
   }
   lines.push(`  ${report.anchor_events} envelope-mode anchor event${report.anchor_events === 1 ? '' : 's'}; ${report.batch_events} batch-mode event${report.batch_events === 1 ? '' : 's'} (a batch names no subject: those subjects cannot be listed)`);
   lines.push('');
+  lines.push('matching: anchored, the document agrees; altered / truncated: anchored, the document disagrees;');
+  lines.push('not anchored: in the folder, no anchor found; withheld: anchored, missing from the folder');
+  lines.push('');
   lines.push(`${'OUTCOME'.padEnd(13)} ${'KIND'.padEnd(15)} ${'KEY'.padEnd(40)} ${'FILE'.padEnd(24)} DETAIL`);
   for (const row of report.rows) {
-    lines.push(`${row.outcome.padEnd(13)} ${(row.kind ?? '-').padEnd(15)} ${quote(row.key, 38).padEnd(40)} ${(row.file ?? '-').padEnd(24)} ${row.detail.replace(/[\r\n]+/g, ' ')}`);
+    lines.push(`${row.outcome.padEnd(13)} ${(row.kind ?? '-').padEnd(15)} ${quote(row.key, 38).padEnd(40)} ${(row.file === null ? '-' : basename(row.file)).padEnd(24)} ${row.detail.replace(/[\r\n]+/g, ' ')}`);
   }
-  for (const u of report.unreadable) lines.push(`${'UNREADABLE'.padEnd(13)} ${'-'.padEnd(15)} ${'-'.padEnd(40)} ${u.file.padEnd(24)} ${u.error.replace(/[\r\n]+/g, ' ')}`);
+  for (const u of report.unreadable) lines.push(`${'UNREADABLE'.padEnd(13)} ${'-'.padEnd(15)} ${'-'.padEnd(40)} ${basename(u.file).padEnd(24)} ${u.error.replace(/[\r\n]+/g, ' ')}`);
   for (const ig of report.ignored) lines.push(`  ignored: event ${ig.event_id ?? '(no id)'} from ${ig.relay}: ${ig.reason.replace(/[\r\n]+/g, ' ')}`);
   lines.push('');
   const counts = AUDIT_OUTCOMES.map((o) => `${report.counts[o]} ${LABELS[o]}`).join(', ');
