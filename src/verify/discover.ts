@@ -185,7 +185,8 @@ export interface DiscoveryOptions {
   readonly verify?: VerifyOptions;
 }
 
-function npubOf(hex: string): string {
+/** The npub of a hex key, or the hex itself when it is not a valid key. */
+export function npubOf(hex: string): string {
   try {
     return npub(hex);
   } catch {

@@ -7,10 +7,10 @@
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { quote } from '../../verify/anchor-events.js';
+import { npubOf } from '../../verify/discover.js';
 import { audit, auditExitCode, AUDIT_OUTCOMES, type AuditDocument, type AuditReport } from '../../verify/audit.js';
 import { parseExpectedPubkey } from '../../verify/nostr.js';
 import { RelayClientFetcher } from '../../verify/online.js';
-import { npub } from '../../witness/nostr/keys.js';
 import { VERSION } from '../../version.js';
 import { parseKinds, parseRelays } from '../discovery-options.js';
 import { readJsonFile, UsageError } from '../run.js';
@@ -44,14 +44,6 @@ export function parseSince(text: string | undefined): number | undefined {
   const ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(t) ? Date.parse(t) : NaN;
   if (Number.isNaN(ms)) throw new UsageError(`--since ${JSON.stringify(t.slice(0, 40))} is neither RFC 3339 UTC (2026-01-31T12:00:00Z) nor unix seconds`);
   return Math.floor(ms / 1000);
-}
-
-function npubOf(hex: string): string {
-  try {
-    return npub(hex);
-  } catch {
-    return hex;
-  }
 }
 
 export function formatAudit(report: AuditReport, dir: string): string {
