@@ -11,10 +11,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { receiptIdV0Root } from '../../src/aer1/merkle.js';
-import type { Daemon } from '../../src/daemon/daemon.js';
 import { ProofExporter } from '../../src/proof/export.js';
 import { envelopeEvent } from '../../src/witness/nostr/events.js';
-import { generateSecretKey } from '../../src/witness/nostr/keys.js';
+import { generateSecretKey, type SigningKey } from '../../src/witness/nostr/keys.js';
 import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
 import { RelayClient } from '../../src/witness/nostr/relay-client.js';
 import { loadFixture, type WorkflowExample } from '../fixtures/index.js';
@@ -58,10 +57,38 @@ function cut(doc: WorkflowExample): WorkflowExample {
   return { ...doc, steps, merkle_root: receiptIdV0Root(steps.map((s) => s.receipt_id as string)) };
 }
 
+/** Three dev relays and the real daemon (its own Redis prefix) that anchored `docs` in `mode`, every relay accepting. */
+interface AnchoredStack {
+  relays: DevRelay[];
+  exporter: ProofExporter;
+  close(): Promise<void>;
+}
+
+async function anchoredByDaemon(mode: 'envelope' | 'batch', key: SigningKey, docs: ReadonlyArray<{ key: string; doc: unknown }>): Promise<AnchoredStack> {
+  const relays = await startRelays(3);
+  const config = testConfig({ relays, overrides: { nostr: { mode, batchWindowMs: 300 } } });
+  const daemon = await startDaemon(config, undefined, key);
+  const issuer = new Issuer(config);
+  const exporter = new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: config.ots.calendars });
+  await issuer.enqueueMany(docs.map((a) => ({ data: a.doc, key: a.key })));
+  await waitFor(`every subject accepted by all three relays (${mode} mode)`, async () => {
+    for (const a of docs) if ((await exporter.export(a.key))?.nostr?.status !== 'confirmed') return false;
+    return true;
+  }, 60_000, 200);
+  return {
+    relays,
+    exporter,
+    close: async () => {
+      await daemon.stop();
+      await issuer.close();
+      await Promise.all(relays.map((r) => r.close()));
+    },
+  };
+}
+
 describe('anchor discovery and audit against three dev relays, anchored by the real daemon', () => {
+  let stack: AnchoredStack | undefined;
   let relays: DevRelay[] = [];
-  let daemon: Daemon;
-  let issuer: Issuer;
   let exporter: ProofExporter;
   const key = generateSecretKey();
   const forger = generateSecretKey();
@@ -83,16 +110,8 @@ describe('anchor discovery and audit against three dev relays, anchored by the r
   };
 
   beforeAll(async () => {
-    relays = await startRelays(3);
-    const config = testConfig({ relays, overrides: { nostr: { mode: 'envelope' } } });
-    daemon = await startDaemon(config, undefined, key);
-    issuer = new Issuer(config);
-    exporter = new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: config.ots.calendars });
-    await issuer.enqueueMany(anchored.map((a) => ({ data: a.doc, key: a.key })));
-    await waitFor('every subject accepted by all three relays', async () => {
-      for (const a of anchored) if ((await exporter.export(a.key))?.nostr?.status !== 'confirmed') return false;
-      return true;
-    }, 60_000, 200);
+    stack = await anchoredByDaemon('envelope', key, anchored);
+    ({ relays, exporter } = stack);
     // A forger's anchor of the cut workflow, same i tag, signed by another key, on every relay.
     const forged = subjectOf(cut(workflow));
     const event = envelopeEvent({ canonical: forged.canonical, digestHex: forged.digestHex }, forger);
@@ -108,9 +127,7 @@ describe('anchor discovery and audit against three dev relays, anchored by the r
   }, 90_000);
 
   afterAll(async () => {
-    await daemon?.stop();
-    await issuer?.close();
-    await Promise.all(relays.map((r) => r.close()));
+    await stack?.close();
   });
 
   it('finds the anchor of a cut workflow whose proof was withheld, and fails it naming the truncation', { timeout: 120_000 }, async () => {
@@ -152,6 +169,17 @@ describe('anchor discovery and audit against three dev relays, anchored by the r
     const strict = await cli(verifyBin, [file, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey, '--require-anchored']);
     expect(strict.code).toBe(1);
     expect(strict.stdout).toContain(`VERDICT: FAIL: not anchored (--require-anchored): no anchor found on ${relays.map((x) => x.url).join(', ')} for receipt "${never.id}"`);
+  });
+
+  it('reports discovery files beside the others in a multi-file run, counting the unanchored ones', async () => {
+    const files = [write('multi-never.json', never), write('multi-workflow.json', workflow), write('multi-cut.json', cut(workflow))];
+    const r = await cli(verifyBin, [...files, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey]);
+    expect(r.code).toBe(1);
+    expect(r.stdout.trimEnd().split('\n').at(-1)).toBe('SUMMARY: 3 files: 1 PASS, 1 FAIL, 1 not anchored (SKIP), 0 unreadable');
+    const j = await cli(verifyBin, [...files, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey, '--json']);
+    const out = JSON.parse(j.stdout) as { results: Json[]; summary: Json };
+    expect(out.results.map((x) => x.verdict)).toEqual(['SKIP', 'PASS', 'FAIL']);
+    expect(out.summary).toEqual({ files: 3, pass: 1, pending: 0, fail: 1, unreadable: 0, not_anchored: 1 });
   });
 
   it('trusts only the caller\'s keys: an unknown signer finds nothing, the forger\'s own key finds only the forgery', async () => {
@@ -233,9 +261,8 @@ describe('anchor discovery and audit against three dev relays, anchored by the r
 });
 
 describe('discovery and audit when the daemon anchors in batch mode', () => {
+  let stack: AnchoredStack | undefined;
   let relays: DevRelay[] = [];
-  let daemon: Daemon;
-  let issuer: Issuer;
   let exporter: ProofExporter;
   const key = generateSecretKey();
   const dir = tempDir('aer1-discovery-batch');
@@ -244,22 +271,12 @@ describe('discovery and audit when the daemon anchors in batch mode', () => {
   const relayArgs = (): string[] => relays.flatMap((r) => ['--relay', r.url]);
 
   beforeAll(async () => {
-    relays = await startRelays(3);
-    const config = testConfig({ relays, overrides: { nostr: { mode: 'batch', batchWindowMs: 300 } } });
-    daemon = await startDaemon(config, undefined, key);
-    issuer = new Issuer(config);
-    exporter = new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: config.ots.calendars });
-    await issuer.enqueueMany([first, second].map((d) => ({ data: d, key: d.id })));
-    await waitFor('both subjects in a batch accepted by all three relays', async () => {
-      for (const d of [first, second]) if ((await exporter.export(d.id))?.nostr?.status !== 'confirmed') return false;
-      return true;
-    }, 60_000, 200);
+    stack = await anchoredByDaemon('batch', key, [first, second].map((d) => ({ key: d.id, doc: d })));
+    ({ relays, exporter } = stack);
   }, 90_000);
 
   afterAll(async () => {
-    await daemon?.stop();
-    await issuer?.close();
-    await Promise.all(relays.map((r) => r.close()));
+    await stack?.close();
   });
 
   it('cannot find a batch-anchored subject by key, and says so: SKIP naming the batch events, FAIL under --require-anchored', async () => {
