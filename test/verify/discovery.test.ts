@@ -171,6 +171,14 @@ describe('anchor discovery and audit against three dev relays, anchored by the r
     expect(strict.stdout).toContain(`VERDICT: FAIL: not anchored (--require-anchored): no anchor found on ${relays.map((x) => x.url).join(', ')} for receipt "${never.id}"`);
   });
 
+  it('exits promptly after --online reads back the event of an attached proof (it used to linger ~70 s)', async () => {
+    const file = write('matching-with-proof.json', { ...matching, anchor_proof: await exporter.export(matching.id) });
+    const r = await cli(verifyBin, [file, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey]);
+    expect(r.stdout).toMatch(/PASS  online +identical event served by /);
+    expect(r.code).toBe(0);
+    expect(r.ms).toBeLessThan(10_000);
+  });
+
   it('reports discovery files beside the others in a multi-file run, counting the unanchored ones', async () => {
     const files = [write('multi-never.json', never), write('multi-workflow.json', workflow), write('multi-cut.json', cut(workflow))];
     const r = await cli(verifyBin, [...files, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey]);
