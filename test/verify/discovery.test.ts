@@ -171,7 +171,7 @@ describe('anchor discovery and audit against three dev relays, anchored by the r
     expect(strict.stdout).toContain(`VERDICT: FAIL: not anchored (--require-anchored): no anchor found on ${relays.map((x) => x.url).join(', ')} for receipt "${never.id}"`);
   });
 
-  it('exits promptly after --online reads back the event of an attached proof (it used to linger ~70 s)', async () => {
+  it('exits promptly after --online reads back the event of an attached proof (it used to linger ~70 s)', { timeout: 120_000 }, async () => {
     const file = write('matching-with-proof.json', { ...matching, anchor_proof: await exporter.export(matching.id) });
     const r = await cli(verifyBin, [file, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey]);
     expect(r.stdout).toMatch(/PASS  online +identical event served by /);
