@@ -164,7 +164,8 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
       const s = recognizeForDiscovery(value);
       docs.push({ file: d.file, value, attached: attached !== null, original: d.value, kind: s.kind, key: s.key });
     } catch (err) {
-      unreadable.push({ file: d.file, error: err instanceof Error ? err.message : String(err) });
+      if (!(err instanceof UsageError)) throw err;
+      unreadable.push({ file: d.file, error: err.message });
     }
   }
 

@@ -47,6 +47,8 @@ export function recognizeForDiscovery(value: unknown): DocumentSubject {
   try {
     return documentSubject(recognizeDocument(value, { allowOpenTimeline: true }));
   } catch (err) {
+    // a hostile nesting depth overflows the stack somewhere in the parsers: exit 2, not a crash
+    if (err instanceof RangeError) throw new UsageError('document not recognized: nested too deeply to read', 'too_deep');
     if (!(err instanceof Aer1Error)) throw err;
     throw new UsageError(`document not recognized: ${err.message}`, 'unrecognized');
   }

@@ -3,6 +3,7 @@
  * event by event, and only the trusted signer's anchors of this very subject count.
  */
 import { describe, expect, it } from 'vitest';
+import { UsageError } from '../../src/errors.js';
 import { discoverAnchors } from '../../src/verify/discover.js';
 import type { RelayFetcher } from '../../src/verify/online.js';
 import { envelopeEvent, serializeEvent } from '../../src/witness/nostr/events.js';
@@ -61,6 +62,14 @@ describe('discovery against relays that ignore the filter', () => {
     expect(report.anchors.map((a) => a.report.verdict).sort()).toEqual(['FAIL', 'PASS']);
     expect(report.verdict).toBe('FAIL');
     expect(report.reason).toMatch(/^anchor event [0-9a-f]{64}: .* \(1 of 2 anchors disagree with the document\)$/);
+  });
+
+  it('refuses a document nested thousands deep with a usage error (exit 2), not a stack overflow', async () => {
+    const workflow = loadFixture('workflow-receipt-example');
+    const deep = JSON.parse(JSON.stringify({ ...workflow, type: '__DEEP__' }).replace('"__DEEP__"', `${'['.repeat(5000)}"x"${']'.repeat(5000)}`)) as unknown;
+    const err = await discoverAnchors(deep, { relays: ['wss://a.example'], trustedPubkeys: [KEY.publicKey], fetcher: servingAll([]) }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as Error).message).toBe('document not recognized: nested too deeply to read');
   });
 
   it('says no relay could be asked when none answers', async () => {
