@@ -6,6 +6,7 @@
  */
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
+import { checkAnchoredAt } from '../../envelope/envelope.js';
 import { quote } from '../../verify/anchor-events.js';
 import { npubOf } from '../../verify/discover.js';
 import { audit, auditExitCode, AUDIT_OUTCOMES, type AuditDocument, type AuditReport } from '../../verify/audit.js';
@@ -36,14 +37,16 @@ const LABELS: Record<string, string> = {
   withheld: 'withheld',
 };
 
-/** `--since`: RFC 3339 UTC (`2026-01-31T12:00:00Z`) or unix seconds. */
+/** `--since`: RFC 3339 UTC with whole seconds (`2026-01-31T12:00:00Z`, as `anchored_at`) or unix seconds. */
 export function parseSince(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const t = text.trim();
   if (/^\d{1,12}$/.test(t)) return Number(t);
-  const ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(t) ? Date.parse(t) : NaN;
-  if (Number.isNaN(ms)) throw new UsageError(`--since ${JSON.stringify(t.slice(0, 40))} is neither RFC 3339 UTC (2026-01-31T12:00:00Z) nor unix seconds`);
-  return Math.floor(ms / 1000);
+  try {
+    return Date.parse(checkAnchoredAt(t, '--since')) / 1000;
+  } catch {
+    throw new UsageError(`--since ${JSON.stringify(t.slice(0, 40))} is neither RFC 3339 UTC (2026-01-31T12:00:00Z) nor unix seconds`);
+  }
 }
 
 export function formatAudit(report: AuditReport, dir: string): string {
