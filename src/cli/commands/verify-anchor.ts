@@ -152,8 +152,8 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   if (values.online) fetcher = new RelayClientFetcher();
   options.relayFetcher = fetcher;
   const outcomes: FileOutcome[] = [];
-  /** Reads and verifies one file; a UsageError names the file (its message goes out as one line). */
   const discover = discoveryFor(values, options, parseKinds(values.kind));
+  /** Reads and verifies one file; a UsageError names the file (its message goes out as one line). */
   const verifyFile = async (file: string): Promise<FileOutcome> => {
     const value = readJsonFile(file); // its errors already name the file
     try {
