@@ -12,6 +12,7 @@ const COMMANDS: Record<string, Loader> = {
   keygen: () => import('./commands/keygen.js'),
   ots: () => import('./commands/ots.js'),
   'verify-anchor': () => import('./commands/verify-anchor.js'),
+  audit: () => import('./commands/audit.js'),
   'dev-relay': () => import('./commands/dev-relay.js'),
   'dev-calendar': () => import('./commands/dev-calendar.js'),
   demo: () => import('./commands/demo.js'),

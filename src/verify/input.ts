@@ -48,7 +48,7 @@ function refuseMixedProof(value: Record<string, unknown>): void {
  * Where the attached proof sits: top level, or on the unwrapped receipt (`receipt` /
  * `_receipt`). Proofs in both places are two readings of one file: refused (exit 2).
  */
-function findAttached(value: unknown): { proof: unknown; document: unknown } | null {
+export function findAttached(value: unknown): { proof: unknown; document: unknown } | null {
   if (!isObject(value)) return null;
   const found: Array<{ proof: unknown; document: unknown; where: string }> = [];
   if (Object.hasOwn(value, PROOF_MEMBER)) {

@@ -7,13 +7,15 @@
  * none answered.
  */
 import type { NostrEventJson } from '../proof/format.js';
-import type { RelayClient } from '../witness/nostr/relay-client.js';
+import type { RelayClient, RelayQueryFilter } from '../witness/nostr/relay-client.js';
 import { sameSignedEvent } from '../witness/nostr/events.js';
 import { fail, pass, skip, type CheckResult } from './types.js';
 
 /** Fetches an event's JSON text by id from one relay: null when the relay has none; throws when it cannot be asked. */
 export interface RelayFetcher {
   fetch(url: string, id: string): Promise<string | null>;
+  /** The JSON texts of the events matching one bounded filter (`limit` required); throws when the relay cannot be asked. */
+  query(url: string, filter: RelayQueryFilter): Promise<string[]>;
   close(): void;
 }
 
@@ -23,6 +25,14 @@ export class RelayClientFetcher implements RelayFetcher {
   constructor(private readonly timeoutMs = 10_000) {}
 
   async fetch(url: string, id: string): Promise<string | null> {
+    return (await this.client(url)).fetchById(id);
+  }
+
+  async query(url: string, filter: RelayQueryFilter): Promise<string[]> {
+    return (await this.client(url)).query(filter);
+  }
+
+  private async client(url: string): Promise<RelayClient> {
     let client = this.clients.get(url);
     if (!client) {
       // loaded on first use: an offline run never pays for the WebSocket stack
@@ -30,7 +40,7 @@ export class RelayClientFetcher implements RelayFetcher {
       client = this.clients.get(url) ?? new RelayClient(url, { fetchTimeoutMs: this.timeoutMs, connectTimeoutMs: Math.min(5000, this.timeoutMs), ping: false });
       this.clients.set(url, client);
     }
-    return client.fetchById(id);
+    return client;
   }
 
   close(): void {

@@ -5,13 +5,17 @@
  */
 import { VERSION } from '../version.js';
 import type { VerifyReport } from './pipeline.js';
+import type { DiscoveryReport } from './discover.js';
+import { discoveryJson, formatDiscovery } from './discovery-report.js';
 
 export const TOOL_NAME = 'aer1-verify-anchor';
 
 /** One file's outcome: a report, or the reason it could not be read (exit 2). */
 export type FileOutcome =
   | { readonly file: string; readonly report: VerifyReport }
-  | { readonly file: string; readonly unreadable: string };
+  | { readonly file: string; readonly unreadable: string }
+  // a document without proof, checked against the anchors found on relays (discover.ts)
+  | { readonly file: string; readonly discovery: DiscoveryReport };
 
 export interface RunSummary {
   files: number;
@@ -20,6 +24,8 @@ export interface RunSummary {
   pending: number;
   fail: number;
   unreadable: number;
+  /** Discovery found no anchor (SKIP: nothing verified); present only when not 0. */
+  not_anchored?: number;
 }
 
 export function headerLine(): string {
@@ -53,7 +59,14 @@ function oneLine(s: string): string {
 export function summarize(outcomes: readonly FileOutcome[]): RunSummary {
   const s: RunSummary = { files: outcomes.length, pass: 0, pending: 0, fail: 0, unreadable: 0 };
   for (const o of outcomes) {
-    if (!('report' in o)) s.unreadable++;
+    if ('discovery' in o) {
+      if (o.discovery.verdict === 'FAIL') s.fail++;
+      else if (o.discovery.verdict === 'SKIP') s.not_anchored = (s.not_anchored ?? 0) + 1;
+      else {
+        s.pass++;
+        if (o.discovery.pending) s.pending++;
+      }
+    } else if (!('report' in o)) s.unreadable++;
     else if (o.report.verdict === 'FAIL') s.fail++;
     else {
       s.pass++;
@@ -65,7 +78,8 @@ export function summarize(outcomes: readonly FileOutcome[]): RunSummary {
 
 export function summaryLine(s: RunSummary): string {
   const pending = s.pending ? ` (${s.pending} pending)` : '';
-  return `SUMMARY: ${s.files} file${s.files === 1 ? '' : 's'}: ${s.pass} PASS${pending}, ${s.fail} FAIL, ${s.unreadable} unreadable`;
+  const skipped = s.not_anchored ? `, ${s.not_anchored} not anchored (SKIP)` : '';
+  return `SUMMARY: ${s.files} file${s.files === 1 ? '' : 's'}: ${s.pass} PASS${pending}, ${s.fail} FAIL${skipped}, ${s.unreadable} unreadable`;
 }
 
 /** Exit code of a run: 2 when any input was unreadable, else 1 when any FAIL, else 0. */
@@ -80,6 +94,7 @@ export function formatText(outcomes: readonly FileOutcome[], single: boolean): s
   for (const o of outcomes) {
     const lines = [`file: ${o.file}`];
     if ('report' in o) lines.push(formatReport(o.report));
+    else if ('discovery' in o) lines.push(formatDiscovery(o.discovery));
     else lines.push(`UNREADABLE: ${oneLine(o.unreadable)}`);
     blocks.push(lines.join('\n'));
   }
@@ -111,7 +126,7 @@ export function reportJson(file: string, report: VerifyReport): ReportJson {
  * `{file, verdict: "ERROR", error}`.
  */
 export function formatJson(outcomes: readonly FileOutcome[], single: boolean): string {
-  const results = outcomes.map((o) => ('report' in o ? reportJson(o.file, o.report) : { file: o.file, verdict: 'ERROR', error: o.unreadable }));
+  const results = outcomes.map((o) => ('report' in o ? reportJson(o.file, o.report) : 'discovery' in o ? discoveryJson(o.file, o.discovery) : { file: o.file, verdict: 'ERROR', error: o.unreadable }));
   if (single && results.length === 1) return `${JSON.stringify({ tool: TOOL_NAME, version: VERSION, ...results[0] }, null, 2)}\n`;
   return `${JSON.stringify({ tool: TOOL_NAME, version: VERSION, results, summary: summarize(outcomes) }, null, 2)}\n`;
 }

@@ -187,7 +187,7 @@ describe('aer1-verify-anchor (built bin)', () => {
     it('for a document without any proof, an unknown flag, or two header sources', () => {
       const r = verify([write('no-proof.json', receipt)]);
       expect(r.code).toBe(2);
-      expect(r.stderr).toMatch(/no anchor proof: attach it as the "anchor_proof" member or give it with --proof FILE\n$/);
+      expect(r.stderr).toMatch(/no anchor proof: attach it as the "anchor_proof" member or give it with --proof FILE \(or give --online --relay URL --expected-pubkey KEY to find its anchor on relays\)\n$/);
       expect(r.stderr.split('\n')).toHaveLength(2);
       const flag = verify(['--frobnicate', 'x.json']);
       expect(flag.code).toBe(2);

@@ -15,6 +15,7 @@ import { BitcoinCheckCache } from '../../verify/bitcoin.js';
 import { EventCheckCache, parseExpectedPubkey } from '../../verify/nostr.js';
 import { RelayClientFetcher, type RelayFetcher } from '../../verify/online.js';
 import { verifyAnchor, type VerifyOptions } from '../../verify/pipeline.js';
+import { discoveryFor, parseKinds, parseRelays } from '../discovery-options.js';
 import { exitCode, formatJson, formatText, summarize, TOOL_NAME, type FileOutcome } from '../../verify/report.js';
 import { VERSION } from '../../version.js';
 import { parseJsonText, readJsonFile, UsageError } from '../run.js';
@@ -26,6 +27,7 @@ const USAGE = `usage: ${TOOL_NAME} FILE... [--dir DIR] [--proof FILE] [--json]
          [--headers FILE | --esplora URL | --bitcoind URL] [--network mainnet|regtest]
          [--expected-pubkey HEX|npub]... [--trust-file FILE]...
          [--online (--relay URL... | --use-proof-relays)] [--require-confirmed]
+         [--require-anchored] [--kind N]...
 
 FILE is a receipt, workflow close or job timeline with its anchor_proof member attached,
 or one of those plus --proof FILE, or a bare aer1-anchor-proof-v1 file. --dir DIR adds
@@ -35,6 +37,11 @@ Trust is yours to give: a Nostr event counts only when signed by a key you name
 (--expected-pubkey, or a --trust-file with one hex or npub key per line); --online asks
 the relays you name with --relay, and the proof's own relay list only with
 --use-proof-relays. Bitcoin attestations are checked against the header source you give.
+
+A document without a proof, with --online --relay URL... --expected-pubkey KEY..., is
+checked against the anchors those signers published on those relays (discovery; event
+kind 3099 unless --kind). No anchor found is a SKIP (exit 0, nothing verified), or a
+FAIL under --require-anchored.
 Exit 0 PASS, 1 FAIL, 2 usage or unreadable input.`;
 
 // Unknown or malformed flags are usage errors (exit 2): runMain maps parseArgs' errors.
@@ -57,6 +64,8 @@ function parseFlags(argv: string[]) {
       relay: { type: 'string', multiple: true },
       'use-proof-relays': { type: 'boolean' },
       'require-confirmed': { type: 'boolean' },
+      'require-anchored': { type: 'boolean' },
+      kind: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
     },
@@ -64,7 +73,7 @@ function parseFlags(argv: string[]) {
 }
 
 /** Every `*.json` file directly in `dir`, sorted by name. */
-function jsonFilesIn(dir: string): string[] {
+export function jsonFilesIn(dir: string): string[] {
   let names: string[];
   try {
     if (!statSync(dir).isDirectory()) throw new UsageError(`--dir ${dir} is not a directory`, 'unreadable');
@@ -125,21 +134,9 @@ export function readTrustFile(file: string): string[] {
   return keys;
 }
 
-/** `--relay URL`: a ws:// or wss:// URL. */
-function parseRelayUrl(text: string): string {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new UsageError(`--relay ${quoteBounded(text)} is not a URL`);
-  }
-  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new UsageError(`--relay ${quoteBounded(text)} must be a ws:// or wss:// URL`);
-  return text;
-}
-
 function network(value: string | undefined): BitcoinNetwork {
   if (value === undefined) return 'mainnet';
-  if (!(BITCOIN_NETWORKS as readonly string[]).includes(value)) throw new UsageError(`--network must be one of ${BITCOIN_NETWORKS.join('|')}, got ${JSON.stringify(value)}`);
+  if (!(BITCOIN_NETWORKS as readonly string[]).includes(value)) throw new UsageError(`--network must be one of ${BITCOIN_NETWORKS.join('|')}, got ${quoteBounded(value)}`);
   return value as BitcoinNetwork;
 }
 
@@ -170,7 +167,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   // one FILE (or --proof alone) and no --dir: a single result; otherwise per-file results and a summary
   const single = (values.dir ?? []).length === 0 && files.length <= 1;
 
-  const relays = (values.relay ?? []).map(parseRelayUrl);
+  const relays = parseRelays(values.relay);
   const useProofRelays = values['use-proof-relays'] === true;
   if (values.online && relays.length === 0 && !useProofRelays) {
     throw new UsageError('--online asks the relays you name: give --relay URL (repeatable), or --use-proof-relays to ask the relays the proof itself lists');
@@ -194,11 +191,18 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   if (values.online) fetcher = new RelayClientFetcher();
   options.relayFetcher = fetcher;
   const outcomes: FileOutcome[] = [];
+  const discover = discoveryFor(values, options, parseKinds(values.kind));
   /** Reads and verifies one file; a UsageError names the file (its message goes out as one line). */
   const verifyFile = async (file: string): Promise<FileOutcome> => {
     const value = readJsonFile(file); // its errors already name the file
     try {
-      return { file, report: await verifyAnchor({ value, ...(givenProof !== undefined ? { proof: givenProof } : {}) }, options) };
+      try {
+        return { file, report: await verifyAnchor({ value, ...(givenProof !== undefined ? { proof: givenProof } : {}) }, options) };
+      } catch (err) {
+        // a document without a proof: find its anchor on the caller's relays instead
+        if (err instanceof UsageError && err.code === 'no_proof') return { file, discovery: await discover(value, fetcher, err) };
+        throw err;
+      }
     } catch (err) {
       if (err instanceof UsageError) throw new UsageError(`${file}: ${err.message}`, err.code);
       throw err;

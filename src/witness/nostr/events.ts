@@ -21,6 +21,38 @@ export const DEFAULT_EVENT_KIND = 3099;
 export const BATCH_CONTENT_TYPE = 'aer1-anchor-batch/1';
 export const BATCH_TREE = 'rfc6962-sha256';
 
+/**
+ * The indexed subject tag of an envelope-mode event (SPEC §4.1): `["i", "aer1:<subject key>"]`.
+ * Single-letter, so relays index it and an auditor can ask for `{"#i": ["aer1:<key>"]}`
+ * without the proof (see docs/nostr.md, "Finding an anchor without its proof").
+ */
+export const SUBJECT_TAG = 'i';
+export const SUBJECT_TAG_PREFIX = 'aer1:';
+
+/**
+ * Longest subject tag value written verbatim, in UTF-8 bytes. Relays cap tag values
+ * (strfry and @nostr-relay at 1,024 bytes): a longer key is named by its SHA-256 instead.
+ */
+export const MAX_SUBJECT_TAG_BYTES = 256;
+
+/**
+ * The `i` tag value naming a subject key (`receipt_uuid`, or `job_id` for chain heads):
+ * `aer1:<key>`, or `aer1:sha256:<hex of SHA-256 of the key's UTF-8>` when that would be
+ * over MAX_SUBJECT_TAG_BYTES. Either way a function of the key alone, so anyone holding
+ * the document can compute it; the verifier still checks the event's envelope names the key.
+ */
+export function subjectTagValue(key: string): string {
+  const verbatim = `${SUBJECT_TAG_PREFIX}${key}`;
+  if (Buffer.byteLength(verbatim, 'utf8') <= MAX_SUBJECT_TAG_BYTES) return verbatim;
+  return `${SUBJECT_TAG_PREFIX}sha256:${sha256Hex(key)}`;
+}
+
+/**
+ * What a batch-mode event carries instead: it cannot name its thousands of subjects, so a
+ * marker tag `["t", "aer1-batch"]` lets its signer's batch events be listed and counted.
+ */
+export const BATCH_MARKER_TAG: readonly [string, string] = ['t', 'aer1-batch'];
+
 const RFC3339_UTC_SECONDS = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z$/;
 
 export interface EnvelopeEventInput {
@@ -39,7 +71,7 @@ export interface EnvelopeEventInput {
   summary?: string;
 }
 
-/** One event per subject: content = the envelope's canonical bytes; tags alt and x = d. */
+/** One event per subject: content = the envelope's canonical bytes; tags alt, x = d and i = aer1:<subject key>. */
 export function envelopeEvent(input: EnvelopeEventInput, key: SigningKey): SignedEvent {
   if (typeof input.canonical !== 'string' || input.canonical === '') {
     throw new InputError('bad_event_input', 'must be the non-empty canonical envelope text', 'canonical');
@@ -72,6 +104,7 @@ export function envelopeEvent(input: EnvelopeEventInput, key: SigningKey): Signe
     tags: [
       ['alt', checkSummary(summary)],
       ['x', input.digestHex],
+      [SUBJECT_TAG, subjectTagValue(envelopeKey(envelope))],
     ],
     content: input.canonical,
   });
@@ -101,7 +134,7 @@ export function batchContent(anchoredAt: string, batchRootHex: string, leafCount
   });
 }
 
-/** One event per batch: content = canonical batch JSON; tags alt and x = batch root. */
+/** One event per batch: content = canonical batch JSON; tags alt, x = batch root and the batch marker. */
 export function batchEvent(input: BatchEventInput, key: SigningKey): SignedEvent {
   const anchoredSeconds = rfc3339Seconds(input.anchoredAt, 'anchoredAt');
   if (!isHex64(input.batchRootHex)) {
@@ -121,6 +154,7 @@ export function batchEvent(input: BatchEventInput, key: SigningKey): SignedEvent
     tags: [
       ['alt', checkSummary(summary)],
       ['x', input.batchRootHex],
+      [...BATCH_MARKER_TAG],
     ],
     content: batchContent(input.anchoredAt, input.batchRootHex, input.leafCount),
   });
@@ -282,6 +316,15 @@ function parseObject(text: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The envelope's subject key (SPEC §3): `job_id` for a chain head, else `receipt_uuid`. */
+function envelopeKey(envelope: Record<string, unknown>): string {
+  const key = envelope['subject'] === 'chain-head' ? envelope['job_id'] : envelope['receipt_uuid'];
+  if (typeof key !== 'string' || key === '') {
+    throw new InputError('bad_event_input', 'the envelope names no subject key (receipt_uuid, or job_id for a chain head)', 'canonical');
+  }
+  return key;
 }
 
 /** `AER-1 anchor: workflow-close <uuid>` (or `chain-head <job id>`), else by digest. */

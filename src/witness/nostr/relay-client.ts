@@ -6,9 +6,10 @@
  * next use.
  */
 import WebSocket from 'ws';
-import { AbstractRelay } from 'nostr-tools/abstract-relay';
+import { AbstractRelay, type Subscription } from 'nostr-tools/abstract-relay';
 import { verifyEvent } from 'nostr-tools/pure';
 import type { Event as NostrEvent } from 'nostr-tools/core';
+import type { Filter } from 'nostr-tools/filter';
 import type { SignedEvent } from './keys.js';
 import { eventFields } from './events.js';
 
@@ -55,6 +56,22 @@ export interface RelayClientOptions {
   now?: () => Date;
   /** WebSocket ping every 29 s to notice dead connections (default true). */
   ping?: boolean;
+}
+
+/** The largest `limit` a query may ask for (strfry's default cap is 500; others allow more). */
+export const MAX_QUERY_LIMIT = 5000;
+
+/** One NIP-01 filter, as `query` takes it (`#i`, `#t`, `#x` for the tags this project writes). */
+export interface RelayQueryFilter {
+  ids?: string[];
+  authors?: string[];
+  kinds?: number[];
+  '#i'?: string[];
+  '#t'?: string[];
+  '#x'?: string[];
+  since?: number;
+  until?: number;
+  limit?: number;
 }
 
 export class RelayFetchError extends Error {
@@ -146,7 +163,29 @@ export class RelayClient {
    */
   async fetchById(id: string, options: { timeoutMs?: number } = {}): Promise<string | null> {
     if (!/^[0-9a-f]{64}$/.test(id)) throw new TypeError('event id must be 64 lowercase hex characters');
-    const timeoutMs = options.timeoutMs ?? this.#fetchTimeoutMs;
+    const texts = await this.#request({ ids: [id], limit: 1 }, options.timeoutMs ?? this.#fetchTimeoutMs, 'fetch', false);
+    return texts[0] ?? null;
+  }
+
+  /**
+   * Asks the relay for the events matching one NIP-01 filter (`authors`, `kinds`, `#i`,
+   * `since`, `until`, ...) and resolves at EOSE with their JSON texts exactly as sent, in
+   * the relay's order (newest first on most relays), so the caller verifies fresh parses.
+   * `limit` is required (1..MAX_QUERY_LIMIT) and bounds what is kept: a relay that sends
+   * more is cut off there. Rejects with `RelayFetchError` when the relay cannot be asked,
+   * does not reach EOSE before the deadline, or refuses the request with CLOSED.
+   */
+  async query(filter: RelayQueryFilter, options: { timeoutMs?: number } = {}): Promise<string[]> {
+    const limit = filter.limit;
+    if (limit === undefined || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_QUERY_LIMIT) {
+      throw new RangeError(`filter.limit must be an integer in 1..${MAX_QUERY_LIMIT}`);
+    }
+    return this.#request(filter, options.timeoutMs ?? this.#fetchTimeoutMs, 'query', true);
+  }
+
+  /** One REQ with one filter, collecting raw EVENT texts until EOSE, `limit` events, or the deadline. */
+  async #request(filter: RelayQueryFilter, timeoutMs: number, label: string, closedIsError: boolean): Promise<string[]> {
+    const max = filter.limit ?? 1;
     const deadline = Date.now() + timeoutMs;
     let relay: AbstractRelay;
     try {
@@ -154,47 +193,57 @@ export class RelayClient {
     } catch (err) {
       throw new RelayFetchError(this.url, describe(err));
     }
-    const subId = `aer1-fetch:${++this.#serial}`;
-    return await new Promise<string | null>((resolve, reject) => {
+    const subId = `aer1-${label}:${++this.#serial}`;
+    return await new Promise<string[]>((resolve, reject) => {
       let done = false;
-      let raw: string | null = null;
+      let sub: Subscription | undefined;
+      const texts: string[] = [];
       const finish = (fn: () => void): void => {
         if (done) return;
         done = true;
         clearTimeout(timer);
         this.#rawEvents.delete(subId);
         try {
-          sub.close();
+          // Subscription.close() leaves its EOSE timer running (nostr-tools 2.25): a
+          // pending one kept `--online` runs alive ~70 s. receivedEose() clears it.
+          sub?.receivedEose();
+          sub?.close();
         } catch {
           // the connection is already gone
         }
-        // nostr-tools' Subscription.close() leaves its EOSE timer running (~70 s here), which
-        // keeps a finished CLI process alive: end it the way an EOSE would.
-        sub.receivedEose();
         fn();
       };
       this.#rawEvents.set(subId, (text) => {
-        if (raw === null) raw = text;
+        if (texts.length < max) texts.push(text);
       });
       const timer = setTimeout(
         () => finish(() => reject(new RelayFetchError(this.url, `no answer to REQ within ${timeoutMs} ms`))),
         Math.max(1, deadline - Date.now()),
       );
-      const sub = relay.subscribe([{ ids: [id], limit: 1 }], {
-        id: subId,
-        // our own timer is the deadline: AbstractRelay's EOSE timeout would look like an EOSE
-        eoseTimeout: timeoutMs + 60_000,
-        onevent: () => finish(() => resolve(raw)),
-        oninvalidevent: () => finish(() => resolve(raw)),
-        oneose: () => finish(() => resolve(raw)),
-        onclose: (reason) => {
-          if (reason === 'relay connection closed' || reason === 'relay connection closed by us') {
-            finish(() => reject(new RelayFetchError(this.url, reason)));
-          } else {
-            finish(() => resolve(raw));
-          }
-        },
-      });
+      const collected = (): void => {
+        if (texts.length >= max) finish(() => resolve(texts));
+      };
+      try {
+        sub = relay.subscribe([filter as Filter], {
+          id: subId,
+          // our own timer is the deadline: AbstractRelay's EOSE timeout would look like an EOSE
+          eoseTimeout: timeoutMs + 60_000,
+          onevent: collected,
+          oninvalidevent: collected,
+          oneose: () => finish(() => resolve(texts)),
+          onclose: (reason) => {
+            if (reason === 'relay connection closed' || reason === 'relay connection closed by us') {
+              finish(() => reject(new RelayFetchError(this.url, reason)));
+            } else if (closedIsError) {
+              finish(() => reject(new RelayFetchError(this.url, `the relay closed the request: ${boundedText(reason)}`)));
+            } else {
+              finish(() => resolve(texts));
+            }
+          },
+        });
+      } catch (err) {
+        finish(() => reject(new RelayFetchError(this.url, describe(err))));
+      }
     });
   }
 
@@ -400,6 +449,12 @@ function prefixOf(message: string): string | undefined {
 function positive(value: number, name: string): number {
   if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number of milliseconds`);
   return value;
+}
+
+/** A relay's own words, quoted as a bounded one-line prefix. */
+function boundedText(text: string): string {
+  const line = String(text).replace(/[\r\n]+/g, ' ');
+  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
 }
 
 function describe(err: unknown): string {

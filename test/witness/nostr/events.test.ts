@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { getEventHash, verifyEvent } from 'nostr-tools/pure';
+import { canonicalJson } from '../../../src/aer1/canonical-json.js';
 import { sha256Hex } from '../../../src/aer1/hash.js';
 import { InputError } from '../../../src/errors.js';
 import {
   DEFAULT_EVENT_KIND,
+  subjectTagValue,
   batchContent,
   batchEvent,
   canonicalEventJson,
@@ -18,7 +20,7 @@ import { TEST_SECRET_HEX, workflowEnvelope } from './fixtures.js';
 const key = SigningKey.parse(TEST_SECRET_HEX);
 
 describe('envelope event', () => {
-  it('carries the canonical envelope as content, alt and x tags, the default kind and anchored_at as created_at', () => {
+  it('carries the canonical envelope as content, alt, x and indexed subject tags, the default kind and anchored_at as created_at', () => {
     const env = workflowEnvelope(1, '2025-06-01T12:00:00Z');
     const ev = envelopeEvent({ canonical: env.canonical, digestHex: env.digestHex }, key);
     expect(ev.content).toBe(env.canonical);
@@ -28,6 +30,7 @@ describe('envelope event', () => {
     expect(ev.tags).toEqual([
       ['alt', 'AER-1 anchor: workflow-close 0b9f6c1e-5c1a-4b7e-9f1a-000000000001'],
       ['x', env.digestHex],
+      ['i', 'aer1:0b9f6c1e-5c1a-4b7e-9f1a-000000000001'],
     ]);
     expect(ev.tags.some((t) => t[0] === 'expiration' || t[0] === '-')).toBe(false);
     expect(getEventHash(ev)).toBe(ev.id);
@@ -59,6 +62,17 @@ describe('envelope event', () => {
     expect(() => envelopeEvent({ canonical: text, digestHex: sha256Hex(text) }, key)).toThrow(/canonical: must be a JSON object in canonical form/);
   });
 
+  it('names a chain head by its job_id in the subject tag', () => {
+    const canonical = canonicalJson({ type: 'zambo-receipt-anchor/1', subject: 'chain-head', job_id: 'job-7a1f', final_entry_digest: sha256Hex('e'), entry_count: 3, anchored_at: '2025-06-01T12:00:00Z' });
+    const ev = envelopeEvent({ canonical, digestHex: sha256Hex(canonical) }, key);
+    expect(ev.tags).toContainEqual(['i', 'aer1:job-7a1f']);
+  });
+
+  it('refuses an envelope that names no subject key', () => {
+    const canonical = canonicalJson({ type: 'zambo-receipt-anchor/1', subject: 'receipt', anchored_at: '2025-06-01T12:00:00Z' });
+    expect(() => envelopeEvent({ canonical, digestHex: sha256Hex(canonical) }, key)).toThrow(/canonical: the envelope names no subject key/);
+  });
+
   it('refuses kinds that relays do not store as regular events', () => {
     const env = workflowEnvelope(5);
     for (const kind of [0, 1, 3, 999, 10002, 20001, 30078, 1000.5, -1]) {
@@ -85,6 +99,7 @@ describe('batch event', () => {
     expect(ev.tags).toEqual([
       ['alt', `AER-1 anchor batch: 200 subjects, root ${root}`],
       ['x', root],
+      ['t', 'aer1-batch'],
     ]);
     expect(ev.created_at).toBe(Date.UTC(2025, 5, 1, 12, 0, 0) / 1000);
     expect(ev.kind).toBe(DEFAULT_EVENT_KIND);
@@ -153,5 +168,16 @@ describe('event comparison', () => {
     expect(sameSignedEvent(JSON.stringify({ ...ev, content: ev.content + ' ' }), ev)).toBe(false);
     expect(sameSignedEvent('garbage', ev)).toBe(false);
     expect(canonicalEventJson(ev)).toBe(canonicalEventJson(JSON.parse(reordered)));
+  });
+});
+
+describe('the subject tag value', () => {
+  it('names a key verbatim up to 256 bytes, and a longer one by its SHA-256 (relays cap tag values at 1,024 bytes)', () => {
+    expect(subjectTagValue('0f1e2d3c-aaaa-4bbb-8ccc-123456789abc')).toBe('aer1:0f1e2d3c-aaaa-4bbb-8ccc-123456789abc');
+    const edge = 'k'.repeat(256 - 'aer1:'.length);
+    expect(subjectTagValue(edge)).toBe(`aer1:${edge}`);
+    const long = '\u4e2d'.repeat(2600);
+    expect(subjectTagValue(long)).toBe(`aer1:sha256:${sha256Hex(Buffer.from(long, 'utf8'))}`);
+    expect(subjectTagValue(`${edge}k`)).toMatch(/^aer1:sha256:[0-9a-f]{64}$/);
   });
 });
