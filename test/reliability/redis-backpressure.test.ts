@@ -94,7 +94,9 @@ describe('a Redis that does not answer', () => {
       const p = await post(frozen);
       expectRefused(p, 'redis_timeout', 'POST');
       expect(p.body.error?.message).toMatch(new RegExp(`${BOUND_MS} ms`));
-      expectRefused(await get('/v1/stats'), 'redis_timeout', 'stats');
+      const stats = await get('/v1/stats');
+      expectRefused(stats, 'redis_timeout', 'stats');
+      figures.frozenStatsMs = stats.ms;
       expectRefused(await get(`/v1/anchors/${before.receipt_uuid}`), 'redis_timeout', 'look-up');
       expectRefused(await get('/v1/anchors?limit=5'), 'redis_timeout', 'list');
       const r = await get('/readyz');
@@ -157,7 +159,9 @@ describe('a Redis that refuses writes', () => {
     } finally {
       await admin.config('SET', 'maxmemory', '0');
     }
+    const raised = Date.now();
     await waitFor('/readyz green once the limit is raised', ready, 60_000, 200);
+    figures.fullGreenAfterRaiseMs = Date.now() - raised;
     expect((await post(receiptFields())).res.status).toBe(202);
   });
 
