@@ -67,7 +67,15 @@ export class RequestRedis {
       redis.disconnect();
       throw err;
     }
-    return new RequestRedis(redis, daemon, log);
+    const requests = new RequestRedis(redis, daemon, log);
+    // a queue whose first commands (its version check) failed stays broken: find out now, not on the first POST
+    try {
+      await Promise.all(requests.queues.map((q) => q.waitUntilReady()));
+    } catch (err) {
+      await requests.close();
+      throw err;
+    }
+    return requests;
   }
 
   async close(): Promise<void> {
