@@ -120,6 +120,9 @@ describe('a Redis that does not answer', () => {
       expectRefused(p, 'redis_unavailable', 'POST');
       expectRefused(await get('/v1/stats'), 'redis_unavailable', 'stats');
       expectRefused(await get('/metrics'), 'redis_unavailable', 'metrics');
+      for (const path of [`/v1/anchors/${gone.receipt_uuid}`, `/v1/anchors/${gone.receipt_uuid}/proof`, '/v1/anchors']) {
+        expectRefused(await get(path), 'redis_unavailable', path);
+      }
       expect((await get('/readyz')).res.status).toBe(503);
       figures.gonePostMs = p.ms;
     } finally {
