@@ -34,7 +34,7 @@ const REPLY_KINDS: ReadonlyArray<[RegExp, RefusalKind, boolean]> = [
 ];
 
 /** ioredis's own words for a connection that is down (the command was never sent)... */
-const NOT_SENT = [/^Stream isn't writeable/, /\bECONNREFUSED\b|\bEHOSTUNREACH\b|\bENOTFOUND\b/];
+const NOT_SENT = [/\bECONNREFUSED\b|\bEHOSTUNREACH\b|\bENOTFOUND\b/];
 /** ...or that dropped while the command waited for its answer. */
 const LOST = [/^Connection is closed/, /^Reached the max retries per request limit/, /\bECONNRESET\b|\bEPIPE\b|\bETIMEDOUT\b/];
 
@@ -53,6 +53,8 @@ export function redisRefusal(err: unknown): RedisRefusal | null {
   }
   const away = { writesRefused: false, detail, retryAfterSeconds: RETRY_AFTER_AWAY_S };
   if (/^Command timed out/.test(message)) return { kind: 'timeout', maybeApplied: true, ...away };
+  // ioredis's words for a fail-fast connection that is down say nothing to an operator
+  if (/^Stream isn't writeable/.test(message)) return { kind: 'unavailable', maybeApplied: false, ...away, detail: 'not connected (the connection is down or being re-established)' };
   if (NOT_SENT.some((p) => p.test(message))) return { kind: 'unavailable', maybeApplied: false, ...away };
   if (LOST.some((p) => p.test(message))) return { kind: 'unavailable', maybeApplied: true, ...away };
   return null;

@@ -32,6 +32,8 @@ describe('redisRefusal', () => {
     const oom = redisRefusal(new Error(`OOM command not allowed when used memory > 'maxmemory'. script: ${'a'.repeat(40)}, on @user_script:9.`))!;
     expect(describeRefusal(oom, 2500)).toBe("Redis refuses writes: it is out of memory (maxmemory reached, noeviction): OOM command not allowed when used memory > 'maxmemory'.");
     expect(describeRefusal(redisRefusal(new Error('Command timed out'))!, 2500)).toBe('Redis did not answer within 2500 ms (http.redisTimeoutMs)');
+    const down = redisRefusal(new Error("Stream isn't writeable and enableOfflineQueue options is false"))!;
+    expect(describeRefusal(down, 2500)).toBe('Redis is unreachable: not connected (the connection is down or being re-established)');
     const long = redisRefusal(new Error(`READONLY ${'x'.repeat(5000)}\nsecond line`))!;
     expect(long.detail.length).toBeLessThanOrEqual(201);
     expect(long.detail).not.toContain('second line');
