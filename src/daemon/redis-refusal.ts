@@ -33,7 +33,7 @@ const REPLY_KINDS: ReadonlyArray<[RegExp, RefusalKind, boolean]> = [
   [/^(BUSY|LOADING|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)\b/, 'busy', false],
 ];
 
-/** ioredis's own words for a connection that is down (the command was never sent)... */
+/** A connection that could not be made (the command was never sent)... */
 const NOT_SENT = [/\bECONNREFUSED\b|\bEHOSTUNREACH\b|\bENOTFOUND\b/];
 /** ...or that dropped while the command waited for its answer. */
 const LOST = [/^Connection is closed/, /^Reached the max retries per request limit/, /\bECONNRESET\b|\bEPIPE\b|\bETIMEDOUT\b/];
