@@ -51,7 +51,7 @@ export interface Config {
     esploraUrl: string | null;
     bitcoindUrl: string | null;
   };
-  http: { enabled: boolean; host: string; port: number; token: string | null; readsRequireToken: boolean; maxBodyBytes: number };
+  http: { enabled: boolean; host: string; port: number; token: string | null; readsRequireToken: boolean; maxBodyBytes: number; redisTimeoutMs: number };
   webhooks: WebhookConfig[];
   log: { level: string };
 }

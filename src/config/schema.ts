@@ -76,6 +76,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'http.token', type: { kind: 'optional-string' }, default: null, env: 'AER1_HTTP_TOKEN', doc: 'Bearer token for POST /v1/anchors (and for reads when http.readsRequireToken). Unset: POST is refused.' },
   { key: 'http.readsRequireToken', type: { kind: 'bool' }, default: false, env: 'AER1_HTTP_READS_REQUIRE_TOKEN', doc: 'Require the token for every read endpoint too (not /livez, /readyz).' },
   { key: 'http.maxBodyBytes', type: int(1024, 64 * 1024 * 1024), default: 4 * 1024 * 1024, env: 'AER1_HTTP_MAX_BODY_BYTES', doc: 'Largest request body accepted.' },
+  { key: 'http.redisTimeoutMs', type: int(100, 60_000), default: 2500, env: 'AER1_HTTP_REDIS_TIMEOUT_MS', doc: 'Longest a request waits on Redis; past it, or while Redis is unreachable or refuses writes, the answer is 503 with Retry-After.' },
 
   { key: 'webhooks', type: { kind: 'webhooks' }, default: [], env: 'AER1_WEBHOOKS', doc: 'POST every state change to these: [{"url", "secret"}] (JSON in the environment).' },
 

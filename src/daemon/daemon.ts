@@ -149,9 +149,14 @@ export class Daemon {
     return this.intakeWorker !== null && this.intakeWorker.isRunning() && this.stopping === null;
   }
 
+  /** The intake and witness queues. */
+  get queues(): Queue[] {
+    return [this.intakeQueue, ...(this.nostr?.allQueues ?? []), ...(this.ots?.allQueues ?? [])];
+  }
+
   /** Queue depth across the intake and witness queues. */
   queueCounts(): Promise<QueueDepth> {
-    return queueDepth([this.intakeQueue, ...(this.nostr?.allQueues ?? []), ...(this.ots?.allQueues ?? [])]);
+    return queueDepth(this.queues);
   }
 
   /** Stops taking jobs, lets in-flight work finish or go back to its queue, then disconnects. */

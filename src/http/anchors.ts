@@ -2,6 +2,7 @@
  * The anchor endpoints: look up one subject, export its proof, list subjects page by page,
  * and enqueue new ones (`POST /v1/anchors`, through the same producer as `aer1-anchor enqueue`).
  */
+import { redisRefusal, type RedisRefusal } from '../daemon/redis-refusal.js';
 import { Aer1Error, ConflictError, InputError } from '../errors.js';
 import { ProofExporter } from '../proof/export.js';
 import { enqueueAnchor, type EnqueueOutcome } from '../queue/producer.js';
@@ -11,7 +12,7 @@ import { WITNESSES, type WitnessName } from '../state/keys.js';
 import { anchorDetail, summarize } from '../state/subject-view.js';
 import { readJsonBody } from './body.js';
 import type { DaemonView } from './daemon-view.js';
-import { HttpError, json, type Reply } from './respond.js';
+import { HttpError, json, refusalError, type Reply } from './respond.js';
 import type { RequestContext } from './router.js';
 
 export const DEFAULT_LIMIT = 50;
@@ -25,13 +26,20 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+export interface AnchorRoutesHooks {
+  /** Redis refused or did not answer a write of `POST /v1/anchors`. */
+  onWriteRefused?(refusal: RedisRefusal): void;
+}
+
 export class AnchorRoutes {
   private readonly daemon: DaemonView;
   private readonly exporter: ProofExporter;
   private readonly limits: JobLimits;
+  private readonly hooks: AnchorRoutesHooks;
 
-  constructor(daemon: DaemonView) {
+  constructor(daemon: DaemonView, hooks: AnchorRoutesHooks = {}) {
     this.daemon = daemon;
+    this.hooks = hooks;
     const c = daemon.config;
     this.exporter = new ProofExporter(daemon.store, {
       relays: c.nostr.enabled ? c.nostr.relays : [],
@@ -92,15 +100,21 @@ export class AnchorRoutes {
     const keys: string[] = [];
     const results: Array<EnqueueOutcome | { key: string; error: { code: string; message: string } }> = [];
     let conflict: ConflictError | null = null;
-    for (const subject of subjects) {
+    for (const [i, subject] of subjects.entries()) {
       try {
         const outcome = await enqueueAnchor(this.daemon.intakeQueue, this.daemon.store, subject, this.limits);
         keys.push(outcome.key);
         results.push(outcome);
       } catch (err) {
-        if (!(err instanceof ConflictError)) throw err;
-        conflict ??= err;
-        results.push({ key: err.key, error: { code: err.code, message: err.message } });
+        if (err instanceof ConflictError) {
+          conflict ??= err;
+          results.push({ key: err.key, error: { code: err.code, message: err.message } });
+          continue;
+        }
+        const refusal = redisRefusal(err);
+        if (!refusal) throw err;
+        this.hooks.onWriteRefused?.(refusal);
+        return this.refused(refusal, many ? i : null, keys, results);
       }
     }
     if (conflict) {
@@ -108,6 +122,16 @@ export class AnchorRoutes {
       return json(409, { error: { code: 'conflict', message: conflict.message, ...(field ? { field } : {}) }, keys, results });
     }
     return json(202, { keys, results });
+  }
+
+  /** 503 with Retry-After; lists what was queued before Redis refused, and says when the one being written may still land. */
+  private refused(refusal: RedisRefusal, index: number | null, keys: string[], results: unknown[]): Reply {
+    const which = index === null ? 'the subject' : `subjects[${index}]`;
+    const addendum = refusal.maybeApplied
+      ? `; ${which} may still be queued once Redis answers: POSTing it again is safe (idempotent by subject key)`
+      : `; ${which} was not queued${keys.length > 0 ? `, the ${keys.length} before it were (see keys)` : ''}`;
+    const e = refusalError(refusal, this.daemon.config.http.redisTimeoutMs, addendum);
+    return json(503, { ...e.body(), keys, results }, e.headers);
   }
 
   /** Parses a subject as the intake worker will, so bad input is refused now, with its field. */

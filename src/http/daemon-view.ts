@@ -16,6 +16,8 @@ export interface DaemonView {
   readonly metrics: DaemonMetrics;
   readonly witnesses: readonly WitnessName[];
   readonly intakeQueue: Queue;
+  /** The intake and witness queues (the HTTP server counts their jobs on its own connection). */
+  readonly queues: readonly Queue[];
   readonly running: boolean;
   queueCounts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }>;
 }

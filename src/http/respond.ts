@@ -3,6 +3,7 @@
  * with a status that says what kind of problem it is.
  */
 import type { ServerResponse } from 'node:http';
+import { describeRefusal, type RedisRefusal } from '../daemon/redis-refusal.js';
 
 export interface ErrorBody {
   error: { code: string; message: string; field?: string };
@@ -60,4 +61,9 @@ export function send(res: ServerResponse, reply: Reply): void {
 
 export function sendError(res: ServerResponse, err: HttpError): void {
   send(res, { status: err.status, body: err.body(), headers: err.headers });
+}
+
+/** Redis refused or did not answer: 503 with `Retry-After`, the code naming why (`redis_out_of_memory`, `redis_timeout`, ...). */
+export function refusalError(refusal: RedisRefusal, timeoutMs: number, addendum = ''): HttpError {
+  return new HttpError(503, `redis_${refusal.kind}`, `${describeRefusal(refusal, timeoutMs)}${addendum}`, undefined, { 'Retry-After': String(refusal.retryAfterSeconds) });
 }

@@ -7,12 +7,15 @@ import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse }
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { redisRefusal } from '../daemon/redis-refusal.js';
 import { ConflictError, InputError } from '../errors.js';
 import { AnchorRoutes, parseLimit } from './anchors.js';
 import { TokenAuth } from './auth.js';
 import type { DaemonView } from './daemon-view.js';
 import { EventFeed, parseStreamId } from './event-feed.js';
-import { HttpError, JSON_TYPE, json, send, sendError, type Reply } from './respond.js';
+import { Readiness } from './readiness.js';
+import { RequestRedis } from './request-redis.js';
+import { HttpError, JSON_TYPE, json, refusalError, send, sendError, type Reply } from './respond.js';
 import { checkQuery, findRoute, splitUrl, type RequestContext, type Route } from './router.js';
 import { streamEvents, type LiveStream } from './sse.js';
 import { collectStats, gaugeSource } from './stats.js';
@@ -32,7 +35,6 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
-const READY_TIMEOUT_MS = 2000;
 const PAGE_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 function hostForUrl(host: string): string {
@@ -49,23 +51,6 @@ function resumeFrom(req: IncomingMessage, query: URLSearchParams): string | null
   return `${id[0]}-${id[1]}`;
 }
 
-async function pingWithin(daemon: DaemonView, ms: number): Promise<string | null> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<string>((resolve) => {
-    timer = setTimeout(() => resolve(`redis: no answer to PING within ${ms} ms`), ms);
-  });
-  try {
-    return await Promise.race([
-      daemon.redis.ping().then((r) => (r === 'PONG' ? null : `redis: unexpected PING answer ${JSON.stringify(r)}`)),
-      timeout,
-    ]);
-  } catch (err) {
-    return `redis: ${(err as Error).message}`;
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
   const { daemon } = opts;
   const log = opts.log.child({ part: 'http' });
@@ -79,9 +64,13 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   await feed.start();
   const sockets = new EventSocketServer(feed);
   const streams = new Set<LiveStream>();
-  const anchors = new AnchorRoutes(daemon);
-  const webhookLog = new WebhookLog(daemon.redis, daemon.store.keys.base);
-  daemon.metrics.attach(gaugeSource(daemon));
+  // every read and write of a request goes through this connection: bounded, never replayed
+  const requests = await RequestRedis.open(daemon, cfg.redisTimeoutMs, log);
+  const view = requests.view;
+  const readiness = new Readiness(requests.redis, daemon.store.keys.probe, cfg.redisTimeoutMs);
+  const anchors = new AnchorRoutes(view, { onWriteRefused: (r) => readiness.noteRefusal(r) });
+  const webhookLog = new WebhookLog(requests.redis, daemon.store.keys.base);
+  const gauges = gaugeSource(view);
 
   const staticRoute = (path: string): Route => ({
     method: 'GET',
@@ -102,7 +91,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       access: 'public',
       handler: async () => {
         const reasons: string[] = [];
-        const redis = await pingWithin(daemon, READY_TIMEOUT_MS);
+        const redis = await readiness.redisProblem();
         if (redis) reasons.push(redis);
         if (!daemon.running) reasons.push('worker: the intake worker is not running');
         if (reasons.length > 0) return json(503, { error: { code: 'not_ready', message: reasons.join('; ') } });
@@ -113,13 +102,13 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       method: 'GET',
       path: '/metrics',
       access: 'read',
-      handler: async () => ({
-        status: 200,
-        body: await daemon.metrics.registry.metrics(),
-        headers: { 'Content-Type': daemon.metrics.registry.contentType },
-      }),
+      handler: async () => {
+        // servers sharing one daemon's metrics (a second listener) each read through their own connection
+        daemon.metrics.attach(gauges);
+        return { status: 200, body: await daemon.metrics.registry.metrics(), headers: { 'Content-Type': daemon.metrics.registry.contentType } };
+      },
     },
-    { method: 'GET', path: '/v1/stats', access: 'read', handler: async () => json(200, await collectStats(daemon)) },
+    { method: 'GET', path: '/v1/stats', access: 'read', handler: async () => json(200, await collectStats(view)) },
     { method: 'GET', path: '/v1/anchors', access: 'read', query: ['status', 'witness', 'backend', 'cursor', 'limit'], handler: (c) => anchors.list(c) },
     { method: 'POST', path: '/v1/anchors', access: 'write', handler: (c) => anchors.post(c) },
     { method: 'GET', path: '/v1/anchors/{key}', access: 'read', handler: (c) => anchors.get(c) },
@@ -186,7 +175,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       const reply = await match.route.handler(ctx);
       if (reply) send(res, reply);
     } catch (err) {
-      replyError(res, err, log);
+      replyError(res, err, log, cfg.redisTimeoutMs);
     } finally {
       if (counted) inFlight -= 1;
       // the path only: the query may carry the access token
@@ -239,6 +228,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
         for (let i = 0; i < 100 && inFlight > 0; i++) await new Promise((r) => setTimeout(r, 20));
         server.closeAllConnections();
         await feed.close();
+        await requests.close();
         await closed;
       })();
       return closing;
@@ -256,11 +246,13 @@ function serveStatic(req: IncomingMessage, file: StaticFile): Reply {
   return { status: 200, body: file.body, headers };
 }
 
-function replyError(res: ServerResponse, err: unknown, log: Logger): void {
+function replyError(res: ServerResponse, err: unknown, log: Logger, redisTimeoutMs: number): void {
   let e: HttpError;
+  const refusal = redisRefusal(err);
   if (err instanceof HttpError) e = err;
   else if (err instanceof ConflictError) e = new HttpError(409, err.code, err.message);
   else if (err instanceof InputError) e = new HttpError(400, err.code, err.message, err.field);
+  else if (refusal) e = refusalError(refusal, redisTimeoutMs);
   else {
     log.error({ err: (err as Error)?.message ?? String(err) }, 'request failed');
     e = new HttpError(500, 'internal', 'internal error; see the daemon log');

@@ -15,6 +15,7 @@ import type { AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
 import { claimsFromJobData, type JobLimits } from './job-data.js';
 import { ANCHOR_JOB } from './names.js';
+import { boundedFailures } from './failed-attempts.js';
 import { stalledJobOptions } from './stalled.js';
 import { quoteBounded } from '../aer1/json-limits.js';
 
@@ -121,12 +122,12 @@ export interface IntakeWorkerOptions {
 export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakeProcessor, log: Logger): Worker {
   const worker = new Worker(
     opts.queueName,
-    async (job: Job) => {
+    boundedFailures(async (job: Job) => {
       if (job.name !== ANCHOR_JOB) {
         return processor.refuse(job.id, `unknown job name ${quoteBounded(job.name)} (expected "${ANCHOR_JOB}")`);
       }
       return processor.process(job.id, job.data);
-    },
+    }, log),
     {
       connection: opts.connection,
       prefix: opts.bullPrefix,

@@ -59,6 +59,10 @@ export class StateKeys {
   openBatches(witness: WitnessName): string {
     return `${this.base}:bopen:${witness}`;
   }
+  /** Written with a short expiry by `/readyz`: does Redis take writes? */
+  get probe(): string {
+    return `${this.base}:probe`;
+  }
   /** Last confirmation time per witness, counters. */
   get meta(): string {
     return `${this.base}:meta`;

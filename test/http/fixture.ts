@@ -36,6 +36,8 @@ export interface StackOptions {
   http?: Record<string, unknown>;
   overrides?: Record<string, unknown>;
   relays?: number;
+  /** Default: the shared test Redis. */
+  redisUrl?: string;
 }
 
 /** The same daemon seen with other HTTP settings, for a second server on another port. */
@@ -47,6 +49,7 @@ export function withHttp(d: Daemon, http: Partial<Config['http']>, extra: Partia
     metrics: d.metrics,
     witnesses: d.witnesses,
     intakeQueue: d.intakeQueue,
+    queues: d.queues,
     get running() {
       return d.running;
     },
@@ -67,7 +70,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     prefix,
     overrides: { ...opts.overrides, http: { enabled: true, host: '127.0.0.1', port: 0, token: TOKEN, ...opts.http } },
   });
-  const daemon = await startDaemon(config);
+  const daemon = await startDaemon(config, opts.redisUrl);
   const log = createLogger(process.env.AER1_TEST_LOG ?? 'silent');
   const http = await startHttpServer({ daemon, log });
   const withAuth = (init: (RequestInit & { auth?: boolean }) | undefined): RequestInit => {

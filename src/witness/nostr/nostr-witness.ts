@@ -11,6 +11,7 @@ import type { AnchorStore, RelayReportRecord } from '../../state/anchor-store.js
 import type { WitnessStatus } from '../../proof/format.js';
 import { backoffDelay } from '../../queue/backoff.js';
 import { nostrBatchQueueName, relayQueueName } from '../../queue/names.js';
+import { boundedFailures } from '../../queue/failed-attempts.js';
 import { stalledJobOptions } from '../../queue/stalled.js';
 import { BatchTree } from '../../batch/batch-tree.js';
 import { batchEvent, envelopeEvent, serializeEvent, sameSignedEvent, type SignedEvent } from './events.js';
@@ -86,7 +87,7 @@ export class NostrWitness {
   /** Starts the relay workers (and the batch worker in batch mode). */
   start(): void {
     for (const url of this.opts.relays) {
-      const worker = new Worker<RelayJobData>(relayQueueName(this.opts.queueBase, url), (job) => this.publishJob(url, job), {
+      const worker = new Worker<RelayJobData>(relayQueueName(this.opts.queueBase, url), boundedFailures((job) => this.publishJob(url, job), this.log), {
         connection: this.opts.connection,
         prefix: this.opts.bullPrefix,
         concurrency: this.opts.concurrency,
@@ -103,7 +104,7 @@ export class NostrWitness {
       this.workers.push(worker);
     }
     if (this.batchQueue) {
-      const worker = new Worker(nostrBatchQueueName(this.opts.queueBase), (job) => this.batchJob(String(job.data.batchId)), {
+      const worker = new Worker(nostrBatchQueueName(this.opts.queueBase), boundedFailures((job: Job<{ batchId: string | number }>) => this.batchJob(String(job.data.batchId)), this.log), {
         connection: this.opts.connection,
         prefix: this.opts.bullPrefix,
         concurrency: 2,

@@ -13,6 +13,7 @@ import type { WitnessStatus } from '../../proof/format.js';
 import { BatchTree } from '../../batch/batch-tree.js';
 import { backoffDelay } from '../../queue/backoff.js';
 import { otsQueueName } from '../../queue/names.js';
+import { boundedFailures } from '../../queue/failed-attempts.js';
 import { stalledJobOptions } from '../../queue/stalled.js';
 import { CalendarClient, CalendarError, submitToCalendars } from './calendar/index.js';
 import { parseTimestamp, serializeTimestamp } from './codec.js';
@@ -79,7 +80,7 @@ export class OtsWitness {
   }
 
   start(): void {
-    this.worker = new Worker<OtsJob>(otsQueueName(this.deps.queueBase), (job) => this.run(job), {
+    this.worker = new Worker<OtsJob>(otsQueueName(this.deps.queueBase), boundedFailures((job) => this.run(job), this.log), {
       connection: this.deps.connection,
       prefix: this.deps.bullPrefix,
       concurrency: 4,

@@ -1,0 +1,83 @@
+/**
+ * Bytes of Redis memory per subject, for sizing `maxmemory` (docs/reliability.md): a private
+ * redis-server, 1,000 receipts POSTed through the daemon with two dev relays and a dev
+ * calendar, `used_memory` read while they wait in the queue, once Nostr confirmed them with
+ * OTS still waiting for a block (the state they keep for hours in production), and once
+ * confirmed. The bounds are generous; the figures are printed for the docs.
+ */
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
+import { Issuer, privateRedis, receiptFields, uniquePrefix, waitFor } from '../helpers/harness.js';
+import { startStack, type Stack } from '../http/fixture.js';
+
+const N = 1000;
+
+let redis: EmbeddedRedis;
+let s: Stack;
+let admin: Redis;
+
+beforeAll(async () => {
+  redis = await privateRedis(false);
+  // OTS batches cut quickly; the calendar only confirms when the test mines
+  s = await startStack({ redisUrl: redis.url, relays: 2, overrides: { ots: { batchWindowMs: 300, batchMaxSize: 500 } } });
+  admin = new Redis(redis.url);
+}, 60_000);
+
+afterAll(async () => {
+  await s?.close();
+  admin?.disconnect();
+  await redis?.stop();
+}, 60_000);
+
+async function usedMemory(): Promise<number> {
+  return Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
+}
+
+async function count(status: string, witness?: 'nostr' | 'ots'): Promise<number> {
+  const keys = s.daemon.store.keys;
+  return admin.zcard(witness ? keys.byWitness(witness, status) : keys.byStatus(status));
+}
+
+describe('Redis memory per subject', () => {
+  it(`${N} receipts: queued, pending on OTS, confirmed`, { timeout: 300_000 }, async () => {
+    const subjects = Array.from({ length: N }, () => receiptFields());
+    const figures: Record<string, number> = {};
+
+    // queued: jobs nobody takes yet (another prefix, no worker)
+    const idle = new Issuer({ ...s.config, redis: { ...s.config.redis, prefix: uniquePrefix('idle') } }, redis.url);
+    try {
+      const before = await usedMemory();
+      await idle.enqueueMany(subjects.map((x) => ({ data: x, key: x.receipt_uuid })));
+      figures.queuedJob = Math.round(((await usedMemory()) - before) / N);
+      await idle.queue.obliterate({ force: true });
+    } finally {
+      await idle.close();
+    }
+
+    const base = await usedMemory();
+    for (let i = 0; i < N; i += 200) {
+      const res = await s.post('/v1/anchors', { subjects: subjects.slice(i, i + 200) }, { auth: true });
+      expect(res.status).toBe(202);
+    }
+    await waitFor(`${N} confirmed on Nostr, OTS pending`, async () => (await count('confirmed', 'nostr')) === N && (await count('pending', 'ots')) === N, 180_000, 200);
+    await waitFor('the witness queues drained', async () => {
+      const q = await s.daemon.queueCounts();
+      return q.waiting + q.active === 0;
+    }, 60_000, 200);
+    figures.pendingOts = Math.round(((await usedMemory()) - base) / N);
+
+    await s.confirm(subjects.map((x) => x.receipt_uuid), 120_000);
+    expect(await count('confirmed')).toBe(N);
+    figures.confirmed = Math.round(((await usedMemory()) - base) / N);
+    // the change stream is capped (100,000 entries), so at scale its share per subject vanishes
+    figures.eventsStreamEntries = await admin.xlen(s.daemon.store.keys.events);
+    figures.eventsStreamPerSubject = Math.round(Number(await admin.call('MEMORY', 'USAGE', s.daemon.store.keys.events, 'SAMPLES', '0')) / N);
+
+    console.log(`redis bytes per subject: ${JSON.stringify(figures)}`);
+    expect(figures.queuedJob).toBeGreaterThan(0);
+    expect(figures.queuedJob).toBeLessThan(10_000);
+    expect(figures.pendingOts).toBeLessThan(20_000);
+    expect(figures.confirmed).toBeLessThan(20_000);
+  });
+});
