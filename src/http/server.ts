@@ -12,6 +12,7 @@ import { AnchorRoutes, parseLimit } from './anchors.js';
 import { TokenAuth } from './auth.js';
 import type { DaemonView } from './daemon-view.js';
 import { EventFeed, parseStreamId } from './event-feed.js';
+import { ANY_HOST_PATHS, HostCheck } from './host-check.js';
 import { HttpError, JSON_TYPE, json, send, sendError, type Reply } from './respond.js';
 import { checkQuery, findRoute, splitUrl, type RequestContext, type Route } from './router.js';
 import { streamEvents, type LiveStream } from './sse.js';
@@ -74,6 +75,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     throw new InputError('bad_config', 'reads require a token but no token is set (set http.token / AER1_HTTP_TOKEN)', 'config http.readsRequireToken');
   }
   const auth = new TokenAuth(cfg.token, cfg.readsRequireToken);
+  const hosts = new HostCheck(cfg.allowedHosts, cfg.host);
   const files = loadStaticFiles();
   const feed = new EventFeed(daemon.redis, daemon.store.keys.events, log);
   await feed.start();
@@ -169,6 +171,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     try {
       const url = splitUrl(req.url ?? '/');
       path = url.path;
+      if (!ANY_HOST_PATHS.has(url.path)) hosts.check(req);
       const match = findRoute(routes, req.method ?? 'GET', url.segments);
       if (match === null) throw new HttpError(404, 'not_found', `no such endpoint: ${req.method} ${url.path}`);
       if ('allow' in match) {
@@ -202,6 +205,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     socket.on('error', () => socket.destroy());
     try {
       const url = splitUrl(req.url ?? '/');
+      hosts.check(req);
       if (url.path !== '/v1/ws') throw new HttpError(404, 'not_found', `no WebSocket endpoint at ${url.path} (use /v1/ws)`);
       auth.check('read', req, url.query);
       checkQuery(routes.find((r) => r.path === '/v1/ws')!, url.query);
