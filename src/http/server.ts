@@ -13,6 +13,7 @@ import { TokenAuth } from './auth.js';
 import type { DaemonView } from './daemon-view.js';
 import { EventFeed, parseStreamId } from './event-feed.js';
 import { ANY_HOST_PATHS, HostCheck } from './host-check.js';
+import { LiveClients } from './live-clients.js';
 import { HttpError, JSON_TYPE, json, send, sendError, type Reply } from './respond.js';
 import { checkQuery, findRoute, splitUrl, type RequestContext, type Route } from './router.js';
 import { streamEvents, type LiveStream } from './sse.js';
@@ -30,6 +31,8 @@ export interface HttpServer {
   /** `http://host:port`, no trailing slash. */
   readonly url: string;
   readonly port: number;
+  /** SSE and WebSocket clients connected now. */
+  readonly liveClients: number;
   close(): Promise<void>;
 }
 
@@ -77,10 +80,11 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   const auth = new TokenAuth(cfg.token, cfg.readsRequireToken);
   const hosts = new HostCheck(cfg.allowedHosts, cfg.host);
   const files = loadStaticFiles();
-  const feed = new EventFeed(daemon.redis, daemon.store.keys.events, log);
+  const feed = new EventFeed(daemon.redis, daemon.store.keys.events, log, { maxReplay: cfg.maxReplay });
   await feed.start();
   const sockets = new EventSocketServer(feed);
   const streams = new Set<LiveStream>();
+  const live = new LiveClients(cfg.maxLiveClients);
   const anchors = new AnchorRoutes(daemon);
   const webhookLog = new WebhookLog(daemon.redis, daemon.store.keys.base);
   daemon.metrics.attach(gaugeSource(daemon));
@@ -134,6 +138,8 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       streaming: true,
       handler: async ({ req, res, query }) => {
         const since = resumeFrom(req, query);
+        const release = live.admit();
+        res.on('close', release);
         const stream = await streamEvents(res, feed, since);
         streams.add(stream);
         res.on('close', () => streams.delete(stream));
@@ -209,7 +215,9 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       if (url.path !== '/v1/ws') throw new HttpError(404, 'not_found', `no WebSocket endpoint at ${url.path} (use /v1/ws)`);
       auth.check('read', req, url.query);
       checkQuery(routes.find((r) => r.path === '/v1/ws')!, url.query);
-      sockets.accept(req, socket, head, resumeFrom(req, url.query));
+      const since = resumeFrom(req, url.query);
+      socket.on('close', live.admit());
+      sockets.accept(req, socket, head, since);
     } catch (err) {
       const e = err instanceof HttpError ? err : new HttpError(500, 'internal', 'internal error');
       if (!(err instanceof HttpError)) log.error({ err: (err as Error).message }, 'upgrade failed');
@@ -232,6 +240,9 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   return {
     url,
     port,
+    get liveClients() {
+      return live.size;
+    },
     close() {
       closing ??= (async () => {
         sockets.close();
