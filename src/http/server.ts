@@ -175,9 +175,10 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     let counted = true;
     inFlight += 1;
     try {
+      // before the path is even parsed: a rebound name learns nothing, not even a 400
+      if (!ANY_HOST_PATHS.has((req.url ?? '/').split('?', 1)[0]!)) hosts.check(req);
       const url = splitUrl(req.url ?? '/');
       path = url.path;
-      if (!ANY_HOST_PATHS.has(url.path)) hosts.check(req);
       const match = findRoute(routes, req.method ?? 'GET', url.segments);
       if (match === null) throw new HttpError(404, 'not_found', `no such endpoint: ${req.method} ${url.path}`);
       if ('allow' in match) {
@@ -210,8 +211,8 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     try {
-      const url = splitUrl(req.url ?? '/');
       hosts.check(req);
+      const url = splitUrl(req.url ?? '/');
       if (url.path !== '/v1/ws') throw new HttpError(404, 'not_found', `no WebSocket endpoint at ${url.path} (use /v1/ws)`);
       auth.check('read', req, url.query);
       checkQuery(routes.find((r) => r.path === '/v1/ws')!, url.query);

@@ -78,7 +78,7 @@ afterAll(async () => {
 
 describe('DNS rebinding: a request naming another host', () => {
   it('is refused with 421 on every data endpoint, the page and unknown paths, with a short reason', async () => {
-    for (const path of ['/v1/anchors', '/v1/stats', '/metrics', '/v1/webhooks', '/v1/anchors/x', '/', '/app.js', '/openapi.json', '/v1/events', '/nowhere']) {
+    for (const path of ['/v1/anchors', '/v1/stats', '/metrics', '/v1/webhooks', '/v1/anchors/x', '/', '/app.js', '/openapi.json', '/v1/events', '/nowhere', '/v1/anchors/%zz', '/livez/x']) {
       const a = await withHost(s.http.url, path, `evil.example:${port}`);
       expect(a.status, path).toBe(421);
       expect(JSON.parse(a.body), path).toMatchObject({ error: { code: 'host_not_allowed', field: 'Host' } });
