@@ -73,8 +73,12 @@ interface Subscriber {
   closed: boolean;
 }
 
-/** Entries read and sent per replay page; the client takes each page before the next is read. */
-const REPLAY_PAGE = 100;
+/**
+ * Entries read and sent at once, live or replayed: what one client is written in one turn of
+ * the event loop stays far below its buffer bound, so a burst drops only clients that do not
+ * read. A replay's next page also waits until the client took the last.
+ */
+const FEED_PAGE = 100;
 
 export interface EventFeedOptions {
   /** Most entries replayed to one subscriber (`http.maxReplay`; default 1000). */
@@ -144,7 +148,7 @@ export class EventFeed {
   private async run(): Promise<void> {
     while (!this.closed) {
       try {
-        const res = (await this.reader.xread('COUNT', 1000, 'BLOCK', this.blockMs, 'STREAMS', this.stream, this.lastId)) as
+        const res = (await this.reader.xread('COUNT', FEED_PAGE, 'BLOCK', this.blockMs, 'STREAMS', this.stream, this.lastId)) as
           | Array<[string, RawEntry[]]>
           | null;
         for (const [, entries] of res ?? []) {
@@ -201,7 +205,7 @@ export class EventFeed {
       while (replayed < this.maxReplay && !sub.closed) {
         if (replayed > 0 && room && !(await room())) break;
         if (sub.closed) break;
-        const page = (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', Math.min(REPLAY_PAGE, this.maxReplay - replayed))) as RawEntry[];
+        const page = (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', Math.min(FEED_PAGE, this.maxReplay - replayed))) as RawEntry[];
         if (page.length === 0) break;
         for (const entry of page) {
           from = entry[0];

@@ -107,6 +107,28 @@ describe('the cap on live clients', () => {
   });
 });
 
+describe('a burst of changes', () => {
+  it('reaches every client that reads, none dropped: the feed reads a page at a time', { timeout: 60_000 }, async () => {
+    const server = await startHttpServer({ daemon: withHttp(s.daemon, { readsRequireToken: false }), log: s.log });
+    const clients: SseClient[] = [];
+    try {
+      for (let i = 0; i < 10; i++) clients.push(await openSse(`${server.url}/v1/events`));
+      await waitFor('10 live clients', () => server.liveClients === 10, 10_000, 20);
+      // 3,000 changes at once (~1.2 MB): more than a client may have unsent, if it were sent in one go
+      const burst = 3000;
+      const batch = s.daemon.redis.pipeline();
+      for (let j = 0; j < burst; j++) batch.xadd(s.daemon.store.keys.events, '*', 'data', JSON.stringify({ type: 'state', key: `burst-${j}`, status: 'pending', at: new Date().toISOString(), detail: PAD }));
+      await batch.exec();
+      for (const c of clients) await c.until((m) => m.length >= burst, 50_000);
+      expect(server.liveClients).toBe(10);
+      for (const c of clients) expect(c.messages.map((m) => (JSON.parse(m.data) as { key: string }).key)).toEqual(Array.from({ length: burst }, (_, j) => `burst-${j}`));
+    } finally {
+      for (const c of clients) c.close();
+      await server.close();
+    }
+  });
+});
+
 describe('clients replaying history', () => {
   it('40 that never read do not hold up /livez, stay bounded in memory, and are closed', { timeout: 120_000 }, async () => {
     const n = 40;
