@@ -201,9 +201,14 @@ export class EventFeed {
     if (!since) return subscription;
     let replayed = 0;
     let from = since;
+    // the client went away or stopped taking what it was sent (it was closed)
+    let gone = false;
     try {
       while (replayed < this.maxReplay && !sub.closed) {
-        if (replayed > 0 && room && !(await room())) break;
+        if (replayed > 0 && room && !(await room())) {
+          gone = true;
+          break;
+        }
         if (sub.closed) break;
         const page = (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', Math.min(FEED_PAGE, this.maxReplay - replayed))) as RawEntry[];
         if (page.length === 0) break;
@@ -215,13 +220,13 @@ export class EventFeed {
         }
       }
       cursor = from;
-      if (!sub.closed && (sub.overflow || (replayed >= this.maxReplay && (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', 1)).length > 0))) {
+      if (!gone && !sub.closed && (sub.overflow || (replayed >= this.maxReplay && (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', 1)).length > 0))) {
         cut = true;
       }
     } finally {
       const held = sub.buffer ?? [];
       sub.buffer = null;
-      if (cut) close();
+      if (cut || gone) close();
       else for (const m of held) if (compareStreamIds(m.id, from) > 0) deliver(sub, m, this.log);
     }
     return subscription;
