@@ -84,7 +84,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   await feed.start();
   const sockets = new EventSocketServer(feed);
   const streams = new Set<LiveStream>();
-  const live = new LiveClients(cfg.maxLiveClients);
+  const live = new LiveClients(cfg.maxLiveClients, daemon.metrics.registry);
   const anchors = new AnchorRoutes(daemon);
   const webhookLog = new WebhookLog(daemon.redis, daemon.store.keys.base);
   daemon.metrics.attach(gaugeSource(daemon));
@@ -246,6 +246,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     },
     close() {
       closing ??= (async () => {
+        live.detach();
         sockets.close();
         for (const s of streams) s.close();
         streams.clear();

@@ -86,6 +86,10 @@ describe('the cap on live clients', () => {
       const refused = await wsRefusal(`${wsBase}/v1/ws`);
       expect(refused.status).toBe(503);
       expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      // the metrics show the clients (this server's and the stack's own, none) and the two refusals
+      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      expect(metrics).toMatch(new RegExp(`^aer1_http_live_clients ${CAP}$`, 'm'));
+      expect(metrics).toMatch(/^aer1_http_live_clients_refused_total (?:[2-9]|\d{2,})$/m);
       // ordinary requests are not capped
       expect((await fetch(`${server.url}/livez`)).status).toBe(200);
       expect((await fetch(`${server.url}/v1/stats`)).status).toBe(200);
