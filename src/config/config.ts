@@ -6,11 +6,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError, UsageError } from '../errors.js';
 import { PACKAGE_ROOT } from '../version.js';
+import { displayUrl } from './display-url.js';
+import { normalHostName } from './host-names.js';
 import { CONFIG_KEYS, type KeySpec, type KeyType } from './schema.js';
 
 export interface WebhookConfig {
   url: string;
   secret: string;
+  /** Extra request headers (a receiver's own credential, for one); never shown or stored. */
+  headers?: Record<string, string>;
 }
 
 export interface Config {
@@ -51,7 +55,18 @@ export interface Config {
     esploraUrl: string | null;
     bitcoindUrl: string | null;
   };
-  http: { enabled: boolean; host: string; port: number; token: string | null; readsRequireToken: boolean; maxBodyBytes: number; redisTimeoutMs: number };
+  http: {
+    enabled: boolean;
+    host: string;
+    port: number;
+    token: string | null;
+    readsRequireToken: boolean;
+    maxBodyBytes: number;
+    redisTimeoutMs: number;
+    allowedHosts: string[];
+    maxLiveClients: number;
+    maxReplay: number;
+  };
   webhooks: WebhookConfig[];
   log: { level: string };
 }
@@ -62,16 +77,63 @@ function bad(key: string, message: string): never {
   throw new InputError('bad_config', message, `config ${key}`);
 }
 
+/** Errors show a URL as scheme, host and path: its credentials or query may be secret. */
 function checkUrl(key: string, value: unknown, protocols: readonly string[]): string {
-  if (typeof value !== 'string') bad(key, `expected a URL string, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string') bad(key, `expected a URL string, got ${value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value}`);
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    return bad(key, `not a URL: ${JSON.stringify(value)}`);
+    return bad(key, 'not a URL (the text is not shown: it may hold a credential)');
   }
-  if (!protocols.includes(url.protocol)) bad(key, `URL must use ${protocols.join(' or ')}: ${JSON.stringify(value)}`);
+  if (!protocols.includes(url.protocol)) bad(key, `URL must use ${protocols.join(' or ')}: ${JSON.stringify(displayUrl(value))}`);
   return value;
+}
+
+const WEBHOOK_KEYS = '{"url", "secret", "headers"?}';
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;
+const HEADER_VALUE = /^[\t\x20-\x7e]{1,4096}$/;
+/** Headers the daemon sets itself on every delivery. */
+const OWN_HEADERS = new Set(['content-type', 'content-length', 'transfer-encoding', 'connection', 'host', 'user-agent']);
+const MAX_WEBHOOK_HEADERS = 16;
+
+function checkWebhookUrl(key: string, value: unknown): string {
+  const url = checkUrl(key, value, ['http:', 'https:']);
+  const u = new URL(url);
+  if (u.username !== '' || u.password !== '') {
+    bad(key, `a webhook URL must not carry credentials (user:password@ in ${JSON.stringify(displayUrl(url))}): fetch refuses such URLs and the URL is shown in logs and reports. Put the receiver's credential in the hook's "headers" (e.g. {"Authorization": "Basic …"}); "secret" signs every body`);
+  }
+  return url;
+}
+
+/** Header values are never echoed: they are credentials. */
+function checkWebhookHeaders(key: string, value: unknown): Record<string, string> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) bad(key, 'expected an object of header names to text values');
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length > MAX_WEBHOOK_HEADERS) bad(key, `at most ${MAX_WEBHOOK_HEADERS} headers`);
+  const out: Record<string, string> = {};
+  const seen = new Set<string>();
+  for (const [name, v] of entries) {
+    if (!HEADER_NAME.test(name)) bad(`${key}[${JSON.stringify(name.slice(0, 64))}]`, 'not an HTTP header name');
+    const lower = name.toLowerCase();
+    if (OWN_HEADERS.has(lower) || lower.startsWith('x-aer1-')) bad(`${key}.${name}`, 'the daemon sets this header itself');
+    if (seen.has(lower)) bad(`${key}.${name}`, 'header given twice (names are case-insensitive)');
+    seen.add(lower);
+    if (typeof v !== 'string' || !HEADER_VALUE.test(v)) bad(`${key}.${name}`, 'expected 1 to 4096 printable ASCII characters (the value is not shown)');
+    out[name] = v;
+  }
+  return out;
+}
+
+function checkHostList(key: string, value: unknown): string[] {
+  if (!Array.isArray(value)) bad(key, 'expected a list of host names');
+  return value.map((v, i) => {
+    if (v === '*') return '*';
+    if (typeof v !== 'string') return bad(`${key}[${i}]`, 'expected a host name');
+    const name = normalHostName(v);
+    if (name === null) bad(`${key}[${i}]`, `not a host name or address without a port (every port is answered): ${JSON.stringify(v.slice(0, 80))}`);
+    return name;
+  });
 }
 
 /** Validates one value (from JSON or already parsed from the environment). */
@@ -102,15 +164,19 @@ function checkValue(key: string, type: KeyType, value: unknown): unknown {
       if (new Set(urls).size !== urls.length) bad(key, 'lists a URL twice');
       return urls;
     }
+    case 'host-list':
+      return checkHostList(key, value);
     case 'webhooks': {
-      if (!Array.isArray(value)) bad(key, 'expected a list of {"url", "secret"}');
-      return value.map((hook, i) => {
-        if (typeof hook !== 'object' || hook === null || Array.isArray(hook)) bad(`${key}[${i}]`, 'expected {"url", "secret"}');
-        const { url, secret, ...rest } = hook as Record<string, unknown>;
+      if (!Array.isArray(value)) bad(key, `expected a list of ${WEBHOOK_KEYS}`);
+      return value.map((hook, i): WebhookConfig => {
+        if (typeof hook !== 'object' || hook === null || Array.isArray(hook)) bad(`${key}[${i}]`, `expected ${WEBHOOK_KEYS}`);
+        const { url, secret, headers, ...rest } = hook as Record<string, unknown>;
         const extra = Object.keys(rest);
         if (extra.length > 0) bad(`${key}[${i}].${extra[0]}`, 'unknown key');
         if (typeof secret !== 'string' || secret.length < 16) bad(`${key}[${i}].secret`, 'expected a secret of at least 16 characters');
-        return { url: checkUrl(`${key}[${i}].url`, url, ['http:', 'https:']), secret };
+        const checked: WebhookConfig = { url: checkWebhookUrl(`${key}[${i}].url`, url), secret };
+        if (headers !== undefined) checked.headers = checkWebhookHeaders(`${key}[${i}].headers`, headers);
+        return checked;
       });
     }
   }
@@ -131,6 +197,7 @@ function fromEnv(spec: KeySpec, text: string): unknown {
       return bad(key, `${spec.env} must be true or false, got ${JSON.stringify(text)}`);
     }
     case 'url-list':
+    case 'host-list':
       return text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
     case 'webhooks':
       try {

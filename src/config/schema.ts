@@ -11,6 +11,7 @@ export type KeyType =
   | { kind: 'enum'; values: readonly string[] }
   | { kind: 'url-list'; protocols: readonly string[] }
   | { kind: 'optional-url'; protocols: readonly string[] }
+  | { kind: 'host-list' }
   | { kind: 'webhooks' };
 
 export interface KeySpec {
@@ -77,8 +78,11 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'http.readsRequireToken', type: { kind: 'bool' }, default: false, env: 'AER1_HTTP_READS_REQUIRE_TOKEN', doc: 'Require the token for every read endpoint too (not /livez, /readyz).' },
   { key: 'http.maxBodyBytes', type: int(1024, 64 * 1024 * 1024), default: 4 * 1024 * 1024, env: 'AER1_HTTP_MAX_BODY_BYTES', doc: 'Largest request body accepted.' },
   { key: 'http.redisTimeoutMs', type: int(100, 60_000), default: 2500, env: 'AER1_HTTP_REDIS_TIMEOUT_MS', doc: 'Longest a request waits on Redis; past it, or while Redis is unreachable or refuses writes, the answer is 503 with Retry-After.' },
+  { key: 'http.allowedHosts', type: { kind: 'host-list' }, default: ['localhost', '127.0.0.1', '[::1]'], env: 'AER1_HTTP_ALLOWED_HOSTS', doc: 'Host header names answered (any port), besides http.host when it is not a wildcard; others get 421 (DNS rebinding). "*" answers any.' },
+  { key: 'http.maxLiveClients', type: int(1, 100_000), default: 256, env: 'AER1_HTTP_MAX_LIVE_CLIENTS', doc: 'Most SSE and WebSocket clients at once; one more gets 503 with Retry-After.' },
+  { key: 'http.maxReplay', type: int(1, 1_000_000), default: 1000, env: 'AER1_HTTP_MAX_REPLAY', doc: 'Most stream entries replayed to one connection after Last-Event-ID or ?since=; with more left, the stream ends and the client resumes from its last id.' },
 
-  { key: 'webhooks', type: { kind: 'webhooks' }, default: [], env: 'AER1_WEBHOOKS', doc: 'POST every state change to these: [{"url", "secret"}] (JSON in the environment).' },
+  { key: 'webhooks', type: { kind: 'webhooks' }, default: [], env: 'AER1_WEBHOOKS', doc: 'POST every state change to these: [{"url", "secret", "headers"?}] (JSON in the environment). URLs with user:password@ are refused: put credentials in "headers".' },
 
   { key: 'log.level', type: { kind: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }, default: 'info', env: 'AER1_LOG_LEVEL', doc: 'Log level (pino).' },
 ];

@@ -2,7 +2,8 @@
  * The live feed of state changes: one reader per HTTP server blocks on the events stream
  * (XREAD BLOCK on its own connection) and fans each entry out to every SSE and WebSocket
  * client. A client that names the last stream id it saw gets the entries after it replayed
- * first (XRANGE), then the live ones, without gaps or repeats.
+ * first (XRANGE, in pages it must take before the next is read, at most `maxReplay`), then
+ * the live ones, without gaps or repeats.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -26,10 +27,6 @@ export interface StateEvent {
 export type FeedMessage = { id: string } & StateEvent;
 
 export type Listener = (message: FeedMessage) => void;
-
-export interface Subscription {
-  close(): void;
-}
 
 const STREAM_ID = /^(\d{1,20})(?:-(\d{1,20}))?$/;
 
@@ -71,14 +68,46 @@ interface Subscriber {
   listener: Listener;
   /** Live messages held back while the subscriber's replay runs. */
   buffer: FeedMessage[] | null;
+  /** More live messages arrived during the replay than it may hold: the replay is cut. */
+  overflow: boolean;
   closed: boolean;
 }
 
+/**
+ * Entries read and sent at once, live or replayed: what one client is written in one turn of
+ * the event loop stays far below its buffer bound, so a burst drops only clients that do not
+ * read. A replay's next page also waits until the client took the last.
+ */
+const FEED_PAGE = 100;
+
 export interface EventFeedOptions {
-  /** Most entries replayed for one `Last-Event-ID` (default 10 000). */
+  /** Most entries replayed to one subscriber (`http.maxReplay`; default 1000). */
   maxReplay?: number;
   /** XREAD BLOCK timeout in ms (default 5000). */
   blockMs?: number;
+}
+
+/** A subscriber's handle. */
+export interface Subscription {
+  close(): void;
+  /**
+   * Set when the replay stopped at `maxReplay` with entries left after it: the client has
+   * everything up to `resumeFrom` and should reconnect from there; nothing live follows.
+   */
+  readonly cut: boolean;
+  /** The last stream id the replay covered (the `since` given when nothing was replayed). */
+  readonly resumeFrom: string | null;
+}
+
+/** JSON text of a message, made once however many clients it goes to. */
+const texts = new WeakMap<FeedMessage, string>();
+export function messageText(message: FeedMessage): string {
+  let text = texts.get(message);
+  if (text === undefined) {
+    text = JSON.stringify(message);
+    texts.set(message, text);
+  }
+  return text;
 }
 
 export class EventFeed {
@@ -101,7 +130,7 @@ export class EventFeed {
     });
     this.stream = stream;
     this.log = log;
-    this.maxReplay = options.maxReplay ?? 10_000;
+    this.maxReplay = options.maxReplay ?? 1000;
     this.blockMs = options.blockMs ?? 5000;
   }
 
@@ -119,7 +148,7 @@ export class EventFeed {
   private async run(): Promise<void> {
     while (!this.closed) {
       try {
-        const res = (await this.reader.xread('COUNT', 1000, 'BLOCK', this.blockMs, 'STREAMS', this.stream, this.lastId)) as
+        const res = (await this.reader.xread('COUNT', FEED_PAGE, 'BLOCK', this.blockMs, 'STREAMS', this.stream, this.lastId)) as
           | Array<[string, RawEntry[]]>
           | null;
         for (const [, entries] of res ?? []) {
@@ -139,42 +168,66 @@ export class EventFeed {
 
   private publish(message: FeedMessage): void {
     for (const s of this.subscribers) {
-      if (s.buffer) s.buffer.push(message);
-      else deliver(s, message, this.log);
+      if (!s.buffer) deliver(s, message, this.log);
+      else if (s.buffer.length < this.maxReplay) s.buffer.push(message);
+      else s.overflow = true;
     }
   }
 
   /**
-   * Adds a listener. With `since` (a stream id), the entries after it are replayed first
-   * (at most `maxReplay`); live entries that arrive meanwhile follow in order, once each.
+   * Adds a listener. With `since` (a stream id), the entries after it are replayed first,
+   * a page at a time, each page once `room()` says the client took the last one (false: it
+   * is gone; stop). Live entries that arrive meanwhile follow in order, once each. At most
+   * `maxReplay` entries are replayed; with more left, the subscription comes back `cut`.
    */
-  async subscribe(listener: Listener, since?: string | null): Promise<Subscription> {
-    const sub: Subscriber = { listener, buffer: since ? [] : null, closed: false };
+  async subscribe(listener: Listener, since?: string | null, room?: () => Promise<boolean>): Promise<Subscription> {
+    const sub: Subscriber = { listener, buffer: since ? [] : null, overflow: false, closed: false };
     this.subscribers.add(sub);
-    const subscription = {
-      close: () => {
-        sub.closed = true;
-        this.subscribers.delete(sub);
+    let cut = false;
+    let cursor = since ?? null;
+    const close = (): void => {
+      sub.closed = true;
+      this.subscribers.delete(sub);
+    };
+    const subscription: Subscription = {
+      close,
+      get cut() {
+        return cut;
+      },
+      get resumeFrom() {
+        return cursor;
       },
     };
     if (!since) return subscription;
-    let cursor = since;
     let replayed = 0;
+    let from = since;
+    // the client went away or stopped taking what it was sent (it was closed)
+    let gone = false;
     try {
       while (replayed < this.maxReplay && !sub.closed) {
-        const page = (await this.redis.xrange(this.stream, `(${cursor}`, '+', 'COUNT', Math.min(1000, this.maxReplay - replayed))) as RawEntry[];
+        if (replayed > 0 && room && !(await room())) {
+          gone = true;
+          break;
+        }
+        if (sub.closed) break;
+        const page = (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', Math.min(FEED_PAGE, this.maxReplay - replayed))) as RawEntry[];
         if (page.length === 0) break;
         for (const entry of page) {
-          cursor = entry[0];
+          from = entry[0];
           replayed += 1;
           const message = decodeEntry(entry);
           if (message) deliver(sub, message, this.log);
         }
       }
+      cursor = from;
+      if (!gone && !sub.closed && (sub.overflow || (replayed >= this.maxReplay && (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', 1)).length > 0))) {
+        cut = true;
+      }
     } finally {
       const held = sub.buffer ?? [];
       sub.buffer = null;
-      for (const m of held) if (compareStreamIds(m.id, cursor) > 0) deliver(sub, m, this.log);
+      if (cut || gone) close();
+      else for (const m of held) if (compareStreamIds(m.id, from) > 0) deliver(sub, m, this.log);
     }
     return subscription;
   }

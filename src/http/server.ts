@@ -13,6 +13,8 @@ import { AnchorRoutes, parseLimit } from './anchors.js';
 import { TokenAuth } from './auth.js';
 import type { DaemonView } from './daemon-view.js';
 import { EventFeed, parseStreamId } from './event-feed.js';
+import { ANY_HOST_PATHS, HostCheck } from './host-check.js';
+import { LiveClients } from './live-clients.js';
 import { Readiness } from './readiness.js';
 import { RequestRedis } from './request-redis.js';
 import { HttpError, JSON_TYPE, json, refusalError, send, sendError, type Reply } from './respond.js';
@@ -32,6 +34,8 @@ export interface HttpServer {
   /** `http://host:port`, no trailing slash. */
   readonly url: string;
   readonly port: number;
+  /** SSE and WebSocket clients connected now. */
+  readonly liveClients: number;
   close(): Promise<void>;
 }
 
@@ -59,8 +63,9 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     throw new InputError('bad_config', 'reads require a token but no token is set (set http.token / AER1_HTTP_TOKEN)', 'config http.readsRequireToken');
   }
   const auth = new TokenAuth(cfg.token, cfg.readsRequireToken);
+  const hosts = new HostCheck(cfg.allowedHosts, cfg.host);
   const files = loadStaticFiles();
-  const feed = new EventFeed(daemon.redis, daemon.store.keys.events, log);
+  const feed = new EventFeed(daemon.redis, daemon.store.keys.events, log, { maxReplay: cfg.maxReplay });
   await feed.start();
   const sockets = new EventSocketServer(feed);
   const streams = new Set<LiveStream>();
@@ -71,6 +76,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   const anchors = new AnchorRoutes(view, { onWriteRefused: (r) => readiness.noteRefusal(r) });
   const webhookLog = new WebhookLog(requests.redis, daemon.store.keys.base);
   const gauges = gaugeSource(view);
+  const live = new LiveClients(cfg.maxLiveClients, daemon.metrics.registry);
 
   const staticRoute = (path: string): Route => ({
     method: 'GET',
@@ -121,6 +127,8 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       streaming: true,
       handler: async ({ req, res, query }) => {
         const since = resumeFrom(req, query);
+        const release = live.admit();
+        res.on('close', release);
         const stream = await streamEvents(res, feed, since);
         streams.add(stream);
         res.on('close', () => streams.delete(stream));
@@ -156,6 +164,8 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     let counted = true;
     inFlight += 1;
     try {
+      // before the path is even parsed: a rebound name learns nothing, not even a 400
+      if (!ANY_HOST_PATHS.has((req.url ?? '/').split('?', 1)[0]!)) hosts.check(req);
       const url = splitUrl(req.url ?? '/');
       path = url.path;
       const match = findRoute(routes, req.method ?? 'GET', url.segments);
@@ -190,11 +200,14 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     try {
+      hosts.check(req);
       const url = splitUrl(req.url ?? '/');
       if (url.path !== '/v1/ws') throw new HttpError(404, 'not_found', `no WebSocket endpoint at ${url.path} (use /v1/ws)`);
       auth.check('read', req, url.query);
       checkQuery(routes.find((r) => r.path === '/v1/ws')!, url.query);
-      sockets.accept(req, socket, head, resumeFrom(req, url.query));
+      const since = resumeFrom(req, url.query);
+      socket.on('close', live.admit());
+      sockets.accept(req, socket, head, since);
     } catch (err) {
       const e = err instanceof HttpError ? err : new HttpError(500, 'internal', 'internal error');
       if (!(err instanceof HttpError)) log.error({ err: (err as Error).message }, 'upgrade failed');
@@ -217,8 +230,12 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   return {
     url,
     port,
+    get liveClients() {
+      return live.size;
+    },
     close() {
       closing ??= (async () => {
+        live.detach();
         sockets.close();
         for (const s of streams) s.close();
         streams.clear();

@@ -2,19 +2,20 @@
  * `GET /v1/events`: server-sent events. Each state change is one event whose `id:` is its
  * stream id (so EventSource resumes with `Last-Event-ID`) and whose `data:` is the change as
  * one line of JSON. A comment line every 15 s keeps proxies from closing an idle stream.
+ * A replay cut at `http.maxReplay` ends the response; EventSource reconnects from its last id.
  */
 import type { ServerResponse } from 'node:http';
-import type { EventFeed, FeedMessage } from './event-feed.js';
+import type { Socket } from 'node:net';
+import { messageText, type EventFeed, type FeedMessage } from './event-feed.js';
+import { MAX_BUFFERED_BYTES, roomIn } from './live-clients.js';
 
-/** A slow client whose unsent bytes pass this is dropped (it can resume with Last-Event-ID). */
-const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 const HEARTBEAT_MS = 15_000;
 /** How long EventSource waits before reconnecting. */
 const RETRY_MS = 2000;
 
 /** One SSE frame. JSON.stringify never emits a raw newline, so `data:` stays one line. */
 export function sseFrame(message: FeedMessage): string {
-  return `id: ${message.id}\ndata: ${JSON.stringify(message)}\n\n`;
+  return `id: ${message.id}\ndata: ${messageText(message)}\n\n`;
 }
 
 export interface LiveStream {
@@ -31,6 +32,7 @@ export async function streamEvents(res: ServerResponse, feed: EventFeed, since: 
     'X-Content-Type-Options': 'nosniff',
   });
   res.write(`retry: ${RETRY_MS}\n: aer1-anchor events\n\n`);
+  const socket = res.socket as Socket | null;
   let done = false;
   const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
   heartbeat.unref();
@@ -44,14 +46,24 @@ export async function streamEvents(res: ServerResponse, feed: EventFeed, since: 
   };
   res.on('close', close);
   res.on('error', close);
-  subscription = await feed.subscribe((message) => {
-    if (done) return;
-    res.write(sseFrame(message));
-    if (res.writableLength > MAX_BUFFERED_BYTES) {
-      close();
-      res.destroy();
-    }
-  }, since);
-  if (done) subscription.close();
+  const sub = await feed.subscribe(
+    (message) => {
+      if (done) return;
+      res.write(sseFrame(message));
+      // a client that does not keep up is dropped; it resumes with Last-Event-ID
+      if (res.writableLength > MAX_BUFFERED_BYTES) {
+        close();
+        res.destroy();
+      }
+    },
+    since,
+    async () => !done && socket !== null && (await roomIn(socket)),
+  );
+  subscription = sub;
+  if (done) sub.close();
+  else if (sub.cut) {
+    res.write(': replay limit (http.maxReplay) reached; reconnect with Last-Event-ID to go on\n\n');
+    close();
+  }
   return { close };
 }

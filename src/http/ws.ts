@@ -1,15 +1,19 @@
 /**
  * `/v1/ws`: the same state changes as `/v1/events`, one JSON text frame each (the stream
- * id in `id`). `?since=<stream id>` replays what came after it. The server pings every
- * 30 s and drops a client that did not answer the previous ping.
+ * id in `id`). `?since=<stream id>` replays what came after it; a replay cut at
+ * `http.maxReplay` closes with code 4000 and a reason naming the id to resume from. The
+ * server pings every 30 s and drops a client that did not answer the previous ping.
  */
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { EventFeed } from './event-feed.js';
+import { messageText, type EventFeed } from './event-feed.js';
+import { MAX_BUFFERED_BYTES, roomIn } from './live-clients.js';
 
-const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 const PING_MS = 30_000;
+/** Close code of a replay cut at http.maxReplay (private-use range). */
+export const REPLAY_CUT_CODE = 4000;
 
 export class EventSocketServer {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 4096, perMessageDeflate: false });
@@ -30,11 +34,11 @@ export class EventSocketServer {
   /** Completes an upgrade the server has already authorized. */
   accept(req: IncomingMessage, socket: Duplex, head: Buffer, since: string | null): void {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      void this.attach(ws, since);
+      void this.attach(ws, socket as Socket, since);
     });
   }
 
-  private async attach(ws: WebSocket, since: string | null): Promise<void> {
+  private async attach(ws: WebSocket, socket: Socket, since: string | null): Promise<void> {
     this.alive.set(ws, true);
     ws.on('pong', () => this.alive.set(ws, true));
     // Clients have nothing to say; frames they send are ignored.
@@ -46,12 +50,18 @@ export class EventSocketServer {
       open = false;
       subscription?.close();
     });
-    subscription = await this.feed.subscribe((message) => {
-      if (!open || ws.readyState !== ws.OPEN) return;
-      ws.send(JSON.stringify(message));
-      if (ws.bufferedAmount > MAX_BUFFERED_BYTES) ws.terminate();
-    }, since);
-    if (!open) subscription.close();
+    const sub = await this.feed.subscribe(
+      (message) => {
+        if (!open || ws.readyState !== ws.OPEN) return;
+        ws.send(messageText(message));
+        if (ws.bufferedAmount > MAX_BUFFERED_BYTES) ws.terminate();
+      },
+      since,
+      async () => open && (await roomIn(socket)),
+    );
+    subscription = sub;
+    if (!open) sub.close();
+    else if (sub.cut) ws.close(REPLAY_CUT_CODE, `replay limit reached; resume with ?since=${sub.resumeFrom}`);
   }
 
   private ping(): void {

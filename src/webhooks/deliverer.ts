@@ -10,6 +10,7 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { WebhookConfig } from '../config/config.js';
+import { scrubUrl } from '../config/display-url.js';
 import { VERSION } from '../version.js';
 import { displayUrl, hookId, WebhookLog, type DeliveryRecord } from './delivery-log.js';
 import { ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signBody } from './signature.js';
@@ -82,6 +83,7 @@ class HookWorker {
   readonly id: string;
   private readonly url: string;
   private readonly secret: string;
+  private readonly headers: Record<string, string>;
   private readonly group: string;
   private readonly reader: Redis;
   private stopped = false;
@@ -96,6 +98,7 @@ class HookWorker {
     this.id = hookId(hook.url);
     this.url = hook.url;
     this.secret = hook.secret;
+    this.headers = hook.headers ?? {};
     this.group = consumerGroup(this.id);
     this.reader = opts.redis.duplicate();
     this.reader.on('error', (err: Error) => {
@@ -221,6 +224,7 @@ class HookWorker {
       const res = await fetch(this.url, {
         method: 'POST',
         headers: {
+          ...this.headers,
           'Content-Type': 'application/json',
           'User-Agent': `aer1-anchor/${VERSION}`,
           [SIGNATURE_HEADER]: signBody(body, this.secret),
@@ -236,9 +240,10 @@ class HookWorker {
       let preview = '';
       if (!ok) preview = (await res.text().catch(() => '')).slice(0, MAX_RESPONSE_PREVIEW);
       else await res.body?.cancel().catch(() => undefined);
-      return { ok, httpStatus: res.status, error: ok ? null : `HTTP ${res.status}${preview ? `: ${preview}` : ''}` };
+      return { ok, httpStatus: res.status, error: ok ? null : scrubUrl(`HTTP ${res.status}${preview ? `: ${preview}` : ''}`, this.url) };
     } catch (err) {
-      return { ok: false, httpStatus: null, error: errorText(err) };
+      // fetch quotes the whole URL in some errors (credentials included): it is stored and shown
+      return { ok: false, httpStatus: null, error: scrubUrl(errorText(err), this.url) };
     }
   }
 

@@ -6,6 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { displayUrl } from '../config/display-url.js';
+
+export { displayUrl };
 
 export const LOG_LENGTH = 1000;
 
@@ -24,7 +27,7 @@ export interface DeliveryRecord {
 
 export interface HookOverview {
   id: string;
-  /** Origin and path only. */
+  /** Scheme, host and path only. */
   url: string;
   delivered: number;
   failed: number;
@@ -35,16 +38,6 @@ export interface HookOverview {
 
 export function hookId(url: string): string {
   return createHash('sha256').update(url).digest('hex').slice(0, 16);
-}
-
-/** The URL without credentials, query or fragment, for reports and logs. */
-export function displayUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.origin}${u.pathname}`;
-  } catch {
-    return '[unparseable url]';
-  }
 }
 
 export class WebhookLog {

@@ -41,10 +41,22 @@ describe('configuration', () => {
       [{}, { AER1_NOSTR_ENABLED: 'maybe' }, /config nostr\.enabled: AER1_NOSTR_ENABLED must be true or false/],
       [{ ots: { minCalendars: 9 } }, {}, /config ots\.minCalendars: m = 9 exceeds the 4 configured calendars/],
       [{ webhooks: [{ url: 'http://127.0.0.1:1/h', secret: 'short' }] }, {}, /config webhooks\[0\]\.secret/],
+      [{ webhooks: [{ url: 'http://u:p@127.0.0.1:1/h', secret: 'long-enough-secret-0' }] }, {}, /config webhooks\[0\]\.url: a webhook URL must not carry credentials/],
+      [{ webhooks: [{ url: 'http://127.0.0.1:1/h', secret: 'long-enough-secret-0', headers: { 'X-Aer1-Event-Id': '1' } }] }, {}, /config webhooks\[0\]\.headers\.X-Aer1-Event-Id: the daemon sets this header itself/],
+      [{ http: { allowedHosts: ['anchor.internal:8787'] } }, {}, /config http\.allowedHosts\[0\]: not a host name or address without a port/],
+      [{ http: { allowedHosts: 'localhost' } }, {}, /config http\.allowedHosts: expected a list of host names/],
+      [{ http: { maxLiveClients: 0 } }, {}, /config http\.maxLiveClients: must be between 1 and 100000/],
+      [{}, { AER1_HTTP_MAX_REPLAY: 'all' }, /config http\.maxReplay: AER1_HTTP_MAX_REPLAY must be an integer/],
     ];
     for (const [content, env, message] of cases) {
       expect(() => loadConfig({ file: file(content), env })).toThrow(message);
     }
     expect(() => loadConfig({ file: file('{not json'), env: {} })).toThrow(/is not JSON/);
+  });
+
+  it('reads http.allowedHosts as a list of names in one form: lowercase, IPv6 in brackets, no trailing dot', () => {
+    expect(loadConfig({ env: {} }).http.allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]']);
+    expect(loadConfig({ env: { AER1_HTTP_ALLOWED_HOSTS: 'Anchor.Internal., ::1, *' } }).http.allowedHosts).toEqual(['anchor.internal', '[::1]', '*']);
+    expect(loadConfig({ env: {} }).http).toMatchObject({ maxLiveClients: 256, maxReplay: 1000 });
   });
 });

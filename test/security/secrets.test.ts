@@ -39,6 +39,10 @@ const KEY_HEX = freshKeyHex();
 const NSEC = nip19.nsecEncode(Buffer.from(KEY_HEX, 'hex'));
 const TOKEN = `tok_${randomBytes(24).toString('base64url')}`;
 const HOOK_SECRET = `whs_${randomBytes(20).toString('hex')}`;
+/** Sent to the receiver (in its URL's query, in a header), shown and stored nowhere else. */
+const HOOK_QUERY = `whq_${randomBytes(20).toString('hex')}`;
+const HOOK_HEADER = `whh_${randomBytes(20).toString('hex')}`;
+const HOOK_PASSWORD = `whp_${randomBytes(20).toString('hex')}`;
 
 function substrings(s: string, n = 20): string[] {
   return Array.from({ length: s.length - n + 1 }, (_, i) => s.slice(i, i + n));
@@ -56,11 +60,15 @@ const NEEDLES: Array<[string, string]> = [
   ['webhook secret', HOOK_SECRET],
   ...substrings(HOOK_SECRET).map((s, i): [string, string] => [`webhook secret [${i}..${i + 20})`, s]),
 ];
+const HOOK_CREDENTIALS: Array<[string, string]> = [
+  ...substrings(HOOK_QUERY).map((s, i): [string, string] => [`webhook URL query [${i}..${i + 20})`, s]),
+  ...substrings(HOOK_HEADER).map((s, i): [string, string] => [`webhook header [${i}..${i + 20})`, s]),
+];
 
-/** Every needle found in `text`, by name. */
-function leaks(text: string): string[] {
+/** Every needle found in `text`, by name (the webhook's own credentials too, unless it is what the receiver got). */
+function leaks(text: string, needles = [...NEEDLES, ...HOOK_CREDENTIALS]): string[] {
   const lower = text.toLowerCase();
-  return NEEDLES.filter(([name, n]) => (name.startsWith('key hex') || name === 'key nsec' ? lower.includes(n.toLowerCase()) : text.includes(n))).map(([name]) => name);
+  return needles.filter(([name, n]) => (name.startsWith('key hex') || name === 'key nsec' ? lower.includes(n.toLowerCase()) : text.includes(n))).map(([name]) => name);
 }
 
 describe('secrets never leave the daemon', () => {
@@ -84,7 +92,7 @@ describe('secrets never leave the daemon', () => {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString('utf8')));
       req.on('end', () => {
-        deliveries.push(`${JSON.stringify(req.headers)}\n${body}`);
+        deliveries.push(`${req.url}\n${JSON.stringify(req.headers)}\n${body}`);
         res.writeHead(deliveries.length % 3 === 0 ? 500 : 204).end();
       });
     });
@@ -97,7 +105,7 @@ describe('secrets never leave the daemon', () => {
         redis: { url: SHARED_REDIS_URL },
         nostr: { keyEnv, keyFile: join(tempDir('nokey'), 'absent.key') },
         http: { enabled: true, host: '127.0.0.1', port: 0, token: TOKEN, readsRequireToken: true, maxBodyBytes: 64 * 1024 },
-        webhooks: [{ url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, secret: HOOK_SECRET }],
+        webhooks: [{ url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook?sig=${HOOK_QUERY}`, secret: HOOK_SECRET, headers: { Authorization: `Bearer ${HOOK_HEADER}` } }],
         log: { level: 'trace' },
       },
     });
@@ -190,10 +198,12 @@ describe('secrets never leave the daemon', () => {
     const leakyAnswers = answers.filter((a) => leaks(a).length > 0).map((a) => a.slice(0, 300));
     expect(leakyAnswers, 'HTTP answers').toEqual([]);
     expect(leaks(metrics), '/metrics').toEqual([]);
-    expect(leaks(deliveries.join('\n')), 'webhook deliveries').toEqual([]);
+    expect(leaks(deliveries.join('\n'), NEEDLES), 'webhook deliveries').toEqual([]);
+    // the receiver, and only the receiver, got its query and its header
+    expect(deliveries.every((d) => d.startsWith(`/hook?sig=${HOOK_QUERY}\n`) && d.includes(`Bearer ${HOOK_HEADER}`))).toBe(true);
     // the signed webhook bodies carry an HMAC, not the secret
     expect(deliveries.some((d) => /x-aer1-signature|signature/i.test(d))).toBe(true);
-    console.log(`secrets: searched ${logs.length} bytes of log, ${answers.length} HTTP answers, ${metrics.length} bytes of metrics, ${deliveries.length} webhook deliveries for ${NEEDLES.length} needles: none found`);
+    console.log(`secrets: searched ${logs.length} bytes of log, ${answers.length} HTTP answers, ${metrics.length} bytes of metrics, ${deliveries.length} webhook deliveries for ${NEEDLES.length + HOOK_CREDENTIALS.length} needles: none found`);
   });
 
   it('nothing stored in Redis carries them either', async () => {
@@ -263,6 +273,20 @@ describe('secrets never leave the daemon', () => {
     }
     expect(message).toMatch(/AER1_WEBHOOKS must be JSON/);
     for (const s of substrings(HOOK_SECRET, 8)) expect(message).not.toContain(s);
+    // a webhook URL with credentials, and a header value that cannot be sent
+    for (const hook of [
+      { url: `http://user:${HOOK_PASSWORD}@127.0.0.1:1/h?sig=${HOOK_QUERY}`, secret: HOOK_SECRET },
+      { url: 'http://127.0.0.1:1/h', secret: HOOK_SECRET, headers: { Authorization: `Bearer ${HOOK_HEADER}\n` } },
+    ]) {
+      try {
+        loadConfig({ env: { AER1_WEBHOOKS: JSON.stringify([hook]) }, skipDefaultFile: true });
+        message = '';
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toMatch(/config webhooks\[0\]\.(url|headers\.Authorization):/);
+      for (const secret of [HOOK_PASSWORD, HOOK_QUERY, HOOK_HEADER]) for (const s of substrings(secret, 8)) expect(message).not.toContain(s);
+    }
   });
 
   it('the signing key object does not print itself', () => {

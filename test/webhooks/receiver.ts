@@ -6,6 +6,8 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface Received {
+  /** The request target: path and query. */
+  url: string;
   eventId: string;
   attempt: number;
   headers: IncomingHttpHeaders;
@@ -19,6 +21,8 @@ export interface Receiver {
   /** Requests answered 2xx, in arrival order. */
   delivered(): Received[];
   policy: (eventId: string, nth: number) => number;
+  /** Body of a refusal (default "receiver says no"); some receivers quote the request back. */
+  refusal: (requestUrl: string) => string;
   close(): Promise<void>;
 }
 
@@ -29,6 +33,7 @@ export async function startReceiver(policy: (eventId: string, nth: number) => nu
     requests: [],
     delivered: () => receiver.requests.filter((r) => r.answered >= 200 && r.answered < 300),
     policy,
+    refusal: () => 'receiver says no',
     close: () => new Promise((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
@@ -42,9 +47,9 @@ export async function startReceiver(policy: (eventId: string, nth: number) => nu
       const nth = (seen.get(eventId) ?? 0) + 1;
       seen.set(eventId, nth);
       const status = receiver.policy(eventId, nth);
-      receiver.requests.push({ eventId, attempt: Number(req.headers['x-aer1-delivery-attempt']), headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), answered: status });
+      receiver.requests.push({ url: req.url ?? '', eventId, attempt: Number(req.headers['x-aer1-delivery-attempt']), headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), answered: status });
       res.writeHead(status, { 'Content-Type': 'text/plain' });
-      res.end(status >= 300 ? 'receiver says no' : '');
+      res.end(status >= 300 ? receiver.refusal(req.url ?? '') : '');
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
