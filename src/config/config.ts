@@ -14,7 +14,7 @@ export interface WebhookConfig {
 }
 
 export interface Config {
-  redis: { url: string | null; prefix: string; embedded: boolean; embeddedDir: string };
+  redis: { url: string | null; prefix: string; localDefault: boolean; embedded: boolean; embeddedDir: string };
   queue: { name: string; concurrency: number; stalledIntervalMs: number };
   limits: { maxJobBytes: number; maxSteps: number; maxEntries: number };
   nostr: {
