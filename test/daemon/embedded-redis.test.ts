@@ -47,7 +47,7 @@ describe('the embedded redis-server of a data folder', () => {
   });
 
   /** Starts the daemon and waits for its ready line; returns the child and its log so far. */
-  async function startDaemon(): Promise<{ child: ChildProcess; log: () => string }> {
+  async function startAnchord(): Promise<{ child: ChildProcess; log: () => string }> {
     const child = spawn(process.execPath, [anchord, '--config', configFile], { cwd: home, env: { PATH: process.env.PATH ?? '', HOME: home }, stdio: ['ignore', 'ignore', 'pipe'] });
     children.push(child);
     let log = '';
@@ -78,7 +78,7 @@ describe('the embedded redis-server of a data folder', () => {
   }
 
   it('survives a SIGKILLed daemon, is reused by the next start, and the CLI finds it without flags', async () => {
-    const first = await startDaemon();
+    const first = await startAnchord();
     expect(first.log()).toMatch(/Redis: embedded \(data in [^;]+; pid \d+\)/);
     const servers = redisServersIn(dataDir);
     expect(servers).toHaveLength(1);
@@ -96,7 +96,7 @@ describe('the embedded redis-server of a data folder', () => {
     await waitFor('the daemon gone', () => first.child.exitCode !== null || first.child.signalCode !== null, 10_000, 20);
     expect(redisServersIn(dataDir)).toEqual(servers); // left running, on purpose
 
-    const second = await startDaemon();
+    const second = await startAnchord();
     expect(second.log()).toMatch(new RegExp(`reused the one still running, pid ${servers[0]}`));
     expect(redisServersIn(dataDir)).toEqual(servers);
     expect(await recordOf(subject.receipt_uuid)).toMatchObject({ key: subject.receipt_uuid });
@@ -117,7 +117,7 @@ describe('the embedded redis-server of a data folder', () => {
 
   it('stops a server working in the folder that it cannot reuse before starting one, on the same data; a dead holder\'s lock is taken over', async () => {
     const subject = receiptFields();
-    const first = await startDaemon();
+    const first = await startAnchord();
     const file = join(home, 'subject2.json');
     writeFileSync(file, JSON.stringify(subject));
     expect(cli('enqueue', file).status).toBe(0);
@@ -129,7 +129,7 @@ describe('the embedded redis-server of a data folder', () => {
     rmSync(join(dataDir, EMBEDDED_REDIS_FILE));
     writeFileSync(join(dataDir, 'aer1-redis.lock'), '999999999\n');
 
-    const second = await startDaemon();
+    const second = await startAnchord();
     const now = redisServersIn(dataDir);
     expect(now).toHaveLength(1);
     expect(now[0]).not.toBe(orphan);
