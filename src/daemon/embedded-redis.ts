@@ -4,7 +4,7 @@
  * daemon must refuse writes rather than drop accepted subjects), loopback only.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
@@ -159,15 +159,23 @@ export function redisServersIn(dir: string): number[] {
   }
   const pids: number[] = [];
   for (const name of entries) {
-    if (!/^[0-9]+$/.test(name)) continue;
+    if (!/^[0-9]+$/.test(name) || !isRedisServer(Number(name))) continue;
     try {
-      if (readFileSync(`/proc/${name}/comm`, 'utf8').trim() !== 'redis-server') continue;
       if (readlinkSync(`/proc/${name}/cwd`) === target) pids.push(Number(name));
     } catch {
       // gone, or not ours to read
     }
   }
   return pids;
+}
+
+/** Whether the pid is a redis-server (by /proc/PID/comm); where there is no /proc, whether it runs. */
+function isRedisServer(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'redis-server';
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' && !existsSync('/proc') && processAlive(pid);
+  }
 }
 
 /** The pid and data folder the Redis on this port reports, or null when it does not answer. */
@@ -283,6 +291,7 @@ export async function openEmbeddedRedis(opts: EmbeddedRedisOptions): Promise<Dae
 }
 
 async function stopRecorded(pid: number, recordFile: string): Promise<void> {
-  await terminate(pid);
+  // the pid was checked at start; a server that died since may have handed its pid on
+  if (isRedisServer(pid)) await terminate(pid);
   rmSync(recordFile, { force: true });
 }
