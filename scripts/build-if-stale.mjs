@@ -5,11 +5,11 @@
 // use it, so a start after `npm ci` (whose `prepare` builds) or after a build does not
 // recompile. tsc rewrites every output on each build, so output mtimes are build times.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const SOURCE_DIRS = ['src', 'bench'];
 const CONFIG_FILES = ['tsconfig.json', 'package.json'];
 
@@ -35,8 +35,8 @@ function* sources(dir) {
   }
 }
 
-/** Why dist must be rebuilt, or null when it is current. */
-export function staleReason() {
+/** Why `root`'s dist must be rebuilt, or null when it is current. */
+export function staleReason(root = ROOT) {
   let oldestOutput = Infinity;
   let count = 0;
   for (const base of SOURCE_DIRS) {
@@ -57,10 +57,13 @@ export function staleReason() {
   return null;
 }
 
-const reason = staleReason();
-if (reason !== null) {
-  process.stderr.write(`build: ${reason}; compiling (tsc -p tsconfig.json)\n`);
-  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-  const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json')], { stdio: 'inherit' });
-  process.exit(r.status ?? 1);
+// run as a script (argv[1] through realpath: import.meta.url has symlinks resolved), not when imported
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  const reason = staleReason();
+  if (reason !== null) {
+    process.stderr.write(`build: ${reason}; compiling (tsc -p tsconfig.json)\n`);
+    const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+    const r = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.json')], { stdio: 'inherit' });
+    process.exit(r.status ?? 1);
+  }
 }
