@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // after each file, delete the keys its unique prefixes left in the shared Redis
+    setupFiles: ['test/helpers/clean-shared-redis.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Integration suites start their own Redis, relays and calendars on free ports;

@@ -28,6 +28,15 @@ export class UsageError extends Aer1Error {
   }
 }
 
+/**
+ * A JSON syntax error's reason without the text V8 quotes around it (a file's contents,
+ * which may hold a token or a secret, and may span lines): always one line.
+ */
+export function jsonSyntaxReason(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  return message.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, ' (text around it not shown)').replace(/\s+/g, ' ');
+}
+
 /** The same subject key arrived with a different root. */
 export class ConflictError extends Aer1Error {
   readonly key: string;

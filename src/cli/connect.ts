@@ -2,10 +2,12 @@
  * What the client commands (enqueue, status, proof) share: the daemon's configuration
  * and a connection to its Redis, without starting anything.
  */
+import { join, resolve } from 'node:path';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../config/config.js';
 import { UsageError } from '../errors.js';
+import { EMBEDDED_REDIS_FILE, readEmbeddedRedisRecord } from '../daemon/embedded-redis.js';
 import { connectRedis, redisAnswers } from '../daemon/redis.js';
 import { AnchorStore } from '../state/anchor-store.js';
 
@@ -24,15 +26,25 @@ export const CLIENT_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
+/**
+ * The daemon's Redis when none is configured, found the way the daemon chose it:
+ * 127.0.0.1:6379 when it answers (and redis.localDefault is on), else the embedded
+ * redis-server recorded in redis.embeddedDir/aer1-redis.json while the daemon runs it.
+ */
+async function daemonRedisUrl(config: Config): Promise<string> {
+  if (config.redis.localDefault && (await redisAnswers('127.0.0.1', 6379))) return 'redis://127.0.0.1:6379';
+  const record = readEmbeddedRedisRecord(config.redis.embeddedDir);
+  if (record && (await redisAnswers('127.0.0.1', record.port))) return record.url;
+  const file = join(resolve(config.redis.embeddedDir), EMBEDDED_REDIS_FILE);
+  throw new UsageError(
+    `no Redis to talk to: nothing answers on 127.0.0.1:6379 and no running embedded redis-server is recorded in ${file}; set REDIS_URL (or --redis-url) to the daemon's Redis`,
+    'no_redis',
+  );
+}
+
 export async function connectClient(opts: { config?: string | undefined; 'redis-url'?: string | undefined }): Promise<Client> {
   const config = loadConfig({ file: opts.config });
-  let url = opts['redis-url'] ?? config.redis.url;
-  if (!url) {
-    if (!(await redisAnswers('127.0.0.1', 6379))) {
-      throw new UsageError('no Redis to talk to: set REDIS_URL (or --redis-url) to the daemon\'s Redis', 'no_redis');
-    }
-    url = 'redis://127.0.0.1:6379';
-  }
+  const url = opts['redis-url'] ?? config.redis.url ?? (await daemonRedisUrl(config));
   const redis = connectRedis(url);
   redis.on('error', () => undefined);
   try {

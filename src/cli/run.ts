@@ -1,10 +1,12 @@
 /**
- * The one way a CLI entry point runs: exit codes 0 (success / PASS), 1 (bad input /
- * FAIL), 2 (usage or unreadable input). Input errors print one line, never a stack.
+ * The one way a CLI entry point runs (aer1-anchord, aer1-anchor, aer1-verify-anchor):
+ * exit 0 ok / PASS; 1 a check or a job failed (FAIL, a refused document, no such
+ * subject); 2 usage or unreadable input (unknown flags, a missing or non-JSON file, a
+ * bad config); 70 an internal error. Errors print one line, never a stack or a file's text.
  */
 import { readFileSync } from 'node:fs';
 import { jsonTextDepth, MAX_JSON_DEPTH } from '../aer1/json-limits.js';
-import { Aer1Error, InputError, UsageError } from '../errors.js';
+import { Aer1Error, InputError, jsonSyntaxReason, UsageError } from '../errors.js';
 
 export type Command = (argv: string[]) => Promise<number>;
 
@@ -28,7 +30,8 @@ export async function runMain(prog: string, command: Command, argv = process.arg
     if (err instanceof Aer1Error) {
       process.stderr.write(`${prog}: ${err.message}\n`);
     } else if (isArgsError(err)) {
-      process.stderr.write(`${prog}: ${err.message} (see --help)\n`);
+      // parseArgs' advice on positionals that start with '-' makes a second sentence: keep the first
+      process.stderr.write(`${prog}: ${err.message.split('. To specify a positional')[0]} (see --help)\n`);
     } else {
       process.stderr.write(`${prog}: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     }
@@ -62,7 +65,7 @@ export function parseJsonText(text: string, source: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new UsageError(`${source} is not JSON: ${(err as Error).message}`, 'not_json');
+    throw new UsageError(`${source} is not JSON: ${jsonSyntaxReason(err)}`, 'not_json');
   }
 }
 

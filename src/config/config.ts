@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { InputError, UsageError } from '../errors.js';
+import { jsonSyntaxReason, UsageError } from '../errors.js';
 import { PACKAGE_ROOT } from '../version.js';
 import { displayUrl } from './display-url.js';
 import { normalHostName } from './host-names.js';
@@ -18,7 +18,7 @@ export interface WebhookConfig {
 }
 
 export interface Config {
-  redis: { url: string | null; prefix: string; embedded: boolean; embeddedDir: string };
+  redis: { url: string | null; prefix: string; localDefault: boolean; embedded: boolean; embeddedDir: string };
   queue: { name: string; concurrency: number; stalledIntervalMs: number };
   limits: { maxJobBytes: number; maxSteps: number; maxEntries: number };
   nostr: {
@@ -73,8 +73,9 @@ export interface Config {
 
 export const DEFAULT_CONFIG_FILE = join(PACKAGE_ROOT, 'config', 'default.json');
 
+/** A bad setting is a usage error (exit 2 in every CLI), naming the key. */
 function bad(key: string, message: string): never {
-  throw new InputError('bad_config', message, `config ${key}`);
+  throw new UsageError(`config ${key}: ${message}`, 'bad_config');
 }
 
 /** Errors show a URL as scheme, host and path: its credentials or query may be secret. */
@@ -216,7 +217,7 @@ function fromEnv(spec: KeySpec, text: string): unknown {
 function flatten(obj: unknown, source: string): Map<string, unknown> {
   const out = new Map<string, unknown>();
   if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
-    throw new InputError('bad_config', `${source} must hold a JSON object`);
+    throw new UsageError(`${source} must hold a JSON object`, 'bad_config');
   }
   const known = new Set(CONFIG_KEYS.map((k) => k.key));
   const walk = (node: Record<string, unknown>, path: string): void => {
@@ -236,11 +237,6 @@ function flatten(obj: unknown, source: string): Map<string, unknown> {
   return out;
 }
 
-/** V8 quotes the text around a JSON syntax error; in a config file that text may be a token or a secret. */
-function withoutQuote(message: string): string {
-  return message.replace(/, (?:\.\.\.)?".*"(?:\.\.\.)? is not valid JSON$/s, ' (text around it not shown: it may hold a secret)');
-}
-
 function readConfigFile(file: string): Map<string, unknown> {
   let text: string;
   try {
@@ -252,7 +248,7 @@ function readConfigFile(file: string): Map<string, unknown> {
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new UsageError(`config file ${file} is not JSON: ${withoutQuote((err as Error).message)}`);
+    throw new UsageError(`config file ${file} is not JSON: ${jsonSyntaxReason(err)}`);
   }
   return flatten(parsed, file);
 }

@@ -28,6 +28,7 @@ const MS_DAY = 86_400_000;
 export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'redis.url', type: { kind: 'optional-url', protocols: ['redis:', 'rediss:'] }, default: null, env: 'REDIS_URL', doc: 'Redis to use. Unset: 127.0.0.1:6379 when it answers, else the embedded redis-server.' },
   { key: 'redis.prefix', type: { kind: 'string' }, default: 'aer1', env: 'AER1_REDIS_PREFIX', doc: 'Key prefix; wrapped in a hash tag ({aer1}) so every key lands in one Redis Cluster slot.' },
+  { key: 'redis.localDefault', type: { kind: 'bool' }, default: true, env: 'AER1_REDIS_LOCAL_DEFAULT', doc: 'With no Redis configured, use 127.0.0.1:6379 when it answers; off: go straight to the embedded redis-server.' },
   { key: 'redis.embedded', type: { kind: 'bool' }, default: true, env: 'AER1_REDIS_EMBEDDED', doc: 'Start and supervise a private redis-server when no Redis is configured or answering.' },
   { key: 'redis.embeddedDir', type: { kind: 'string' }, default: './var/redis', env: 'AER1_REDIS_EMBEDDED_DIR', doc: 'Data folder of the embedded redis-server (append-only file on, noeviction).' },
 

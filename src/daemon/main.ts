@@ -11,7 +11,7 @@ import { UsageError } from '../errors.js';
 import { VERSION } from '../version.js';
 import { loadSigningKey, writeKeyFile, type SigningKey } from '../witness/nostr/keys.js';
 import { Daemon } from './daemon.js';
-import { startEmbeddedRedis, INSTALL_HINT, type EmbeddedRedis } from './embedded-redis.js';
+import { openEmbeddedRedis, INSTALL_HINT, type DaemonRedis } from './embedded-redis.js';
 import { createLogger, type Logger } from './logger.js';
 import { redisAnswers } from './redis.js';
 
@@ -24,15 +24,16 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
-export async function resolveRedis(config: Config, log: Logger): Promise<{ url: string; embedded: EmbeddedRedis | null; where: string }> {
+export async function resolveRedis(config: Config, log: Logger): Promise<{ url: string; embedded: DaemonRedis | null; where: string }> {
   if (config.redis.url) return { url: config.redis.url, embedded: null, where: 'configured' };
-  if (await redisAnswers('127.0.0.1', 6379)) return { url: 'redis://127.0.0.1:6379', embedded: null, where: 'local default' };
+  if (config.redis.localDefault && (await redisAnswers('127.0.0.1', 6379))) return { url: 'redis://127.0.0.1:6379', embedded: null, where: 'local default' };
   if (!config.redis.embedded) {
     throw new UsageError(`no Redis: nothing answers on 127.0.0.1:6379 and redis.embedded is off; ${INSTALL_HINT}`, 'no_redis');
   }
-  log.info({ dir: config.redis.embeddedDir }, 'no Redis configured or answering on 127.0.0.1:6379: starting an embedded redis-server');
-  const embedded = await startEmbeddedRedis({ dir: config.redis.embeddedDir });
-  return { url: embedded.url, embedded, where: `embedded (data in ${embedded.dir})` };
+  log.info({ dir: config.redis.embeddedDir }, 'no Redis configured or answering on 127.0.0.1:6379: using the embedded redis-server');
+  const embedded = await openEmbeddedRedis({ dir: config.redis.embeddedDir });
+  const how = embedded.reused ? `reused the one still running, pid ${embedded.pid}` : `pid ${embedded.pid}`;
+  return { url: embedded.url, embedded, where: `embedded (data in ${embedded.dir}; ${how})` };
 }
 
 export function signingKeyFor(config: Config, log: Logger): SigningKey | null {

@@ -22,14 +22,11 @@ import { startDevRelay, type DevRelay } from '../../src/witness/nostr/dev-relay.
 import { startDevCalendar, type DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
-export const SHARED_REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export { SHARED_REDIS_URL, deletePrefix, uniquePrefix } from './shared-redis.js';
+import { SHARED_REDIS_URL, uniquePrefix } from './shared-redis.js';
 
 export function tempDir(label = 'aer1'): string {
   return mkdtempSync(join(tmpdir(), `${label}-`));
-}
-
-export function uniquePrefix(label = 't'): string {
-  return `${label}-${randomBytes(4).toString('hex')}`;
 }
 
 /** Polls `check` until it returns a truthy value; throws with `what` after `timeoutMs`. */

@@ -101,24 +101,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       }, timeoutMs, 100);
     },
     async close() {
+      // the prefix's keys are deleted after the file (test/helpers/clean-shared-redis.ts)
       await http.close();
-      const redis = daemon.redis.duplicate();
       await daemon.stop();
       await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
-      await deletePrefix(redis, daemon.store.keys.base);
-      await redis.quit();
     },
   };
   return stack;
 }
 
-/** Removes every key under a hash-tagged prefix (tests share one Redis). */
-export async function deletePrefix(redis: import('ioredis').Redis, base: string): Promise<void> {
-  let cursor = '0';
-  for (let i = 0; i < 100_000; i++) {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${base}*`, 'COUNT', 1000);
-    if (keys.length > 0) await redis.unlink(...keys);
-    cursor = next;
-    if (cursor === '0') break;
-  }
-}

@@ -10,25 +10,22 @@ import { consumerGroup, retryDelay, WebhookDeliverer, type WebhookDelivererOptio
 import { hookId, WebhookLog } from '../../src/webhooks/delivery-log.js';
 import { verifySignature } from '../../src/webhooks/signature.js';
 import { SHARED_REDIS_URL, uniquePrefix, waitFor } from '../helpers/harness.js';
-import { deletePrefix } from '../http/fixture.js';
 import { startReceiver, type Receiver } from './receiver.js';
 
 const SECRET = 'webhook-secret-0123456789';
 let redis: Redis;
-const bases: string[] = [];
 
 beforeAll(() => {
   redis = new Redis(SHARED_REDIS_URL, { maxRetriesPerRequest: null });
 });
 
+// the prefixes' keys are deleted after the file (test/helpers/clean-shared-redis.ts)
 afterAll(async () => {
-  for (const b of bases) await deletePrefix(redis, b);
   await redis.quit();
 });
 
 function space(): { base: string; stream: string } {
   const base = `{${uniquePrefix('wh')}}`;
-  bases.push(base);
   return { base, stream: `${base}:events` };
 }
 

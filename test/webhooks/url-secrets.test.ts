@@ -16,7 +16,8 @@ import { WebhookDeliverer } from '../../src/webhooks/deliverer.js';
 import { hookId, WebhookLog } from '../../src/webhooks/delivery-log.js';
 import { startWebhooks, type WebhookDeliverer as Deliverer } from '../../src/webhooks/webhooks.js';
 import { receiptFields, SHARED_REDIS_URL, uniquePrefix, waitFor } from '../helpers/harness.js';
-import { deletePrefix, startStack, type Stack } from '../http/fixture.js';
+import { startStack, type Stack } from '../http/fixture.js';
+import { deletePrefix } from '../helpers/shared-redis.js';
 import { startReceiver, type Receiver } from './receiver.js';
 
 const SECRET = 'url-secrets-hook-secret-0123';

@@ -1,5 +1,5 @@
 /**
- * `aer1-anchor dev-relay [--port P] [--host H] [--db FILE]`: a real Nostr relay on
+ * `aer1-anchor dev-relay [--port P] [--host H] [--events FILE]`: a real Nostr relay on
  * loopback for development and tests, in the foreground until SIGINT/SIGTERM. The first
  * line of stdout is its ws:// URL.
  */
@@ -7,12 +7,12 @@ import { parseArgs } from 'node:util';
 import { startDevRelay } from '../../witness/nostr/dev-relay.js';
 import { UsageError } from '../run.js';
 
-export const summary = 'run a local Nostr relay (@nostr-relay/*, sqlite) until interrupted';
+export const summary = 'run a local Nostr relay (@nostr-relay/*, events in memory) until interrupted';
 
-const USAGE = `usage: aer1-anchor dev-relay [--port P] [--host 127.0.0.1] [--db FILE] [--silent] [--drop-on-event] [--verbose]
+const USAGE = `usage: aer1-anchor dev-relay [--port P] [--host 127.0.0.1] [--events FILE] [--silent] [--drop-on-event] [--verbose]
   --port P          port to listen on (default 0: a free port, printed)
   --host H          address to listen on (default 127.0.0.1)
-  --db FILE         sqlite file for the events (default: in memory)
+  --events FILE     JSON-lines file the events are kept in (default: memory only)
   --silent          never answer EVENT messages (fault testing)
   --drop-on-event   close the connection upon an EVENT (fault testing)
   --verbose         relay log lines on stderr`;
@@ -26,7 +26,7 @@ function parseFlags(argv: string[]) {
     options: {
       port: { type: 'string', short: 'p' },
       host: { type: 'string' },
-      db: { type: 'string' },
+      events: { type: 'string' },
       silent: { type: 'boolean' },
       'drop-on-event': { type: 'boolean' },
       verbose: { type: 'boolean' },
@@ -53,7 +53,7 @@ export async function run(argv: string[]): Promise<number> {
     relay = await startDevRelay({
       port,
       host: values.host ?? '127.0.0.1',
-      ...(values.db !== undefined ? { dbFile: values.db } : {}),
+      ...(values.events !== undefined ? { eventsFile: values.events } : {}),
       silent: values.silent === true,
       dropOnEvent: values['drop-on-event'] === true,
       ...(values.verbose ? { log: (line: string) => process.stderr.write(`${line}\n`) } : {}),
@@ -64,7 +64,7 @@ export async function run(argv: string[]): Promise<number> {
     throw new UsageError(`dev-relay: cannot start: ${code ?? (err as Error).message}`, 'dev_relay_start');
   }
   process.stdout.write(`${relay.url}\n`);
-  process.stderr.write(`dev-relay: listening on ${relay.url}${values.db ? ` (db ${values.db})` : ' (in memory)'}; Ctrl-C to stop\n`);
+  process.stderr.write(`dev-relay: listening on ${relay.url}${values.events ? ` (events in ${values.events})` : ' (in memory)'}; Ctrl-C to stop\n`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));

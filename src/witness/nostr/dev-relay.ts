@@ -1,6 +1,7 @@
 /**
  * A real Nostr relay on loopback for development and tests: @nostr-relay/core with
- * its validator and sqlite repository behind a `ws` server. Its caches are off, an
+ * its validator and an in-memory repository (nothing compiled natively) behind a `ws`
+ * server. Its caches are off, an
  * event whose id or signature is wrong is answered `OK false "invalid: ..."` (checked
  * before the relay's own duplicate check, as strfry does), and simple fault switches
  * make it refuse (`beforeEvent`), stay silent, or drop the connection.
@@ -10,7 +11,7 @@
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { NostrRelay as NostrRelayType } from '@nostr-relay/core';
-import type { EventRepositorySqlite as EventRepositorySqliteType } from '@nostr-relay/event-repository-sqlite';
+import type { MemoryEventRepository as MemoryEventRepositoryType } from './memory-event-repository.js';
 import type { Validator as ValidatorType } from '@nostr-relay/validator';
 import type { Event as RelayEvent, IncomingMessage, Logger } from '@nostr-relay/common';
 import { UsageError } from '../../errors.js';
@@ -37,8 +38,11 @@ export interface DevRelayOptions {
   port?: number;
   /** Default 127.0.0.1. */
   host?: string;
-  /** sqlite file; default `:memory:` (kept across `stop`/`restart`, lost on `close`). */
-  dbFile?: string;
+  /**
+   * JSON-lines file the events are replayed from and appended to; default none: in memory
+   * (kept across `stop`/`restart`, lost on `close`).
+   */
+  eventsFile?: string;
   beforeEvent?: BeforeEventHook;
   silent?: boolean;
   dropOnEvent?: boolean;
@@ -71,17 +75,12 @@ export interface DevRelay {
 
 interface RelayPackages {
   NostrRelay: typeof NostrRelayType;
-  EventRepositorySqlite: typeof EventRepositorySqliteType;
+  MemoryEventRepository: typeof MemoryEventRepositoryType;
   Validator: typeof ValidatorType;
   validateEvent: (event: RelayEvent) => string | undefined;
 }
 
-const PACKAGES = [
-  '@nostr-relay/core',
-  '@nostr-relay/common',
-  '@nostr-relay/validator',
-  '@nostr-relay/event-repository-sqlite',
-];
+const PACKAGES = ['@nostr-relay/core', '@nostr-relay/common', '@nostr-relay/validator'];
 
 interface SignatureChecker {
   isSigValid(event: { id: string; sig: string; pubkey: string }): boolean;
@@ -112,23 +111,23 @@ function memoizeSignatureChecks(utils: SignatureChecker): void {
 
 async function loadRelayPackages(): Promise<RelayPackages> {
   try {
-    const [core, common, validator, sqlite] = await Promise.all([
+    const [core, common, validator, memory] = await Promise.all([
       import('@nostr-relay/core'),
       import('@nostr-relay/common'),
       import('@nostr-relay/validator'),
-      import('@nostr-relay/event-repository-sqlite'),
+      import('./memory-event-repository.js'),
     ]);
     memoizeSignatureChecks(common.EventUtils as unknown as SignatureChecker);
     return {
       NostrRelay: core.NostrRelay,
-      EventRepositorySqlite: sqlite.EventRepositorySqlite,
+      MemoryEventRepository: memory.MemoryEventRepository,
       Validator: validator.Validator,
       validateEvent: (event) => common.EventUtils.validate(event),
     };
   } catch (err) {
     const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     throw new UsageError(
-      `the dev relay needs the optional packages ${PACKAGES.join(', ')} (with better-sqlite3 built); ` +
+      `the dev relay needs the optional packages ${PACKAGES.join(', ')}; ` +
         `install them with: npm install --include=optional (${reason})`,
       'dev_relay_unavailable',
     );
@@ -153,7 +152,7 @@ export async function startDevRelay(options: DevRelayOptions = {}): Promise<DevR
   if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65535) {
     throw new UsageError(`port must be an integer 0-65535, got ${String(requestedPort)}`);
   }
-  const repository = new pkgs.EventRepositorySqlite(options.dbFile ?? ':memory:');
+  const repository = new pkgs.MemoryEventRepository(options.eventsFile !== undefined ? { file: options.eventsFile } : {});
   await repository.init();
   const relay = new pkgs.NostrRelay(repository, {
     // with either cache on, a tampered event whose id was seen is answered `duplicate`
@@ -253,7 +252,6 @@ export async function startDevRelay(options: DevRelayOptions = {}): Promise<DevR
 
   await listen();
   let closed = false;
-  const db = repository.getDatabase();
 
   const devRelay: DevRelay = {
     get url() {
@@ -287,22 +285,10 @@ export async function startDevRelay(options: DevRelayOptions = {}): Promise<DevR
       await repository.destroy();
     },
     eventCount() {
-      const row = db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number };
-      return row.n;
+      return repository.count();
     },
     events() {
-      const rows = db
-        .prepare('SELECT id, pubkey, created_at, kind, tags, content, sig FROM events ORDER BY created_at, id')
-        .all() as Array<Omit<SignedEvent, 'tags'> & { tags: string }>;
-      return rows.map((r) => ({
-        id: r.id,
-        pubkey: r.pubkey,
-        created_at: r.created_at,
-        kind: r.kind,
-        tags: JSON.parse(r.tags) as string[][],
-        content: r.content,
-        sig: r.sig,
-      }));
+      return repository.all().map(toSignedEvent);
     },
   };
   return devRelay;

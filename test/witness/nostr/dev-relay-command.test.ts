@@ -52,8 +52,8 @@ describe('aer1-anchor dev-relay', () => {
   });
 
   it('prints its ws:// URL first, accepts events, and stops with exit 0 on SIGTERM', async () => {
-    const db = join(dir, 'relay.db');
-    const { child, url, stderr } = await start(['--port', '0', '--db', db]);
+    const file = join(dir, 'relay.jsonl');
+    const { child, url, stderr } = await start(['--port', '0', '--events', file]);
     expect(url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
     const key = SigningKey.parse(TEST_SECRET_HEX);
     const env = workflowEnvelope(42);
@@ -68,8 +68,8 @@ describe('aer1-anchor dev-relay', () => {
     child.kill('SIGTERM');
     expect(await exitOf(child)).toBe(0);
     expect(stderr()).toMatch(/SIGTERM, stopped/);
-    // the events stay in the database file for the next run
-    const second = await start(['--db', db]);
+    // the events stay in the file for the next run
+    const second = await start(['--events', file]);
     const c2 = new RelayClient(second.url);
     try {
       expect(await c2.fetchById(ev.id, { timeoutMs: 5000 })).not.toBeNull();

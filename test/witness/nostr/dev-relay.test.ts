@@ -161,16 +161,16 @@ describe('dev relay', () => {
     c.close();
   });
 
-  it('keeps events in a database file across a full close and a new relay', async () => {
-    const dbFile = join(tmp, 'relay.db');
-    const first = await startDevRelay({ dbFile });
+  it('keeps events in a file across a full close and a new relay', async () => {
+    const eventsFile = join(tmp, 'relay.jsonl');
+    const first = await startDevRelay({ eventsFile });
     const ev = eventFor(9);
     const c = await rawClient(first.url);
     c.send(['EVENT', ev]);
     expect(await c.next((f) => f[0] === 'OK')).toEqual(['OK', ev.id, true, '']);
     c.close();
     await first.close();
-    const second = await startDevRelay({ dbFile });
+    const second = await startDevRelay({ eventsFile });
     try {
       expect(second.events()).toEqual([ev]);
     } finally {

@@ -18,7 +18,7 @@ import { batchProofs } from '../../../src/witness/ots/batch-proof.js';
 import { DetachedTimestampFile, parseDetached, serializeDetached } from '../../../src/witness/ots/codec.js';
 import { type Op, KECCAK256, HEXLIFY, REVERSE, RIPEMD160, SHA1, SHA256, append, prepend } from '../../../src/witness/ots/ops.js';
 import { Timestamp, allAttestations } from '../../../src/witness/ots/timestamp.js';
-import { listVectors, otsVectorsDir, vectorsPresent } from './vector-files.js';
+import { listVectors, otsVectorsDir, sharedVectorsFor } from './vector-files.js';
 
 const PYTHON = '/usr/bin/python3';
 const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'python-ots.py');
@@ -292,7 +292,7 @@ describe.runIf(pythonHasOts)('random trees', () => {
   });
 });
 
-describe.runIf(pythonHasOts && vectorsPresent)('the shared vectors', () => {
+describe.runIf(pythonHasOts && sharedVectorsFor('reading the shared .ots vectors with python-opentimestamps and npm opentimestamps'))('the shared vectors', () => {
   it('read the same in python, npm opentimestamps and ours; refused by all three when invalid', () => {
     const { valid, invalid } = listVectors();
     const files = [...valid, ...invalid].map((f) => path.join(otsVectorsDir, f));

@@ -1,8 +1,5 @@
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   hashToBigInt,
@@ -23,6 +20,7 @@ import {
 } from '../../../src/witness/ots/dev-calendar/ots-ops.js';
 import { buildRound, deriveKeyForIdx } from '../../../src/witness/ots/dev-calendar/round.js';
 import { python, PYTHON } from './dev-calendar-support.js';
+import { readVector, sharedVectorsFor } from './vector-files.js';
 
 const sha = (b: Buffer): Buffer => createHash('sha256').update(b).digest();
 const leaves = (n: number): Buffer[] => Array.from({ length: n }, (_, i) => sha(Buffer.from(`leaf ${i}`)));
@@ -177,8 +175,6 @@ describe('block headers and proof of work', () => {
 });
 
 // The layout claims (WITNESS-FACTS) checked against proofs the real calendars made.
-const VECTORS = resolve(fileURLToPath(new URL('../../..', import.meta.url)), '../shared/vectors/ots');
-const haveVectors = existsSync(VECTORS);
 
 /** The op/attestation shape of a linear path: H sha256, R ripemd160, A/P append/prepend by length. */
 function shape(buf: Buffer, start: number): string {
@@ -217,13 +213,9 @@ function shape(buf: Buffer, start: number): string {
 const BITCOIN_TAIL = / P(tx|\d+) A(tx|\d+) H H( [AP]32 H H)* @0588960d73d71901$/;
 
 describe('layout of the real calendars (vectors in ../shared/vectors/ots)', () => {
-  it('has the vectors folder', () => {
-    expect(haveVectors, `missing ${VECTORS}: the .ots vectors are needed to compare with real calendar output`).toBe(true);
-  });
-
-  describe.runIf(haveVectors)('with the vectors', () => {
+  describe.runIf(sharedVectorsFor("comparing the dev calendar's proofs with the real calendars' (shared .ots vectors)"))('with the vectors', () => {
     it('answers a submission in the same shape as alice and bob did (nonce, sha256, time prefix, MAC suffix, pending)', () => {
-      const real = readFileSync(join(VECTORS, 'two-calendars.txt.ots')).toString('hex');
+      const real = readVector('two-calendars.txt.ots').toString('hex');
       const calendarPart = /f010[0-9a-f]{32}08f104[0-9a-f]{8}f008[0-9a-f]{16}0083dfe30d2ef90c8e/g;
       expect(real.match(calendarPart)).toHaveLength(2);
       const ours = buildRound(leaves(5), { time: 1_700_000_000, hmacKey: Buffer.alloc(32), uri: 'http://127.0.0.1:1' });
@@ -233,7 +225,7 @@ describe('layout of the real calendars (vectors in ../shared/vectors/ots)', () =
     });
 
     it('upgrades in the same shape as a real Bitcoin-confirmed proof (tx prefix/suffix, double sha256 block path)', () => {
-      const real = readFileSync(join(VECTORS, 'hello-world.txt.ots'));
+      const real = readVector('hello-world.txt.ots');
       const realShape = shape(real, 31 + 1 + 1 + 32);
       expect(realShape).toMatch(BITCOIN_TAIL);
       const commitments = [0, 1, 2].map((i) => Buffer.concat([Buffer.alloc(4, 1), sha(Buffer.from(`s${i}`)), Buffer.alloc(8, 2)]));

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BitcoinVerificationError, HeadersFileSource, type HeaderSource, verifyBitcoinAttestation } from '../../../../src/witness/ots/bitcoin/index.js';
 import { parseDetached } from '../../../../src/witness/ots/codec.js';
 import { bitcoinAttestations } from '../../../../src/witness/ots/timestamp.js';
-import { headersFile, missingVectorsMessage, readVector, vectorsPresent } from '../vector-files.js';
+import { headersFile, readVector, sharedVectorsFor } from '../vector-files.js';
 import { mineRegtestHeader } from './regtest-header.js';
 
 async function failure(p: Promise<unknown>): Promise<BitcoinVerificationError> {
@@ -15,18 +15,14 @@ async function failure(p: Promise<unknown>): Promise<BitcoinVerificationError> {
   throw new Error('verification succeeded');
 }
 
-describe('verifying Bitcoin attestations of the shared vectors', () => {
-  it('has the vectors', () => {
-    expect(vectorsPresent, missingVectorsMessage).toBe(true);
-  });
-
-  it.runIf(vectorsPresent)('hello-world.txt.ots checks out at block 358391, time 1432827678', async () => {
+describe.runIf(sharedVectorsFor('verifying Bitcoin attestations of the shared vectors (3 tests)'))('verifying Bitcoin attestations of the shared vectors', () => {
+  it('hello-world.txt.ots checks out at block 358391, time 1432827678', async () => {
     const [att] = bitcoinAttestations(parseDetached(readVector('hello-world.txt.ots')).timestamp);
     const result = await verifyBitcoinAttestation(att!.merkleRoot, att!.height, new HeadersFileSource(headersFile));
     expect(result).toEqual({ height: 358391, block_hash: '000000000000000003e892881a8cdcdc117c06d444057c98b6f04a9ee75a2319', time: 1432827678 });
   });
 
-  it.runIf(vectorsPresent)('bad-stamp.txt.ots fails: its message is not the merkle root of block 358391', async () => {
+  it('bad-stamp.txt.ots fails: its message is not the merkle root of block 358391', async () => {
     const [att] = bitcoinAttestations(parseDetached(readVector('bad-stamp.txt.ots')).timestamp);
     const e = await failure(verifyBitcoinAttestation(att!.merkleRoot, att!.height, new HeadersFileSource(headersFile)));
     expect(e.code).toBe('bitcoin_merkle_mismatch');
@@ -34,7 +30,7 @@ describe('verifying Bitcoin attestations of the shared vectors', () => {
     expect(e.message).toMatch(/merkle root 8a1b66ec.*commits to/);
   });
 
-  it.runIf(vectorsPresent)('a height the source lacks is a missing header', async () => {
+  it('a height the source lacks is a missing header', async () => {
     const [att] = bitcoinAttestations(parseDetached(readVector('hello-world.txt.ots')).timestamp);
     const e = await failure(verifyBitcoinAttestation(att!.merkleRoot, 358392, new HeadersFileSource(headersFile)));
     expect(e.code).toBe('bitcoin_missing_header');

@@ -1,0 +1,69 @@
+#!/usr/bin/env node
+// Runs `tsc -p tsconfig.json` only when dist is older than the sources: some src/ or
+// bench/ .ts file has no .js in dist or is newer than it, or tsconfig.json or
+// package.json is newer than the oldest emitted file. `npm start` and `npm run bench`
+// use it, so a start after `npm ci` (whose `prepare` builds) or after a build does not
+// recompile. tsc rewrites every output on each build, so output mtimes are build times.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, realpathSync, statSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const SOURCE_DIRS = ['src', 'bench'];
+const CONFIG_FILES = ['tsconfig.json', 'package.json'];
+
+function mtimeOf(path) {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return null;
+  }
+}
+
+function* sources(dir) {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const e of entries) {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) yield* sources(path);
+    else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) yield path;
+  }
+}
+
+/** Why `root`'s dist must be rebuilt, or null when it is current. */
+export function staleReason(root = ROOT) {
+  let oldestOutput = Infinity;
+  let count = 0;
+  for (const base of SOURCE_DIRS) {
+    for (const source of sources(join(root, base))) {
+      const rel = relative(root, source);
+      const output = join(root, 'dist', rel.replace(/\.ts$/, '.js'));
+      const built = mtimeOf(output);
+      if (built === null) return `${rel} has no build output`;
+      if ((mtimeOf(source) ?? 0) > built) return `${rel} changed since the last build`;
+      oldestOutput = Math.min(oldestOutput, built);
+      count++;
+    }
+  }
+  if (count === 0) return 'no sources found';
+  for (const file of CONFIG_FILES) {
+    if ((mtimeOf(join(root, file)) ?? 0) > oldestOutput) return `${file} changed since the last build`;
+  }
+  return null;
+}
+
+// run as a script (argv[1] through realpath: import.meta.url has symlinks resolved), not when imported
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  const reason = staleReason();
+  if (reason !== null) {
+    process.stderr.write(`build: ${reason}; compiling (tsc -p tsconfig.json)\n`);
+    const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+    const r = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.json')], { stdio: 'inherit' });
+    process.exit(r.status ?? 1);
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * One exit-code convention across aer1-anchord, aer1-anchor and aer1-verify-anchor
+ * (README: Exit codes): 0 ok, 1 a check or a job failed, 2 usage or unreadable input.
+ * Every error is one line, and never quotes the input file's text.
+ */
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT, SHARED_REDIS_URL, tempDir, uniquePrefix } from '../helpers/harness.js';
+
+const dir = tempDir('exit-codes');
+const SECRET = 's3cr3t-token-in-the-file';
+const files = {
+  notJson: join(dir, 'not-json.json'),
+  truncated: join(dir, 'truncated.json'),
+  notADocument: join(dir, 'object.json'),
+  badConfig: join(dir, 'bad-config.json'),
+  config: join(dir, 'config.json'),
+};
+writeFileSync(files.notJson, `${SECRET} {\n`);
+writeFileSync(files.truncated, `{"token": "${SECRET}"\n`);
+writeFileSync(files.notADocument, '{"a": 1}\n');
+writeFileSync(files.badConfig, '{"redis": {"prefix": 5}}\n');
+writeFileSync(files.config, JSON.stringify({ redis: { prefix: uniquePrefix('exit') } }));
+const missing = join(dir, 'missing.json');
+const redis = ['--redis-url', SHARED_REDIS_URL, '--config', files.config];
+
+type Row = [what: string, bin: 'aer1-anchord' | 'aer1-anchor' | 'aer1-verify-anchor', args: string[], code: 0 | 1 | 2, stderr: RegExp];
+
+const ROWS: Row[] = [
+  ['anchord: an unknown flag', 'aer1-anchord', ['--frobnicate'], 2, /^aer1-anchord: Unknown option '--frobnicate' \(see --help\)$/],
+  ['anchord: a missing config file', 'aer1-anchord', ['--config', missing], 2, /cannot read config file .*missing\.json: ENOENT$/],
+  ['anchord: a config file that is not JSON', 'aer1-anchord', ['--config', files.notJson], 2, /config file .* is not JSON: /],
+  ['anchord: a bad setting', 'aer1-anchord', ['--config', files.badConfig], 2, /^aer1-anchord: config redis\.prefix: expected a non-empty string, got 5$/],
+  ['anchor: an unknown command', 'aer1-anchor', ['frobnicate'], 2, /^aer1-anchor: unknown command 'frobnicate'/],
+  ['anchor: an unknown flag', 'aer1-anchor', ['enqueue', '--frobnicate', 'x'], 2, /^aer1-anchor: Unknown option '--frobnicate' \(see --help\)$/],
+  ['anchor: a missing file', 'aer1-anchor', ['enqueue', missing, ...redis], 2, /^aer1-anchor: cannot read .*missing\.json: ENOENT$/],
+  ['anchor: a file that is not JSON', 'aer1-anchor', ['enqueue', files.notJson, ...redis], 2, /^aer1-anchor: .*not-json\.json is not JSON: /],
+  ['anchor: truncated JSON', 'aer1-anchor', ['enqueue', files.truncated, ...redis], 2, /^aer1-anchor: .*truncated\.json is not JSON: /],
+  ['anchor: a bad setting', 'aer1-anchor', ['status', 'k', '--config', files.badConfig], 2, /^aer1-anchor: config redis\.prefix: /],
+  ['anchor: a document refused (a job failed)', 'aer1-anchor', ['enqueue', files.notADocument, ...redis], 1, /refused: .*not a receipt, a workflow close or a job timeline/],
+  ['anchor: no such subject (a lookup failed)', 'aer1-anchor', ['status', 'no-such-key', ...redis], 1, /^aer1-anchor: no subject with key no-such-key$/],
+  ['verify: an unknown flag', 'aer1-verify-anchor', ['--frobnicate', 'x'], 2, /^aer1-verify-anchor: Unknown option '--frobnicate' \(see --help\)$/],
+  ['verify: a missing file', 'aer1-verify-anchor', [missing], 2, /^aer1-verify-anchor: cannot read .*missing\.json: ENOENT$/],
+  ['verify: a file that is not JSON', 'aer1-verify-anchor', [files.notJson], 2, /^aer1-verify-anchor: .*not-json\.json is not JSON: /],
+  ['verify: truncated JSON', 'aer1-verify-anchor', [files.truncated], 2, /^aer1-verify-anchor: .*truncated\.json is not JSON: /],
+];
+
+describe('exit codes and error lines of the three CLIs', () => {
+  it.each(ROWS)('%s', (_what, bin, args, code, stderr) => {
+    const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', `${bin}.js`), ...args], { encoding: 'utf8', timeout: 30_000, env: { PATH: process.env.PATH ?? '', HOME: dir } });
+    expect(r.status, `stdout: ${r.stdout}\nstderr: ${r.stderr}`).toBe(code);
+    // errors go to stderr; enqueue reports each file's result (a refusal too) on stdout
+    const lines = (r.stderr + r.stdout).split('\n').filter((l) => l !== '');
+    expect(lines, r.stderr + r.stdout).toHaveLength(1);
+    expect(lines[0]).toMatch(stderr);
+    expect(r.stderr + r.stdout).not.toContain(SECRET);
+  });
+});
