@@ -3,7 +3,7 @@
  * message limits follow python-opentimestamps `opentimestamps/core/op.py`.
  */
 import * as crypto from 'node:crypto';
-import { keccak256 } from './keccak.js';
+import { keccak_256 } from '@noble/hashes/sha3.js';
 import { OtsFormatError } from './errors.js';
 
 export type UnaryOpKind = 'sha256' | 'sha1' | 'ripemd160' | 'keccak256' | 'reverse' | 'hexlify';
@@ -91,7 +91,8 @@ export function applyOp(op: Op, msg: Uint8Array): Buffer {
       result = nodeHash('ripemd160', msg);
       break;
     case 'keccak256':
-      result = keccak256(msg);
+      // the original Keccak padding (python-opentimestamps' OpKECCAK256), not SHA3-256
+      result = Buffer.from(keccak_256(msg));
       break;
     case 'append':
       result = Buffer.concat([msg, op.arg]);

@@ -14,7 +14,7 @@ import { encodeVaruint } from '../../../src/witness/ots/bytes.js';
 import { OtsFormatError } from '../../../src/witness/ots/errors.js';
 import { Timestamp, allAttestations } from '../../../src/witness/ots/timestamp.js';
 import { bitcoinAttestation } from '../../../src/witness/ots/attestations.js';
-import { SHA256 } from '../../../src/witness/ots/ops.js';
+import { KECCAK256, SHA256, applyOp } from '../../../src/witness/ots/ops.js';
 
 const DIGEST = Buffer.alloc(32, 7);
 const HEADER = Buffer.concat([HEADER_MAGIC, Buffer.from([0x01, 0x08]), DIGEST]);
@@ -210,5 +210,12 @@ describe('writing timestamps', () => {
     const bytes = serializeTimestamp(ts);
     expect(serializeTimestamp(parseTimestamp(bytes, DIGEST)).equals(bytes)).toBe(true);
     expect(refusal(() => parseTimestamp(Buffer.concat([bytes, Buffer.from([0])]), DIGEST)).code).toBe('ots_trailing_bytes');
+  });
+});
+
+describe('the keccak256 op', () => {
+  it('is the original Keccak-256 (as python-opentimestamps OpKECCAK256), not SHA3-256', () => {
+    expect(applyOp(KECCAK256, Buffer.alloc(0)).toString('hex')).toBe('c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470');
+    expect(applyOp(KECCAK256, Buffer.from('abc')).toString('hex')).toBe('4e03657aea45a94fc7d47ba826c8d667c0d1e6e33a64a036ec44f58fa12d6c45');
   });
 });
