@@ -4,7 +4,7 @@
  * event and its batches, and a timestamped history; indexes by status and witness;
  * a stream of state changes for live consumers.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { StateKeys, type WitnessName } from './keys.js';
 import { ACCEPT, CUT_BATCH, REJECT, SET_RELAY, SET_WITNESS } from './scripts.js';
@@ -320,7 +320,7 @@ export class AnchorStore {
     return this.redis.llen(this.keys.inbox(witness));
   }
 
-  /** Cuts the next batch of up to `max` subjects; null when none wait. */
+  /** Cuts the next batch of up to `max` subjects; null when none wait. Ids are `<sequence>-<random>`. */
   async cutBatch(witness: WitnessName, max: number): Promise<{ id: string; size: number } | null> {
     const now = this.now();
     const res = (await this.run(CUT_BATCH, [this.keys.inbox(witness), this.keys.batchSeq(witness), this.keys.openBatches(witness)], [
@@ -329,6 +329,7 @@ export class AnchorStore {
       witness,
       now,
       nowIso(now),
+      randomBytes(6).toString('hex'),
     ])) as [string, number] | null;
     return res ? { id: String(res[0]), size: Number(res[1]) } : null;
   }
