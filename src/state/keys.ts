@@ -59,6 +59,10 @@ export class StateKeys {
   openBatches(witness: WitnessName): string {
     return `${this.base}:bopen:${witness}`;
   }
+  /** The reconciler's scan cursors, one field per index it walks. */
+  get reconcile(): string {
+    return `${this.base}:reconcile`;
+  }
   /** Last confirmation time per witness, counters. */
   get meta(): string {
     return `${this.base}:meta`;

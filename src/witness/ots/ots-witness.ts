@@ -49,6 +49,14 @@ type OtsJob = { batchId: string; poll?: number };
 const SUBMIT = 'submit';
 const UPGRADE = 'upgrade';
 
+function submitJobId(batchId: string): string {
+  return `ots-submit-${batchId}`;
+}
+
+function upgradeJobId(batchId: string, poll: number): string {
+  return `ots-upgrade-${batchId}-${poll}`;
+}
+
 function isoNow(): string {
   return new Date().toISOString();
 }
@@ -107,7 +115,7 @@ export class OtsWitness {
 
   /** Hands a cut batch over for submission (idempotent by batch id). */
   async enqueueBatch(batchId: string): Promise<void> {
-    await this.queue.add(SUBMIT, { batchId }, { jobId: `ots-submit-${batchId}`, attempts: 100_000, backoff: { type: 'custom' } });
+    await this.queue.add(SUBMIT, { batchId }, { jobId: submitJobId(batchId), attempts: 100_000, backoff: { type: 'custom' } });
   }
 
   private run(job: Job<OtsJob>): Promise<void> {
@@ -210,9 +218,40 @@ export class OtsWitness {
     throw new Error(`only ${holding} of the ${this.cfg.minCalendars} calendars needed answered`);
   }
 
-  private async scheduleUpgrade(batchId: string, poll: number): Promise<void> {
-    const delay = Math.min(this.cfg.upgradeMaxMs, this.cfg.upgradeInitialMs * 2 ** Math.min(poll - 1, 30));
-    await this.queue.add(UPGRADE, { batchId, poll }, { jobId: `ots-upgrade-${batchId}-${poll}`, delay, attempts: 5, backoff: { type: 'custom' } });
+  private async scheduleUpgrade(batchId: string, poll: number, delay = Math.min(this.cfg.upgradeMaxMs, this.cfg.upgradeInitialMs * 2 ** Math.min(poll - 1, 30))): Promise<void> {
+    // The batch names its current poll, so the reconciler can tell when that job died.
+    await this.store.setBatchFields('ots', batchId, { poll: String(poll) });
+    await this.queue.add(UPGRADE, { batchId, poll }, { jobId: upgradeJobId(batchId, poll), delay, attempts: 5, backoff: { type: 'custom' } });
+  }
+
+  /** True when the job is gone, or ended without doing its work (failed after its attempts). */
+  private async jobDead(jobId: string): Promise<boolean> {
+    const state = await this.queue.getJobState(jobId);
+    return state === 'unknown' || state === 'failed' || state === 'completed';
+  }
+
+  /**
+   * The reconciler's repair for one batch with subjects not yet confirmed: a batch not yet
+   * held by m calendars gets its submit job back if it died; a submitted one gets a poll if
+   * its scheduled poll died (failed after its attempts, or never written). Idempotent.
+   */
+  async repairBatch(batchId: string): Promise<'submit' | 'poll' | null> {
+    const { submitted, poll, size } = await this.store.batchFields('ots', batchId, ['submitted', 'poll', 'size']);
+    if (size === undefined) return null;
+    if (submitted !== '1') {
+      const jobId = submitJobId(batchId);
+      if (!(await this.jobDead(jobId))) return null;
+      if ((await this.store.batchField('ots', batchId, 'submitted')) === '1') return null;
+      await this.queue.remove(jobId);
+      await this.enqueueBatch(batchId);
+      return 'submit';
+    }
+    const current = Number(poll ?? 1);
+    if (!(await this.jobDead(upgradeJobId(batchId, current)))) return null;
+    // A poll that just ended has scheduled the next one: nothing died.
+    if ((await this.store.batchField('ots', batchId, 'poll')) !== (poll ?? null)) return null;
+    await this.scheduleUpgrade(batchId, current + 1, 0);
+    return 'poll';
   }
 
   private upgradeUrl(cal: CalendarState): string {
