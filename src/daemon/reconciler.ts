@@ -6,6 +6,7 @@
  *   - accepted, batched witness, neither batched nor in the inbox → back into the inbox;
  *   - signed, a relay without a final answer and without a publish job → the job again;
  *   - a relay given up on while the quorum cannot be met without it → a new round for it;
+ *   - relays' reports recorded but the witness not moved (the move failed) → moved;
  *   - a batch not yet held by m calendars whose submit job died → submitted again;
  *   - a submitted batch whose scheduled poll died → polled again.
  * One owner across daemons: the pass is a BullMQ job scheduler's job (one job per tick,
@@ -15,13 +16,15 @@ import { Queue, Worker, type ConnectionOptions } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import type { AnchorStore } from '../state/anchor-store.js';
+import { redisRefusal } from '../state/redis-refusal.js';
 import type { WitnessName } from '../state/keys.js';
+import type { WitnessStatus } from '../proof/format.js';
 import { reconcileQueueName } from '../queue/names.js';
 import { stalledJobOptions } from '../queue/stalled.js';
 import type { NostrWitness } from '../witness/nostr/nostr-witness.js';
 import type { OtsWitness } from '../witness/ots/ots-witness.js';
 
-export const REPAIR_KINDS = ['inbox', 'relay-publish', 'relay-reopen', 'nostr-batch', 'ots-submit', 'ots-poll'] as const;
+export const REPAIR_KINDS = ['inbox', 'relay-publish', 'relay-reopen', 'nostr-witness', 'nostr-batch', 'ots-submit', 'ots-poll'] as const;
 export type RepairKind = (typeof REPAIR_KINDS)[number];
 export type Repairs = Record<RepairKind, number>;
 
@@ -51,6 +54,8 @@ export class Reconciler {
   private readonly now: () => number;
   private readonly queue: Queue;
   private worker: Worker | null = null;
+  private retry: NodeJS.Timeout | null = null;
+  private closed = false;
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
@@ -62,7 +67,7 @@ export class Reconciler {
 
   /** Schedules the pass (every daemon upserts the same scheduler) and starts this daemon's worker. */
   async start(): Promise<void> {
-    await this.queue.upsertJobScheduler(SCHEDULER_ID, { every: this.cfg.intervalMs }, { name: SCHEDULER_ID, opts: { removeOnComplete: true, removeOnFail: 10 } });
+    await this.schedule();
     this.worker = new Worker(reconcileQueueName(this.deps.config.queue.name), () => this.pass(), {
       connection: this.deps.connection,
       prefix: this.deps.store.keys.bullPrefix,
@@ -72,6 +77,18 @@ export class Reconciler {
     this.worker.on('error', (err) => this.log.warn({ err: err.message }, 'reconciler worker error'));
     this.worker.on('failed', (_job, err) => this.log.warn({ err: err.message }, 'reconcile pass failed; the next one retries'));
     await this.worker.waitUntilReady();
+  }
+
+  /** Upserts the scheduler; a Redis refusing writes (full, read-only) is tried again each interval, not fatal. */
+  private async schedule(): Promise<void> {
+    try {
+      await this.queue.upsertJobScheduler(SCHEDULER_ID, { every: this.cfg.intervalMs }, { name: SCHEDULER_ID, opts: { removeOnComplete: true, removeOnFail: 10 } });
+    } catch (err) {
+      if (redisRefusal(err) === null || this.closed) throw err;
+      this.log.warn({ err: (err as Error).message }, 'could not schedule the reconciler yet; trying again');
+      this.retry = setTimeout(() => void this.schedule().catch((e: unknown) => this.log.error({ err: (e as Error).message }, 'reconciler not scheduled')), this.cfg.intervalMs);
+      this.retry.unref();
+    }
   }
 
   /** One bounded pass: at most `reconcile.limit` subjects per witness and status. */
@@ -116,9 +133,10 @@ export class Reconciler {
               if (!batchId && this.deps.config.nostr.mode === 'batch') await this.reinbox('nostr', key, repairs);
               return;
             }
-            const r = await nostr.repairPublishing(event, reopenBefore);
+            const r = await nostr.repairPublishing(event, status as WitnessStatus, reopenBefore);
             repairs['relay-publish'] += r.missing;
             repairs['relay-reopen'] += r.reopened;
+            repairs['nostr-witness'] += r.moved;
             return;
           }
           if (!batchId) return this.reinbox('ots', key, repairs);
@@ -142,6 +160,8 @@ export class Reconciler {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
     await this.worker?.close();
     await this.queue.close();
   }

@@ -46,6 +46,8 @@ export interface PublishRepair {
   missing: number;
   /** Relays given up on (retries exhausted) while the quorum could not be met without them. */
   reopened: number;
+  /** The subjects' witness was behind what the relays' reports say (its move failed after the report was recorded). */
+  moved: number;
 }
 
 /** Witness status of an event from its relays' reports (SPEC 4.1), with a monotonic progress number. */
@@ -149,10 +151,15 @@ export class NostrWitness {
    * its job back if it has none; a relay given up on before `reopenBeforeMs` gets a new round
    * of attempts when the quorum cannot be met without it. Idempotent (job id = event id).
    */
-  async repairPublishing(eventId: string, reopenBeforeMs: number): Promise<PublishRepair> {
-    const out: PublishRepair = { missing: 0, reopened: 0 };
+  async repairPublishing(eventId: string, current: WitnessStatus, reopenBeforeMs: number): Promise<PublishRepair> {
+    const out: PublishRepair = { missing: 0, reopened: 0, moved: 0 };
     const reports = await this.store.relayReports(eventId);
     const byUrl = new Map(reports.map((r) => [r.url, r]));
+    const latest = [...reports].sort((a, b) => a.at.localeCompare(b.at)).at(-1);
+    if (latest && nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum).status !== current) {
+      await this.moveWitness(eventId, reports, latest);
+      out.moved++;
+    }
     const accepted = reports.filter((r) => r.status === 'accepted' || r.status === 'stored').length;
     if (accepted >= this.opts.quorum) return out;
     const open = this.opts.relays.filter((url) => !byUrl.get(url)?.final).length;
