@@ -122,8 +122,8 @@ export interface IntakeWorkerOptions {
   stalledIntervalMs: number;
 }
 
-/** Delay before a job that met a Redis refusal tries again: backs off from 1 s to 30 s. */
-export const REFUSAL_BACKOFF = { initialMs: 1000, maxMs: 30_000 } as const;
+/** Delay before a job that met a Redis refusal tries again: backs off from 1 s to 10 s. */
+export const REFUSAL_BACKOFF = { initialMs: 1000, maxMs: 10_000 } as const;
 /** Tries, a second apart, to move such a job back to delayed before leaving it to the stalled check. */
 const PARK_TRIES = 3;
 
