@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.js';
+import { createLogger } from '../../src/daemon/logger.js';
+import { Reconciler } from '../../src/daemon/reconciler.js';
 import { otsQueueName, relayQueueName } from '../../src/queue/names.js';
 import { Issuer, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
@@ -126,5 +128,40 @@ describe('reconciler', () => {
     await calendar!.mine();
     await waitFor('confirmed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
     expect(await repairs(daemon, 'inbox')).toBe(1);
+  });
+
+  it('repairs nothing where every job is alive: a pass over 1,000 subjects with queued publishes and a scheduled poll', { timeout: 150_000 }, async () => {
+    const N = 1000;
+    const [relay] = await startRelays(1);
+    cleanups.push(() => relay!.close());
+    const headersFile = join(tempDir('headers'), 'headers.json');
+    const [calendar] = await startCalendars(1, headersFile);
+    cleanups.push(() => calendar!.close());
+    // A slow relay (publishes wait their turn) and a long poll interval: every next step has a live job.
+    const config = testConfig({ relays: [relay!], calendars: [calendar!], headersFile, overrides: { nostr: { ratePerMinute: 60 }, ots: { upgradeInitialMs: 600_000, upgradeMaxMs: 600_000 } } });
+    const daemon = await startDaemon(config);
+    cleanups.push(() => daemon.stop());
+    const issuer = new Issuer(config);
+    cleanups.push(() => issuer.close());
+    const subjects = Array.from({ length: N }, () => receiptFields());
+    await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
+    let seen = '';
+    await waitFor(`${N} accepted and batched, the batches submitted`, async () => {
+      const records = await issuer.store.getRecords(subjects.map((s) => s.receipt_uuid));
+      const ids = new Set(records.map((r) => r?.batches.ots?.id));
+      const polled = await Promise.all([...ids].map(async (id) => (id ? issuer.store.batchField('ots', id, 'poll') : null)));
+      seen = `${records.filter(Boolean).length} accepted, batches ${[...ids].join(',')}, polls ${polled.join(',')}`;
+      return !ids.has(undefined) && polled.every((p) => p !== null);
+    }, 120_000, 250).catch((err: unknown) => {
+      throw new Error(`${(err as Error).message}; ${seen}`);
+    });
+    // As if an interval had passed, so no subject is too young to look at.
+    const reconciler = new Reconciler({ config, store: daemon.store, nostr: daemon.nostr, ots: daemon.ots, connection: daemon.redis, log: createLogger('silent'), now: () => Date.now() + config.reconcile.intervalMs + 1000 });
+    cleanups.push(() => reconciler.close());
+    const started = performance.now();
+    const found = await reconciler.pass();
+    const ms = performance.now() - started;
+    expect(found).toEqual({ inbox: 0, 'relay-publish': 0, 'relay-reopen': 0, 'nostr-witness': 0, 'nostr-batch': 0, 'ots-submit': 0, 'ots-poll': 0 });
+    console.log(`reconciler pass over ${N} subjects (nostr ${await issuer.witnessCount('nostr', 'pending')} pending, ots ${await issuer.witnessCount('ots', 'pending')} pending): ${Math.round(ms)} ms, no repairs`);
   });
 });
