@@ -356,6 +356,8 @@ export class OtsWitness {
    * timestamp built on this root (what a batch id reused after a Redis rollback looks like).
    */
   private foreignAnswers(fields: Record<string, string>, root: Buffer): Map<string, string> | null {
+    // A Bitcoin attestation verified on this root's timestamp settles it.
+    if (fields.bitcoin) return null;
     const rootHex = root.toString('hex');
     const out = new Map<string, string>();
     const cals = [...this.calendars(fields).values()].filter((c) => c.status === 'pending' || c.status === 'confirmed');
