@@ -63,6 +63,7 @@ export class Reconciler {
     this.log = deps.log.child({ part: 'reconciler' });
     this.now = deps.now ?? Date.now;
     this.queue = new Queue(reconcileQueueName(deps.config.queue.name), { connection: deps.connection, prefix: deps.store.keys.bullPrefix });
+    this.queue.on('error', (err) => this.log.warn({ err: err.message }, 'reconciler queue error'));
   }
 
   /** Schedules the pass (every daemon upserts the same scheduler) and starts this daemon's worker. */
