@@ -135,7 +135,8 @@ const PARK_TRIES = 3;
  */
 async function park(job: Job, token: string | undefined, err: unknown, log: Logger): Promise<never> {
   const delay = backoffDelay(job.attemptsStarted, REFUSAL_BACKOFF.initialMs, REFUSAL_BACKOFF.maxMs);
-  log.warn({ jobId: job.id, err: (err as Error).message, retryInMs: delay }, 'Redis refused an intake write; the job waits and tries again');
+  // debug: with Redis full every queued job passes here, every few seconds.
+  log.debug({ jobId: job.id, err: (err as Error).message, retryInMs: delay }, 'Redis refused an intake write; the job waits and tries again');
   for (let i = 0; i < PARK_TRIES && token !== undefined; i++) {
     try {
       await job.moveToDelayed(Date.now() + delay, token);
