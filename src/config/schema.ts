@@ -36,6 +36,10 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'queue.concurrency', type: int(1, 1000), default: 32, env: 'AER1_QUEUE_CONCURRENCY', doc: 'Intake jobs processed at once by one daemon.' },
   { key: 'queue.stalledIntervalMs', type: int(1000, 600_000), default: 30_000, env: 'AER1_QUEUE_STALLED_INTERVAL_MS', doc: 'How often a crashed daemon\'s in-flight jobs are looked for and handed back.' },
 
+  { key: 'reconcile.intervalMs', type: int(100, MS_DAY), default: 60_000, env: 'AER1_RECONCILE_INTERVAL_MS', doc: 'How often the reconciler re-creates jobs that died (one daemon at a time); subjects younger than this are left to intake.' },
+  { key: 'reconcile.limit', type: int(1, 1_000_000), default: 10_000, env: 'AER1_RECONCILE_LIMIT', doc: 'Subjects the reconciler checks per witness and status in one pass (it resumes where it stopped).' },
+  { key: 'reconcile.reopenAfterMs', type: int(1000, 365 * MS_DAY), default: 3_600_000, env: 'AER1_RECONCILE_REOPEN_AFTER_MS', doc: 'A relay given up on this long ago gets a new round of attempts when the quorum cannot be met without it.' },
+
   { key: 'limits.maxJobBytes', type: int(1024, 64 * 1024 * 1024), default: 4 * 1024 * 1024, env: 'AER1_LIMIT_MAX_JOB_BYTES', doc: 'Largest job document accepted (bytes of its JSON).' },
   { key: 'limits.maxSteps', type: int(1, 10_000_000), default: 100_000, env: 'AER1_LIMIT_MAX_STEPS', doc: 'Most steps in one workflow close.' },
   { key: 'limits.maxEntries', type: int(1, 10_000_000), default: 100_000, env: 'AER1_LIMIT_MAX_ENTRIES', doc: 'Most entries in one job timeline.' },

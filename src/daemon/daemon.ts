@@ -17,6 +17,7 @@ import { serializeEvent } from '../witness/nostr/events.js';
 import type { SigningKey } from '../witness/nostr/keys.js';
 import { connectRedis } from './redis.js';
 import { DaemonMetrics } from './metrics.js';
+import { Reconciler } from './reconciler.js';
 
 export interface DaemonDeps {
   config: Config;
@@ -40,6 +41,7 @@ export class Daemon {
   private readonly log: Logger;
   private readonly batchers: Batcher[] = [];
   private intakeWorker: Worker | null = null;
+  readonly reconciler: Reconciler;
   private stopping: Promise<void> | null = null;
 
   constructor(deps: DaemonDeps) {
@@ -92,6 +94,15 @@ export class Daemon {
         new Batcher('ots', this.store, { maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id) }, log),
       );
     }
+    this.reconciler = new Reconciler({
+      config,
+      store: this.store,
+      nostr: this.nostr,
+      ots: this.ots,
+      connection: this.redis,
+      log,
+      onRepair: (kind, n) => this.metrics.reconcilerRepairs(kind, n),
+    });
   }
 
   /** The intake processor on its own (the HTTP API uses it to answer conflicts synchronously). */
@@ -140,6 +151,7 @@ export class Daemon {
       this.intakeProcessor(),
       this.log,
     );
+    await this.reconciler.start();
     this.intakeWorker.on('completed', () => this.metrics.intake('accepted'));
     this.intakeWorker.on('failed', () => this.metrics.intake('refused'));
     await Promise.all([this.intakeWorker.waitUntilReady(), this.intakeQueue.waitUntilReady(), this.nostr?.waitUntilReady(), this.ots?.waitUntilReady()]);
@@ -163,6 +175,7 @@ export class Daemon {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       await this.intakeWorker?.close();
+      await this.reconciler.close();
       for (const b of this.batchers) await b.stop();
       await this.nostr?.close();
       await this.ots?.close();

@@ -17,6 +17,7 @@ export class DaemonMetrics {
   private readonly calendarRequestsTotal: Counter<'calendar' | 'result'>;
   private readonly timeToConfirm: Histogram<'witness'>;
   private readonly intakeTotal: Counter<'result'>;
+  private readonly repairsTotal: Counter<'kind'>;
   private source: GaugeSource | null = null;
 
   constructor() {
@@ -44,6 +45,12 @@ export class DaemonMetrics {
       name: 'aer1_intake_jobs_total',
       help: 'Intake jobs processed by outcome (accepted includes duplicates; refused includes conflicts).',
       labelNames: ['result'],
+      registers: [this.registry],
+    });
+    this.repairsTotal = new Counter({
+      name: 'aer1_reconciler_repairs_total',
+      help: 'Jobs the reconciler re-created because the state needed them and none was live, by kind (inbox, relay-publish, relay-reopen, nostr-witness, nostr-batch, ots-submit, ots-poll).',
+      labelNames: ['kind'],
       registers: [this.registry],
     });
     const self = this;
@@ -100,6 +107,10 @@ export class DaemonMetrics {
 
   witnessChange(witness: string, status: string, createdMs: number): void {
     if (status === 'confirmed' && createdMs > 0) this.timeToConfirm.observe({ witness }, Math.max(0, (Date.now() - createdMs) / 1000));
+  }
+
+  reconcilerRepairs(kind: string, n: number): void {
+    this.repairsTotal.inc({ kind }, n);
   }
 
   intake(result: 'accepted' | 'refused'): void {

@@ -20,10 +20,10 @@ export function boundErrorText(text: string, max = MAX_ERROR_TEXT): string {
  * `UnrecoverableError`, `DelayedError` and rate-limit errors keep working) but with a
  * bounded message and no stack.
  */
-export function boundedFailures<J, R>(processor: (job: J) => Promise<R>, log?: Logger): (job: J) => Promise<R> {
-  return async (job) => {
+export function boundedFailures<J, R>(processor: (job: J, token?: string) => Promise<R>, log?: Logger): (job: J, token?: string) => Promise<R> {
+  return async (job, token) => {
     try {
-      return await processor(job);
+      return await processor(job, token);
     } catch (err) {
       // the whole error, stack included, goes to the log (at debug) rather than to Redis
       log?.debug({ err }, 'job attempt failed');

@@ -2,9 +2,12 @@
  * Intake: the BullMQ worker on the issuers' queue. Each job is validated once, turned
  * into an envelope, and accepted into state atomically; the job id is the subject key,
  * so a second job for the same root is a no-op and one for another root is a conflict.
- * Refused jobs fail without retry, with the reason recorded in state.
+ * Refused jobs fail without retry, with the reason recorded in state. A job that met a Redis
+ * refusing writes (full, read-only, unreachable) is not failed: it waits, delayed, and tries
+ * again, however long Redis refuses, so it never spends its attempts and is never deleted
+ * without a record.
  */
-import { UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { Aer1Error } from '../errors.js';
 import { canonicalJson } from '../aer1/canonical-json.js';
@@ -14,10 +17,12 @@ import type { SubjectClaims } from '../envelope/claims.js';
 import type { AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
 import { claimsFromJobData, type JobLimits } from './job-data.js';
+import { backoffDelay } from './backoff.js';
 import { ANCHOR_JOB } from './names.js';
 import { boundedFailures } from './failed-attempts.js';
 import { stalledJobOptions } from './stalled.js';
 import { quoteBounded } from '../aer1/json-limits.js';
+import { redisRefusal } from '../daemon/redis-refusal.js';
 
 export interface IntakeResult {
   key: string;
@@ -119,14 +124,46 @@ export interface IntakeWorkerOptions {
   stalledIntervalMs: number;
 }
 
+/** Delay before a job that met a Redis refusal tries again: backs off from 1 s to 10 s. */
+export const REFUSAL_BACKOFF = { initialMs: 1000, maxMs: 10_000 } as const;
+/** Tries, a second apart, to move such a job back to delayed before leaving it to the stalled check. */
+const PARK_TRIES = 3;
+
+/**
+ * Puts a job that met a Redis refusal back to delayed without spending an attempt, and
+ * throws BullMQ's DelayedError so the worker neither fails nor completes it. When Redis
+ * refuses that move too, the job is left active: its lock lapses and the stalled check
+ * hands it back (queue.stalledIntervalMs), still with its attempts.
+ */
+async function park(job: Job, token: string | undefined, err: unknown, log: Logger): Promise<never> {
+  const delay = backoffDelay(job.attemptsStarted, REFUSAL_BACKOFF.initialMs, REFUSAL_BACKOFF.maxMs);
+  // debug: with Redis full every queued job passes here, every few seconds.
+  log.debug({ jobId: job.id, err: (err as Error).message, retryInMs: delay }, 'Redis refused an intake write; the job waits and tries again');
+  for (let i = 0; i < PARK_TRIES && token !== undefined; i++) {
+    try {
+      await job.moveToDelayed(Date.now() + delay, token);
+      break;
+    } catch (moveErr) {
+      if (redisRefusal(moveErr) === null) break;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+  throw new DelayedError();
+}
+
 export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakeProcessor, log: Logger): Worker {
   const worker = new Worker(
     opts.queueName,
-    boundedFailures(async (job: Job) => {
-      if (job.name !== ANCHOR_JOB) {
-        return processor.refuse(job.id, `unknown job name ${quoteBounded(job.name)} (expected "${ANCHOR_JOB}")`);
+    boundedFailures(async (job: Job, token?: string) => {
+      try {
+        if (job.name !== ANCHOR_JOB) {
+          return await processor.refuse(job.id, `unknown job name ${quoteBounded(job.name)} (expected "${ANCHOR_JOB}")`);
+        }
+        return await processor.process(job.id, job.data);
+      } catch (err) {
+        if (err instanceof UnrecoverableError || redisRefusal(err) === null) throw err;
+        return park(job, token, err, log);
       }
-      return processor.process(job.id, job.data);
     }, log),
     {
       connection: opts.connection,

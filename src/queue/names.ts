@@ -15,3 +15,8 @@ export function nostrBatchQueueName(base: string): string {
 export function otsQueueName(base: string): string {
   return `${base}-ots`;
 }
+
+/** The reconciler's queue: one job scheduler, one pass at a time across daemons. */
+export function reconcileQueueName(base: string): string {
+  return `${base}-reconcile`;
+}

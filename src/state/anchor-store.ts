@@ -4,7 +4,7 @@
  * event and its batches, and a timestamped history; indexes by status and witness;
  * a stream of state changes for live consumers.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { StateKeys, type WitnessName } from './keys.js';
 import { ACCEPT, CUT_BATCH, REJECT, SET_RELAY, SET_WITNESS } from './scripts.js';
@@ -281,6 +281,67 @@ export class AnchorStore {
     return v === null ? null : Number(v);
   }
 
+  /**
+   * One page of the subjects whose `witness` is in `status`, oldest first, accepted before
+   * `acceptedBeforeMs`, with the named fields of each subject hash. Resumes after `cursor`
+   * (from the previous page; null: from the start); `next` is null once the index is walked.
+   */
+  async scanWitness(witness: WitnessName, status: string, cursor: string | null, limit: number, acceptedBeforeMs: number, fields: readonly string[]): Promise<{ items: Array<{ key: string; fields: Array<string | null> }>; next: string | null }> {
+    let min = '-inf';
+    let after: string | null = null;
+    if (cursor) {
+      const i = cursor.indexOf(':');
+      min = cursor.slice(0, i);
+      after = cursor.slice(i + 1);
+    }
+    // Members with one score come in key order, so (score, key) is a total order to resume from.
+    const raw = await this.redis.zrangebyscore(this.keys.byWitness(witness, status), min, `(${acceptedBeforeMs}`, 'WITHSCORES', 'LIMIT', 0, limit + 1);
+    const page: Array<[string, string]> = [];
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const [k, score] = [raw[i]!, raw[i + 1]!];
+      if (after !== null && score === min && k <= after) continue;
+      page.push([k, score]);
+    }
+    let next: string | null = null;
+    if (raw.length / 2 > limit) {
+      const last = page.length > 0 ? page[Math.min(page.length, limit) - 1]! : null;
+      // A page filled by one score's keys already seen: step past that score.
+      next = last ? `${last[1]}:${last[0]}` : `(${min}:`;
+    }
+    const kept = page.slice(0, limit);
+    const pipe = this.redis.pipeline();
+    for (const [k] of kept) pipe.hmget(this.keys.subject(k), ...fields);
+    const res = kept.length > 0 ? ((await pipe.exec()) ?? []) : [];
+    return {
+      items: kept.map(([key], i) => {
+        const [err, values] = res[i] ?? [null, []];
+        if (err) throw err;
+        return { key, fields: values as Array<string | null> };
+      }),
+      next,
+    };
+  }
+
+  /** The reconciler's saved position in one index (null: start). */
+  async reconcileCursor(name: string): Promise<string | null> {
+    return this.redis.hget(this.keys.reconcile, name);
+  }
+
+  async setReconcileCursor(name: string, cursor: string | null): Promise<void> {
+    if (cursor === null) await this.redis.hdel(this.keys.reconcile, name);
+    else await this.redis.hset(this.keys.reconcile, name, cursor);
+  }
+
+  /** True when the subject waits in the witness's inbox. */
+  async inInbox(witness: WitnessName, key: string): Promise<boolean> {
+    return (await this.redis.lpos(this.keys.inbox(witness), key)) !== null;
+  }
+
+  /** Puts a subject (back) into a witness's inbox; a subject already batched is skipped by the cut. */
+  async addToInbox(witness: WitnessName, key: string): Promise<void> {
+    await this.redis.rpush(this.keys.inbox(witness), key);
+  }
+
   // ---- Nostr events and relay reports
 
   async eventJson(eventId: string): Promise<string | null> {
@@ -320,7 +381,7 @@ export class AnchorStore {
     return this.redis.llen(this.keys.inbox(witness));
   }
 
-  /** Cuts the next batch of up to `max` subjects; null when none wait. */
+  /** Cuts the next batch of up to `max` subjects; null when none wait. Ids are `<sequence>-<random>`. */
   async cutBatch(witness: WitnessName, max: number): Promise<{ id: string; size: number } | null> {
     const now = this.now();
     const res = (await this.run(CUT_BATCH, [this.keys.inbox(witness), this.keys.batchSeq(witness), this.keys.openBatches(witness)], [
@@ -329,6 +390,7 @@ export class AnchorStore {
       witness,
       now,
       nowIso(now),
+      randomBytes(6).toString('hex'),
     ])) as [string, number] | null;
     return res ? { id: String(res[0]), size: Number(res[1]) } : null;
   }

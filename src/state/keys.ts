@@ -63,6 +63,11 @@ export class StateKeys {
   get probe(): string {
     return `${this.base}:probe`;
   }
+
+  /** The reconciler's scan cursors, one field per index it walks. */
+  get reconcile(): string {
+    return `${this.base}:reconcile`;
+  }
   /** Last confirmation time per witness, counters. */
   get meta(): string {
     return `${this.base}:meta`;

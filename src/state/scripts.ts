@@ -128,10 +128,13 @@ return out
 /**
  * KEYS: inbox, batch sequence, open-batch set. Moves up to ARGV[1] subject keys from the
  * inbox into a new batch (their digests in order) and links each subject to it.
+ * The id is the sequence number and the caller's random nonce (ARGV[6]): a Redis that loses
+ * its last writes rolls the sequence back, and calendars, relays and in-flight jobs may still
+ * hold the lost batch's id, so the sequence alone must never name a batch twice.
  * Returns {id, size} or nil when the inbox is empty.
  */
 export const CUT_BATCH = `
-local max, base, w, now, nowIso = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local max, base, w, now, nowIso, nonce = tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local keys = redis.call('LPOP', KEYS[1], max)
 if not keys then return false end
 local live, digests = {}, {}
@@ -144,8 +147,9 @@ for _, k in ipairs(keys) do
   end
 end
 if #live == 0 then return false end
-local id = tostring(redis.call('INCR', KEYS[2]))
+local id = tostring(redis.call('INCR', KEYS[2])) .. '-' .. nonce
 local bkey = base .. ':b:' .. w .. ':' .. id
+if redis.call('EXISTS', bkey) == 1 then return redis.error_reply('batch id ' .. id .. ' already exists') end
 redis.call('HSET', bkey, 'size', #live, 'created', now, 'anchored_at', nowIso, 'digests', table.concat(digests))
 local lkey = base .. ':bk:' .. w .. ':' .. id
 for i = 1, #live, 1000 do

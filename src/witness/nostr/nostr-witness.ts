@@ -37,6 +37,18 @@ export interface NostrWitnessHooks {
 
 interface RelayJobData {
   eventId: string;
+  /** Sent again by the reconciler after the relay was given up on: a final `failed` report does not stop it. */
+  reopen?: boolean;
+}
+
+/** What the reconciler re-created for one event. */
+export interface PublishRepair {
+  /** Relays that had not answered for good and had no job. */
+  missing: number;
+  /** Relays given up on (retries exhausted) while the quorum could not be met without them. */
+  reopened: number;
+  /** The subjects' witness was behind what the relays' reports say (its move failed after the report was recorded). */
+  moved: number;
 }
 
 /** Witness status of an event from its relays' reports (SPEC 4.1), with a monotonic progress number. */
@@ -135,6 +147,55 @@ export class NostrWitness {
     );
   }
 
+  /**
+   * The reconciler's repair for one event: every relay that has not answered for good gets
+   * its job back if it has none; a relay given up on before `reopenBeforeMs` gets a new round
+   * of attempts when the quorum cannot be met without it. Idempotent (job id = event id).
+   */
+  async repairPublishing(eventId: string, current: WitnessStatus, reopenBeforeMs: number): Promise<PublishRepair> {
+    const out: PublishRepair = { missing: 0, reopened: 0, moved: 0 };
+    const reports = await this.store.relayReports(eventId);
+    const byUrl = new Map(reports.map((r) => [r.url, r]));
+    const latest = [...reports].sort((a, b) => a.at.localeCompare(b.at)).at(-1);
+    if (latest && nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum).status !== current) {
+      await this.moveWitness(eventId, reports, latest);
+      out.moved++;
+    }
+    const accepted = reports.filter((r) => r.status === 'accepted' || r.status === 'stored').length;
+    if (accepted >= this.opts.quorum) return out;
+    const open = this.opts.relays.filter((url) => !byUrl.get(url)?.final).length;
+    for (const [url, q] of this.queues) {
+      const r = byUrl.get(url);
+      const reopen = r?.final === true && r.status === 'failed' && accepted + open < this.opts.quorum && Date.parse(r.at) < reopenBeforeMs;
+      if (r?.final && !reopen) continue;
+      if (await this.store.redis.exists(q.toKey(eventId))) continue;
+      // Read again: the job may have recorded its final answer and ended since the first read.
+      const now = (await this.store.relayReports(eventId)).find((x) => x.url === url);
+      if (JSON.stringify(now) !== JSON.stringify(r)) continue;
+      await q.add('publish', { eventId, ...(reopen ? { reopen: true } : {}) }, { jobId: eventId, attempts: this.opts.maxAttempts, backoff: { type: 'custom' } });
+      if (reopen) out.reopened++;
+      else out.missing++;
+    }
+    return out;
+  }
+
+  /** Batch mode: the event of a batch, or null when its batch job has not made one yet. */
+  async batchEventId(batchId: string): Promise<string | null> {
+    const json = await this.store.batchField('nostr', batchId, 'event');
+    return json ? (JSON.parse(json) as SignedEvent).id : null;
+  }
+
+  /** Batch mode: re-creates the batch job of a batch that has no event and no job; true when it did. */
+  async repairBatch(batchId: string): Promise<boolean> {
+    if (!this.batchQueue || (await this.batchEventId(batchId)) !== null) return false;
+    const jobId = `nostr-batch-${batchId}`;
+    const state = await this.batchQueue.getJobState(jobId);
+    if (state !== 'unknown' && state !== 'failed' && state !== 'completed') return false;
+    if (state !== 'unknown') await this.batchQueue.remove(jobId);
+    await this.enqueueBatch(batchId);
+    return true;
+  }
+
   /** Batch mode: hands a cut batch to the batch worker (idempotent by batch id). */
   async enqueueBatch(batchId: string): Promise<void> {
     if (!this.batchQueue) throw new Error('enqueueBatch is for batch mode');
@@ -170,7 +231,7 @@ export class NostrWitness {
     const { eventId } = job.data;
     const reports = await this.store.relayReports(eventId);
     const existing = reports.find((r) => r.url === url);
-    if (existing?.final) {
+    if (existing?.final && !(job.data.reopen && existing.status === 'failed')) {
       // A crash between recording the report and moving the witness left the move undone: redo it (idempotent).
       await this.moveWitness(eventId, reports, existing);
       return;

@@ -50,12 +50,29 @@ type OtsJob = { batchId: string; poll?: number };
 const SUBMIT = 'submit';
 const UPGRADE = 'upgrade';
 
+function submitJobId(batchId: string): string {
+  return `ots-submit-${batchId}`;
+}
+
+function upgradeJobId(batchId: string, poll: number): string {
+  return `ots-upgrade-${batchId}-${poll}`;
+}
+
 function isoNow(): string {
   return new Date().toISOString();
 }
 
-/** Progress numbers keep a stale report from undoing a newer one (see AnchorStore.setWitness). */
-const PROGRESS = { partial: 100, pending: 200, failed: 300, confirmed: 1000 } as const;
+/**
+ * Progress numbers keep a stale report from undoing a newer one (see AnchorStore.setWitness).
+ * A batch sent back to the calendars (its answers committed to another root) starts a new
+ * round, so its subjects may go from pending back to partial.
+ */
+const STEP = { partial: 100, pending: 200, failed: 300 } as const;
+const CONFIRMED_PROGRESS = 1e12;
+
+function progressOf(status: WitnessStatus, round: number): number {
+  return status === 'confirmed' ? CONFIRMED_PROGRESS : round * 1000 + STEP[status];
+}
 
 export class OtsWitness {
   private readonly cfg: Config['ots'];
@@ -99,7 +116,7 @@ export class OtsWitness {
 
   /** Hands a cut batch over for submission (idempotent by batch id). */
   async enqueueBatch(batchId: string): Promise<void> {
-    await this.queue.add(SUBMIT, { batchId }, { jobId: `ots-submit-${batchId}`, attempts: 100_000, backoff: { type: 'custom' } });
+    await this.queue.add(SUBMIT, { batchId }, { jobId: submitJobId(batchId), attempts: 100_000, backoff: { type: 'custom' } });
   }
 
   private run(job: Job<OtsJob>): Promise<void> {
@@ -122,9 +139,9 @@ export class OtsWitness {
     return b64 ? parseTimestamp(Buffer.from(b64, 'base64'), root) : new Timestamp(root);
   }
 
-  private async moveSubjects(batchId: string, status: WitnessStatus, detail: string): Promise<void> {
+  private async moveSubjects(batchId: string, status: WitnessStatus, detail: string, round: number): Promise<void> {
     const keys = await this.store.batchKeys('ots', batchId);
-    const changes = await this.store.setWitnessMany(keys, 'ots', status, PROGRESS[status], detail);
+    const changes = await this.store.setWitnessMany(keys, 'ots', status, progressOf(status, round), detail);
     changes.forEach((c, i) => {
       if (c.changed) this.hooks.onWitnessChange?.(keys[i]!, status, c.createdMs);
     });
@@ -137,10 +154,16 @@ export class OtsWitness {
       return;
     }
     const root = new BatchTree(batch.digests).root;
+    const round = Number(batch.fields.round ?? 0);
     if (batch.fields.submitted === '1') {
+      const foreign = this.foreignAnswers(batch.fields, root);
+      if (foreign) {
+        await this.sendBack(batchId, batch.fields, foreign, round);
+        return this.submit(batchId);
+      }
       // A crash after recording the submission may have left the subjects unmoved (idempotent).
       const holding = [...this.calendars(batch.fields).values()].filter((c) => c.status === 'pending').length;
-      await this.moveSubjects(batchId, 'pending', `${holding} of ${this.cfg.calendars.length} calendars hold the batch root`);
+      await this.moveSubjects(batchId, 'pending', `${holding} of ${this.cfg.calendars.length} calendars hold the batch root`, round);
       await this.scheduleUpgrade(batchId, 1);
       await this.store.closeBatch('ots', batchId);
       return;
@@ -180,23 +203,56 @@ export class OtsWitness {
       this.hooks.onCalendarRequest?.(f.url, f.code);
     }
     const holding = [...cals.values()].filter((c) => c.status === 'pending').length;
-    fields.ts = serializeTimestamp(ts).toString('base64');
+    // With no answer yet the timestamp is empty, which cannot be written: record the failures anyway.
+    if (ts.attestations.length > 0 || ts.ops.length > 0) fields.ts = serializeTimestamp(ts).toString('base64');
+    fields.root = root.toString('hex');
     if (holding >= this.cfg.minCalendars) fields.submitted = '1';
     await this.store.setBatchFields('ots', batchId, fields);
-    const failures = result.failures.map((f) => `${f.url}: ${f.code}`).join('; ');
+    const failures = result.failures.map((f) => `${f.url}: ${f.code}: ${f.message}`).join('; ');
     if (holding >= this.cfg.minCalendars) {
-      await this.moveSubjects(batchId, 'pending', `${holding} of ${this.cfg.calendars.length} calendars hold the batch root${failures ? `; failed: ${failures}` : ''}`);
+      await this.moveSubjects(batchId, 'pending', `${holding} of ${this.cfg.calendars.length} calendars hold the batch root${failures ? `; failed: ${failures}` : ''}`, round);
       await this.scheduleUpgrade(batchId, 1);
       await this.store.closeBatch('ots', batchId);
       return;
     }
-    await this.moveSubjects(batchId, 'partial', `${holding} of ${this.cfg.minCalendars} calendars needed answered${failures ? `; failed: ${failures}` : ''}; retrying`);
+    await this.moveSubjects(batchId, 'partial', `${holding} of ${this.cfg.minCalendars} calendars needed answered${failures ? `; failed: ${failures}` : ''}; retrying`, round);
     throw new Error(`only ${holding} of the ${this.cfg.minCalendars} calendars needed answered`);
   }
 
-  private async scheduleUpgrade(batchId: string, poll: number): Promise<void> {
-    const delay = Math.min(this.cfg.upgradeMaxMs, this.cfg.upgradeInitialMs * 2 ** Math.min(poll - 1, 30));
-    await this.queue.add(UPGRADE, { batchId, poll }, { jobId: `ots-upgrade-${batchId}-${poll}`, delay, attempts: 5, backoff: { type: 'custom' } });
+  private async scheduleUpgrade(batchId: string, poll: number, delay = Math.min(this.cfg.upgradeMaxMs, this.cfg.upgradeInitialMs * 2 ** Math.min(poll - 1, 30))): Promise<void> {
+    // The batch names its current poll, so the reconciler can tell when that job died.
+    await this.store.setBatchFields('ots', batchId, { poll: String(poll) });
+    await this.queue.add(UPGRADE, { batchId, poll }, { jobId: upgradeJobId(batchId, poll), delay, attempts: 5, backoff: { type: 'custom' } });
+  }
+
+  /** True when the job is gone, or ended without doing its work (failed after its attempts). */
+  private async jobDead(jobId: string): Promise<boolean> {
+    const state = await this.queue.getJobState(jobId);
+    return state === 'unknown' || state === 'failed' || state === 'completed';
+  }
+
+  /**
+   * The reconciler's repair for one batch with subjects not yet confirmed: a batch not yet
+   * held by m calendars gets its submit job back if it died; a submitted one gets a poll if
+   * its scheduled poll died (failed after its attempts, or never written). Idempotent.
+   */
+  async repairBatch(batchId: string): Promise<'submit' | 'poll' | null> {
+    const { submitted, poll, size } = await this.store.batchFields('ots', batchId, ['submitted', 'poll', 'size']);
+    if (size === undefined) return null;
+    if (submitted !== '1') {
+      const jobId = submitJobId(batchId);
+      if (!(await this.jobDead(jobId))) return null;
+      if ((await this.store.batchField('ots', batchId, 'submitted')) === '1') return null;
+      await this.queue.remove(jobId);
+      await this.enqueueBatch(batchId);
+      return 'submit';
+    }
+    const current = Number(poll ?? 1);
+    if (!(await this.jobDead(upgradeJobId(batchId, current)))) return null;
+    // A poll that just ended has scheduled the next one: nothing died.
+    if ((await this.store.batchField('ots', batchId, 'poll')) !== (poll ?? null)) return null;
+    await this.scheduleUpgrade(batchId, current + 1, 0);
+    return 'poll';
   }
 
   private upgradeUrl(cal: CalendarState): string {
@@ -216,6 +272,13 @@ export class OtsWitness {
     const batch = await this.store.getBatch('ots', batchId);
     if (!batch || batch.fields.submitted !== '1') return;
     const root = new BatchTree(batch.digests).root;
+    const round = Number(batch.fields.round ?? 0);
+    const foreign = this.foreignAnswers(batch.fields, root);
+    if (foreign) {
+      await this.sendBack(batchId, batch.fields, foreign, round);
+      await this.enqueueBatch(batchId);
+      return;
+    }
     const ts = this.rootTimestamp(batch.fields, root);
     const cals = this.calendars(batch.fields);
     const fields: Record<string, string> = {};
@@ -279,13 +342,67 @@ export class OtsWitness {
     // Also when an earlier run recorded the confirmation and crashed before moving the subjects (idempotent).
     const bitcoinText = fields.bitcoin ?? batch.fields.bitcoin;
     const bitcoin = bitcoinText ? (JSON.parse(bitcoinText) as { height: number }) : null;
-    if (bitcoin) await this.moveSubjects(batchId, 'confirmed', `Bitcoin block ${bitcoin.height}`);
+    if (bitcoin) await this.moveSubjects(batchId, 'confirmed', `Bitcoin block ${bitcoin.height}`, round);
     const stillPending = [...cals.values()].some((c) => c.status === 'pending');
     if (stillPending) {
       await this.scheduleUpgrade(batchId, poll + 1);
     } else if (!confirmed) {
-      await this.moveSubjects(batchId, 'failed', 'every calendar failed or was given up on before a Bitcoin confirmation');
+      await this.moveSubjects(batchId, 'failed', 'every calendar failed or was given up on before a Bitcoin confirmation', round);
     }
+  }
+
+  /**
+   * Why the batch's stored calendar answers are not about its root, or null when they are:
+   * the root recorded at submission differs, or a calendar's commitment is not in the
+   * timestamp built on this root (what a batch id reused after a Redis rollback looks like).
+   */
+  private foreignAnswers(fields: Record<string, string>, root: Buffer): Map<string, string> | null {
+    // A Bitcoin attestation verified on this root's timestamp settles it.
+    if (fields.bitcoin) return null;
+    const rootHex = root.toString('hex');
+    const out = new Map<string, string>();
+    const cals = [...this.calendars(fields).values()].filter((c) => c.status === 'pending' || c.status === 'confirmed');
+    if (fields.root && fields.root !== rootHex) {
+      for (const c of cals) out.set(c.url, `the stored answer commits to another root (${fields.root.slice(0, 16)}…) than this batch's (${rootHex.slice(0, 16)}…)`);
+      return out.size > 0 ? out : null;
+    }
+    let ts: Timestamp;
+    try {
+      ts = this.rootTimestamp(fields, root);
+    } catch (err) {
+      for (const c of cals) out.set(c.url, `the stored timestamp does not read on this batch's root: ${(err as Error).message}`);
+      return out.size > 0 ? out : null;
+    }
+    for (const c of cals) {
+      if (!c.commitment) continue;
+      const commitment = Buffer.from(c.commitment, 'hex');
+      let found = false;
+      walk(ts, (node) => {
+        if (!found && node.msg.equals(commitment)) found = true;
+      });
+      if (!found) out.set(c.url, `its answer commits to another root than this batch's (${rootHex.slice(0, 16)}…)`);
+    }
+    return out.size > 0 ? out : null;
+  }
+
+  /**
+   * Sends a batch whose answers commit to another root back to the calendars: the answers are
+   * dropped, each such calendar is recorded failed with the reason, the subjects go back to
+   * partial in a new round. Returns the new round.
+   */
+  private async sendBack(batchId: string, fields: Record<string, string>, foreign: Map<string, string>, round: number): Promise<number> {
+    const next = round + 1;
+    const update: Record<string, string> = { ts: '', root: '', submitted: '0', round: String(next) };
+    for (const cal of this.calendars(fields).values()) {
+      const reason = foreign.get(cal.url);
+      if (reason) update[`cal:${cal.url}`] = JSON.stringify({ url: cal.url, status: 'failed', message: reason, at: isoNow() } satisfies CalendarState);
+      else if (cal.status === 'pending') update[`cal:${cal.url}`] = JSON.stringify({ url: cal.url, status: 'unsubmitted', message: 'answer dropped with the foreign ones; submitting again', at: isoNow() } satisfies CalendarState);
+    }
+    await this.store.setBatchFields('ots', batchId, update);
+    const detail = [...foreign].map(([url, reason]) => `${url}: ${reason}`).join('; ');
+    this.log.error({ batchId, detail }, 'calendar answers commit to another root; submitting the batch again');
+    await this.moveSubjects(batchId, 'partial', `${detail}; submitting again`, next);
+    return next;
   }
 
   /** True when the node for `commitmentHex` leads to an attestation on `msg`. */

@@ -187,6 +187,39 @@ describe('answers', () => {
   });
 });
 
+describe('redirects', () => {
+  it('does not follow a redirect to another host: the answer is an error naming where it pointed', async () => {
+    const elsewhere = await scripted((_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+      res.end(Buffer.from('f010', 'hex'));
+    });
+    const redirecting = await scripted((_req, res) => {
+      res.writeHead(302, { Location: `${elsewhere.url}/digest` });
+      res.end();
+    });
+    const err = await new CalendarClient(redirecting.url).submit(digest).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CalendarError);
+    expect((err as CalendarError).code).toBe('http_status');
+    expect((err as CalendarError).message).toContain(`redirect to another host (${elsewhere.url.replace('http://', '')})`);
+    expect(elsewhere.seen).toHaveLength(0);
+  });
+
+  it('follows a redirect on the calendar\'s own origin', async () => {
+    const cal = await scripted((req, res) => {
+      if (req.url === '/old/digest') {
+        res.writeHead(307, { Location: '/new/digest' });
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
+      res.end(Buffer.from('0883dfe30d2ef90c8e0403616263', 'hex'));
+    });
+    const bytes = await new CalendarClient(`${cal.url}/old`).submit(digest);
+    expect(bytes.toString('hex')).toBe('0883dfe30d2ef90c8e0403616263');
+    expect(cal.seen.map((s) => s.url)).toEqual(['/old/digest', '/new/digest']);
+  });
+});
+
 describe('every request has a deadline', () => {
   it('times out against a calendar in hang mode', async () => {
     const cal = await devCalendar();

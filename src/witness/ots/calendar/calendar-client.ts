@@ -18,6 +18,9 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 10_000;
 export const MAX_DIGEST_BYTES = 64;
 /** Largest message an `.ots` op may produce, so the largest commitment worth asking about. */
 export const MAX_COMMITMENT_BYTES = 4096;
+/** Redirects followed on the calendar's own origin; one to another host is never followed. */
+const MAX_REDIRECTS = 3;
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 export interface CalendarClientOptions {
   /** Deadline per request, connect to last body byte (default 10,000 ms). */
@@ -135,18 +138,38 @@ export class CalendarClient {
       return new CalendarError('too_large', this.url, `answer from ${method} ${endpoint} ${what} exceeds ${this.maxResponseBytes} bytes`);
     };
 
-    let res: Response;
-    try {
-      res = await fetch(endpoint, {
-        method,
-        headers: body ? { ...this.headers, 'Content-Type': 'application/octet-stream' } : this.headers,
-        body: body ?? null,
-        signal,
-        redirect: 'follow',
-      });
-    } catch (err) {
-      throw fail(err, 'connecting');
+    // Redirects are followed by hand, only on the calendar's own origin: a calendar must not
+    // send our digests (or our polls) to a host nobody configured.
+    let res: Response | null = null;
+    let target = endpoint;
+    for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+      try {
+        res = await fetch(target, {
+          method,
+          headers: body ? { ...this.headers, 'Content-Type': 'application/octet-stream' } : this.headers,
+          body: body ?? null,
+          signal,
+          redirect: 'manual',
+        });
+      } catch (err) {
+        throw fail(err, 'connecting');
+      }
+      const location = REDIRECTS.has(res.status) ? res.headers.get('location') : null;
+      if (location === null) break;
+      await res.body?.cancel().catch(() => undefined);
+      let next: URL;
+      try {
+        next = new URL(location, target);
+      } catch {
+        throw new CalendarError('http_status', this.url, `HTTP ${res.status} from ${target}: unreadable redirect location`, res.status);
+      }
+      if (next.origin !== this.base.origin) {
+        throw new CalendarError('http_status', this.url, `HTTP ${res.status} from ${target}: redirect to another host (${next.host}), not followed`, res.status);
+      }
+      if (hop === MAX_REDIRECTS) throw new CalendarError('http_status', this.url, `more than ${MAX_REDIRECTS} redirects from ${endpoint}`, res.status);
+      target = next.href;
     }
+    if (!res) throw new CalendarError('network', this.url, `${method} ${endpoint}: no answer`);
 
     const declared = res.headers.get('content-length');
     if (declared !== null && Number(declared) > this.maxResponseBytes) {
@@ -173,6 +196,6 @@ export class CalendarClient {
         throw fail(err, 'reading the body');
       }
     }
-    return { status: res.status, body: Buffer.concat(chunks), endpoint };
+    return { status: res.status, body: Buffer.concat(chunks), endpoint: target };
   }
 }

@@ -1,0 +1,169 @@
+/**
+ * Reconciler: the anchor state is the truth and jobs are derived from it. A periodic,
+ * bounded pass walks the subjects whose witnesses are not finished (the per-witness status
+ * indexes, oldest first, resuming where the last pass stopped) and re-creates, idempotently,
+ * every job their next step needs and no longer has:
+ *   - accepted, batched witness, neither batched nor in the inbox → back into the inbox;
+ *   - signed, a relay without a final answer and without a publish job → the job again;
+ *   - a relay given up on while the quorum cannot be met without it → a new round for it;
+ *   - relays' reports recorded but the witness not moved (the move failed) → moved;
+ *   - a batch not yet held by m calendars whose submit job died → submitted again;
+ *   - a submitted batch whose scheduled poll died → polled again.
+ * One owner across daemons: the pass is a BullMQ job scheduler's job (one job per tick,
+ * taken by one worker), so two daemons never reconcile at once.
+ */
+import { Queue, Worker, type ConnectionOptions } from 'bullmq';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import type { AnchorStore } from '../state/anchor-store.js';
+import { redisRefusal } from './redis-refusal.js';
+import type { WitnessName } from '../state/keys.js';
+import type { WitnessStatus } from '../proof/format.js';
+import { reconcileQueueName } from '../queue/names.js';
+import { stalledJobOptions } from '../queue/stalled.js';
+import type { NostrWitness } from '../witness/nostr/nostr-witness.js';
+import type { OtsWitness } from '../witness/ots/ots-witness.js';
+
+export const REPAIR_KINDS = ['inbox', 'relay-publish', 'relay-reopen', 'nostr-witness', 'nostr-batch', 'ots-submit', 'ots-poll'] as const;
+export type RepairKind = (typeof REPAIR_KINDS)[number];
+export type Repairs = Record<RepairKind, number>;
+
+export interface ReconcilerDeps {
+  config: Config;
+  store: AnchorStore;
+  nostr: NostrWitness | null;
+  ots: OtsWitness | null;
+  connection: ConnectionOptions;
+  log: Logger;
+  onRepair?: (kind: RepairKind, n: number) => void;
+  now?: () => number;
+}
+
+const SCHEDULER_ID = 'reconcile';
+/** Subjects checked at once within a page (the state connection pipelines them). */
+const CONCURRENCY = 50;
+
+function noRepairs(): Repairs {
+  return Object.fromEntries(REPAIR_KINDS.map((k) => [k, 0])) as Repairs;
+}
+
+export class Reconciler {
+  private readonly deps: ReconcilerDeps;
+  private readonly cfg: Config['reconcile'];
+  private readonly log: Logger;
+  private readonly now: () => number;
+  private readonly queue: Queue;
+  private worker: Worker | null = null;
+  private retry: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(deps: ReconcilerDeps) {
+    this.deps = deps;
+    this.cfg = deps.config.reconcile;
+    this.log = deps.log.child({ part: 'reconciler' });
+    this.now = deps.now ?? Date.now;
+    this.queue = new Queue(reconcileQueueName(deps.config.queue.name), { connection: deps.connection, prefix: deps.store.keys.bullPrefix });
+    this.queue.on('error', (err) => this.log.warn({ err: err.message }, 'reconciler queue error'));
+  }
+
+  /** Schedules the pass (every daemon upserts the same scheduler) and starts this daemon's worker. */
+  async start(): Promise<void> {
+    await this.schedule();
+    this.worker = new Worker(reconcileQueueName(this.deps.config.queue.name), () => this.pass(), {
+      connection: this.deps.connection,
+      prefix: this.deps.store.keys.bullPrefix,
+      concurrency: 1,
+      ...stalledJobOptions(this.deps.config.queue.stalledIntervalMs),
+    });
+    this.worker.on('error', (err) => this.log.warn({ err: err.message }, 'reconciler worker error'));
+    this.worker.on('failed', (_job, err) => this.log.warn({ err: err.message }, 'reconcile pass failed; the next one retries'));
+    await this.worker.waitUntilReady();
+  }
+
+  /** Upserts the scheduler; a Redis refusing writes (full, read-only) is tried again each interval, not fatal. */
+  private async schedule(): Promise<void> {
+    try {
+      await this.queue.upsertJobScheduler(SCHEDULER_ID, { every: this.cfg.intervalMs }, { name: SCHEDULER_ID, opts: { removeOnComplete: true, removeOnFail: 10 } });
+    } catch (err) {
+      if (redisRefusal(err) === null || this.closed) throw err;
+      this.log.warn({ err: (err as Error).message }, 'could not schedule the reconciler yet; trying again');
+      this.retry = setTimeout(() => void this.schedule().catch((e: unknown) => this.log.error({ err: (e as Error).message }, 'reconciler not scheduled')), this.cfg.intervalMs);
+      this.retry.unref();
+    }
+  }
+
+  /** One bounded pass: at most `reconcile.limit` subjects per witness and status. */
+  async pass(): Promise<Repairs> {
+    const repairs = noRepairs();
+    // A subject younger than one interval may still be on its way through intake.
+    const before = this.now() - this.cfg.intervalMs;
+    const seenBatches = new Set<string>();
+    for (const witness of ['nostr', 'ots'] as const) {
+      if (!(witness === 'nostr' ? this.deps.nostr : this.deps.ots)) continue;
+      for (const status of ['pending', 'partial']) {
+        await this.walk(witness, status, before, seenBatches, repairs);
+      }
+    }
+    const total = REPAIR_KINDS.reduce((n, k) => n + repairs[k], 0);
+    for (const k of REPAIR_KINDS) if (repairs[k] > 0) this.deps.onRepair?.(k, repairs[k]);
+    if (total > 0) this.log.warn({ repairs }, 'reconciler re-created jobs that had died');
+    return repairs;
+  }
+
+  private async walk(witness: WitnessName, status: string, before: number, seenBatches: Set<string>, repairs: Repairs): Promise<void> {
+    const { store } = this.deps;
+    const cursorName = `${witness}:${status}`;
+    const cursor = await store.reconcileCursor(cursorName);
+    const fields = witness === 'nostr' ? ['nostr:batch', 'nostr:event'] : ['ots:batch'];
+    const page = await store.scanWitness(witness, status, cursor, this.cfg.limit, before, fields);
+    await store.setReconcileCursor(cursorName, page.next);
+    const reopenBefore = this.now() - this.cfg.reopenAfterMs;
+    for (let i = 0; i < page.items.length; i += CONCURRENCY) {
+      await Promise.all(
+        page.items.slice(i, i + CONCURRENCY).map(async ({ key, fields: [batchId, eventId] }) => {
+          if (witness === 'nostr') {
+            const nostr = this.deps.nostr!;
+            let event = eventId ?? null;
+            if (!event && batchId) {
+              if (seenBatches.has(`nostr:${batchId}`)) return;
+              seenBatches.add(`nostr:${batchId}`);
+              if (await nostr.repairBatch(batchId)) repairs['nostr-batch']++;
+              event = await nostr.batchEventId(batchId);
+            }
+            if (!event) {
+              if (!batchId && this.deps.config.nostr.mode === 'batch') await this.reinbox('nostr', key, repairs);
+              return;
+            }
+            const r = await nostr.repairPublishing(event, status as WitnessStatus, reopenBefore);
+            repairs['relay-publish'] += r.missing;
+            repairs['relay-reopen'] += r.reopened;
+            repairs['nostr-witness'] += r.moved;
+            return;
+          }
+          if (!batchId) return this.reinbox('ots', key, repairs);
+          if (seenBatches.has(`ots:${batchId}`)) return;
+          seenBatches.add(`ots:${batchId}`);
+          const r = await this.deps.ots!.repairBatch(batchId);
+          if (r === 'submit') repairs['ots-submit']++;
+          if (r === 'poll') repairs['ots-poll']++;
+        }),
+      );
+    }
+  }
+
+  private async reinbox(witness: WitnessName, key: string, repairs: Repairs): Promise<void> {
+    const { store } = this.deps;
+    if (await store.inInbox(witness, key)) return;
+    // Batched since the scan read it: nothing to do.
+    if ((await store.redis.hget(store.keys.subject(key), `${witness}:batch`)) !== null) return;
+    await store.addToInbox(witness, key);
+    repairs.inbox++;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
+    await this.worker?.close();
+    await this.queue.close();
+  }
+}
