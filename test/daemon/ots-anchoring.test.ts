@@ -133,7 +133,8 @@ describe('two dev calendars, m = 2', () => {
     expect(history.find((h) => h.to === 'partial')?.detail).toMatch(/http_status/);
     calendars[1]!.setMode('ok');
     await waitFor('submitted once the calendar is back', () => submitted(issuer, s.receipt_uuid), 30_000);
-    expect((await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status).toBe('pending');
+    // the batch records its submission, then moves its subjects: wait for the move, not a fixed moment
+    await waitFor('pending once submitted', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending', 10_000);
   });
 });
 
