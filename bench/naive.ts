@@ -5,13 +5,13 @@
  * A subject counts when all relays accepted its event and m calendars answered.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { sha256Hex } from '../src/aer1/hash.js';
-import { buildEnvelope, envelopeCanonical } from '../src/envelope/envelope.js';
-import { claimsFromJobData } from '../src/queue/job-data.js';
-import { envelopeEvent, DEFAULT_EVENT_KIND } from '../src/witness/nostr/events.js';
-import { generateSecretKey } from '../src/witness/nostr/keys.js';
-import { RelayClient } from '../src/witness/nostr/relay-client.js';
-import { CalendarClient, submitToCalendars } from '../src/witness/ots/calendar/index.js';
+import { sha256Hex } from '../src/core/aer1/hash.js';
+import { buildEnvelope, envelopeCanonical } from '../src/core/envelope/envelope.js';
+import { claimsFromJobData } from '../src/adapters/queue/job-data.js';
+import { envelopeEvent, DEFAULT_EVENT_KIND } from '../src/core/nostr/events.js';
+import { generateSecretKey } from '../src/core/nostr/keys.js';
+import { RelayClient } from '../src/adapters/nostr/relay-client.js';
+import { CalendarClient, submitToCalendars } from '../src/adapters/ots/calendar/index.js';
 import type { PeersInfo } from './peers.js';
 import { load } from './report.js';
 

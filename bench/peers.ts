@@ -7,8 +7,8 @@
  *
  * usage: node dist/bench/peers.js HEADERS_FILE [RELAYS=3] [CALENDARS=2] [ROUND_MS=1000]
  */
-import { startDevRelay, type DevRelay } from '../src/witness/nostr/dev-relay.js';
-import { startDevCalendar, type DevCalendar } from '../src/witness/ots/dev-calendar/index.js';
+import { startDevRelay, type DevRelay } from '../src/dev/relay/dev-relay.js';
+import { startDevCalendar, type DevCalendar } from '../src/dev/calendar/index.js';
 
 export interface PeersInfo {
   relays: string[];

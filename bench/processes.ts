@@ -11,10 +11,10 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { loadConfig, type Config } from '../src/config/config.js';
+import { loadConfig, type Config } from '../src/adapters/config/config.js';
 import { startEmbeddedRedis, stopChild, type EmbeddedRedis } from '../src/daemon/embedded-redis.js';
-import { nostrBatchQueueName, otsQueueName, relayQueueName } from '../src/queue/names.js';
-import { StateKeys } from '../src/state/keys.js';
+import { nostrBatchQueueName, otsQueueName, relayQueueName } from '../src/adapters/queue/names.js';
+import { StateKeys } from '../src/adapters/state/keys.js';
 import type { PeersInfo } from './peers.js';
 
 /** The repository root (this file runs from dist/bench/). */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** `aer1-anchor <command> ...`: one module per command under ./commands. */
-import { runMain, UsageError, type Command } from './run.js';
+import { runMain, UsageError, type Command } from './shared/run.js';
 
 type Loader = () => Promise<{ run: Command; summary: string }>;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { runMain } from './run.js';
+import { runMain } from './shared/run.js';
 import { main } from '../daemon/main.js';
 
 await runMain('aer1-anchord', main);

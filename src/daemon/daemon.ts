@@ -5,18 +5,18 @@
 import { Queue, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { enabledWitnesses, nostrQuorum, type Config } from '../config/config.js';
-import { AnchorStore } from '../state/anchor-store.js';
-import type { WitnessName } from '../state/keys.js';
-import { Batcher } from '../batch/batcher.js';
-import { IntakeProcessor, startIntakeWorker } from '../queue/intake.js';
-import { queueDepth, type QueueDepth } from '../queue/depth.js';
-import { NostrWitness } from '../witness/nostr/nostr-witness.js';
-import { OtsWitness } from '../witness/ots/ots-witness.js';
-import { serializeEvent } from '../witness/nostr/events.js';
-import type { SigningKey } from '../witness/nostr/keys.js';
-import { connectRedis } from './redis.js';
-import { DaemonMetrics } from './metrics.js';
+import { enabledWitnesses, nostrQuorum, type Config } from '../adapters/config/config.js';
+import { AnchorStore } from '../adapters/state/anchor-store.js';
+import type { WitnessName } from '../adapters/state/keys.js';
+import { Batcher } from '../adapters/batch/batcher.js';
+import { IntakeProcessor, startIntakeWorker } from '../adapters/queue/intake.js';
+import { queueDepth, type QueueDepth } from '../adapters/queue/depth.js';
+import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
+import { OtsWitness } from '../adapters/ots/ots-witness.js';
+import { serializeEvent } from '../core/nostr/events.js';
+import type { SigningKey } from '../core/nostr/keys.js';
+import { connectRedis } from '../adapters/redis/connection.js';
+import { DaemonMetrics } from '../adapters/metrics/metrics.js';
 import { Reconciler } from './reconciler.js';
 
 export interface DaemonDeps {

@@ -8,8 +8,8 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
-import { UsageError } from '../errors.js';
-import { redisAnswers } from './redis.js';
+import { UsageError } from '../core/errors/errors.js';
+import { redisAnswers } from '../adapters/redis/connection.js';
 
 export const INSTALL_HINT = 'install redis-server (Debian/Ubuntu: apt-get install redis-server) or set REDIS_URL';
 

@@ -6,14 +6,14 @@
  */
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { loadConfig, nostrQuorum, type Config } from '../config/config.js';
-import { UsageError } from '../errors.js';
+import { loadConfig, nostrQuorum, type Config } from '../adapters/config/config.js';
+import { UsageError } from '../core/errors/errors.js';
 import { VERSION } from '../version.js';
-import { loadSigningKey, writeKeyFile, type SigningKey } from '../witness/nostr/keys.js';
+import { loadSigningKey, writeKeyFile, type SigningKey } from '../core/nostr/keys.js';
 import { Daemon } from './daemon.js';
 import { openEmbeddedRedis, INSTALL_HINT, type DaemonRedis } from './embedded-redis.js';
 import { createLogger, type Logger } from './logger.js';
-import { redisAnswers } from './redis.js';
+import { redisAnswers } from '../adapters/redis/connection.js';
 
 const STOP_TIMEOUT_MS = 20_000;
 
@@ -57,11 +57,11 @@ export async function runDaemon(config: Config, log: Logger): Promise<RunningDae
   let http: { url: string; close(): Promise<void> } | null = null;
   let webhooks: { stop(): Promise<void> } | null = null;
   if (config.http.enabled) {
-    const { startHttpServer } = await import('../http/server.js');
+    const { startHttpServer } = await import('../adapters/http/server.js');
     http = await startHttpServer({ daemon, log });
   }
   if (config.webhooks.length > 0) {
-    const { startWebhooks } = await import('../webhooks/webhooks.js');
+    const { startWebhooks } = await import('../adapters/webhooks/webhooks.js');
     webhooks = await startWebhooks({ daemon, log });
   }
   log.info({ redis: redis.url.replace(/\/\/[^@]*@/, '//***@'), where: redis.where }, `Redis: ${redis.where}`);

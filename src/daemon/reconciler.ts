@@ -14,15 +14,15 @@
  */
 import { Queue, Worker, type ConnectionOptions } from 'bullmq';
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.js';
-import type { AnchorStore } from '../state/anchor-store.js';
-import { redisRefusal } from './redis-refusal.js';
-import type { WitnessName } from '../state/keys.js';
-import type { WitnessStatus } from '../proof/format.js';
-import { reconcileQueueName } from '../queue/names.js';
-import { stalledJobOptions } from '../queue/stalled.js';
-import type { NostrWitness } from '../witness/nostr/nostr-witness.js';
-import type { OtsWitness } from '../witness/ots/ots-witness.js';
+import type { Config } from '../adapters/config/config.js';
+import type { AnchorStore } from '../adapters/state/anchor-store.js';
+import { redisRefusal } from '../adapters/redis/redis-refusal.js';
+import type { WitnessName } from '../adapters/state/keys.js';
+import type { WitnessStatus } from '../core/proof/format.js';
+import { reconcileQueueName } from '../adapters/queue/names.js';
+import { stalledJobOptions } from '../adapters/queue/stalled.js';
+import type { NostrWitness } from '../adapters/nostr/nostr-witness.js';
+import type { OtsWitness } from '../adapters/ots/ots-witness.js';
 
 export const REPAIR_KINDS = ['inbox', 'relay-publish', 'relay-reopen', 'nostr-witness', 'nostr-batch', 'ots-submit', 'ots-poll'] as const;
 export type RepairKind = (typeof REPAIR_KINDS)[number];

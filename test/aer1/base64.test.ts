@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { decodeBase64Strict, decodeUtf8Strict, firstInvalidUtf8, isCanonicalBase64 } from '../../src/aer1/base64.js';
-import { InputError } from '../../src/errors.js';
+import { decodeBase64Strict, decodeUtf8Strict, firstInvalidUtf8, isCanonicalBase64 } from '../../src/core/aer1/base64.js';
+import { InputError } from '../../src/core/errors/errors.js';
 
 function errorOf(fn: () => unknown): InputError {
   try {

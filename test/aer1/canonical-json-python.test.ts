@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { canonicalJson } from '../../src/aer1/canonical-json.js';
+import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
 
 const PYTHON = '/usr/bin/python3';
 const RUNS = 10_000;

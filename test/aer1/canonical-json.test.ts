@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalBytes, canonicalJson, canonicalString } from '../../src/aer1/canonical-json.js';
-import { InputError } from '../../src/errors.js';
+import { canonicalBytes, canonicalJson, canonicalString } from '../../src/core/aer1/canonical-json.js';
+import { InputError } from '../../src/core/errors/errors.js';
 
 describe('canonical JSON (Python json.dumps sort_keys, compact, ensure_ascii)', () => {
   it('sorts keys and drops whitespace', () => {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { checkChain, GENESIS_DIGEST, parseTimeline, recomputeChain } from '../../src/aer1/chain.js';
-import { canonicalJson } from '../../src/aer1/canonical-json.js';
-import { claimsFromDocument } from '../../src/aer1/document.js';
+import { checkChain, GENESIS_DIGEST, parseTimeline, recomputeChain } from '../../src/core/aer1/chain.js';
+import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
+import { claimsFromDocument } from '../../src/core/aer1/document.js';
 import { inputErrorOf, loadFixture, type ChainVector } from '../fixtures/index.js';
 
 const vector = () => loadFixture<ChainVector>('aer1-chain-v07');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   claimsFromBareFields, claimsFromDocument, claimsFromInput, recognizeDocument,
-} from '../../src/aer1/document.js';
+} from '../../src/core/aer1/document.js';
 import { inputErrorOf, loadFixture, type ChainVector, type WorkflowExample } from '../fixtures/index.js';
 
 const receipt = () => loadFixture('receipt-minimal');

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   constructionRoot, DEFAULT_MERKLE_VERSION, MERKLE_CONSTRUCTIONS, merkleConstruction, merkleRoot, receiptIdV0Root,
-} from '../../src/aer1/merkle.js';
-import { parseWorkflowClose } from '../../src/aer1/workflow.js';
-import { InputError } from '../../src/errors.js';
+} from '../../src/core/aer1/merkle.js';
+import { parseWorkflowClose } from '../../src/core/aer1/workflow.js';
+import { InputError } from '../../src/core/errors/errors.js';
 import { loadFixture, type MerkleVector, type WorkflowExample } from '../fixtures/index.js';
 
 const h = (data: string | Buffer) => createHash('sha256').update(data).digest();

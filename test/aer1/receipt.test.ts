@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkReceipt, parseReceipt, recomputeReceipt } from '../../src/aer1/receipt.js';
+import { checkReceipt, parseReceipt, recomputeReceipt } from '../../src/core/aer1/receipt.js';
 import { inputErrorOf, loadFixture } from '../fixtures/index.js';
 
 const minimal = () => loadFixture('receipt-minimal');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkWorkflow, parseWorkflowClose, recomputeWorkflow } from '../../src/aer1/workflow.js';
-import { receiptIdV0Root } from '../../src/aer1/merkle.js';
+import { checkWorkflow, parseWorkflowClose, recomputeWorkflow } from '../../src/core/aer1/workflow.js';
+import { receiptIdV0Root } from '../../src/core/aer1/merkle.js';
 import { inputErrorOf, loadFixture, type WorkflowExample } from '../fixtures/index.js';
 
 const example = () => loadFixture<WorkflowExample>('workflow-receipt-example');

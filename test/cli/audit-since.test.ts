@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseSince } from '../../src/cli/commands/audit.js';
-import { UsageError } from '../../src/errors.js';
+import { UsageError } from '../../src/core/errors/errors.js';
 
 describe('aer1-anchor audit --since', () => {
   it('takes RFC 3339 UTC with whole seconds, or unix seconds', () => {

@@ -7,10 +7,10 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.js';
-import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
-import type { DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
-import { writeKeyFile } from '../../src/witness/nostr/keys.js';
-import { canonicalJson } from '../../src/aer1/canonical-json.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
+import type { DevCalendar } from '../../src/dev/calendar/index.js';
+import { writeKeyFile } from '../../src/core/nostr/keys.js';
+import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
 import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 const CLI = join(REPO_ROOT, 'dist/src/cli/aer1-anchor.js');

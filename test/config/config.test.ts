@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG_FILE, loadConfig, nostrQuorum } from '../../src/config/config.js';
+import { DEFAULT_CONFIG_FILE, loadConfig, nostrQuorum } from '../../src/adapters/config/config.js';
 import { REPO_ROOT } from '../helpers/harness.js';
 
 function file(content: unknown): string {

@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EMBEDDED_REDIS_FILE, readEmbeddedRedisRecord, redisServersIn } from '../../src/daemon/embedded-redis.js';
-import { AnchorStore } from '../../src/state/anchor-store.js';
-import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
-import { writeKeyFile } from '../../src/witness/nostr/keys.js';
+import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
+import { writeKeyFile } from '../../src/core/nostr/keys.js';
 import { REPO_ROOT, receiptFields, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 const anchord = join(REPO_ROOT, 'bin/aer1-anchord.js');

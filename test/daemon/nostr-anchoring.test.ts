@@ -2,9 +2,9 @@
  * The daemon end to end on Nostr: real Redis, three @nostr-relay dev relays on loopback.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifySignedEvent } from '../../src/witness/nostr/events.js';
-import { BatchTree } from '../../src/batch/batch-tree.js';
-import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
+import { verifySignedEvent } from '../../src/core/nostr/events.js';
+import { BatchTree } from '../../src/core/batch/batch-tree.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { Daemon } from '../../src/daemon/daemon.js';
 import { Issuer, receiptFields, startDaemon, startRelays, testConfig, waitFor } from '../helpers/harness.js';
 

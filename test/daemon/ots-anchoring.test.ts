@@ -7,8 +7,8 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.js';
-import { ProofExporter } from '../../src/proof/export.js';
-import type { DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
+import { ProofExporter } from '../../src/adapters/proof/export.js';
+import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { Issuer, REPO_ROOT, receiptFields, startCalendars, startDaemon, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 const PYTHON = '/usr/bin/python3';

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { Reconciler } from '../../src/daemon/reconciler.js';
-import { otsQueueName, relayQueueName } from '../../src/queue/names.js';
+import { otsQueueName, relayQueueName } from '../../src/adapters/queue/names.js';
 import { Issuer, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];

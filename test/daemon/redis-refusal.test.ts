@@ -4,7 +4,7 @@
  * a private redis-server 7 in test/reliability/redis-backpressure.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { describeRefusal, redisRefusal } from '../../src/daemon/redis-refusal.js';
+import { describeRefusal, redisRefusal } from '../../src/adapters/redis/redis-refusal.js';
 
 describe('redisRefusal', () => {
   it.each([

@@ -9,12 +9,12 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DemoSummary } from '../../src/demo/demo.js';
+import type { DemoSummary } from '../../src/dev/demo/demo.js';
 
 const repo = resolve(import.meta.dirname, '../..');
 const anchorBin = join(repo, 'bin/aer1-anchor.js');
 const verifyBin = join(repo, 'bin/aer1-verify-anchor.js');
-const built = join(repo, 'dist/src/demo/demo.js');
+const built = join(repo, 'dist/src/dev/demo/demo.js');
 const base = mkdtempSync(join(tmpdir(), 'aer1-demo-test-'));
 const out = join(base, 'out');
 

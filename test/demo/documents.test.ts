@@ -4,9 +4,9 @@
  * that is consistent on its own (its root recomputes) but anchors fewer steps.
  */
 import { describe, expect, it } from 'vitest';
-import { claimsFromDocument } from '../../src/aer1/document.js';
-import { checkWorkflow, parseWorkflowClose } from '../../src/aer1/workflow.js';
-import { cutLastStep, mintDocuments } from '../../src/demo/documents.js';
+import { claimsFromDocument } from '../../src/core/aer1/document.js';
+import { checkWorkflow, parseWorkflowClose } from '../../src/core/aer1/workflow.js';
+import { cutLastStep, mintDocuments } from '../../src/dev/demo/documents.js';
 
 describe('demo documents', () => {
   const docs = mintDocuments({ now: new Date('2026-10-04T12:00:00Z') });

@@ -1,6 +1,6 @@
 /** The progress display: plain lines per change off a terminal, one redrawn line on a terminal. */
 import { describe, expect, it } from 'vitest';
-import { ProgressDisplay, type SubjectState } from '../../src/demo/progress.js';
+import { ProgressDisplay, type SubjectState } from '../../src/dev/demo/progress.js';
 
 function capture(tty: boolean, columns?: number): { out: { write: (t: string) => void; tty: boolean; columns?: number }; text: () => string } {
   let text = '';

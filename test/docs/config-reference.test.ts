@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_KEYS } from '../../src/config/schema.js';
+import { CONFIG_KEYS } from '../../src/adapters/config/schema.js';
 
 const repo = resolve(import.meta.dirname, '../..');
 const readme = readFileSync(join(repo, 'README.md'), 'utf8');
@@ -91,7 +91,7 @@ describe('README configuration reference', () => {
   });
 
   it('is the table scripts/config-reference.mjs generates (needs a build)', () => {
-    const schemaJs = join(repo, 'dist/src/config/schema.js');
+    const schemaJs = join(repo, 'dist/src/adapters/config/schema.js');
     expect(existsSync(schemaJs), `${schemaJs} is missing: run npx tsc -p tsconfig.json (or npm test) first`).toBe(true);
     const r = spawnSync(process.execPath, [join(repo, 'scripts/config-reference.mjs'), '--check'], { encoding: 'utf8', timeout: 30_000 });
     expect(r.status, r.stderr).toBe(0);

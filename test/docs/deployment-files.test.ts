@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/adapters/config/config.js';
 
 const repo = resolve(import.meta.dirname, '../..');
 const dockerfile = readFileSync(join(repo, 'Dockerfile'), 'utf8');

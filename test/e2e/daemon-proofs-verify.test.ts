@@ -6,15 +6,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { merkleRoot } from '../../src/aer1/merkle.js';
-import { sha256 } from '../../src/aer1/hash.js';
+import { merkleRoot } from '../../src/core/aer1/merkle.js';
+import { sha256 } from '../../src/core/aer1/hash.js';
 import type { Daemon } from '../../src/daemon/daemon.js';
-import { ProofExporter } from '../../src/proof/export.js';
-import { HeadersFileSource } from '../../src/witness/ots/bitcoin/index.js';
-import { generateSecretKey } from '../../src/witness/nostr/keys.js';
-import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
-import type { DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
-import { verifyAnchor, type VerifyReport } from '../../src/verify/pipeline.js';
+import { ProofExporter } from '../../src/adapters/proof/export.js';
+import { HeadersFileSource } from '../../src/adapters/bitcoin/index.js';
+import { generateSecretKey } from '../../src/core/nostr/keys.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
+import type { DevCalendar } from '../../src/dev/calendar/index.js';
+import { verifyAnchor, type VerifyReport } from '../../src/core/verify/pipeline.js';
 import { Issuer, REPO_ROOT, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 const fixture = (name: string): unknown => JSON.parse(readFileSync(join(REPO_ROOT, 'test/fixtures', name), 'utf8'));

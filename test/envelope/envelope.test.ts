@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import {
   buildEnvelope, checkAnchoredAt, claimsOf, ENVELOPE_TYPE, envelopeCanonical, envelopeDigest, formatAnchoredAt,
   parseEnvelope, sameRoot, subjectKey, type SubjectClaims,
-} from '../../src/envelope/envelope.js';
-import { claimsFromDocument } from '../../src/aer1/document.js';
+} from '../../src/core/envelope/envelope.js';
+import { claimsFromDocument } from '../../src/core/aer1/document.js';
 import { inputErrorOf, loadFixture } from '../fixtures/index.js';
 
 const HEX = 'ab'.repeat(32);

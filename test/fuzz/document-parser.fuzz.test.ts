@@ -1,5 +1,5 @@
 /**
- * Fuzzing the receipt, workflow-close and job-timeline parsers (src/aer1/document.ts):
+ * Fuzzing the receipt, workflow-close and job-timeline parsers (src/core/aer1/document.ts):
  * arbitrary JSON and structural mutations of valid documents only ever raise typed errors
  * (Aer1Error), stay bounded in time, and a mutant accepted with the original's claims has
  * the original's bound content — the receipt's id and bytes, the close's ids, digests and
@@ -8,11 +8,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/aer1/canonical-json.js';
-import { claimsFromInput } from '../../src/aer1/document.js';
-import { sha256Hex } from '../../src/aer1/hash.js';
-import { Aer1Error } from '../../src/errors.js';
-import type { SubjectClaims } from '../../src/envelope/claims.js';
+import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
+import { claimsFromInput } from '../../src/core/aer1/document.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
+import { Aer1Error } from '../../src/core/errors/errors.js';
+import type { SubjectClaims } from '../../src/core/envelope/claims.js';
 import { loadFixture } from '../fixtures/index.js';
 import { receiptDoc, timelineDoc, workflowDoc, type Json } from '../security/documents.js';
 import { jsonMutation, mutateJson } from './json-mutation.js';

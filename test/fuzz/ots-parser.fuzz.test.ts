@@ -9,16 +9,16 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BatchTree } from '../../src/batch/batch-tree.js';
-import { pendingAttestation } from '../../src/witness/ots/attestations.js';
-import { HeadersFileSource } from '../../src/witness/ots/bitcoin/sources.js';
-import { verifyBitcoinAttestation } from '../../src/witness/ots/bitcoin/verify.js';
-import { batchProofs } from '../../src/witness/ots/batch-proof.js';
-import { HEADER_MAGIC, MAX_DEPTH, parseDetached, parseTimestamp, serializeDetached, type DetachedTimestampFile } from '../../src/witness/ots/codec.js';
-import { mineCommitments } from '../../src/witness/ots/dev-calendar/confirmation.js';
-import { OtsFormatError } from '../../src/witness/ots/errors.js';
-import { SHA256, append } from '../../src/witness/ots/ops.js';
-import { Timestamp, bitcoinAttestations } from '../../src/witness/ots/timestamp.js';
+import { BatchTree } from '../../src/core/batch/batch-tree.js';
+import { pendingAttestation } from '../../src/core/ots/attestations.js';
+import { HeadersFileSource } from '../../src/adapters/bitcoin/sources.js';
+import { verifyBitcoinAttestation } from '../../src/core/bitcoin/verify.js';
+import { batchProofs } from '../../src/core/ots/batch-proof.js';
+import { HEADER_MAGIC, MAX_DEPTH, parseDetached, parseTimestamp, serializeDetached, type DetachedTimestampFile } from '../../src/core/ots/codec.js';
+import { mineCommitments } from '../../src/dev/calendar/confirmation.js';
+import { OtsFormatError } from '../../src/core/ots/errors.js';
+import { SHA256, append } from '../../src/core/ots/ops.js';
+import { Timestamp, bitcoinAttestations } from '../../src/core/ots/timestamp.js';
 import { listVectors, readVector, sharedVectorsFor } from '../witness/ots/vector-files.js';
 import { applyByteMutation, fuzzParams, timed, type ByteMutation } from './settings.js';
 

@@ -8,10 +8,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Aer1Error, InputError, UsageError } from '../../src/errors.js';
-import { parseAnchorProof } from '../../src/proof/format.js';
-import { verifyAnchor, type VerifyOptions, type VerifyReport } from '../../src/verify/pipeline.js';
-import { HeadersFileSource } from '../../src/witness/ots/bitcoin/sources.js';
+import { Aer1Error, InputError, UsageError } from '../../src/core/errors/errors.js';
+import { parseAnchorProof } from '../../src/core/proof/format.js';
+import { verifyAnchor, type VerifyOptions, type VerifyReport } from '../../src/core/verify/pipeline.js';
+import { HeadersFileSource } from '../../src/adapters/bitcoin/sources.js';
 import { loadFixture } from '../fixtures/index.js';
 import { attach, batchModeProofs, envelopeModeProof, receiptNumber, type Json } from '../verify/build-proofs.js';
 import { jsonMutation, mutateJson } from './json-mutation.js';

@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { Readable, Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
-import { startHttpServer, type HttpServer } from '../../src/http/server.js';
-import { ANCHOR_JOB } from '../../src/queue/names.js';
+import { startHttpServer, type HttpServer } from '../../src/adapters/http/server.js';
+import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
 import { receiptFields, waitFor } from '../helpers/harness.js';
 import { TOKEN, startStack, withHttp, type Stack } from './fixture.js';
 

@@ -7,11 +7,11 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { createLogger } from '../../src/daemon/logger.js';
 import type { Daemon } from '../../src/daemon/daemon.js';
-import type { Config } from '../../src/config/config.js';
-import type { DaemonView } from '../../src/http/daemon-view.js';
-import { startHttpServer, type HttpServer } from '../../src/http/server.js';
-import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
-import type { DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
+import type { Config } from '../../src/adapters/config/config.js';
+import type { DaemonView } from '../../src/adapters/view/daemon-view.js';
+import { startHttpServer, type HttpServer } from '../../src/adapters/http/server.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
+import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
 
 export const TOKEN = 'test-token-0123456789abcdef';

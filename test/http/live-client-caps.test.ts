@@ -10,7 +10,7 @@ import { connect, type Socket } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHttpServer } from '../../src/http/server.js';
+import { startHttpServer } from '../../src/adapters/http/server.js';
 import { waitFor } from '../helpers/harness.js';
 import { openSse, openWs, wsRefusal, type SseClient } from './clients.js';
 import { startStack, withHttp, type Stack } from './fixture.js';

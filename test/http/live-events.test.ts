@@ -3,10 +3,10 @@
  * pending to confirmed; both resume after a given stream id without gaps or repeats.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compareStreamIds } from '../../src/http/event-feed.js';
+import { compareStreamIds } from '../../src/adapters/http/event-feed.js';
 import { receiptFields } from '../helpers/harness.js';
 import { openSse, openWs, wsRefusal, type SseEvent } from './clients.js';
-import { startHttpServer } from '../../src/http/server.js';
+import { startHttpServer } from '../../src/adapters/http/server.js';
 import { TOKEN, startStack, withHttp, type Stack } from './fixture.js';
 
 let s: Stack;

@@ -4,12 +4,12 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { TokenAuth, bearerToken } from '../../src/http/auth.js';
-import { checkCursor, parseLimit, subjectsOf } from '../../src/http/anchors.js';
-import { compareStreamIds, decodeEntry, parseStreamId } from '../../src/http/event-feed.js';
-import { HttpError } from '../../src/http/respond.js';
-import { checkQuery, findRoute, splitUrl, type Route } from '../../src/http/router.js';
-import { sseFrame } from '../../src/http/sse.js';
+import { TokenAuth, bearerToken } from '../../src/adapters/http/auth.js';
+import { checkCursor, parseLimit, subjectsOf } from '../../src/adapters/http/anchors.js';
+import { compareStreamIds, decodeEntry, parseStreamId } from '../../src/adapters/http/event-feed.js';
+import { HttpError } from '../../src/adapters/http/respond.js';
+import { checkQuery, findRoute, splitUrl, type Route } from '../../src/adapters/http/router.js';
+import { sseFrame } from '../../src/adapters/http/sse.js';
 import { parseSse } from './clients.js';
 
 const noop = async (): Promise<void> => undefined;

@@ -1,17 +1,17 @@
 /**
- * The status page files are not compiled: they are found from src/http/ (tests) and from
- * dist/src/http/ (the build), both pointing at src/http/static/.
+ * The status page files are not compiled: they are found from src/adapters/http/ (tests) and from
+ * dist/src/adapters/http/ (the build), both pointing at src/adapters/http/static/.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { STATIC_FILES, loadStaticFiles, staticDir } from '../../src/http/static-files.js';
+import { STATIC_FILES, loadStaticFiles, staticDir } from '../../src/adapters/http/static-files.js';
 import { REPO_ROOT } from '../helpers/harness.js';
 
-const SOURCE_DIR = join(REPO_ROOT, 'src/http/static/');
-const BUILT = join(REPO_ROOT, 'dist/src/http/static-files.js');
+const SOURCE_DIR = join(REPO_ROOT, 'src/adapters/http/static/');
+const BUILT = join(REPO_ROOT, 'dist/src/adapters/http/static-files.js');
 
 describe('status page files', () => {
   it('are found next to the source module', () => {
@@ -22,7 +22,7 @@ describe('status page files', () => {
   });
 
   it('are found from the build folder by the relative path the built module uses', () => {
-    const fromDist = new URL('../../../src/http/static/', pathToFileURL(BUILT));
+    const fromDist = new URL('../../../../src/adapters/http/static/', pathToFileURL(BUILT));
     expect(staticDir([new URL('./static/', pathToFileURL(BUILT)), fromDist])).toBe(SOURCE_DIR);
   });
 

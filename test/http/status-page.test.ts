@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Stats } from '../../src/http/stats.js';
+import type { Stats } from '../../src/adapters/http/stats.js';
 import { receiptFields } from '../helpers/harness.js';
-import { startHttpServer } from '../../src/http/server.js';
+import { startHttpServer } from '../../src/adapters/http/server.js';
 import { TOKEN, startStack, withHttp, type Stack } from './fixture.js';
 
 const CHROMIUM = '/usr/bin/chromium';

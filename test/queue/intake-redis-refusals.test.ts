@@ -9,11 +9,11 @@ import { Queue } from 'bullmq';
 import { ReplyError } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
-import { connectRedis } from '../../src/daemon/redis.js';
-import { IntakeProcessor, startIntakeWorker } from '../../src/queue/intake.js';
-import { ANCHOR_JOB } from '../../src/queue/names.js';
-import { ANCHOR_JOB_OPTIONS } from '../../src/queue/producer.js';
-import { AnchorStore } from '../../src/state/anchor-store.js';
+import { connectRedis } from '../../src/adapters/redis/connection.js';
+import { IntakeProcessor, startIntakeWorker } from '../../src/adapters/queue/intake.js';
+import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
+import { ANCHOR_JOB_OPTIONS } from '../../src/adapters/queue/producer.js';
+import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import { SHARED_REDIS_URL, receiptFields, uniquePrefix, waitFor } from '../helpers/harness.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];

@@ -6,9 +6,9 @@
  */
 import { appendFileSync } from 'node:fs';
 import { expect } from 'vitest';
-import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
-import type { HistoryEntry, SubjectRecord } from '../../src/state/anchor-store.js';
-import type { DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
+import type { HistoryEntry, SubjectRecord } from '../../src/adapters/state/anchor-store.js';
+import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { waitFor, type Issuer } from '../helpers/harness.js';
 
 /** Counts the EVENT messages a relay processed (after its fault switches), per event id. */

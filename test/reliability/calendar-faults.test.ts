@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { DevCalendarMode } from '../../src/witness/ots/dev-calendar/index.js';
+import type { DevCalendarMode } from '../../src/dev/calendar/index.js';
 import { Issuer, receiptFields, startCalendars, startDaemon, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 import { audit, report, statusCounts } from './audit.js';
 

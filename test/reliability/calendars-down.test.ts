@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { subjectDetail } from '../../src/state/subject-view.js';
+import { subjectDetail } from '../../src/adapters/state/subject-view.js';
 import { Issuer, receiptFields, startCalendars, startDaemon, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 describe('every calendar down', () => {

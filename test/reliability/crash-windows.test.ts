@@ -8,8 +8,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { relayQueueName } from '../../src/queue/names.js';
-import { writeKeyFile } from '../../src/witness/nostr/keys.js';
+import { relayQueueName } from '../../src/adapters/queue/names.js';
+import { writeKeyFile } from '../../src/core/nostr/keys.js';
 import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startCalendars, startDaemon, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 describe('killed between a relay report and the witness move', () => {

@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
-import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
-import type { DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
-import { writeKeyFile } from '../../src/witness/nostr/keys.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
+import type { DevCalendar } from '../../src/dev/calendar/index.js';
+import { writeKeyFile } from '../../src/core/nostr/keys.js';
 import { Issuer, REPO_ROOT, privateRedis, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 import { audit, confirmAll, report, statusCounts, tapRelay } from './audit.js';
 

@@ -12,9 +12,9 @@
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
-import { relayQueueName } from '../../src/queue/names.js';
-import { ANCHOR_JOB } from '../../src/queue/names.js';
-import { ANCHOR_JOB_OPTIONS } from '../../src/queue/producer.js';
+import { relayQueueName } from '../../src/adapters/queue/names.js';
+import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
+import { ANCHOR_JOB_OPTIONS } from '../../src/adapters/queue/producer.js';
 import { Issuer, privateRedis, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 import { audit, confirmAll, report, statusCounts, tapRelay } from './audit.js';
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import type { Daemon } from '../../src/daemon/daemon.js';
-import { startDevCalendar, type DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
+import { startDevCalendar, type DevCalendar } from '../../src/dev/calendar/index.js';
 import { Issuer, privateRedis, receiptFields, startCalendars, startDaemon, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 /** The append-only file Redis 7 appends to (multi-part AOF: the newest `.incr.aof`). */

@@ -8,8 +8,8 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
-import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
-import type { DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
+import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { Issuer, privateRedis, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 import { audit, confirmAll, report, statusCounts, tapRelay } from './audit.js';
 

@@ -7,7 +7,7 @@
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import { Issuer, receiptFields, startDaemon, startRelays, testConfig, waitFor } from '../helpers/harness.js';
 import { audit, report, statusCounts, tapRelay, type RelayTap } from './audit.js';
 

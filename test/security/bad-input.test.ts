@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.js';
-import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import { Issuer, receiptFields, startDaemon, startRelays, testConfig, waitFor } from '../helpers/harness.js';
 import { audit, report, tapRelay, type RelayTap } from '../reliability/audit.js';
 import { receiptDoc, workflowDoc } from './documents.js';

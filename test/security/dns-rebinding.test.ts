@@ -8,7 +8,7 @@
 import { request } from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHttpServer, type HttpServer } from '../../src/http/server.js';
+import { startHttpServer, type HttpServer } from '../../src/adapters/http/server.js';
 import { receiptFields } from '../helpers/harness.js';
 import { TOKEN, startStack, withHttp, type Stack } from '../http/fixture.js';
 

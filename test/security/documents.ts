@@ -3,9 +3,9 @@
  * chosen strings, so hostile variants can be made of each member.
  */
 import { randomUUID } from 'node:crypto';
-import { sha256Hex } from '../../src/aer1/hash.js';
-import { receiptIdV0Root } from '../../src/aer1/merkle.js';
-import { entryDigest, GENESIS_DIGEST } from '../../src/aer1/chain.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
+import { receiptIdV0Root } from '../../src/core/aer1/merkle.js';
+import { entryDigest, GENESIS_DIGEST } from '../../src/core/aer1/chain.js';
 
 export type Json = Record<string, unknown>;
 

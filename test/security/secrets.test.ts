@@ -15,12 +15,12 @@ import { Writable } from 'node:stream';
 import { inspect } from 'node:util';
 import { nip19 } from 'nostr-tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/adapters/config/config.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { runDaemon, type RunningDaemon } from '../../src/daemon/main.js';
-import { loadSigningKey, SigningKey } from '../../src/witness/nostr/keys.js';
-import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
-import type { DevCalendar } from '../../src/witness/ots/dev-calendar/index.js';
+import { loadSigningKey, SigningKey } from '../../src/core/nostr/keys.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
+import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { SHARED_REDIS_URL, receiptFields, startCalendars, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 function freshKeyHex(): string {

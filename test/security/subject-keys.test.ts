@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.js';
-import { enqueueAnchor } from '../../src/queue/producer.js';
-import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
+import { enqueueAnchor } from '../../src/adapters/queue/producer.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import { Issuer, startDaemon, startRelays, testConfig, waitFor } from '../helpers/harness.js';
 
 const hex = 'ab'.repeat(32);

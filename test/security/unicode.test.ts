@@ -9,13 +9,13 @@
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/aer1/canonical-json.js';
-import { sha256Hex } from '../../src/aer1/hash.js';
+import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
 import type { Daemon } from '../../src/daemon/daemon.js';
-import { ProofExporter } from '../../src/proof/export.js';
-import { verifyAnchor } from '../../src/verify/pipeline.js';
-import type { DevRelay } from '../../src/witness/nostr/dev-relay.js';
-import { verifySignedEvent } from '../../src/witness/nostr/events.js';
+import { ProofExporter } from '../../src/adapters/proof/export.js';
+import { verifyAnchor } from '../../src/core/verify/pipeline.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
+import { verifySignedEvent } from '../../src/core/nostr/events.js';
 import { Issuer, startDaemon, startRelays, testConfig, waitFor } from '../helpers/harness.js';
 import { receiptDoc, timelineDoc, workflowDoc, type Json } from './documents.js';
 

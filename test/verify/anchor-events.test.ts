@@ -1,9 +1,9 @@
 /** Events served by relays, read without a proof: what discovery and audit accept and why they refuse the rest. */
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/aer1/canonical-json.js';
-import { sha256Hex } from '../../src/aer1/hash.js';
-import { readAnchorEvent, type AnchorEventPolicy } from '../../src/verify/anchor-events.js';
-import { batchEvent, envelopeEvent, serializeEvent } from '../../src/witness/nostr/events.js';
+import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
+import { readAnchorEvent, type AnchorEventPolicy } from '../../src/core/verify/anchor-events.js';
+import { batchEvent, envelopeEvent, serializeEvent } from '../../src/core/nostr/events.js';
 import { KEY, OTHER_KEY } from './build-proofs.js';
 
 const policy: AnchorEventPolicy = { trusted: new Set([KEY.publicKey]), kinds: new Set([3099]) };

@@ -4,13 +4,13 @@
  * incomplete (exit 2), never as "all match".
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/aer1/canonical-json.js';
-import { sha256Hex } from '../../src/aer1/hash.js';
-import { audit, auditExitCode } from '../../src/verify/audit.js';
-import { RelayClientFetcher } from '../../src/verify/online.js';
-import { startDevRelay, type DevRelay } from '../../src/witness/nostr/dev-relay.js';
-import { envelopeEvent, type SignedEvent } from '../../src/witness/nostr/events.js';
-import { RelayClient } from '../../src/witness/nostr/relay-client.js';
+import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
+import { audit, auditExitCode } from '../../src/core/verify/audit.js';
+import { RelayClientFetcher } from '../../src/core/verify/online.js';
+import { startDevRelay, type DevRelay } from '../../src/dev/relay/dev-relay.js';
+import { envelopeEvent, type SignedEvent } from '../../src/core/nostr/events.js';
+import { RelayClient } from '../../src/adapters/nostr/relay-client.js';
 import { KEY, OTHER_KEY } from './build-proofs.js';
 
 function anchorOf(uuid: string, anchoredAt: string, key = KEY): SignedEvent {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { HeadersFileSource } from '../../src/witness/ots/bitcoin/sources.js';
-import { BitcoinCheckCache } from '../../src/verify/bitcoin.js';
-import { EventCheckCache } from '../../src/verify/nostr.js';
-import { verifyAnchor, type VerifyReport } from '../../src/verify/pipeline.js';
-import { CHECK_NAMES, type CheckName } from '../../src/verify/types.js';
+import { HeadersFileSource } from '../../src/adapters/bitcoin/sources.js';
+import { BitcoinCheckCache } from '../../src/core/verify/bitcoin.js';
+import { EventCheckCache } from '../../src/core/verify/nostr.js';
+import { verifyAnchor, type VerifyReport } from '../../src/core/verify/pipeline.js';
+import { CHECK_NAMES, type CheckName } from '../../src/core/verify/types.js';
 import { loadFixture } from '../fixtures/index.js';
-import { batchEvent, envelopeEvent } from '../../src/witness/nostr/events.js';
+import { batchEvent, envelopeEvent } from '../../src/core/nostr/events.js';
 import { ANCHORED_AT, KEY, attach, batchModeProofs, receiptNumber, subjectOf, type Json } from './build-proofs.js';
 
 const workflow = loadFixture('workflow-receipt-example');

@@ -5,20 +5,20 @@
  * root timestamp carries a pending attestation or, once "mined", a Bitcoin attestation
  * in a regtest block with real proof of work.
  */
-import { claimsFromDocument } from '../../src/aer1/document.js';
-import { sha256Hex } from '../../src/aer1/hash.js';
-import { BatchTree } from '../../src/batch/batch-tree.js';
-import { buildEnvelope, envelopeCanonical, envelopeDigest, type Envelope } from '../../src/envelope/envelope.js';
-import { PROOF_VERSION } from '../../src/proof/format.js';
-import { pendingAttestation } from '../../src/witness/ots/attestations.js';
-import { proofForSubject } from '../../src/witness/ots/batch-proof.js';
-import { parseTimestamp, serializeDetached } from '../../src/witness/ots/codec.js';
-import { mineHeader, REGTEST_BITS } from '../../src/witness/ots/dev-calendar/block-header.js';
-import { mineCommitments } from '../../src/witness/ots/dev-calendar/confirmation.js';
-import { SHA256, append } from '../../src/witness/ots/ops.js';
-import { Timestamp } from '../../src/witness/ots/timestamp.js';
-import { batchEvent, envelopeEvent, type SignedEvent } from '../../src/witness/nostr/events.js';
-import { SigningKey } from '../../src/witness/nostr/keys.js';
+import { claimsFromDocument } from '../../src/core/aer1/document.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
+import { BatchTree } from '../../src/core/batch/batch-tree.js';
+import { buildEnvelope, envelopeCanonical, envelopeDigest, type Envelope } from '../../src/core/envelope/envelope.js';
+import { PROOF_VERSION } from '../../src/core/proof/format.js';
+import { pendingAttestation } from '../../src/core/ots/attestations.js';
+import { proofForSubject } from '../../src/core/ots/batch-proof.js';
+import { parseTimestamp, serializeDetached } from '../../src/core/ots/codec.js';
+import { mineHeader, REGTEST_BITS } from '../../src/dev/calendar/block-header.js';
+import { mineCommitments } from '../../src/dev/calendar/confirmation.js';
+import { SHA256, append } from '../../src/core/ots/ops.js';
+import { Timestamp } from '../../src/core/ots/timestamp.js';
+import { batchEvent, envelopeEvent, type SignedEvent } from '../../src/core/nostr/events.js';
+import { SigningKey } from '../../src/core/nostr/keys.js';
 
 export const ANCHORED_AT = '2026-01-31T12:00:00Z';
 export const CALENDAR = 'https://calendar.test.example';

@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadFixture, type WorkflowExample } from '../fixtures/index.js';
-import { receiptIdV0Root } from '../../src/aer1/merkle.js';
+import { receiptIdV0Root } from '../../src/core/aer1/merkle.js';
 import { KEY, OTHER_KEY, attach, batchModeProofs, envelopeModeProof, headersJson, receiptNumber, unrelatedHeader, type Json } from './build-proofs.js';
 
 const repo = resolve(fileURLToPath(new URL('../..', import.meta.url)));

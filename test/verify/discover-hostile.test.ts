@@ -3,10 +3,10 @@
  * event by event, and only the trusted signer's anchors of this very subject count.
  */
 import { describe, expect, it } from 'vitest';
-import { UsageError } from '../../src/errors.js';
-import { discoverAnchors } from '../../src/verify/discover.js';
-import type { RelayFetcher } from '../../src/verify/online.js';
-import { envelopeEvent, serializeEvent } from '../../src/witness/nostr/events.js';
+import { UsageError } from '../../src/core/errors/errors.js';
+import { discoverAnchors } from '../../src/core/verify/discover.js';
+import type { RelayFetcher } from '../../src/core/verify/online.js';
+import { envelopeEvent, serializeEvent } from '../../src/core/nostr/events.js';
 import { loadFixture } from '../fixtures/index.js';
 import { KEY, OTHER_KEY, receiptNumber, subjectOf } from './build-proofs.js';
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/aer1/canonical-json.js';
-import { sha256Hex } from '../../src/aer1/hash.js';
-import { HeadersFileSource } from '../../src/witness/ots/bitcoin/sources.js';
-import { CHECK_NAMES, type CheckName } from '../../src/verify/types.js';
-import { verifyAnchor, type VerifyOptions, type VerifyReport } from '../../src/verify/pipeline.js';
-import { parseExpectedPubkey } from '../../src/verify/nostr.js';
+import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
+import { HeadersFileSource } from '../../src/adapters/bitcoin/sources.js';
+import { CHECK_NAMES, type CheckName } from '../../src/core/verify/types.js';
+import { verifyAnchor, type VerifyOptions, type VerifyReport } from '../../src/core/verify/pipeline.js';
+import { parseExpectedPubkey } from '../../src/core/verify/nostr.js';
 import { loadFixture } from '../fixtures/index.js';
 import { KEY, OTHER_KEY, attach, envelopeModeProof, otsBatch, subjectOf, unrelatedHeader, type Json } from './build-proofs.js';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { UsageError } from '../../src/errors.js';
-import { verifyAnchor, type VerifyReport } from '../../src/verify/pipeline.js';
-import { parseExpectedPubkey } from '../../src/verify/nostr.js';
-import type { CheckName } from '../../src/verify/types.js';
+import { UsageError } from '../../src/core/errors/errors.js';
+import { verifyAnchor, type VerifyReport } from '../../src/core/verify/pipeline.js';
+import { parseExpectedPubkey } from '../../src/core/verify/nostr.js';
+import type { CheckName } from '../../src/core/verify/types.js';
 import { loadFixture } from '../fixtures/index.js';
 import { KEY, attach, envelopeModeProof, type Json } from './build-proofs.js';
 

@@ -3,10 +3,10 @@
  * attestation at block 358391) against the shared mainnet header for that height.
  */
 import { describe, expect, it } from 'vitest';
-import { parseDetached } from '../../src/witness/ots/codec.js';
-import { HeadersFileSource } from '../../src/witness/ots/bitcoin/sources.js';
-import { BitcoinCheckCache, checkBitcoin } from '../../src/verify/bitcoin.js';
-import { summarizeAttestations } from '../../src/verify/ots.js';
+import { parseDetached } from '../../src/core/ots/codec.js';
+import { HeadersFileSource } from '../../src/adapters/bitcoin/sources.js';
+import { BitcoinCheckCache, checkBitcoin } from '../../src/core/verify/bitcoin.js';
+import { summarizeAttestations } from '../../src/core/verify/ots.js';
 import { headersFile, readVector, sharedVectorsFor } from '../witness/ots/vector-files.js';
 
 describe.runIf(sharedVectorsFor('the bitcoin stage on the mainnet hello-world vector (2 tests)'))('bitcoin stage on the hello-world vector', () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { sha256Hex } from '../../src/aer1/hash.js';
-import { receiptIdV0Root } from '../../src/aer1/merkle.js';
-import { verifyAnchor, type VerifyReport } from '../../src/verify/pipeline.js';
-import type { CheckName } from '../../src/verify/types.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
+import { receiptIdV0Root } from '../../src/core/aer1/merkle.js';
+import { verifyAnchor, type VerifyReport } from '../../src/core/verify/pipeline.js';
+import type { CheckName } from '../../src/core/verify/types.js';
 import { loadFixture, type ChainVector, type WorkflowExample } from '../fixtures/index.js';
 import { attach, envelopeModeProof, type Json } from './build-proofs.js';
 

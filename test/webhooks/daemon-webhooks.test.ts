@@ -4,7 +4,7 @@
  * signature over the exact body, and the outcomes show up in /v1/webhooks and /metrics.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startWebhooks, verifySignature, type WebhookDeliverer } from '../../src/webhooks/webhooks.js';
+import { startWebhooks, verifySignature, type WebhookDeliverer } from '../../src/adapters/webhooks/webhooks.js';
 import { receiptFields, waitFor } from '../helpers/harness.js';
 import { startStack, type Stack } from '../http/fixture.js';
 import { startReceiver, type Receiver } from './receiver.js';

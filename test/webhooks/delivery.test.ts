@@ -6,9 +6,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
-import { consumerGroup, retryDelay, WebhookDeliverer, type WebhookDelivererOptions } from '../../src/webhooks/deliverer.js';
-import { hookId, WebhookLog } from '../../src/webhooks/delivery-log.js';
-import { verifySignature } from '../../src/webhooks/signature.js';
+import { consumerGroup, retryDelay, WebhookDeliverer, type WebhookDelivererOptions } from '../../src/adapters/webhooks/deliverer.js';
+import { hookId, WebhookLog } from '../../src/adapters/webhooks/delivery-log.js';
+import { verifySignature } from '../../src/adapters/webhooks/signature.js';
 import { SHARED_REDIS_URL, uniquePrefix, waitFor } from '../helpers/harness.js';
 import { startReceiver, type Receiver } from './receiver.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { signBody, verifySignature } from '../../src/webhooks/signature.js';
-import { displayUrl, hookId } from '../../src/webhooks/delivery-log.js';
+import { signBody, verifySignature } from '../../src/adapters/webhooks/signature.js';
+import { displayUrl, hookId } from '../../src/adapters/webhooks/delivery-log.js';
 
 describe('webhook signatures', () => {
   it('are sha256= and the hex HMAC-SHA256 of the body under the secret (RFC 4231-style known value)', () => {

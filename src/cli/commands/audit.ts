@@ -1,20 +1,20 @@
 /**
  * `aer1-anchor audit --relay URL... --expected-pubkey KEY... [--since T] [--kind N]...
  * [--json] DIR`: monitor mode. Lists every anchor the signers published on the relays and
- * holds the folder's documents against them (src/verify/audit.ts). Exit 0 when every
+ * holds the folder's documents against them (src/core/verify/audit.ts). Exit 0 when every
  * subject matches, 1 on any mismatch, 2 on usage or unreadable input.
  */
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
-import { checkAnchoredAt } from '../../envelope/envelope.js';
-import { quote } from '../../verify/anchor-events.js';
-import { npubOf } from '../../verify/discover.js';
-import { audit, auditExitCode, AUDIT_OUTCOMES, type AuditDocument, type AuditReport } from '../../verify/audit.js';
-import { parseExpectedPubkey } from '../../verify/nostr.js';
-import { RelayClientFetcher } from '../../verify/online.js';
+import { checkAnchoredAt } from '../../core/envelope/envelope.js';
+import { quote } from '../../core/verify/anchor-events.js';
+import { npubOf } from '../../core/verify/discover.js';
+import { audit, auditExitCode, AUDIT_OUTCOMES, type AuditDocument, type AuditReport } from '../../core/verify/audit.js';
+import { parseExpectedPubkey } from '../../core/verify/nostr.js';
+import { RelayClientFetcher } from '../../core/verify/online.js';
 import { VERSION } from '../../version.js';
-import { parseKinds, parseRelays } from '../discovery-options.js';
-import { readJsonFile, UsageError } from '../run.js';
+import { parseKinds, parseRelays } from '../shared/discovery-options.js';
+import { readJsonFile, UsageError } from '../shared/run.js';
 import { jsonFilesIn } from './verify-anchor.js';
 
 export const summary = 'hold a folder of documents against every anchor a signer published on relays';

@@ -1,13 +1,13 @@
 /**
  * `aer1-anchor demo [--out DIR] [--json]`: the whole product on loopback in under a
- * minute, offline, with nothing configured (see src/demo/demo.ts). Exit 0 when every
+ * minute, offline, with nothing configured (see src/dev/demo/demo.ts). Exit 0 when every
  * subject verifies (PASS) and the cut workflow FAILs naming the truncation, else 1.
  */
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { runDemo, type DemoSummary } from '../../demo/demo.js';
-import { UsageError } from '../run.js';
+import { runDemo, type DemoSummary } from '../../dev/demo/demo.js';
+import { UsageError } from '../shared/run.js';
 
 export const summary = 'run the whole product on loopback in under a minute: anchor, confirm, verify, detect truncation';
 

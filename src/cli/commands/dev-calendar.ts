@@ -3,8 +3,8 @@
  * The first line on stdout is its URL; it runs until SIGINT or SIGTERM.
  */
 import { parseArgs } from 'node:util';
-import { startDevCalendar, type DevCalendar } from '../../witness/ots/dev-calendar/index.js';
-import { InputError, UsageError } from '../run.js';
+import { startDevCalendar, type DevCalendar } from '../../dev/calendar/index.js';
+import { InputError, UsageError } from '../shared/run.js';
 
 export const summary = 'run a development OpenTimestamps calendar (regtest, POST /mine)';
 

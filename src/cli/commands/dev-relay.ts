@@ -4,8 +4,8 @@
  * line of stdout is its ws:// URL.
  */
 import { parseArgs } from 'node:util';
-import { startDevRelay } from '../../witness/nostr/dev-relay.js';
-import { UsageError } from '../run.js';
+import { startDevRelay } from '../../dev/relay/dev-relay.js';
+import { UsageError } from '../shared/run.js';
 
 export const summary = 'run a local Nostr relay (@nostr-relay/*, events in memory) until interrupted';
 

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
-import { Aer1Error } from '../../errors.js';
-import { enqueueAnchor, type EnqueueOutcome } from '../../queue/producer.js';
-import { CLIENT_OPTIONS, connectClient } from '../connect.js';
-import { readJsonFile, UsageError } from '../run.js';
+import { Aer1Error } from '../../core/errors/errors.js';
+import { enqueueAnchor, type EnqueueOutcome } from '../../adapters/queue/producer.js';
+import { CLIENT_OPTIONS, connectClient } from '../shared/connect.js';
+import { readJsonFile, UsageError } from '../shared/run.js';
 
 export const summary = 'validate documents (or bare fields) and enqueue them for anchoring';
 

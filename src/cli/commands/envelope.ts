@@ -3,10 +3,10 @@
  * be anchored as, its canonical text and its digest. Nothing is sent anywhere.
  */
 import { parseArgs } from 'node:util';
-import { claimsFromInput } from '../../aer1/document.js';
-import type { Evidence } from '../../envelope/claims.js';
-import { buildEnvelope, envelopeCanonical, envelopeDigest } from '../../envelope/envelope.js';
-import { InputError, readJsonFile, UsageError } from '../run.js';
+import { claimsFromInput } from '../../core/aer1/document.js';
+import type { Evidence } from '../../core/envelope/claims.js';
+import { buildEnvelope, envelopeCanonical, envelopeDigest } from '../../core/envelope/envelope.js';
+import { InputError, readJsonFile, UsageError } from '../shared/run.js';
 
 export const summary = 'print the anchor envelope of a receipt, workflow close or job timeline';
 

@@ -3,8 +3,8 @@
  * (mode 0600) and prints its public key. The secret is never printed.
  */
 import { parseArgs } from 'node:util';
-import { writeKeyFile } from '../../witness/nostr/keys.js';
-import { UsageError } from '../run.js';
+import { writeKeyFile } from '../../core/nostr/keys.js';
+import { UsageError } from '../shared/run.js';
 
 export const summary = 'write a new Nostr signing key file (mode 0600) and print its npub';
 

@@ -9,13 +9,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { BITCOIN_NETWORKS, type BitcoinNetwork, headerSourceFrom } from '../../witness/ots/bitcoin/index.js';
-import { type DetachedTimestampFile, hashFile, parseDetached } from '../../witness/ots/codec.js';
-import { OtsFormatError } from '../../witness/ots/errors.js';
-import { attestationJson, formatInfo, timestampJson } from '../../witness/ots/info.js';
-import { type ProofCheck, checkDetachedProof } from '../../witness/ots/proof-check.js';
-import { allAttestations } from '../../witness/ots/timestamp.js';
-import { UsageError } from '../run.js';
+import { BITCOIN_NETWORKS, type BitcoinNetwork, headerSourceFrom } from '../../adapters/bitcoin/index.js';
+import { type DetachedTimestampFile, hashFile, parseDetached } from '../../core/ots/codec.js';
+import { OtsFormatError } from '../../core/ots/errors.js';
+import { attestationJson, formatInfo, timestampJson } from '../../core/ots/info.js';
+import { type ProofCheck, checkDetachedProof } from '../../core/ots/proof-check.js';
+import { allAttestations } from '../../core/ots/timestamp.js';
+import { UsageError } from '../shared/run.js';
 
 export const summary = 'inspect or verify an OpenTimestamps proof (.ots)';
 

@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ProofExporter } from '../../proof/export.js';
-import { CLIENT_OPTIONS, connectClient } from '../connect.js';
-import { readJsonFile, UsageError } from '../run.js';
+import { ProofExporter } from '../../adapters/proof/export.js';
+import { CLIENT_OPTIONS, connectClient } from '../shared/connect.js';
+import { readJsonFile, UsageError } from '../shared/run.js';
 
 export const summary = "print a subject's aer1-anchor-proof-v1, or attach it to the receipt file";
 

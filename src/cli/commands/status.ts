@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { subjectDetail, type AnchorDetail } from '../../state/subject-view.js';
-import { CLIENT_OPTIONS, connectClient } from '../connect.js';
-import { UsageError } from '../run.js';
+import { subjectDetail, type AnchorDetail } from '../../adapters/state/subject-view.js';
+import { CLIENT_OPTIONS, connectClient } from '../shared/connect.js';
+import { UsageError } from '../shared/run.js';
 
 export const summary = "show a subject's anchoring state: witnesses, relays, calendars, history";
 

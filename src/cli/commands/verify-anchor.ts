@@ -9,17 +9,17 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { BITCOIN_NETWORKS, type BitcoinNetwork } from '../../witness/ots/bitcoin/header.js';
-import { BitcoindRpcSource, EsploraSource, HeadersFileSource, parseHeadersJson, type HeaderSource } from '../../witness/ots/bitcoin/sources.js';
-import { BitcoinCheckCache } from '../../verify/bitcoin.js';
-import { EventCheckCache, parseExpectedPubkey } from '../../verify/nostr.js';
-import { RelayClientFetcher, type RelayFetcher } from '../../verify/online.js';
-import { verifyAnchor, type VerifyOptions } from '../../verify/pipeline.js';
-import { discoveryFor, parseKinds, parseRelays } from '../discovery-options.js';
-import { exitCode, formatJson, formatText, summarize, TOOL_NAME, type FileOutcome } from '../../verify/report.js';
+import { BITCOIN_NETWORKS, type BitcoinNetwork } from '../../core/bitcoin/header.js';
+import { BitcoindRpcSource, EsploraSource, HeadersFileSource, parseHeadersJson, type HeaderSource } from '../../adapters/bitcoin/sources.js';
+import { BitcoinCheckCache } from '../../core/verify/bitcoin.js';
+import { EventCheckCache, parseExpectedPubkey } from '../../core/verify/nostr.js';
+import { RelayClientFetcher, type RelayFetcher } from '../../core/verify/online.js';
+import { verifyAnchor, type VerifyOptions } from '../../core/verify/pipeline.js';
+import { discoveryFor, parseKinds, parseRelays } from '../shared/discovery-options.js';
+import { exitCode, formatJson, formatText, summarize, TOOL_NAME, type FileOutcome } from '../../core/verify/report.js';
 import { VERSION } from '../../version.js';
-import { parseJsonText, readJsonFile, UsageError } from '../run.js';
-import { quoteBounded } from '../../aer1/json-limits.js';
+import { parseJsonText, readJsonFile, UsageError } from '../shared/run.js';
+import { quoteBounded } from '../../core/aer1/json-limits.js';
 
 export const summary = 'verify anchor proofs offline against recomputed roots (same as aer1-verify-anchor)';
 

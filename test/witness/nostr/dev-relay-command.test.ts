@@ -3,9 +3,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { envelopeEvent } from '../../../src/witness/nostr/events.js';
-import { SigningKey } from '../../../src/witness/nostr/keys.js';
-import { RelayClient } from '../../../src/witness/nostr/relay-client.js';
+import { envelopeEvent } from '../../../src/core/nostr/events.js';
+import { SigningKey } from '../../../src/core/nostr/keys.js';
+import { RelayClient } from '../../../src/adapters/nostr/relay-client.js';
 import { TEST_SECRET_HEX, workflowEnvelope } from './fixtures.js';
 
 const repoRoot = resolve(import.meta.dirname, '../../..');

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { startDevRelay, type DevRelay } from '../../../src/witness/nostr/dev-relay.js';
-import { serializeEvent } from '../../../src/witness/nostr/events.js';
+import { startDevRelay, type DevRelay } from '../../../src/dev/relay/dev-relay.js';
+import { serializeEvent } from '../../../src/core/nostr/events.js';
 import { eventFor, workflowEnvelope } from './fixtures.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'aer1-devrelay-'));

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { getEventHash, verifyEvent } from 'nostr-tools/pure';
-import { canonicalJson } from '../../../src/aer1/canonical-json.js';
-import { sha256Hex } from '../../../src/aer1/hash.js';
-import { InputError } from '../../../src/errors.js';
+import { canonicalJson } from '../../../src/core/aer1/canonical-json.js';
+import { sha256Hex } from '../../../src/core/aer1/hash.js';
+import { InputError } from '../../../src/core/errors/errors.js';
 import {
   DEFAULT_EVENT_KIND,
   subjectTagValue,
@@ -13,8 +13,8 @@ import {
   sameSignedEvent,
   serializeEvent,
   verifySignedEvent,
-} from '../../../src/witness/nostr/events.js';
-import { SigningKey } from '../../../src/witness/nostr/keys.js';
+} from '../../../src/core/nostr/events.js';
+import { SigningKey } from '../../../src/core/nostr/keys.js';
 import { TEST_SECRET_HEX, workflowEnvelope } from './fixtures.js';
 
 const key = SigningKey.parse(TEST_SECRET_HEX);

@@ -1,8 +1,8 @@
 /** Envelopes and keys shared by the Nostr witness tests. */
-import { canonicalJson } from '../../../src/aer1/canonical-json.js';
-import { sha256Hex } from '../../../src/aer1/hash.js';
-import { envelopeEvent, type SignedEvent } from '../../../src/witness/nostr/events.js';
-import { SigningKey } from '../../../src/witness/nostr/keys.js';
+import { canonicalJson } from '../../../src/core/aer1/canonical-json.js';
+import { sha256Hex } from '../../../src/core/aer1/hash.js';
+import { envelopeEvent, type SignedEvent } from '../../../src/core/nostr/events.js';
+import { SigningKey } from '../../../src/core/nostr/keys.js';
 
 export interface EnvelopeFixture {
   canonical: string;

@@ -12,7 +12,7 @@ import {
   npub,
   publicKeyOf,
   writeKeyFile,
-} from '../../../src/witness/nostr/keys.js';
+} from '../../../src/core/nostr/keys.js';
 import { TEST_SECRET_HEX } from './fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'aer1-keys-'));

@@ -10,7 +10,7 @@ import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Event, Filter } from '@nostr-relay/common';
-import { MemoryEventRepository } from '../../../src/witness/nostr/memory-event-repository.js';
+import { MemoryEventRepository } from '../../../src/dev/relay/memory-event-repository.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'aer1-memrepo-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

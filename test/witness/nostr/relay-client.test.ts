@@ -3,16 +3,16 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { verifyEvent } from 'nostr-tools/pure';
 import { WebSocketServer } from 'ws';
-import { startDevRelay, type DevRelay } from '../../../src/witness/nostr/dev-relay.js';
+import { startDevRelay, type DevRelay } from '../../../src/dev/relay/dev-relay.js';
 import {
   batchContent,
   batchEvent,
   sameSignedEvent,
   serializeEvent,
   verifySignedEvent,
-} from '../../../src/witness/nostr/events.js';
-import { RelayClient, RelayFetchError, splitEventFrame, type PublishResult } from '../../../src/witness/nostr/relay-client.js';
-import { sha256Hex } from '../../../src/aer1/hash.js';
+} from '../../../src/core/nostr/events.js';
+import { RelayClient, RelayFetchError, splitEventFrame, type PublishResult } from '../../../src/adapters/nostr/relay-client.js';
+import { sha256Hex } from '../../../src/core/aer1/hash.js';
 import { TEST_KEY, eventFor, workflowEnvelope } from './fixtures.js';
 
 const key = TEST_KEY;

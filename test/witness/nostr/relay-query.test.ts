@@ -5,12 +5,12 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { canonicalJson } from '../../../src/aer1/canonical-json.js';
-import { sha256Hex } from '../../../src/aer1/hash.js';
-import { startDevRelay, type DevRelay } from '../../../src/witness/nostr/dev-relay.js';
-import { batchEvent, envelopeEvent, serializeEvent, type SignedEvent } from '../../../src/witness/nostr/events.js';
-import { SigningKey } from '../../../src/witness/nostr/keys.js';
-import { MAX_QUERY_LIMIT, RelayClient, RelayFetchError } from '../../../src/witness/nostr/relay-client.js';
+import { canonicalJson } from '../../../src/core/aer1/canonical-json.js';
+import { sha256Hex } from '../../../src/core/aer1/hash.js';
+import { startDevRelay, type DevRelay } from '../../../src/dev/relay/dev-relay.js';
+import { batchEvent, envelopeEvent, serializeEvent, type SignedEvent } from '../../../src/core/nostr/events.js';
+import { SigningKey } from '../../../src/core/nostr/keys.js';
+import { MAX_QUERY_LIMIT, RelayClient, RelayFetchError } from '../../../src/adapters/nostr/relay-client.js';
 
 const signer = SigningKey.parse('3'.repeat(64));
 const stranger = SigningKey.parse('4'.repeat(64));

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { BatchTree, leafHash, rootFromPath } from '../../../src/batch/batch-tree.js';
-import { batchProofs, proofForSubject, subjectOps, subjectTimestamp } from '../../../src/witness/ots/batch-proof.js';
-import { parseDetached, serializeDetached } from '../../../src/witness/ots/codec.js';
-import { bitcoinAttestation, pendingAttestation } from '../../../src/witness/ots/attestations.js';
-import { evaluateOps } from '../../../src/witness/ots/ops.js';
-import { Timestamp, allAttestations, pendingAttestations } from '../../../src/witness/ots/timestamp.js';
-import { OtsFormatError } from '../../../src/witness/ots/errors.js';
+import { BatchTree, leafHash, rootFromPath } from '../../../src/core/batch/batch-tree.js';
+import { batchProofs, proofForSubject, subjectOps, subjectTimestamp } from '../../../src/core/ots/batch-proof.js';
+import { parseDetached, serializeDetached } from '../../../src/core/ots/codec.js';
+import { bitcoinAttestation, pendingAttestation } from '../../../src/core/ots/attestations.js';
+import { evaluateOps } from '../../../src/core/ots/ops.js';
+import { Timestamp, allAttestations, pendingAttestations } from '../../../src/core/ots/timestamp.js';
+import { OtsFormatError } from '../../../src/core/ots/errors.js';
 
 function digests(n: number): Buffer[] {
   return Array.from({ length: n }, () => randomBytes(32));

@@ -2,14 +2,14 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { InputError } from '../../../src/errors.js';
+import { InputError } from '../../../src/core/errors/errors.js';
 import {
   CalendarClient,
   CalendarError,
   calendarEndpoint,
   submitToCalendars,
-} from '../../../src/witness/ots/calendar/index.js';
-import { startDevCalendar, type DevCalendar } from '../../../src/witness/ots/dev-calendar/index.js';
+} from '../../../src/adapters/ots/calendar/index.js';
+import { startDevCalendar, type DevCalendar } from '../../../src/dev/calendar/index.js';
 
 const sha = (b: Buffer): Buffer => createHash('sha256').update(b).digest();
 const digest = sha(Buffer.from('client test'));

@@ -5,12 +5,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BatchTree } from '../../../src/batch/batch-tree.js';
-import { bitcoinAttestation, pendingAttestation } from '../../../src/witness/ots/attestations.js';
-import { batchProofs } from '../../../src/witness/ots/batch-proof.js';
-import { serializeDetached } from '../../../src/witness/ots/codec.js';
-import { SHA256, append } from '../../../src/witness/ots/ops.js';
-import { Timestamp } from '../../../src/witness/ots/timestamp.js';
+import { BatchTree } from '../../../src/core/batch/batch-tree.js';
+import { bitcoinAttestation, pendingAttestation } from '../../../src/core/ots/attestations.js';
+import { batchProofs } from '../../../src/core/ots/batch-proof.js';
+import { serializeDetached } from '../../../src/core/ots/codec.js';
+import { SHA256, append } from '../../../src/core/ots/ops.js';
+import { Timestamp } from '../../../src/core/ots/timestamp.js';
 import { type FakeServer, startBitcoind, startEsplora } from './bitcoin/fake-servers.js';
 import { mineRegtestHeader } from './bitcoin/regtest-header.js';
 import { headersFile, listVectors, otsVectorsDir, repoRoot, sharedVectorsFor } from './vector-files.js';

@@ -9,12 +9,12 @@ import {
   parseTimestamp,
   serializeDetached,
   serializeTimestamp,
-} from '../../../src/witness/ots/codec.js';
-import { encodeVaruint } from '../../../src/witness/ots/bytes.js';
-import { OtsFormatError } from '../../../src/witness/ots/errors.js';
-import { Timestamp, allAttestations } from '../../../src/witness/ots/timestamp.js';
-import { bitcoinAttestation } from '../../../src/witness/ots/attestations.js';
-import { KECCAK256, SHA256, applyOp } from '../../../src/witness/ots/ops.js';
+} from '../../../src/core/ots/codec.js';
+import { encodeVaruint } from '../../../src/core/ots/bytes.js';
+import { OtsFormatError } from '../../../src/core/ots/errors.js';
+import { Timestamp, allAttestations } from '../../../src/core/ots/timestamp.js';
+import { bitcoinAttestation } from '../../../src/core/ots/attestations.js';
+import { KECCAK256, SHA256, applyOp } from '../../../src/core/ots/ops.js';
 
 const DIGEST = Buffer.alloc(32, 7);
 const HEADER = Buffer.concat([HEADER_MAGIC, Buffer.from([0x01, 0x08]), DIGEST]);

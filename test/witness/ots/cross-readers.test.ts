@@ -12,12 +12,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BatchTree } from '../../../src/batch/batch-tree.js';
-import { type Attestation, bitcoinAttestation, pendingAttestation } from '../../../src/witness/ots/attestations.js';
-import { batchProofs } from '../../../src/witness/ots/batch-proof.js';
-import { DetachedTimestampFile, parseDetached, serializeDetached } from '../../../src/witness/ots/codec.js';
-import { type Op, KECCAK256, HEXLIFY, REVERSE, RIPEMD160, SHA1, SHA256, append, prepend } from '../../../src/witness/ots/ops.js';
-import { Timestamp, allAttestations } from '../../../src/witness/ots/timestamp.js';
+import { BatchTree } from '../../../src/core/batch/batch-tree.js';
+import { type Attestation, bitcoinAttestation, pendingAttestation } from '../../../src/core/ots/attestations.js';
+import { batchProofs } from '../../../src/core/ots/batch-proof.js';
+import { DetachedTimestampFile, parseDetached, serializeDetached } from '../../../src/core/ots/codec.js';
+import { type Op, KECCAK256, HEXLIFY, REVERSE, RIPEMD160, SHA1, SHA256, append, prepend } from '../../../src/core/ots/ops.js';
+import { Timestamp, allAttestations } from '../../../src/core/ots/timestamp.js';
 import { listVectors, otsVectorsDir, sharedVectorsFor } from './vector-files.js';
 
 const PYTHON = '/usr/bin/python3';

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CalendarClient } from '../../../src/witness/ots/calendar/index.js';
+import { CalendarClient } from '../../../src/adapters/ots/calendar/index.js';
 
 const repo = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 const bin = join(repo, 'bin/aer1-anchor.js');

@@ -9,16 +9,16 @@ import {
   REGTEST_BITS,
   sha256d,
   targetFromBits,
-} from '../../../src/witness/ots/dev-calendar/block-header.js';
-import { mineCommitments } from '../../../src/witness/ots/dev-calendar/confirmation.js';
-import { bitcoinMerkleTree, otsMerkleTree } from '../../../src/witness/ots/dev-calendar/merkle-paths.js';
+} from '../../../src/dev/calendar/block-header.js';
+import { mineCommitments } from '../../../src/dev/calendar/confirmation.js';
+import { bitcoinMerkleTree, otsMerkleTree } from '../../../src/dev/calendar/merkle-paths.js';
 import {
   bitcoinAttestationBytes,
   opsBytes,
   pendingAttestationBytes,
   varuint,
-} from '../../../src/witness/ots/dev-calendar/ots-ops.js';
-import { buildRound, deriveKeyForIdx } from '../../../src/witness/ots/dev-calendar/round.js';
+} from '../../../src/dev/calendar/ots-ops.js';
+import { buildRound, deriveKeyForIdx } from '../../../src/dev/calendar/round.js';
 import { python, PYTHON } from './dev-calendar-support.js';
 import { readVector, sharedVectorsFor } from './vector-files.js';
 

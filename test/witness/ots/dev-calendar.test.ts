@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CalendarClient } from '../../../src/witness/ots/calendar/index.js';
-import { startDevCalendar, type DevCalendar } from '../../../src/witness/ots/dev-calendar/index.js';
+import { CalendarClient } from '../../../src/adapters/ots/calendar/index.js';
+import { startDevCalendar, type DevCalendar } from '../../../src/dev/calendar/index.js';
 import { python } from './dev-calendar-support.js';
 
 const sha = (b: Buffer): Buffer => createHash('sha256').update(b).digest();

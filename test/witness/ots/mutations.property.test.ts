@@ -6,13 +6,13 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BatchTree } from '../../../src/batch/batch-tree.js';
-import { bitcoinAttestation, pendingAttestation } from '../../../src/witness/ots/attestations.js';
-import { batchProofs } from '../../../src/witness/ots/batch-proof.js';
-import { type DetachedTimestampFile, parseDetached, serializeDetached } from '../../../src/witness/ots/codec.js';
-import { OtsFormatError } from '../../../src/witness/ots/errors.js';
-import { SHA256, append } from '../../../src/witness/ots/ops.js';
-import { Timestamp, allAttestations } from '../../../src/witness/ots/timestamp.js';
+import { BatchTree } from '../../../src/core/batch/batch-tree.js';
+import { bitcoinAttestation, pendingAttestation } from '../../../src/core/ots/attestations.js';
+import { batchProofs } from '../../../src/core/ots/batch-proof.js';
+import { type DetachedTimestampFile, parseDetached, serializeDetached } from '../../../src/core/ots/codec.js';
+import { OtsFormatError } from '../../../src/core/ots/errors.js';
+import { SHA256, append } from '../../../src/core/ots/ops.js';
+import { Timestamp, allAttestations } from '../../../src/core/ots/timestamp.js';
 import { listVectors, readVector, sharedVectorsFor } from './vector-files.js';
 
 function meaning(file: DetachedTimestampFile): string {

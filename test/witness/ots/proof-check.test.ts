@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { BatchTree } from '../../../src/batch/batch-tree.js';
-import { bitcoinAttestation, pendingAttestation } from '../../../src/witness/ots/attestations.js';
-import { batchProofs } from '../../../src/witness/ots/batch-proof.js';
-import { HeadersFileSource, type HeaderSource } from '../../../src/witness/ots/bitcoin/index.js';
-import { SHA256, append, prepend } from '../../../src/witness/ots/ops.js';
-import { DetachedTimestampFile } from '../../../src/witness/ots/codec.js';
-import { checkDetachedProof } from '../../../src/witness/ots/proof-check.js';
-import { Timestamp } from '../../../src/witness/ots/timestamp.js';
+import { BatchTree } from '../../../src/core/batch/batch-tree.js';
+import { bitcoinAttestation, pendingAttestation } from '../../../src/core/ots/attestations.js';
+import { batchProofs } from '../../../src/core/ots/batch-proof.js';
+import { HeadersFileSource, type HeaderSource } from '../../../src/adapters/bitcoin/index.js';
+import { SHA256, append, prepend } from '../../../src/core/ots/ops.js';
+import { DetachedTimestampFile } from '../../../src/core/ots/codec.js';
+import { checkDetachedProof } from '../../../src/core/ots/proof-check.js';
+import { Timestamp } from '../../../src/core/ots/timestamp.js';
 import { mineRegtestHeader } from './bitcoin/regtest-header.js';
 
 function proof() {

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { bitcoinAttestation, pendingAttestation } from '../../../src/witness/ots/attestations.js';
-import { parseTimestamp, serializeTimestamp } from '../../../src/witness/ots/codec.js';
-import { OtsFormatError } from '../../../src/witness/ots/errors.js';
-import { SHA256, append, prepend, applyOp, evaluateOps, KECCAK256, RIPEMD160, SHA1, HEXLIFY, REVERSE } from '../../../src/witness/ots/ops.js';
-import { Timestamp, allAttestations, bitcoinAttestations, pendingAttestations, walk } from '../../../src/witness/ots/timestamp.js';
+import { bitcoinAttestation, pendingAttestation } from '../../../src/core/ots/attestations.js';
+import { parseTimestamp, serializeTimestamp } from '../../../src/core/ots/codec.js';
+import { OtsFormatError } from '../../../src/core/ots/errors.js';
+import { SHA256, append, prepend, applyOp, evaluateOps, KECCAK256, RIPEMD160, SHA1, HEXLIFY, REVERSE } from '../../../src/core/ots/ops.js';
+import { Timestamp, allAttestations, bitcoinAttestations, pendingAttestations, walk } from '../../../src/core/ots/timestamp.js';
 
 /** What a calendar answers to POST /digest (WITNESS-FACTS): nonce, tree path, time, HMAC, pending. */
 function calendarAnswer(digest: Buffer, uri: string): Timestamp {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { parseDetached, serializeDetached, hashFile } from '../../../src/witness/ots/codec.js';
-import { allAttestations, pendingAttestations } from '../../../src/witness/ots/timestamp.js';
-import { OtsFormatError } from '../../../src/witness/ots/errors.js';
+import { parseDetached, serializeDetached, hashFile } from '../../../src/core/ots/codec.js';
+import { allAttestations, pendingAttestations } from '../../../src/core/ots/timestamp.js';
+import { OtsFormatError } from '../../../src/core/ots/errors.js';
 import { listVectors, readVector, sharedVectorsFor } from './vector-files.js';
 
 describe.runIf(sharedVectorsFor('reading the shared .ots vectors'))('reading the shared .ots vectors', () => {

@@ -1,7 +1,7 @@
 /** Loopback stand-ins for an Esplora API and bitcoind JSON-RPC, serving headers from a map. */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { displayHex, sha256d } from '../../../../src/witness/ots/bitcoin/header.js';
+import { displayHex, sha256d } from '../../../../src/core/bitcoin/header.js';
 
 export interface FakeServer {
   url: string;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { BitcoinVerificationError, POW_LIMITS, checkProofOfWork, displayHex, parseBlockHeader, targetFromBits } from '../../../../src/witness/ots/bitcoin/index.js';
+import { BitcoinVerificationError, POW_LIMITS, checkProofOfWork, displayHex, parseBlockHeader, targetFromBits } from '../../../../src/adapters/bitcoin/index.js';
 import { headersFile, sharedVectorsFor } from '../vector-files.js';
 import { mineRegtestHeader } from './regtest-header.js';
 

@@ -1,6 +1,6 @@
 /** Regtest-difficulty headers with real proof of work, for tests (about one nonce in two works). */
 import { randomBytes } from 'node:crypto';
-import { parseBlockHeader, hashToNumber, targetFromBits } from '../../../../src/witness/ots/bitcoin/header.js';
+import { parseBlockHeader, hashToNumber, targetFromBits } from '../../../../src/core/bitcoin/header.js';
 
 export const REGTEST_BITS = 0x207fffff;
 

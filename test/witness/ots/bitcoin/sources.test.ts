@@ -10,7 +10,7 @@ import {
   type HeaderSource,
   headerSourceFrom,
   headerSourceFromConfig,
-} from '../../../../src/witness/ots/bitcoin/index.js';
+} from '../../../../src/adapters/bitcoin/index.js';
 import { type FakeServer, startBitcoind, startEsplora } from './fake-servers.js';
 import { mineRegtestHeader } from './regtest-header.js';
 

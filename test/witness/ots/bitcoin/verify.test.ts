@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { BitcoinVerificationError, HeadersFileSource, type HeaderSource, verifyBitcoinAttestation } from '../../../../src/witness/ots/bitcoin/index.js';
-import { parseDetached } from '../../../../src/witness/ots/codec.js';
-import { bitcoinAttestations } from '../../../../src/witness/ots/timestamp.js';
+import { BitcoinVerificationError, HeadersFileSource, type HeaderSource, verifyBitcoinAttestation } from '../../../../src/adapters/bitcoin/index.js';
+import { parseDetached } from '../../../../src/core/ots/codec.js';
+import { bitcoinAttestations } from '../../../../src/core/ots/timestamp.js';
 import { headersFile, readVector, sharedVectorsFor } from '../vector-files.js';
 import { mineRegtestHeader } from './regtest-header.js';
 

@@ -1,0 +1,50 @@
+/**
+ * `/readyz`: red while Redis does not take writes, not only while it is unreachable. Each
+ * check writes the probe key (SET with a short expiry) within `http.redisTimeoutMs`; a write
+ * Redis refused, here or on `POST /v1/anchors`, keeps readiness red for as long as the 503
+ * told clients to wait, so a Redis at its memory limit does not flap green between refusals.
+ */
+import type { Redis } from 'ioredis';
+import { describeRefusal, redisRefusal, type RedisRefusal } from '../redis/redis-refusal.js';
+
+const PROBE_TTL_MS = 60_000;
+
+export class Readiness {
+  private readonly redis: Redis;
+  private readonly probeKey: string;
+  private readonly timeoutMs: number;
+  private readonly now: () => number;
+  private lastRefused: { refusal: RedisRefusal; atMs: number } | null = null;
+
+  constructor(redis: Redis, probeKey: string, timeoutMs: number, now: () => number = Date.now) {
+    this.redis = redis;
+    this.probeKey = probeKey;
+    this.timeoutMs = timeoutMs;
+    this.now = now;
+  }
+
+  /** Redis refused a write (OOM, READONLY, ...): readiness stays red for the refusal's Retry-After. */
+  noteRefusal(refusal: RedisRefusal): void {
+    if (refusal.writesRefused) this.lastRefused = { refusal, atMs: this.now() };
+  }
+
+  /** Why Redis is not ready for writes, or null. */
+  async redisProblem(): Promise<string | null> {
+    try {
+      await this.redis.set(this.probeKey, String(this.now()), 'PX', PROBE_TTL_MS);
+    } catch (err) {
+      const refusal = redisRefusal(err);
+      if (!refusal) return `redis: ${(err as Error).message.slice(0, 200)}`;
+      this.noteRefusal(refusal);
+      return `redis: ${describeRefusal(refusal, this.timeoutMs)}`;
+    }
+    const last = this.lastRefused;
+    if (last === null) return null;
+    const ageMs = this.now() - last.atMs;
+    if (ageMs >= last.refusal.retryAfterSeconds * 1000) {
+      this.lastRefused = null;
+      return null;
+    }
+    return `redis: refused a write ${(ageMs / 1000).toFixed(1)} s ago: ${describeRefusal(last.refusal, this.timeoutMs)}`;
+  }
+}

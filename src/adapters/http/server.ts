@@ -1,0 +1,296 @@
+/**
+ * The daemon's HTTP surfaces on node:http: the status API, live events (SSE and WebSocket),
+ * Prometheus metrics, health probes, the OpenAPI document and the status page.
+ * Loopback by default; the bearer token guards writes, and reads when configured.
+ */
+import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { redisRefusal } from '../redis/redis-refusal.js';
+import { ConflictError, InputError } from '../../core/errors/errors.js';
+import { AnchorRoutes, parseLimit } from './anchors.js';
+import { TokenAuth } from './auth.js';
+import type { DaemonView } from '../view/daemon-view.js';
+import { EventFeed, parseStreamId } from './event-feed.js';
+import { ANY_HOST_PATHS, HostCheck } from './host-check.js';
+import { LiveClients } from './live-clients.js';
+import { Readiness } from './readiness.js';
+import { RequestRedis } from './request-redis.js';
+import { HttpError, JSON_TYPE, json, refusalError, send, sendError, type Reply } from './respond.js';
+import { checkQuery, findRoute, splitUrl, type RequestContext, type Route } from './router.js';
+import { streamEvents, type LiveStream } from './sse.js';
+import { collectStats, gaugeSource } from './stats.js';
+import { loadStaticFiles, type StaticFile } from './static-files.js';
+import { EventSocketServer } from './ws.js';
+import { WebhookLog } from '../webhooks/delivery-log.js';
+
+export interface HttpServerOptions {
+  daemon: DaemonView;
+  log: Logger;
+}
+
+export interface HttpServer {
+  /** `http://host:port`, no trailing slash. */
+  readonly url: string;
+  readonly port: number;
+  /** SSE and WebSocket clients connected now. */
+  readonly liveClients: number;
+  close(): Promise<void>;
+}
+
+const PAGE_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+function hostForUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** A stream id from `Last-Event-ID` or `?since=`; 400 when it is not one. */
+function resumeFrom(req: IncomingMessage, query: URLSearchParams): string | null {
+  const header = req.headers['last-event-id'];
+  const text = (Array.isArray(header) ? header[0] : header) ?? query.get('since');
+  if (text === undefined || text === null || text.trim() === '') return null;
+  const id = parseStreamId(text);
+  if (!id) throw new HttpError(400, 'bad_parameter', `not a stream id (like 1700000000000-0): ${JSON.stringify(text.slice(0, 64))}`, header !== undefined ? 'Last-Event-ID' : 'since');
+  return `${id[0]}-${id[1]}`;
+}
+
+export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
+  const { daemon } = opts;
+  const log = opts.log.child({ part: 'http' });
+  const cfg = daemon.config.http;
+  if (cfg.readsRequireToken && cfg.token === null) {
+    throw new InputError('bad_config', 'reads require a token but no token is set (set http.token / AER1_HTTP_TOKEN)', 'config http.readsRequireToken');
+  }
+  const auth = new TokenAuth(cfg.token, cfg.readsRequireToken);
+  const hosts = new HostCheck(cfg.allowedHosts, cfg.host);
+  const files = loadStaticFiles();
+  const feed = new EventFeed(daemon.redis, daemon.store.keys.events, log, { maxReplay: cfg.maxReplay });
+  await feed.start();
+  const sockets = new EventSocketServer(feed);
+  const streams = new Set<LiveStream>();
+  // every read and write of a request goes through this connection: bounded, never replayed
+  const requests = await RequestRedis.open(daemon, cfg.redisTimeoutMs, log);
+  const view = requests.view;
+  const readiness = new Readiness(requests.redis, daemon.store.keys.probe, cfg.redisTimeoutMs);
+  const anchors = new AnchorRoutes(view, { onWriteRefused: (r) => readiness.noteRefusal(r) });
+  const webhookLog = new WebhookLog(requests.redis, daemon.store.keys.base);
+  const gauges = gaugeSource(view);
+  const live = new LiveClients(cfg.maxLiveClients, daemon.metrics.registry);
+
+  const staticRoute = (path: string): Route => ({
+    method: 'GET',
+    path,
+    access: 'public',
+    handler: async ({ req }) => serveStatic(req, files.get(path)!),
+  });
+
+  const routes: Route[] = [
+    staticRoute('/'),
+    staticRoute('/app.js'),
+    staticRoute('/style.css'),
+    staticRoute('/openapi.json'),
+    { method: 'GET', path: '/livez', access: 'public', handler: async () => json(200, { status: 'ok' }) },
+    {
+      method: 'GET',
+      path: '/readyz',
+      access: 'public',
+      handler: async () => {
+        const reasons: string[] = [];
+        const redis = await readiness.redisProblem();
+        if (redis) reasons.push(redis);
+        if (!daemon.running) reasons.push('worker: the intake worker is not running');
+        if (reasons.length > 0) return json(503, { error: { code: 'not_ready', message: reasons.join('; ') } });
+        return json(200, { status: 'ready' });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/metrics',
+      access: 'read',
+      handler: async () => {
+        // servers sharing one daemon's metrics (a second listener) each read through their own connection
+        daemon.metrics.attach(gauges);
+        return { status: 200, body: await daemon.metrics.registry.metrics(), headers: { 'Content-Type': daemon.metrics.registry.contentType } };
+      },
+    },
+    { method: 'GET', path: '/v1/stats', access: 'read', handler: async () => json(200, await collectStats(view)) },
+    { method: 'GET', path: '/v1/anchors', access: 'read', query: ['status', 'witness', 'backend', 'cursor', 'limit'], handler: (c) => anchors.list(c) },
+    { method: 'POST', path: '/v1/anchors', access: 'write', handler: (c) => anchors.post(c) },
+    { method: 'GET', path: '/v1/anchors/{key}', access: 'read', handler: (c) => anchors.get(c) },
+    { method: 'GET', path: '/v1/anchors/{key}/proof', access: 'read', handler: (c) => anchors.proof(c) },
+    {
+      method: 'GET',
+      path: '/v1/events',
+      access: 'read',
+      query: ['since'],
+      streaming: true,
+      handler: async ({ req, res, query }) => {
+        const since = resumeFrom(req, query);
+        const release = live.admit();
+        res.on('close', release);
+        const stream = await streamEvents(res, feed, since);
+        streams.add(stream);
+        res.on('close', () => streams.delete(stream));
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/ws',
+      access: 'read',
+      query: ['since'],
+      handler: async () => {
+        throw new HttpError(426, 'upgrade_required', 'this is a WebSocket endpoint: connect with Upgrade: websocket', undefined, { Upgrade: 'websocket', Connection: 'Upgrade' });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/v1/webhooks',
+      access: 'read',
+      query: ['limit'],
+      handler: async ({ query }) => {
+        const limit = query.has('limit') ? parseLimit(query.get('limit')) : 20;
+        return json(200, { hooks: await webhookLog.overview(daemon.config.webhooks.map((h) => h.url), limit) });
+      },
+    },
+  ];
+
+  let inFlight = 0;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = Date.now();
+    let path = '?';
+    // streams never finish on their own; only ordinary requests hold up a shutdown
+    let counted = true;
+    inFlight += 1;
+    try {
+      // before the path is even parsed: a rebound name learns nothing, not even a 400
+      if (!ANY_HOST_PATHS.has((req.url ?? '/').split('?', 1)[0]!)) hosts.check(req);
+      const url = splitUrl(req.url ?? '/');
+      path = url.path;
+      const match = findRoute(routes, req.method ?? 'GET', url.segments);
+      if (match === null) throw new HttpError(404, 'not_found', `no such endpoint: ${req.method} ${url.path}`);
+      if ('allow' in match) {
+        throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.path} (allowed: ${match.allow.join(', ')})`, undefined, {
+          Allow: match.allow.join(', '),
+        });
+      }
+      auth.check(match.route.access, req, url.query);
+      checkQuery(match.route, url.query);
+      const ctx: RequestContext = { req, res, params: match.params, query: url.query };
+      if (match.route.streaming) {
+        counted = false;
+        inFlight -= 1;
+      }
+      const reply = await match.route.handler(ctx);
+      if (reply) send(res, reply);
+    } catch (err) {
+      replyError(res, err, log, cfg.redisTimeoutMs);
+    } finally {
+      if (counted) inFlight -= 1;
+      // the path only: the query may carry the access token
+      log.debug({ method: req.method, path, status: res.statusCode, ms: Date.now() - started }, 'request');
+    }
+  }
+
+  const server = createServer({ requestTimeout: 60_000 }, (req, res) => {
+    void handle(req, res);
+  });
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    try {
+      hosts.check(req);
+      const url = splitUrl(req.url ?? '/');
+      if (url.path !== '/v1/ws') throw new HttpError(404, 'not_found', `no WebSocket endpoint at ${url.path} (use /v1/ws)`);
+      auth.check('read', req, url.query);
+      checkQuery(routes.find((r) => r.path === '/v1/ws')!, url.query);
+      const since = resumeFrom(req, url.query);
+      socket.on('close', live.admit());
+      sockets.accept(req, socket, head, since);
+    } catch (err) {
+      const e = err instanceof HttpError ? err : new HttpError(500, 'internal', 'internal error');
+      if (!(err instanceof HttpError)) log.error({ err: (err as Error).message }, 'upgrade failed');
+      rejectUpgrade(socket, e);
+    }
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(cfg.port, cfg.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${hostForUrl(cfg.host)}:${port}`;
+  log.debug({ url }, 'http server listening');
+
+  let closing: Promise<void> | null = null;
+  return {
+    url,
+    port,
+    get liveClients() {
+      return live.size;
+    },
+    close() {
+      closing ??= (async () => {
+        live.detach();
+        sockets.close();
+        for (const s of streams) s.close();
+        streams.clear();
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        // let requests in flight finish (up to 2 s), then drop whatever is left, kept-alive or not
+        for (let i = 0; i < 100 && inFlight > 0; i++) await new Promise((r) => setTimeout(r, 20));
+        server.closeAllConnections();
+        await feed.close();
+        await requests.close();
+        await closed;
+      })();
+      return closing;
+    },
+  };
+}
+
+function serveStatic(req: IncomingMessage, file: StaticFile): Reply {
+  const headers: Record<string, string> = { 'Content-Type': file.type, ETag: file.etag, 'Cache-Control': 'no-cache' };
+  if (file.type.startsWith('text/html')) {
+    headers['Content-Security-Policy'] = PAGE_CSP;
+    headers['Referrer-Policy'] = 'no-referrer';
+  }
+  if (req.headers['if-none-match'] === file.etag) return { status: 304, body: '', headers };
+  return { status: 200, body: file.body, headers };
+}
+
+function replyError(res: ServerResponse, err: unknown, log: Logger, redisTimeoutMs: number): void {
+  let e: HttpError;
+  const refusal = redisRefusal(err);
+  if (err instanceof HttpError) e = err;
+  else if (err instanceof ConflictError) e = new HttpError(409, err.code, err.message);
+  else if (err instanceof InputError) e = new HttpError(400, err.code, err.message, err.field);
+  else if (refusal) e = refusalError(refusal, redisTimeoutMs);
+  else {
+    log.error({ err: (err as Error)?.message ?? String(err) }, 'request failed');
+    e = new HttpError(500, 'internal', 'internal error; see the daemon log');
+  }
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendError(res, e);
+  // A refused body is not read to its end; the connection cannot be reused.
+  if (e.status === 413) res.on('finish', () => res.socket?.destroySoon?.());
+}
+
+function rejectUpgrade(socket: Duplex, err: HttpError): void {
+  const body = `${JSON.stringify(err.body())}\n`;
+  const headers = {
+    'Content-Type': JSON_TYPE,
+    'Content-Length': String(Buffer.byteLength(body)),
+    Connection: 'close',
+    ...err.headers,
+  };
+  const head = [`HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)].join('\r\n');
+  socket.end(`${head}\r\n\r\n${body}`);
+}

@@ -1,0 +1,90 @@
+/**
+ * `GET /v1/stats` and the scrape-time gauges of `/metrics` read the same numbers from the
+ * same place (the state indexes and the queues), so the two always agree.
+ */
+import { isoSeconds } from '../state/subject-view.js';
+import type { GaugeSource } from '../metrics/metrics.js';
+import type { WitnessName } from '../state/keys.js';
+import type { DaemonView } from '../view/daemon-view.js';
+
+export interface QueueCounts {
+  waiting: number;
+  active: number;
+  delayed: number;
+  failed: number;
+}
+
+export interface WitnessStats {
+  counts: Record<string, number>;
+  /** Oldest subject whose witness is pending or partial. */
+  oldestPending: { since: string; ageSeconds: number } | null;
+  lastConfirmedAt: string | null;
+}
+
+export interface Stats {
+  at: string;
+  subjects: { total: number; byStatus: Record<string, number> };
+  /** Oldest subject whose overall status is pending or partial. */
+  oldestPending: { key: string; since: string; ageSeconds: number } | null;
+  witnesses: Partial<Record<WitnessName, WitnessStats>>;
+  queue: QueueCounts;
+}
+
+
+function age(sinceMs: number, nowMs: number): number {
+  return Math.max(0, Math.round((nowMs - sinceMs) / 100) / 10);
+}
+
+async function oldestOverall(daemon: DaemonView): Promise<{ key: string; ms: number } | null> {
+  const { redis, keys } = daemon.store;
+  let best: { key: string; ms: number } | null = null;
+  for (const status of ['pending', 'partial']) {
+    const [key, score] = await redis.zrange(keys.byStatus(status), 0, 0, 'WITHSCORES');
+    if (key !== undefined && score !== undefined && (best === null || Number(score) < best.ms)) best = { key, ms: Number(score) };
+  }
+  return best;
+}
+
+export async function collectStats(daemon: DaemonView, now: () => number = Date.now): Promise<Stats> {
+  const store = daemon.store;
+  const [byStatus, byWitness, queue, oldest] = await Promise.all([
+    store.countByStatus(),
+    store.countByWitness(daemon.witnesses),
+    daemon.queueCounts(),
+    oldestOverall(daemon),
+  ]);
+  const at = now();
+  const witnesses: Stats['witnesses'] = {};
+  for (const w of daemon.witnesses) {
+    const [oldestMs, lastMs] = await Promise.all([store.oldestUnconfirmed(w), store.lastConfirmed(w)]);
+    witnesses[w] = {
+      counts: byWitness[w] ?? {},
+      oldestPending: oldestMs === null ? null : { since: isoSeconds(oldestMs), ageSeconds: age(oldestMs, at) },
+      lastConfirmedAt: lastMs === null ? null : isoSeconds(lastMs),
+    };
+  }
+  return {
+    at: isoSeconds(at),
+    subjects: { total: Object.values(byStatus).reduce((a, b) => a + b, 0), byStatus },
+    oldestPending: oldest === null ? null : { key: oldest.key, since: isoSeconds(oldest.ms), ageSeconds: age(oldest.ms, at) },
+    witnesses,
+    queue,
+  };
+}
+
+/** Where the `/metrics` gauges read their numbers at scrape time. */
+export function gaugeSource(daemon: DaemonView, now: () => number = Date.now): GaugeSource {
+  return {
+    countByWitness: () => daemon.store.countByWitness(daemon.witnesses),
+    countByStatus: () => daemon.store.countByStatus(),
+    oldestUnconfirmedSeconds: async () => {
+      const out: Record<string, number> = {};
+      for (const w of daemon.witnesses) {
+        const oldest = await daemon.store.oldestUnconfirmed(w);
+        out[w] = oldest === null ? 0 : Math.max(0, (now() - oldest) / 1000);
+      }
+      return out;
+    },
+    queueCounts: () => daemon.queueCounts(),
+  };
+}

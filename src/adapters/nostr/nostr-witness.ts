@@ -1,0 +1,333 @@
+/**
+ * NostrWitness: durable publishing of signed events to every configured relay.
+ * One BullMQ queue per relay carries one job per event (job id = event id), so the
+ * relay's rate limit holds across daemon instances, retries back off and survive
+ * restarts, and an event already accepted by a relay is never sent to it again.
+ */
+import { Queue, Worker, type Job, type ConnectionOptions } from 'bullmq';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import type { AnchorStore, RelayReportRecord } from '../state/anchor-store.js';
+import type { WitnessStatus } from '../../core/proof/format.js';
+import { backoffDelay } from '../queue/backoff.js';
+import { nostrBatchQueueName, relayQueueName } from '../queue/names.js';
+import { boundedFailures } from '../queue/failed-attempts.js';
+import { stalledJobOptions } from '../queue/stalled.js';
+import { BatchTree } from '../../core/batch/batch-tree.js';
+import { batchEvent, envelopeEvent, serializeEvent, sameSignedEvent, type SignedEvent } from '../../core/nostr/events.js';
+import type { SigningKey } from '../../core/nostr/keys.js';
+import { RelayClient } from './relay-client.js';
+
+/** The `nostr` settings (quorum resolved: 0 → every relay) plus where its queues live. */
+export type NostrWitnessOptions = Omit<Config['nostr'], 'enabled' | 'keyFile' | 'keyEnv' | 'batchMaxSize' | 'batchWindowMs'> & {
+  queueBase: string;
+  bullPrefix: string;
+  connection: ConnectionOptions;
+  /** queue.stalledIntervalMs: how soon a crashed daemon's in-flight publishes are handed back. */
+  stalledIntervalMs: number;
+};
+
+export interface NostrWitnessHooks {
+  /** Called for every publish attempt with its outcome (metrics). */
+  onPublish?: (relay: string, result: string) => void;
+  /** Called when a subject's witness status changes (metrics). */
+  onWitnessChange?: (key: string, status: WitnessStatus, createdMs: number) => void;
+}
+
+
+interface RelayJobData {
+  eventId: string;
+  /** Sent again by the reconciler after the relay was given up on: a final `failed` report does not stop it. */
+  reopen?: boolean;
+}
+
+/** What the reconciler re-created for one event. */
+export interface PublishRepair {
+  /** Relays that had not answered for good and had no job. */
+  missing: number;
+  /** Relays given up on (retries exhausted) while the quorum could not be met without them. */
+  reopened: number;
+  /** The subjects' witness was behind what the relays' reports say (its move failed after the report was recorded). */
+  moved: number;
+}
+
+/** Witness status of an event from its relays' reports (SPEC 4.1), with a monotonic progress number. */
+export function nostrStatusOf(reports: readonly RelayReportRecord[], relayCount: number, quorum: number): { status: WitnessStatus; progress: number } {
+  let accepted = 0;
+  let finished = 0;
+  for (const r of reports) {
+    if (r.status === 'accepted' || r.status === 'stored') accepted++;
+    if (r.final) finished++;
+  }
+  const progress = accepted * 1000 + finished;
+  if (accepted >= quorum) return { status: 'confirmed', progress };
+  if (accepted > 0) return { status: 'partial', progress };
+  if (finished >= relayCount) return { status: 'failed', progress };
+  return { status: 'pending', progress };
+}
+
+export class NostrWitness {
+  private readonly opts: NostrWitnessOptions;
+  private readonly store: AnchorStore;
+  private readonly key: SigningKey;
+  private readonly log: Logger;
+  private readonly hooks: NostrWitnessHooks;
+  private readonly queues = new Map<string, Queue<RelayJobData>>();
+  private readonly workers: Worker[] = [];
+  private readonly clients = new Map<string, RelayClient>();
+  private batchQueue: Queue | null = null;
+
+  constructor(opts: NostrWitnessOptions, store: AnchorStore, key: SigningKey, log: Logger, hooks: NostrWitnessHooks = {}) {
+    this.opts = opts;
+    this.store = store;
+    this.key = key;
+    this.log = log.child({ witness: 'nostr' });
+    this.hooks = hooks;
+    for (const url of opts.relays) {
+      this.queues.set(url, new Queue<RelayJobData>(relayQueueName(opts.queueBase, url), { connection: opts.connection, prefix: opts.bullPrefix }));
+    }
+    if (opts.mode === 'batch') {
+      this.batchQueue = new Queue(nostrBatchQueueName(opts.queueBase), { connection: opts.connection, prefix: opts.bullPrefix });
+    }
+  }
+
+  /** The signed envelope event for a subject (envelope mode); created_at = anchored_at keeps its id stable. */
+  signEnvelope(canonical: string, digestHex: string): SignedEvent {
+    return envelopeEvent({ canonical, digestHex, kind: this.opts.kind }, this.key);
+  }
+
+  /** Starts the relay workers (and the batch worker in batch mode). */
+  start(): void {
+    for (const url of this.opts.relays) {
+      const worker = new Worker<RelayJobData>(relayQueueName(this.opts.queueBase, url), boundedFailures((job) => this.publishJob(url, job), this.log), {
+        connection: this.opts.connection,
+        prefix: this.opts.bullPrefix,
+        concurrency: this.opts.concurrency,
+        ...stalledJobOptions(this.opts.stalledIntervalMs),
+        limiter: { max: this.opts.ratePerMinute, duration: 60_000 },
+        removeOnComplete: { count: 0 },
+        removeOnFail: { count: 0 },
+        settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, this.opts.backoffMs, this.opts.backoffMaxMs) },
+      });
+      worker.on('error', (err) => this.log.warn({ relay: url, err: err.message }, 'relay worker error'));
+      worker.on('failed', (job, err) => {
+        if (job && job.attemptsMade >= this.opts.maxAttempts) void this.giveUp(url, job.data.eventId, err.message, job.attemptsMade);
+      });
+      this.workers.push(worker);
+    }
+    if (this.batchQueue) {
+      const worker = new Worker(nostrBatchQueueName(this.opts.queueBase), boundedFailures((job: Job<{ batchId: string | number }>) => this.batchJob(String(job.data.batchId)), this.log), {
+        connection: this.opts.connection,
+        prefix: this.opts.bullPrefix,
+        concurrency: 2,
+        ...stalledJobOptions(this.opts.stalledIntervalMs),
+        removeOnComplete: { count: 0 },
+        removeOnFail: { count: 100 },
+      });
+      worker.on('error', (err) => this.log.warn({ err: err.message }, 'nostr batch worker error'));
+      this.workers.push(worker);
+    }
+  }
+
+  /** Resolves once every queue and worker has its Redis connections (so a fast stop closes cleanly). */
+  async waitUntilReady(): Promise<void> {
+    await Promise.all([...this.workers, ...this.queues.values(), ...(this.batchQueue ? [this.batchQueue] : [])].map((x) => x.waitUntilReady()));
+  }
+
+  /** Makes sure every relay has a job for this event unless it already answered for good. */
+  async ensurePublishing(eventId: string): Promise<void> {
+    const reports = await this.store.relayReports(eventId);
+    const done = new Set(reports.filter((r) => r.final).map((r) => r.url));
+    await Promise.all(
+      [...this.queues.entries()]
+        .filter(([url]) => !done.has(url))
+        .map(([, q]) =>
+          q.add('publish', { eventId }, { jobId: eventId, attempts: this.opts.maxAttempts, backoff: { type: 'custom' } }),
+        ),
+    );
+  }
+
+  /**
+   * The reconciler's repair for one event: every relay that has not answered for good gets
+   * its job back if it has none; a relay given up on before `reopenBeforeMs` gets a new round
+   * of attempts when the quorum cannot be met without it. Idempotent (job id = event id).
+   */
+  async repairPublishing(eventId: string, current: WitnessStatus, reopenBeforeMs: number): Promise<PublishRepair> {
+    const out: PublishRepair = { missing: 0, reopened: 0, moved: 0 };
+    const reports = await this.store.relayReports(eventId);
+    const byUrl = new Map(reports.map((r) => [r.url, r]));
+    const latest = [...reports].sort((a, b) => a.at.localeCompare(b.at)).at(-1);
+    if (latest && nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum).status !== current) {
+      await this.moveWitness(eventId, reports, latest);
+      out.moved++;
+    }
+    const accepted = reports.filter((r) => r.status === 'accepted' || r.status === 'stored').length;
+    if (accepted >= this.opts.quorum) return out;
+    const open = this.opts.relays.filter((url) => !byUrl.get(url)?.final).length;
+    for (const [url, q] of this.queues) {
+      const r = byUrl.get(url);
+      const reopen = r?.final === true && r.status === 'failed' && accepted + open < this.opts.quorum && Date.parse(r.at) < reopenBeforeMs;
+      if (r?.final && !reopen) continue;
+      if (await this.store.redis.exists(q.toKey(eventId))) continue;
+      // Read again: the job may have recorded its final answer and ended since the first read.
+      const now = (await this.store.relayReports(eventId)).find((x) => x.url === url);
+      if (JSON.stringify(now) !== JSON.stringify(r)) continue;
+      await q.add('publish', { eventId, ...(reopen ? { reopen: true } : {}) }, { jobId: eventId, attempts: this.opts.maxAttempts, backoff: { type: 'custom' } });
+      if (reopen) out.reopened++;
+      else out.missing++;
+    }
+    return out;
+  }
+
+  /** Batch mode: the event of a batch, or null when its batch job has not made one yet. */
+  async batchEventId(batchId: string): Promise<string | null> {
+    const json = await this.store.batchField('nostr', batchId, 'event');
+    return json ? (JSON.parse(json) as SignedEvent).id : null;
+  }
+
+  /** Batch mode: re-creates the batch job of a batch that has no event and no job; true when it did. */
+  async repairBatch(batchId: string): Promise<boolean> {
+    if (!this.batchQueue || (await this.batchEventId(batchId)) !== null) return false;
+    const jobId = `nostr-batch-${batchId}`;
+    const state = await this.batchQueue.getJobState(jobId);
+    if (state !== 'unknown' && state !== 'failed' && state !== 'completed') return false;
+    if (state !== 'unknown') await this.batchQueue.remove(jobId);
+    await this.enqueueBatch(batchId);
+    return true;
+  }
+
+  /** Batch mode: hands a cut batch to the batch worker (idempotent by batch id). */
+  async enqueueBatch(batchId: string): Promise<void> {
+    if (!this.batchQueue) throw new Error('enqueueBatch is for batch mode');
+    await this.batchQueue.add('batch', { batchId }, { jobId: `nostr-batch-${batchId}`, attempts: 1000, backoff: { type: 'exponential', delay: 1000 } });
+  }
+
+  private async batchJob(batchId: string): Promise<void> {
+    const batch = await this.store.getBatch('nostr', batchId);
+    if (!batch) {
+      await this.store.closeBatch('nostr', batchId);
+      return;
+    }
+    const root = new BatchTree(batch.digests).root.toString('hex');
+    const candidate = batchEvent({ anchoredAt: batch.anchoredAt, batchRootHex: root, leafCount: batch.size, kind: this.opts.kind }, this.key);
+    // Two daemons may race here: the first event stored for the batch is the one published.
+    const json = await this.store.setBatchFieldOnce('nostr', batchId, 'event', serializeEvent(candidate));
+    const event = JSON.parse(json) as SignedEvent;
+    await this.store.storeEvent(event.id, json, { batch: batchId });
+    await this.ensurePublishing(event.id);
+    await this.store.closeBatch('nostr', batchId);
+  }
+
+  private client(url: string): RelayClient {
+    let c = this.clients.get(url);
+    if (!c) {
+      c = new RelayClient(url);
+      this.clients.set(url, c);
+    }
+    return c;
+  }
+
+  private async publishJob(url: string, job: Job<RelayJobData>): Promise<void> {
+    const { eventId } = job.data;
+    const reports = await this.store.relayReports(eventId);
+    const existing = reports.find((r) => r.url === url);
+    if (existing?.final && !(job.data.reopen && existing.status === 'failed')) {
+      // A crash between recording the report and moving the witness left the move undone: redo it (idempotent).
+      await this.moveWitness(eventId, reports, existing);
+      return;
+    }
+    const json = await this.store.eventJson(eventId);
+    if (json === null) {
+      this.log.error({ eventId }, 'event missing from state; nothing to publish');
+      return;
+    }
+    const event = JSON.parse(json) as SignedEvent;
+    const attempt = job.attemptsMade + 1;
+    const result = await this.client(url).publish(event, { timeoutMs: this.opts.publishTimeoutMs });
+    this.hooks.onPublish?.(url, result.status === 'rejected' ? `rejected:${result.prefix ?? 'unknown'}` : result.status);
+    if (result.status === 'accepted') {
+      let status = 'accepted';
+      let message = result.message;
+      if (this.opts.readBack) {
+        // Acceptance stands either way; read-back only upgrades it to "stored" when the bytes match.
+        let back: string | null = null;
+        let failure = '';
+        try {
+          back = await this.client(url).fetchById(eventId, { timeoutMs: this.opts.publishTimeoutMs });
+        } catch (err) {
+          failure = (err as Error).message;
+        }
+        if (back !== null && sameSignedEvent(back, event)) status = 'stored';
+        else message = `${message}${message ? '; ' : ''}read-back ${failure ? `failed: ${failure}` : back === null ? 'found nothing' : 'differs'}`;
+      }
+      await this.record(eventId, { url, status, message, at: result.at, attempts: attempt, final: true }, existing);
+      return;
+    }
+    if (result.retryable && attempt < this.opts.maxAttempts) {
+      await this.record(eventId, { url, status: result.status, message: result.message, at: result.at, attempts: attempt, final: false, ...(result.prefix ? { prefix: result.prefix } : {}) }, existing);
+      throw new Error(`${result.status}: ${result.message}`);
+    }
+    // Not retryable (invalid:, blocked:, ...) or out of attempts: final for this relay.
+    await this.record(eventId, {
+      url,
+      status: result.retryable ? 'failed' : 'rejected',
+      message: result.message,
+      at: result.at,
+      attempts: attempt,
+      final: true,
+      ...(result.prefix ? { prefix: result.prefix } : {}),
+    }, existing);
+  }
+
+  private async giveUp(url: string, eventId: string, message: string, attempts: number): Promise<void> {
+    try {
+      const reports = await this.store.relayReports(eventId);
+      const r = reports.find((x) => x.url === url);
+      if (r?.final) return;
+      await this.record(eventId, { url, status: 'failed', message: `gave up after ${attempts} attempts: ${message}`, at: new Date().toISOString(), attempts, final: true }, r);
+    } catch (err) {
+      this.log.error({ err: (err as Error).message, relay: url, eventId }, 'could not record a relay giving up');
+    }
+  }
+
+  /**
+   * Records a relay's report and moves the witness of every subject the event carries.
+   * A batch's subjects are touched only when this report changes the witness status (a
+   * second relay accepting leaves them partial): that is thousands of writes saved per
+   * report, and the per-relay detail stays on the event. `previous` is this relay's report
+   * before this one (read by the caller; only one job per relay and event writes it).
+   */
+  private async record(eventId: string, report: RelayReportRecord, previous: RelayReportRecord | undefined): Promise<void> {
+    const reports = await this.store.setRelayReport(eventId, report);
+    const without = reports.filter((r) => r.url !== report.url);
+    const before = nostrStatusOf(previous ? [...without, previous] : without, this.opts.relays.length, this.opts.quorum);
+    const after = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
+    await this.moveWitness(eventId, reports, report, before.status === after.status);
+  }
+
+  /** Moves the witness of every subject the event carries to what its relays' reports say. */
+  private async moveWitness(eventId: string, reports: readonly RelayReportRecord[], report: RelayReportRecord, unchanged = false): Promise<void> {
+    const { status, progress } = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
+    const owner = await this.store.eventOwner(eventId);
+    if (unchanged && !owner.subject) return;
+    const keys = owner.subject ? [owner.subject] : owner.batch ? await this.store.batchKeys('nostr', owner.batch) : [];
+    const detail = `${report.url}: ${report.status}${report.message ? ` (${report.message})` : ''}`;
+    const changes = await this.store.setWitnessMany(keys, 'nostr', status, progress, detail);
+    changes.forEach((c, i) => {
+      if (c.changed) this.hooks.onWitnessChange?.(keys[i]!, status, c.createdMs);
+    });
+  }
+
+  /** Every queue this witness works from (for queue depth). */
+  get allQueues(): Queue[] {
+    return [...this.queues.values(), ...(this.batchQueue ? [this.batchQueue] : [])];
+  }
+
+  /** Stops taking jobs; in-flight publishes finish (or go back to the queue) first. */
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.close()));
+    await Promise.all([...this.queues.values()].map((q) => q.close()));
+    await this.batchQueue?.close();
+    for (const c of this.clients.values()) c.close();
+  }
+}

@@ -1,0 +1,472 @@
+/**
+ * One client per relay URL, on nostr-tools' AbstractRelay with the `ws` WebSocket
+ * injected (Node 20 has no global one). Single attempts only: `publish` answers with
+ * a `PublishResult` and never rejects; retries, backoff and rate limits belong to
+ * the caller. Connects lazily, and after a drop or a timeout connects anew on the
+ * next use.
+ */
+import WebSocket from 'ws';
+import { AbstractRelay, type Subscription } from 'nostr-tools/abstract-relay';
+import { verifyEvent } from 'nostr-tools/pure';
+import type { Event as NostrEvent } from 'nostr-tools/core';
+import type { Filter } from 'nostr-tools/filter';
+import type { SignedEvent } from '../../core/nostr/keys.js';
+import { eventFields } from '../../core/nostr/events.js';
+
+export type PublishStatus = 'accepted' | 'rejected' | 'timeout' | 'error';
+
+export interface PublishResult {
+  status: PublishStatus;
+  /** The relay's OK message, or what went wrong. */
+  message: string;
+  /** Machine prefix of the relay's message (`duplicate`, `rate-limited`, `invalid`, ...). */
+  prefix?: string;
+  /** Whether the same event may be accepted if sent again later. */
+  retryable: boolean;
+  /** ISO 8601 time the result was settled. */
+  at: string;
+}
+
+/** NIP-01 machine prefixes, and whether a rejection with each can pass later. */
+export const REJECTION_RETRYABLE: Readonly<Record<string, boolean>> = {
+  'rate-limited': true,
+  error: true,
+  // nos.lol asks for proof of work when a key writes too fast; slower, it passes
+  pow: true,
+  invalid: false,
+  blocked: false,
+  restricted: false,
+  mute: false,
+  // NIP-42 AUTH is not implemented: sending again unauthenticated cannot pass
+  'auth-required': false,
+  duplicate: false,
+};
+
+/** A rejection whose prefix is missing or unknown is retried (bounded by the caller). */
+export const UNKNOWN_REJECTION_RETRYABLE = true;
+
+export interface RelayClientOptions {
+  /** Deadline for opening the WebSocket (default 5000 ms), within the call's own. */
+  connectTimeoutMs?: number;
+  /** Default publish deadline (default 10000 ms), connection included. */
+  publishTimeoutMs?: number;
+  /** Default fetch deadline (default 10000 ms), connection included. */
+  fetchTimeoutMs?: number;
+  /** Clock for `PublishResult.at`. */
+  now?: () => Date;
+  /** WebSocket ping every 29 s to notice dead connections (default true). */
+  ping?: boolean;
+}
+
+/** The largest `limit` a query may ask for (strfry's default cap is 500; others allow more). */
+export const MAX_QUERY_LIMIT = 5000;
+
+/** One NIP-01 filter, as `query` takes it (`#i`, `#t`, `#x` for the tags this project writes). */
+export interface RelayQueryFilter {
+  ids?: string[];
+  authors?: string[];
+  kinds?: number[];
+  '#i'?: string[];
+  '#t'?: string[];
+  '#x'?: string[];
+  since?: number;
+  until?: number;
+  limit?: number;
+}
+
+export class RelayFetchError extends Error {
+  readonly url: string;
+  readonly retryable = true;
+  constructor(url: string, message: string) {
+    super(`${url}: ${message}`);
+    this.name = 'RelayFetchError';
+    this.url = url;
+  }
+}
+
+type OkFrame = { ok: boolean; message: string };
+
+/** A `ws` WebSocket that always has an error listener: AbstractRelay detaches its own
+ *  before closing a socket that is still connecting, and an unheard 'error' would throw. */
+function socketClass(handshakeTimeoutMs: number, onError: (err: Error) => void): unknown {
+  return class RelaySocket extends WebSocket {
+    constructor(address: string | URL, protocols?: string | string[]) {
+      super(address, protocols, { handshakeTimeout: handshakeTimeoutMs + 1000, maxPayload: 16 * 1024 * 1024 });
+      this.on('error', onError);
+    }
+  };
+}
+
+export class RelayClient {
+  readonly url: string;
+  readonly #connectTimeoutMs: number;
+  readonly #publishTimeoutMs: number;
+  readonly #fetchTimeoutMs: number;
+  readonly #now: () => Date;
+  readonly #ping: boolean;
+  #relay: AbstractRelay | undefined;
+  #connecting: Promise<AbstractRelay> | undefined;
+  #closed = false;
+  #lastSocketError: string | undefined;
+  /** OK frames seen, per event id, for the publishes waiting on them. */
+  readonly #okFrames = new Map<string, OkFrame>();
+  /** Raw EVENT frames for our fetch subscriptions, per subscription id. */
+  readonly #rawEvents = new Map<string, (raw: string) => void>();
+  /** One publish at a time per event id: later calls join the first. */
+  readonly #inflight = new Map<string, Promise<PublishResult>>();
+  #lastNotice: string | undefined;
+  #serial = 0;
+
+  constructor(url: string, options: RelayClientOptions = {}) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new TypeError(`relay URL is not a URL: ${url}`);
+    }
+    if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:') {
+      throw new TypeError(`relay URL must be ws:// or wss://: ${url}`);
+    }
+    this.url = url;
+    this.#connectTimeoutMs = positive(options.connectTimeoutMs ?? 5000, 'connectTimeoutMs');
+    this.#publishTimeoutMs = positive(options.publishTimeoutMs ?? 10_000, 'publishTimeoutMs');
+    this.#fetchTimeoutMs = positive(options.fetchTimeoutMs ?? 10_000, 'fetchTimeoutMs');
+    this.#now = options.now ?? (() => new Date());
+    this.#ping = options.ping ?? true;
+  }
+
+  /** True while a connection is open. */
+  get connected(): boolean {
+    return this.#relay?.connected === true;
+  }
+
+  /**
+   * Sends the event and waits for the relay's OK within `timeoutMs` (connection
+   * included). Never rejects. A second call for an event id already being published
+   * joins the first and gets its result.
+   */
+  publish(event: SignedEvent, options: { timeoutMs?: number } = {}): Promise<PublishResult> {
+    const running = this.#inflight.get(event.id);
+    if (running) return running;
+    const attempt = this.#publishOnce(event, options.timeoutMs ?? this.#publishTimeoutMs)
+      .catch((err: unknown) => this.#result('error', `unexpected: ${describe(err)}`, undefined, true))
+      .finally(() => this.#inflight.delete(event.id));
+    this.#inflight.set(event.id, attempt);
+    return attempt;
+  }
+
+  /**
+   * Asks the relay for the event with this id. Resolves with the event's JSON text
+   * exactly as the relay sent it, or null when the relay says it has none (EOSE or
+   * CLOSED without it). Rejects with `RelayFetchError` when the relay cannot be asked
+   * (connection failure, deadline passed).
+   */
+  async fetchById(id: string, options: { timeoutMs?: number } = {}): Promise<string | null> {
+    if (!/^[0-9a-f]{64}$/.test(id)) throw new TypeError('event id must be 64 lowercase hex characters');
+    const texts = await this.#request({ ids: [id], limit: 1 }, options.timeoutMs ?? this.#fetchTimeoutMs, 'fetch', false);
+    return texts[0] ?? null;
+  }
+
+  /**
+   * Asks the relay for the events matching one NIP-01 filter (`authors`, `kinds`, `#i`,
+   * `since`, `until`, ...) and resolves at EOSE with their JSON texts exactly as sent, in
+   * the relay's order (newest first on most relays), so the caller verifies fresh parses.
+   * `limit` is required (1..MAX_QUERY_LIMIT) and bounds what is kept: a relay that sends
+   * more is cut off there. Rejects with `RelayFetchError` when the relay cannot be asked,
+   * does not reach EOSE before the deadline, or refuses the request with CLOSED.
+   */
+  async query(filter: RelayQueryFilter, options: { timeoutMs?: number } = {}): Promise<string[]> {
+    const limit = filter.limit;
+    if (limit === undefined || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_QUERY_LIMIT) {
+      throw new RangeError(`filter.limit must be an integer in 1..${MAX_QUERY_LIMIT}`);
+    }
+    return this.#request(filter, options.timeoutMs ?? this.#fetchTimeoutMs, 'query', true);
+  }
+
+  /** One REQ with one filter, collecting raw EVENT texts until EOSE, `limit` events, or the deadline. */
+  async #request(filter: RelayQueryFilter, timeoutMs: number, label: string, closedIsError: boolean): Promise<string[]> {
+    const max = filter.limit ?? 1;
+    const deadline = Date.now() + timeoutMs;
+    let relay: AbstractRelay;
+    try {
+      relay = await this.#connection(deadline);
+    } catch (err) {
+      throw new RelayFetchError(this.url, describe(err));
+    }
+    const subId = `aer1-${label}:${++this.#serial}`;
+    return await new Promise<string[]>((resolve, reject) => {
+      let done = false;
+      let sub: Subscription | undefined;
+      const texts: string[] = [];
+      const finish = (fn: () => void): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        this.#rawEvents.delete(subId);
+        try {
+          // Subscription.close() leaves its EOSE timer running (nostr-tools 2.25): a
+          // pending one kept `--online` runs alive ~70 s. receivedEose() clears it.
+          sub?.receivedEose();
+          sub?.close();
+        } catch {
+          // the connection is already gone
+        }
+        fn();
+      };
+      this.#rawEvents.set(subId, (text) => {
+        if (texts.length < max) texts.push(text);
+      });
+      const timer = setTimeout(
+        () => finish(() => reject(new RelayFetchError(this.url, `no answer to REQ within ${timeoutMs} ms`))),
+        Math.max(1, deadline - Date.now()),
+      );
+      const collected = (): void => {
+        if (texts.length >= max) finish(() => resolve(texts));
+      };
+      try {
+        sub = relay.subscribe([filter as Filter], {
+          id: subId,
+          // our own timer is the deadline: AbstractRelay's EOSE timeout would look like an EOSE
+          eoseTimeout: timeoutMs + 60_000,
+          onevent: collected,
+          oninvalidevent: collected,
+          oneose: () => finish(() => resolve(texts)),
+          onclose: (reason) => {
+            if (reason === 'relay connection closed' || reason === 'relay connection closed by us') {
+              finish(() => reject(new RelayFetchError(this.url, reason)));
+            } else if (closedIsError) {
+              finish(() => reject(new RelayFetchError(this.url, `the relay closed the request: ${boundedText(reason)}`)));
+            } else {
+              finish(() => resolve(texts));
+            }
+          },
+        });
+      } catch (err) {
+        finish(() => reject(new RelayFetchError(this.url, describe(err))));
+      }
+    });
+  }
+
+  /** Closes the connection; publishes in flight settle as `error`. The client stays usable. */
+  close(): void {
+    this.#closed = true;
+    this.#drop();
+  }
+
+  async #publishOnce(event: SignedEvent, timeoutMs: number): Promise<PublishResult> {
+    const deadline = Date.now() + timeoutMs;
+    let relay: AbstractRelay;
+    try {
+      relay = await this.#connection(deadline);
+    } catch (err) {
+      const message = describe(err);
+      return message === 'connection timed out'
+        ? this.#result('timeout', `could not connect within the deadline: ${message}`, undefined, true)
+        : this.#result('error', message, undefined, true);
+    }
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) return this.#result('timeout', `no OK within ${timeoutMs} ms`, undefined, true);
+    this.#okFrames.delete(event.id);
+    this.#lastNotice = undefined;
+    // read by AbstractRelay.publish synchronously, so concurrent publishes keep their own
+    relay.publishTimeout = remaining;
+    const wire: NostrEvent = eventFields(event);
+    let failure: string | undefined;
+    try {
+      await withDeadline(relay.publish(wire), remaining + 250);
+    } catch (err) {
+      failure = describe(err);
+    }
+    const ok = this.#okFrames.get(event.id);
+    this.#okFrames.delete(event.id);
+    if (ok) {
+      const prefix = prefixOf(ok.message);
+      if (ok.ok) return this.#result('accepted', ok.message, prefix, false);
+      const retryable = prefix !== undefined && prefix in REJECTION_RETRYABLE ? REJECTION_RETRYABLE[prefix] === true : UNKNOWN_REJECTION_RETRYABLE;
+      return this.#result('rejected', ok.message, prefix, retryable);
+    }
+    if (failure === 'publish timed out' || failure === 'deadline') {
+      // unknown fate: the caller may read back by id; a fresh connection next time
+      if (this.#relay === relay) this.#drop();
+      const notice = this.#lastNotice !== undefined ? ` (NOTICE: ${this.#lastNotice})` : '';
+      return this.#result('timeout', `no OK within ${timeoutMs} ms${notice}`, undefined, true);
+    }
+    return this.#result('error', failure ?? 'publish ended without an OK', undefined, true);
+  }
+
+  #result(status: PublishStatus, message: string, prefix: string | undefined, retryable: boolean): PublishResult {
+    const result: PublishResult = { status, message, retryable, at: this.#now().toISOString() };
+    if (prefix !== undefined) result.prefix = prefix;
+    return result;
+  }
+
+  /** The open connection, or a new one within `deadline`. */
+  async #connection(deadline: number): Promise<AbstractRelay> {
+    this.#closed = false;
+    if (this.#relay?.connected) return this.#relay;
+    if (!this.#connecting) {
+      const timeout = Math.max(1, Math.min(this.#connectTimeoutMs, deadline - Date.now()));
+      this.#connecting = this.#open(timeout).finally(() => {
+        this.#connecting = undefined;
+      });
+    }
+    const connecting = this.#connecting;
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) throw new Error('connection timed out');
+    return await withDeadline(connecting, remaining).catch((err: unknown) => {
+      throw new Error(describe(err) === 'deadline' ? 'connection timed out' : describe(err));
+    });
+  }
+
+  async #open(timeoutMs: number): Promise<AbstractRelay> {
+    this.#drop();
+    this.#lastSocketError = undefined;
+    const relay = new AbstractRelay(this.url, {
+      verifyEvent: (event) => verifyEvent(event),
+      websocketImplementation: socketClass(timeoutMs, (err) => {
+        this.#lastSocketError = err.message;
+      }) as typeof globalThis.WebSocket,
+      enablePing: this.#ping,
+    });
+    relay.onnotice = (msg) => {
+      this.#lastNotice = msg;
+    };
+    relay.onclose = () => {
+      if (this.#relay === relay) this.#relay = undefined;
+    };
+    const original = relay._onmessage.bind(relay);
+    relay._onmessage = (ev: MessageEvent) => {
+      if (typeof ev.data === 'string') this.#inspectFrame(ev.data);
+      original(ev);
+    };
+    this.#relay = relay;
+    try {
+      await relay.connect({ timeout: timeoutMs });
+    } catch (err) {
+      if (this.#relay === relay) this.#relay = undefined;
+      try {
+        relay.close();
+      } catch {
+        // nothing open
+      }
+      const base = describe(err);
+      throw new Error(this.#lastSocketError && base !== 'connection timed out' ? `${base}: ${this.#lastSocketError}` : base);
+    }
+    if (this.#closed) {
+      relay.close();
+      throw new Error('relay client closed');
+    }
+    return relay;
+  }
+
+  #drop(): void {
+    const relay = this.#relay;
+    this.#relay = undefined;
+    if (relay) {
+      try {
+        relay.close();
+      } catch {
+        // already closed
+      }
+    }
+  }
+
+  /** Sees every frame before AbstractRelay does: keeps OK verdicts and raw EVENT text. */
+  #inspectFrame(text: string): void {
+    const head = text.slice(0, 16);
+    if (head.includes('"OK"')) {
+      try {
+        const frame: unknown = JSON.parse(text);
+        // only for publishes still waiting: a late OK must not pile up
+        if (Array.isArray(frame) && frame[0] === 'OK' && typeof frame[1] === 'string' && this.#inflight.has(frame[1])) {
+          this.#okFrames.set(frame[1], { ok: frame[2] === true, message: typeof frame[3] === 'string' ? frame[3] : '' });
+        }
+      } catch {
+        // AbstractRelay reports malformed frames itself
+      }
+    } else if (head.includes('"EVENT"') && this.#rawEvents.size > 0) {
+      const split = splitEventFrame(text);
+      if (split) this.#rawEvents.get(split.subId)?.(split.eventJson);
+    }
+  }
+}
+
+/**
+ * Splits `["EVENT", "<sub id>", {...}]` into the subscription id and the event's
+ * JSON text exactly as sent (whitespace around it trimmed).
+ */
+export function splitEventFrame(text: string): { subId: string; eventJson: string } | undefined {
+  let i = 0;
+  const ws = (): void => {
+    while (i < text.length && ' \t\n\r'.includes(text[i] as string)) i++;
+  };
+  const str = (): string | undefined => {
+    if (text[i] !== '"') return undefined;
+    const start = i;
+    i++;
+    while (i < text.length && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
+    if (i >= text.length) return undefined;
+    i++;
+    try {
+      return JSON.parse(text.slice(start, i)) as string;
+    } catch {
+      return undefined;
+    }
+  };
+  ws();
+  if (text[i] !== '[') return undefined;
+  i++;
+  ws();
+  if (str() !== 'EVENT') return undefined;
+  ws();
+  if (text[i] !== ',') return undefined;
+  i++;
+  ws();
+  const subId = str();
+  if (subId === undefined) return undefined;
+  ws();
+  if (text[i] !== ',') return undefined;
+  i++;
+  let end = text.length;
+  while (end > i && ' \t\n\r'.includes(text[end - 1] as string)) end--;
+  if (text[end - 1] !== ']') return undefined;
+  end--;
+  const eventJson = text.slice(i, end).trim();
+  try {
+    const v: unknown = JSON.parse(eventJson);
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  } catch {
+    return undefined;
+  }
+  return { subId, eventJson };
+}
+
+function prefixOf(message: string): string | undefined {
+  const m = /^([a-z][a-z-]*):/.exec(message);
+  return m ? m[1] : undefined;
+}
+
+function positive(value: number, name: string): number {
+  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number of milliseconds`);
+  return value;
+}
+
+/** A relay's own words, quoted as a bounded one-line prefix. */
+function boundedText(text: string): string {
+  const line = String(text).replace(/[\r\n]+/g, ' ');
+  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (typeof err === 'string') return err;
+  return String(err);
+}
+
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('deadline')), Math.max(1, ms));
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,430 @@
+/**
+ * OtsWitness: submits each batch root to the calendars (m of n), keeps one root
+ * timestamp per batch in Redis with every calendar's answer merged under the root,
+ * polls pending attestations on a backing-off schedule (delayed BullMQ jobs, so one
+ * schedule holds across several daemons and restarts), and confirms a batch only once a
+ * Bitcoin attestation checks out against a block header from the configured source.
+ */
+import { Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import type { AnchorStore } from '../state/anchor-store.js';
+import type { WitnessStatus } from '../../core/proof/format.js';
+import { BatchTree } from '../../core/batch/batch-tree.js';
+import { backoffDelay } from '../queue/backoff.js';
+import { otsQueueName } from '../queue/names.js';
+import { boundedFailures } from '../queue/failed-attempts.js';
+import { stalledJobOptions } from '../queue/stalled.js';
+import { CalendarClient, CalendarError, submitToCalendars } from './calendar/index.js';
+import { parseTimestamp, serializeTimestamp } from '../../core/ots/codec.js';
+import { Timestamp, bitcoinAttestations, pendingAttestations, walk } from '../../core/ots/timestamp.js';
+import { headerSourceFromConfig, verifyBitcoinAttestation, type HeaderSource } from '../bitcoin/index.js';
+
+export interface CalendarState {
+  url: string;
+  /** pending (holds our root), confirmed (its path reached a verified block), failed, gave-up. */
+  status: 'pending' | 'confirmed' | 'failed' | 'gave-up' | 'unsubmitted';
+  message: string;
+  at: string;
+  /** The URI its pending attestation names (where upgrades are asked for). */
+  uri?: string;
+  commitment?: string;
+  polls?: number;
+}
+
+export interface OtsWitnessHooks {
+  onCalendarRequest?: (calendar: string, result: string) => void;
+  onWitnessChange?: (key: string, status: WitnessStatus, createdMs: number) => void;
+}
+
+interface QueueDeps {
+  queueBase: string;
+  bullPrefix: string;
+  connection: ConnectionOptions;
+  /** queue.stalledIntervalMs: how soon a crashed daemon's in-flight submissions and polls are handed back. */
+  stalledIntervalMs: number;
+}
+
+type OtsJob = { batchId: string; poll?: number };
+
+const SUBMIT = 'submit';
+const UPGRADE = 'upgrade';
+
+function submitJobId(batchId: string): string {
+  return `ots-submit-${batchId}`;
+}
+
+function upgradeJobId(batchId: string, poll: number): string {
+  return `ots-upgrade-${batchId}-${poll}`;
+}
+
+function isoNow(): string {
+  return new Date().toISOString();
+}
+
+/**
+ * Progress numbers keep a stale report from undoing a newer one (see AnchorStore.setWitness).
+ * A batch sent back to the calendars (its answers committed to another root) starts a new
+ * round, so its subjects may go from pending back to partial.
+ */
+const STEP = { partial: 100, pending: 200, failed: 300 } as const;
+const CONFIRMED_PROGRESS = 1e12;
+
+function progressOf(status: WitnessStatus, round: number): number {
+  return status === 'confirmed' ? CONFIRMED_PROGRESS : round * 1000 + STEP[status];
+}
+
+export class OtsWitness {
+  private readonly cfg: Config['ots'];
+  private readonly deps: QueueDeps;
+  private readonly store: AnchorStore;
+  private readonly log: Logger;
+  private readonly hooks: OtsWitnessHooks;
+  private readonly queue: Queue<OtsJob>;
+  private readonly clients: Map<string, CalendarClient>;
+  private readonly headers: HeaderSource;
+  private worker: Worker<OtsJob> | null = null;
+
+  constructor(cfg: Config['ots'], deps: QueueDeps, store: AnchorStore, log: Logger, hooks: OtsWitnessHooks = {}) {
+    this.cfg = cfg;
+    this.deps = deps;
+    this.store = store;
+    this.log = log.child({ witness: 'ots' });
+    this.hooks = hooks;
+    this.queue = new Queue<OtsJob>(otsQueueName(deps.queueBase), { connection: deps.connection, prefix: deps.bullPrefix });
+    this.clients = new Map(cfg.calendars.map((url) => [url, new CalendarClient(url, { timeoutMs: cfg.timeoutMs })]));
+    this.headers = headerSourceFromConfig(cfg);
+  }
+
+  start(): void {
+    this.worker = new Worker<OtsJob>(otsQueueName(this.deps.queueBase), boundedFailures((job) => this.run(job), this.log), {
+      connection: this.deps.connection,
+      prefix: this.deps.bullPrefix,
+      concurrency: 4,
+      ...stalledJobOptions(this.deps.stalledIntervalMs),
+      removeOnComplete: { count: 0 },
+      removeOnFail: { count: 1000 },
+      settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, this.cfg.submitBackoffMs, this.cfg.upgradeMaxMs) },
+    });
+    this.worker.on('error', (err) => this.log.warn({ err: err.message }, 'ots worker error'));
+  }
+
+  /** Resolves once the queue and worker have their Redis connections (so a fast stop closes cleanly). */
+  async waitUntilReady(): Promise<void> {
+    await Promise.all([this.queue.waitUntilReady(), ...(this.worker ? [this.worker.waitUntilReady()] : [])]);
+  }
+
+  /** Hands a cut batch over for submission (idempotent by batch id). */
+  async enqueueBatch(batchId: string): Promise<void> {
+    await this.queue.add(SUBMIT, { batchId }, { jobId: submitJobId(batchId), attempts: 100_000, backoff: { type: 'custom' } });
+  }
+
+  private run(job: Job<OtsJob>): Promise<void> {
+    return job.name === SUBMIT ? this.submit(job.data.batchId) : this.upgrade(job.data.batchId, job.data.poll ?? 1);
+  }
+
+  /** Each configured calendar's state, from the batch's fields. */
+  private calendars(fields: Record<string, string>): Map<string, CalendarState> {
+    const out = new Map<string, CalendarState>();
+    for (const url of this.cfg.calendars) {
+      const raw = fields[`cal:${url}`];
+      out.set(url, raw ? (JSON.parse(raw) as CalendarState) : { url, status: 'unsubmitted', message: '', at: '' });
+    }
+    return out;
+  }
+
+  /** The batch's root timestamp (calendar answers merged under the root), from its fields. */
+  private rootTimestamp(fields: Record<string, string>, root: Buffer): Timestamp {
+    const b64 = fields.ts;
+    return b64 ? parseTimestamp(Buffer.from(b64, 'base64'), root) : new Timestamp(root);
+  }
+
+  private async moveSubjects(batchId: string, status: WitnessStatus, detail: string, round: number): Promise<void> {
+    const keys = await this.store.batchKeys('ots', batchId);
+    const changes = await this.store.setWitnessMany(keys, 'ots', status, progressOf(status, round), detail);
+    changes.forEach((c, i) => {
+      if (c.changed) this.hooks.onWitnessChange?.(keys[i]!, status, c.createdMs);
+    });
+  }
+
+  private async submit(batchId: string): Promise<void> {
+    const batch = await this.store.getBatch('ots', batchId);
+    if (!batch) {
+      await this.store.closeBatch('ots', batchId);
+      return;
+    }
+    const root = new BatchTree(batch.digests).root;
+    const round = Number(batch.fields.round ?? 0);
+    if (batch.fields.submitted === '1') {
+      const foreign = this.foreignAnswers(batch.fields, root);
+      if (foreign) {
+        await this.sendBack(batchId, batch.fields, foreign, round);
+        return this.submit(batchId);
+      }
+      // A crash after recording the submission may have left the subjects unmoved (idempotent).
+      const holding = [...this.calendars(batch.fields).values()].filter((c) => c.status === 'pending').length;
+      await this.moveSubjects(batchId, 'pending', `${holding} of ${this.cfg.calendars.length} calendars hold the batch root`, round);
+      await this.scheduleUpgrade(batchId, 1);
+      await this.store.closeBatch('ots', batchId);
+      return;
+    }
+    const cals = this.calendars(batch.fields);
+    const todo = [...cals.values()].filter((c) => c.status !== 'pending').map((c) => this.clients.get(c.url)!);
+    const held = [...cals.values()].filter((c) => c.status === 'pending').length;
+    const need = Math.max(1, this.cfg.minCalendars - held);
+    const raw = await submitToCalendars(todo, root, { m: Math.min(need, todo.length) });
+    // Clients may normalise their URL (a trailing slash); state is keyed by the configured one.
+    const configured = new Map([...this.clients].map(([url, c]) => [c.url, url]));
+    const result = {
+      answers: raw.answers.map((a) => ({ ...a, url: configured.get(a.url) ?? a.url })),
+      failures: raw.failures.map((f) => ({ ...f, url: configured.get(f.url) ?? f.url })),
+    };
+    const ts = this.rootTimestamp(batch.fields, root);
+    const fields: Record<string, string> = {};
+    for (const answer of result.answers) {
+      let state: CalendarState;
+      try {
+        const answerTs = parseTimestamp(answer.bytes, root);
+        const pending = pendingAttestations(answerTs)[0];
+        ts.merge(answerTs);
+        state = { url: answer.url, status: 'pending', message: 'submitted', at: isoNow(), polls: 0, ...(pending ? { uri: pending.uri, commitment: pending.commitment.toString('hex') } : {}) };
+        this.hooks.onCalendarRequest?.(answer.url, 'submitted');
+      } catch (err) {
+        state = { url: answer.url, status: 'failed', message: `unusable answer: ${(err as Error).message}`, at: isoNow() };
+        this.hooks.onCalendarRequest?.(answer.url, 'bad_response');
+      }
+      cals.set(answer.url, state);
+      fields[`cal:${answer.url}`] = JSON.stringify(state);
+    }
+    for (const f of result.failures) {
+      const state: CalendarState = { url: f.url, status: 'failed', message: `${f.code}: ${f.message}`, at: isoNow() };
+      cals.set(f.url, state);
+      fields[`cal:${f.url}`] = JSON.stringify(state);
+      this.hooks.onCalendarRequest?.(f.url, f.code);
+    }
+    const holding = [...cals.values()].filter((c) => c.status === 'pending').length;
+    // With no answer yet the timestamp is empty, which cannot be written: record the failures anyway.
+    if (ts.attestations.length > 0 || ts.ops.length > 0) fields.ts = serializeTimestamp(ts).toString('base64');
+    fields.root = root.toString('hex');
+    if (holding >= this.cfg.minCalendars) fields.submitted = '1';
+    await this.store.setBatchFields('ots', batchId, fields);
+    const failures = result.failures.map((f) => `${f.url}: ${f.code}: ${f.message}`).join('; ');
+    if (holding >= this.cfg.minCalendars) {
+      await this.moveSubjects(batchId, 'pending', `${holding} of ${this.cfg.calendars.length} calendars hold the batch root${failures ? `; failed: ${failures}` : ''}`, round);
+      await this.scheduleUpgrade(batchId, 1);
+      await this.store.closeBatch('ots', batchId);
+      return;
+    }
+    await this.moveSubjects(batchId, 'partial', `${holding} of ${this.cfg.minCalendars} calendars needed answered${failures ? `; failed: ${failures}` : ''}; retrying`, round);
+    throw new Error(`only ${holding} of the ${this.cfg.minCalendars} calendars needed answered`);
+  }
+
+  private async scheduleUpgrade(batchId: string, poll: number, delay = Math.min(this.cfg.upgradeMaxMs, this.cfg.upgradeInitialMs * 2 ** Math.min(poll - 1, 30))): Promise<void> {
+    // The batch names its current poll, so the reconciler can tell when that job died.
+    await this.store.setBatchFields('ots', batchId, { poll: String(poll) });
+    await this.queue.add(UPGRADE, { batchId, poll }, { jobId: upgradeJobId(batchId, poll), delay, attempts: 5, backoff: { type: 'custom' } });
+  }
+
+  /** True when the job is gone, or ended without doing its work (failed after its attempts). */
+  private async jobDead(jobId: string): Promise<boolean> {
+    const state = await this.queue.getJobState(jobId);
+    return state === 'unknown' || state === 'failed' || state === 'completed';
+  }
+
+  /**
+   * The reconciler's repair for one batch with subjects not yet confirmed: a batch not yet
+   * held by m calendars gets its submit job back if it died; a submitted one gets a poll if
+   * its scheduled poll died (failed after its attempts, or never written). Idempotent.
+   */
+  async repairBatch(batchId: string): Promise<'submit' | 'poll' | null> {
+    const { submitted, poll, size } = await this.store.batchFields('ots', batchId, ['submitted', 'poll', 'size']);
+    if (size === undefined) return null;
+    if (submitted !== '1') {
+      const jobId = submitJobId(batchId);
+      if (!(await this.jobDead(jobId))) return null;
+      if ((await this.store.batchField('ots', batchId, 'submitted')) === '1') return null;
+      await this.queue.remove(jobId);
+      await this.enqueueBatch(batchId);
+      return 'submit';
+    }
+    const current = Number(poll ?? 1);
+    if (!(await this.jobDead(upgradeJobId(batchId, current)))) return null;
+    // A poll that just ended has scheduled the next one: nothing died.
+    if ((await this.store.batchField('ots', batchId, 'poll')) !== (poll ?? null)) return null;
+    await this.scheduleUpgrade(batchId, current + 1, 0);
+    return 'poll';
+  }
+
+  private upgradeUrl(cal: CalendarState): string {
+    // The calendar names where to ask; follow it only to https or to the calendar's own origin.
+    if (cal.uri) {
+      try {
+        const u = new URL(cal.uri);
+        if (u.protocol === 'https:' || u.origin === new URL(cal.url).origin) return cal.uri;
+      } catch {
+        // fall back to the submit URL
+      }
+    }
+    return cal.url;
+  }
+
+  private async upgrade(batchId: string, poll: number): Promise<void> {
+    const batch = await this.store.getBatch('ots', batchId);
+    if (!batch || batch.fields.submitted !== '1') return;
+    const root = new BatchTree(batch.digests).root;
+    const round = Number(batch.fields.round ?? 0);
+    const foreign = this.foreignAnswers(batch.fields, root);
+    if (foreign) {
+      await this.sendBack(batchId, batch.fields, foreign, round);
+      await this.enqueueBatch(batchId);
+      return;
+    }
+    const ts = this.rootTimestamp(batch.fields, root);
+    const cals = this.calendars(batch.fields);
+    const fields: Record<string, string> = {};
+    const ageMs = Date.now() - batch.createdMs;
+    for (const cal of cals.values()) {
+      if (cal.status !== 'pending' || !cal.commitment) continue;
+      const commitment = Buffer.from(cal.commitment, 'hex');
+      const url = this.upgradeUrl(cal);
+      const client = this.clients.get(url) ?? new CalendarClient(url, { timeoutMs: this.cfg.timeoutMs });
+      cal.polls = (cal.polls ?? 0) + 1;
+      cal.at = isoNow();
+      try {
+        const answer = await client.getTimestamp(commitment);
+        this.hooks.onCalendarRequest?.(cal.url, `upgrade_${answer.status}`);
+        if (answer.status === 'complete') {
+          const upgrade = parseTimestamp(answer.bytes, commitment);
+          let merged = false;
+          walk(ts, (node) => {
+            if (!merged && node.msg.equals(commitment)) {
+              node.merge(upgrade);
+              merged = true;
+            }
+          });
+          cal.message = merged ? 'upgraded' : 'upgrade did not match our commitment';
+        } else {
+          cal.message = answer.reason;
+        }
+      } catch (err) {
+        cal.message = err instanceof CalendarError ? `${err.code}: ${err.message}` : (err as Error).message;
+        this.hooks.onCalendarRequest?.(cal.url, err instanceof CalendarError ? err.code : 'error');
+      }
+      if (cal.status === 'pending' && ageMs > this.cfg.upgradeGiveUpMs) cal.status = 'gave-up';
+      fields[`cal:${cal.url}`] = JSON.stringify(cal);
+    }
+    fields.ts = serializeTimestamp(ts).toString('base64');
+
+    // With several calendars in several blocks, the batch is confirmed at the earliest block
+    // that verifies, whatever order the attestations are found in.
+    let earliest = batch.fields.bitcoin ? (JSON.parse(batch.fields.bitcoin) as { height: number }).height : Infinity;
+    let confirmed = earliest !== Infinity;
+    for (const att of bitcoinAttestations(ts)) {
+      try {
+        const block = await verifyBitcoinAttestation(att.merkleRoot, att.height, this.headers, this.cfg.network);
+        if (block.height < earliest) {
+          fields.bitcoin = JSON.stringify(block);
+          earliest = block.height;
+          confirmed = true;
+        }
+        for (const cal of cals.values()) {
+          if (cal.status === 'pending' && cal.commitment && this.reaches(ts, cal.commitment, att.merkleRoot)) {
+            cal.status = 'confirmed';
+            cal.message = `Bitcoin block ${block.height}`;
+            fields[`cal:${cal.url}`] = JSON.stringify(cal);
+          }
+        }
+      } catch (err) {
+        this.log.warn({ batchId, height: att.height, err: (err as Error).message }, 'Bitcoin attestation not verified yet');
+      }
+    }
+    await this.store.setBatchFields('ots', batchId, fields);
+    // Also when an earlier run recorded the confirmation and crashed before moving the subjects (idempotent).
+    const bitcoinText = fields.bitcoin ?? batch.fields.bitcoin;
+    const bitcoin = bitcoinText ? (JSON.parse(bitcoinText) as { height: number }) : null;
+    if (bitcoin) await this.moveSubjects(batchId, 'confirmed', `Bitcoin block ${bitcoin.height}`, round);
+    const stillPending = [...cals.values()].some((c) => c.status === 'pending');
+    if (stillPending) {
+      await this.scheduleUpgrade(batchId, poll + 1);
+    } else if (!confirmed) {
+      await this.moveSubjects(batchId, 'failed', 'every calendar failed or was given up on before a Bitcoin confirmation', round);
+    }
+  }
+
+  /**
+   * Why the batch's stored calendar answers are not about its root, or null when they are:
+   * the root recorded at submission differs, or a calendar's commitment is not in the
+   * timestamp built on this root (what a batch id reused after a Redis rollback looks like).
+   */
+  private foreignAnswers(fields: Record<string, string>, root: Buffer): Map<string, string> | null {
+    // A Bitcoin attestation verified on this root's timestamp settles it.
+    if (fields.bitcoin) return null;
+    const rootHex = root.toString('hex');
+    const out = new Map<string, string>();
+    const cals = [...this.calendars(fields).values()].filter((c) => c.status === 'pending' || c.status === 'confirmed');
+    if (fields.root && fields.root !== rootHex) {
+      for (const c of cals) out.set(c.url, `the stored answer commits to another root (${fields.root.slice(0, 16)}…) than this batch's (${rootHex.slice(0, 16)}…)`);
+      return out.size > 0 ? out : null;
+    }
+    let ts: Timestamp;
+    try {
+      ts = this.rootTimestamp(fields, root);
+    } catch (err) {
+      for (const c of cals) out.set(c.url, `the stored timestamp does not read on this batch's root: ${(err as Error).message}`);
+      return out.size > 0 ? out : null;
+    }
+    for (const c of cals) {
+      if (!c.commitment) continue;
+      const commitment = Buffer.from(c.commitment, 'hex');
+      let found = false;
+      walk(ts, (node) => {
+        if (!found && node.msg.equals(commitment)) found = true;
+      });
+      if (!found) out.set(c.url, `its answer commits to another root than this batch's (${rootHex.slice(0, 16)}…)`);
+    }
+    return out.size > 0 ? out : null;
+  }
+
+  /**
+   * Sends a batch whose answers commit to another root back to the calendars: the answers are
+   * dropped, each such calendar is recorded failed with the reason, the subjects go back to
+   * partial in a new round. Returns the new round.
+   */
+  private async sendBack(batchId: string, fields: Record<string, string>, foreign: Map<string, string>, round: number): Promise<number> {
+    const next = round + 1;
+    const update: Record<string, string> = { ts: '', root: '', submitted: '0', round: String(next) };
+    for (const cal of this.calendars(fields).values()) {
+      const reason = foreign.get(cal.url);
+      if (reason) update[`cal:${cal.url}`] = JSON.stringify({ url: cal.url, status: 'failed', message: reason, at: isoNow() } satisfies CalendarState);
+      else if (cal.status === 'pending') update[`cal:${cal.url}`] = JSON.stringify({ url: cal.url, status: 'unsubmitted', message: 'answer dropped with the foreign ones; submitting again', at: isoNow() } satisfies CalendarState);
+    }
+    await this.store.setBatchFields('ots', batchId, update);
+    const detail = [...foreign].map(([url, reason]) => `${url}: ${reason}`).join('; ');
+    this.log.error({ batchId, detail }, 'calendar answers commit to another root; submitting the batch again');
+    await this.moveSubjects(batchId, 'partial', `${detail}; submitting again`, next);
+    return next;
+  }
+
+  /** True when the node for `commitmentHex` leads to an attestation on `msg`. */
+  private reaches(ts: Timestamp, commitmentHex: string, msg: Buffer): boolean {
+    const commitment = Buffer.from(commitmentHex, 'hex');
+    let found = false;
+    walk(ts, (node) => {
+      if (found || !node.msg.equals(commitment)) return;
+      walk(node, (inner) => {
+        if (inner.msg.equals(msg)) found = true;
+      });
+    });
+    return found;
+  }
+
+  /** Every queue this witness works from (for queue depth). */
+  get allQueues(): Queue[] {
+    return [this.queue];
+  }
+
+  async close(): Promise<void> {
+    await this.worker?.close();
+    await this.queue.close();
+  }
+}

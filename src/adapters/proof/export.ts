@@ -1,0 +1,115 @@
+/**
+ * Builds a subject's `aer1-anchor-proof-v1` from the daemon's state: its envelope, the
+ * signed Nostr event (and batch inclusion path in batch mode), and its own detached
+ * `.ots` (file digest = the envelope digest) assembled from the batch's root timestamp.
+ */
+import { BatchTree } from '../../core/batch/batch-tree.js';
+import type { AnchorStore, SubjectRecord } from '../state/anchor-store.js';
+import type { WitnessName } from '../state/keys.js';
+import { parseTimestamp, serializeDetached } from '../../core/ots/codec.js';
+import { proofForSubject } from '../../core/ots/batch-proof.js';
+import type { CalendarState } from '../ots/ots-witness.js';
+import { PROOF_VERSION, type AnchorProof, type NostrEventJson, type NostrProof, type OtsProof, type WitnessStatus } from '../../core/proof/format.js';
+
+export interface ProofSources {
+  relays: readonly string[];
+  calendars: readonly string[];
+}
+
+interface CachedBatch {
+  tree: BatchTree;
+  fields: Record<string, string>;
+}
+
+/** Recent batch trees: a batch's digests never change, so its tree is built once. */
+class TreeCache {
+  private readonly trees = new Map<string, BatchTree>();
+  constructor(private readonly max = 8) {}
+  async get(id: string, load: () => Promise<Buffer[] | null>): Promise<BatchTree | null> {
+    let tree = this.trees.get(id);
+    if (tree) {
+      this.trees.delete(id);
+    } else {
+      const digests = await load();
+      if (!digests) return null;
+      tree = new BatchTree(digests);
+    }
+    this.trees.set(id, tree);
+    while (this.trees.size > this.max) this.trees.delete(this.trees.keys().next().value!);
+    return tree;
+  }
+}
+
+export class ProofExporter {
+  private readonly store: AnchorStore;
+  private readonly sources: ProofSources;
+  private readonly trees = new TreeCache();
+
+  constructor(store: AnchorStore, sources: ProofSources) {
+    this.store = store;
+    this.sources = sources;
+  }
+
+  /** The proof for `key`, or null when no accepted subject has that key. */
+  async export(key: string): Promise<AnchorProof | null> {
+    const record = await this.store.getRecord(key);
+    if (!record || record.status === 'rejected' || !record.envelopeCanonical || !record.digest) return null;
+    const proof: AnchorProof = {
+      version: PROOF_VERSION,
+      envelope: JSON.parse(record.envelopeCanonical) as Record<string, unknown>,
+      digest: record.digest,
+      status: record.status,
+    };
+    if (record.witnesses.nostr) proof.nostr = await this.nostr(record, record.witnesses.nostr.status);
+    if (record.witnesses.ots) proof.ots = await this.ots(record, record.witnesses.ots.status);
+    return proof;
+  }
+
+  /** The batch's tree (cached) and its current fields (read fresh: answers and upgrades change them). */
+  private async tree(witness: WitnessName, id: string): Promise<CachedBatch | null> {
+    const names = ['event', 'ts', 'bitcoin', ...this.sources.calendars.map((url) => `cal:${url}`)];
+    const [tree, fields] = await Promise.all([
+      this.trees.get(`${witness}:${id}`, async () => (await this.store.getBatch(witness, id))?.digests ?? null),
+      this.store.batchFields(witness, id, names),
+    ]);
+    return tree ? { tree, fields } : null;
+  }
+
+  private async nostr(record: SubjectRecord, status: WitnessStatus): Promise<NostrProof> {
+    let eventJson: string | null = null;
+    let batch: NostrProof['batch'];
+    const link = record.batches.nostr;
+    if (record.nostrEventId) {
+      eventJson = await this.store.eventJson(record.nostrEventId);
+    } else if (link) {
+      const b = await this.tree('nostr', link.id);
+      if (b) {
+        eventJson = b.fields.event ?? null;
+        batch = { index: link.index, size: b.tree.size, path: b.tree.path(link.index).map((h) => h.toString('hex')) };
+      }
+    }
+    const event = eventJson ? (JSON.parse(eventJson) as NostrEventJson) : null;
+    const reports = event ? await this.store.relayReports(event.id) : [];
+    const relays = this.sources.relays.map((url) => {
+      const r = reports.find((x) => x.url === url);
+      return { url, status: r?.status ?? 'pending', message: r?.message ?? '', at: r?.at ?? '' };
+    });
+    return { status, event, relays, ...(batch ? { batch } : {}) };
+  }
+
+  private async ots(record: SubjectRecord, status: WitnessStatus): Promise<OtsProof> {
+    const link = record.batches.ots;
+    const b = link ? await this.tree('ots', link.id) : null;
+    const calendars = this.sources.calendars.map((url) => {
+      const raw = b?.fields[`cal:${url}`];
+      return { url, status: raw ? (JSON.parse(raw) as CalendarState).status : 'unsubmitted' };
+    });
+    const out: OtsProof = { status, proof: null, calendars };
+    if (!b || !link || !b.fields.ts || !record.digest) return out;
+    const rootTs = parseTimestamp(Buffer.from(b.fields.ts, 'base64'), b.tree.root);
+    const file = proofForSubject(Buffer.from(record.digest, 'hex'), link.index, b.tree.size, b.tree.path(link.index), rootTs);
+    out.proof = serializeDetached(file).toString('base64');
+    if (b.fields.bitcoin && status === 'confirmed') out.bitcoin = JSON.parse(b.fields.bitcoin) as OtsProof['bitcoin'] & object;
+    return out;
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * What an anchoring job may carry (SPEC section 7): a full document (receipt, workflow
+ * close, job timeline), the same wrapped as `{"document": ..., "evidence_*": ...}`, or
+ * the bare envelope fields (`{"subject": ..., ...}`). Parsed once, here, at the edge.
+ */
+import { assertValueDepth } from '../../core/aer1/json-limits.js';
+import { InputError } from '../../core/errors/errors.js';
+import { claimsFromInput } from '../../core/aer1/document.js';
+import { buildEnvelope, envelopeCanonical } from '../../core/envelope/envelope.js';
+import type { SubjectClaims, Evidence } from '../../core/envelope/claims.js';
+import type { DocumentLimits } from '../../core/aer1/limits.js';
+
+export interface JobLimits extends Partial<DocumentLimits> {
+  maxJobBytes: number;
+}
+
+const EVIDENCE_MEMBERS = ['evidence_sha256', 'evidence_byte_length', 'evidence_url'] as const;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Size of the job's JSON; refuses jobs over the limit before any parsing work. */
+export function checkJobSize(data: unknown, maxJobBytes: number): void {
+  assertValueDepth(data, 'job data'); // before anything walks it
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(data);
+  } catch {
+    throw new InputError('not_json', 'job data is not JSON-serializable', '$');
+  }
+  if (text === undefined) throw new InputError('empty_job', 'job data is empty', '$');
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > maxJobBytes) {
+    throw new InputError('too_large', `job data is ${bytes} bytes, over the limit maxJobBytes = ${maxJobBytes}`, '$');
+  }
+}
+
+/**
+ * Largest canonical envelope accepted. Its Nostr event carries it escaped once more, plus an
+ * alt tag naming the key, and must stay well under the 64 KiB common relays (strfry) accept;
+ * every member is bounded, but 4,096 non-ASCII characters escape to 24 KiB each.
+ */
+export const MAX_ENVELOPE_BYTES = 16 * 1024;
+
+export function checkEnvelopeSize(claims: SubjectClaims): SubjectClaims {
+  // anchored_at has one length; canonical JSON is ASCII, so characters are bytes
+  const bytes = envelopeCanonical(buildEnvelope(claims, '1970-01-01T00:00:00Z')).length;
+  if (bytes > MAX_ENVELOPE_BYTES) {
+    throw new InputError('too_large', `its envelope would be ${bytes} bytes of canonical JSON, over the limit of ${MAX_ENVELOPE_BYTES} (so its Nostr event fits what relays accept)`, '$');
+  }
+  return claims;
+}
+
+export function claimsFromJobData(data: unknown, limits: JobLimits): SubjectClaims {
+  return checkEnvelopeSize(claimsFromJobDataUnchecked(data, limits));
+}
+
+function claimsFromJobDataUnchecked(data: unknown, limits: JobLimits): SubjectClaims {
+  checkJobSize(data, limits.maxJobBytes);
+  const { maxJobBytes: _ignored, ...docLimits } = limits;
+  const options = { limits: docLimits };
+  if (isObject(data) && Object.hasOwn(data, 'document')) {
+    for (const key of Object.keys(data)) {
+      if (key !== 'document' && !(EVIDENCE_MEMBERS as readonly string[]).includes(key)) {
+        throw new InputError('unknown_member', 'unknown member of a job wrapper (document, evidence_sha256, evidence_byte_length, evidence_url)', key);
+      }
+    }
+    const evidence: Record<string, unknown> = {};
+    for (const m of EVIDENCE_MEMBERS) if (data[m] !== undefined) evidence[m] = data[m];
+    return claimsFromInput(data.document, evidence as Evidence, options);
+  }
+  return claimsFromInput(data, undefined, options);
+}

@@ -1,0 +1,178 @@
+/**
+ * The full state of one subject as people and dashboards read it (`GET /v1/anchors/{key}`,
+ * the list, `aer1-anchor status`, the demo): its record, each witness's state down to every
+ * relay and calendar, and its history. Reads only the batch fields it shows, never a
+ * batch's digests.
+ */
+import type { Config } from '../config/config.js';
+import { formatAnchoredAt } from '../../core/envelope/envelope.js';
+import type { AnchorStore, HistoryEntry, RelayReportRecord, SubjectRecord } from './anchor-store.js';
+
+/** RFC 3339 UTC, seconds. */
+export function isoSeconds(ms: number): string {
+  return formatAnchoredAt(new Date(ms));
+}
+
+export interface RelayView {
+  url: string;
+  status: string;
+  message: string;
+  at: string | null;
+  attempts?: number;
+  prefix?: string;
+  final?: boolean;
+}
+
+export interface CalendarView {
+  url: string;
+  status: string;
+  message: string;
+  at: string | null;
+  polls?: number;
+}
+
+export interface NostrView {
+  status: string;
+  confirmedAt: string | null;
+  mode: 'envelope' | 'batch';
+  eventId: string | null;
+  batch: { id: string; index: number; size: number | null } | null;
+  relays: RelayView[];
+}
+
+export interface OtsView {
+  status: string;
+  confirmedAt: string | null;
+  batch: { id: string; index: number; size: number | null; anchoredAt: string | null; submitted: boolean } | null;
+  calendars: CalendarView[];
+  bitcoin: { height: number; block_hash: string; time: number } | null;
+}
+
+export interface AnchorSummary {
+  key: string;
+  kind: string | null;
+  status: string;
+  digest: string | null;
+  createdAt: string;
+  updatedAt: string;
+  witnesses: Record<string, string>;
+  reason?: string;
+}
+
+export interface AnchorDetail extends Omit<AnchorSummary, 'witnesses' | 'reason'> {
+  envelope: Record<string, unknown> | null;
+  reason: string | null;
+  witnesses: { nostr?: NostrView; ots?: OtsView };
+  history: HistoryEntry[];
+}
+
+export function summarize(record: SubjectRecord): AnchorSummary {
+  const witnesses: Record<string, string> = {};
+  for (const [w, v] of Object.entries(record.witnesses)) if (v) witnesses[w] = v.status;
+  return {
+    key: record.key,
+    kind: record.kind,
+    status: record.status,
+    digest: record.digest,
+    createdAt: isoSeconds(record.createdMs),
+    updatedAt: isoSeconds(record.updatedMs),
+    witnesses,
+    ...(record.reason ? { reason: record.reason } : {}),
+  };
+}
+
+function parseJson<T>(text: string | null | undefined): T | null {
+  if (!text) return null;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return null;
+  }
+}
+
+function relayView(url: string, r: RelayReportRecord | undefined): RelayView {
+  if (!r) return { url, status: 'pending', message: '', at: null };
+  return {
+    url,
+    status: r.status,
+    message: r.message,
+    at: r.at || null,
+    ...(r.attempts !== undefined ? { attempts: r.attempts } : {}),
+    ...(r.prefix !== undefined ? { prefix: r.prefix } : {}),
+    ...(r.final !== undefined ? { final: r.final } : {}),
+  };
+}
+
+async function nostrView(store: AnchorStore, config: Config, record: SubjectRecord): Promise<NostrView | undefined> {
+  const w = record.witnesses.nostr;
+  if (!w) return undefined;
+  let eventId = record.nostrEventId;
+  let batch: NostrView['batch'] = null;
+  const link = record.batches.nostr;
+  if (!eventId && link) {
+    const { event: eventJson, size } = await store.batchFields('nostr', link.id, ['event', 'size']);
+    eventId = parseJson<{ id?: string }>(eventJson)?.id ?? null;
+    batch = { id: link.id, index: link.index, size: size === null ? null : Number(size) };
+  }
+  const reports = eventId ? await store.relayReports(eventId) : [];
+  const configured = config.nostr.relays;
+  const relays = configured.map((url) => relayView(url, reports.find((r) => r.url === url)));
+  for (const r of reports) if (!configured.includes(r.url)) relays.push(relayView(r.url, r));
+  return {
+    status: w.status,
+    confirmedAt: w.confirmedMs === null ? null : isoSeconds(w.confirmedMs),
+    mode: record.nostrEventId ? 'envelope' : link ? 'batch' : config.nostr.mode,
+    eventId,
+    batch,
+    relays,
+  };
+}
+
+async function otsView(store: AnchorStore, config: Config, record: SubjectRecord): Promise<OtsView | undefined> {
+  const w = record.witnesses.ots;
+  if (!w) return undefined;
+  const link = record.batches.ots;
+  const view: OtsView = {
+    status: w.status,
+    confirmedAt: w.confirmedMs === null ? null : isoSeconds(w.confirmedMs),
+    batch: null,
+    calendars: config.ots.calendars.map((url) => ({ url, status: 'unsubmitted', message: '', at: null })),
+    bitcoin: null,
+  };
+  if (!link) return view;
+  const names = ['size', 'anchored_at', 'submitted', 'bitcoin', ...config.ots.calendars.map((url) => `cal:${url}`)];
+  const fields = await store.batchFields('ots', link.id, names);
+  const values = names.map((f) => fields[f] ?? null);
+  const [size, anchoredAt, submitted, bitcoin] = values;
+  view.batch = { id: link.id, index: link.index, size: size ? Number(size) : null, anchoredAt: anchoredAt ?? null, submitted: submitted === '1' };
+  view.calendars = config.ots.calendars.map((url, i) => {
+    const cal = parseJson<{ status?: string; message?: string; at?: string; polls?: number }>(values[4 + i]);
+    return {
+      url,
+      status: cal?.status ?? 'unsubmitted',
+      message: cal?.message ?? '',
+      at: cal?.at ?? null,
+      ...(cal?.polls !== undefined ? { polls: cal.polls } : {}),
+    };
+  });
+  view.bitcoin = parseJson<OtsView['bitcoin']>(bitcoin);
+  return view;
+}
+
+export async function anchorDetail(store: AnchorStore, config: Config, record: SubjectRecord): Promise<AnchorDetail> {
+  const [nostr, ots, history] = await Promise.all([nostrView(store, config, record), otsView(store, config, record), store.history(record.key)]);
+  const { witnesses: _statuses, reason: _reason, ...summary } = summarize(record);
+  return {
+    ...summary,
+    reason: record.reason,
+    envelope: parseJson<Record<string, unknown>>(record.envelopeCanonical),
+    witnesses: { ...(nostr ? { nostr } : {}), ...(ots ? { ots } : {}) },
+    history,
+  };
+}
+
+/** The detail of the subject under `key`, or null when there is none. */
+export async function subjectDetail(store: AnchorStore, config: Config, key: string): Promise<AnchorDetail | null> {
+  const record = await store.getRecord(key);
+  return record ? anchorDetail(store, config, record) : null;
+}

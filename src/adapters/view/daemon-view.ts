@@ -1,0 +1,23 @@
+/**
+ * What the HTTP surfaces and the webhooks need of the daemon. `Daemon` fits it as it is;
+ * naming the slice keeps these adapters from reaching into the rest.
+ */
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/config.js';
+import type { DaemonMetrics } from '../metrics/metrics.js';
+import type { AnchorStore } from '../state/anchor-store.js';
+import type { WitnessName } from '../state/keys.js';
+
+export interface DaemonView {
+  readonly config: Config;
+  readonly redis: Redis;
+  readonly store: AnchorStore;
+  readonly metrics: DaemonMetrics;
+  readonly witnesses: readonly WitnessName[];
+  readonly intakeQueue: Queue;
+  /** The intake and witness queues (the HTTP server counts their jobs on its own connection). */
+  readonly queues: readonly Queue[];
+  readonly running: boolean;
+  queueCounts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }>;
+}

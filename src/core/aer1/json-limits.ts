@@ -1,0 +1,88 @@
+/**
+ * Guards for untrusted JSON before anything walks it: a nesting-depth limit checked
+ * without recursion (on the text before parsing, or on a value already parsed), and a
+ * bounded way to quote an untrusted value in a message. Every recursive walk in the
+ * project (canonical JSON, proof and document parsers) runs only on values that passed.
+ */
+import { InputError } from '../errors/errors.js';
+
+/**
+ * Deepest nesting accepted in any JSON input (files, HTTP bodies, job data). Real inputs
+ * stay under 10 (an event's tags inside a proof inside a receipt wrapper); 64 leaves room.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Nesting depth of JSON text, counted without parsing: brackets outside strings. Returns
+ * the depth reached, stopping early once it passes `limit` (so a huge input costs at most
+ * one scan up to that point).
+ */
+export function jsonTextDepth(text: string, limit = MAX_JSON_DEPTH): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      depth++;
+      if (depth > max) {
+        max = depth;
+        if (max > limit) return max;
+      }
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return max;
+}
+
+/** Nesting depth of a parsed value, iteratively; stops once it passes `limit`. */
+export function valueDepth(value: unknown, limit = MAX_JSON_DEPTH): number {
+  let max = 0;
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  let visited = 0;
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (++visited > 10_000_000) break; // bounded: a value this large is refused by size first
+    if (d > max) {
+      max = d;
+      if (max > limit) return max;
+    }
+    const children = Array.isArray(v) ? v : Object.values(v as Record<string, unknown>);
+    for (const child of children) if (typeof child === 'object' && child !== null) stack.push([child, d + 1]);
+  }
+  return max;
+}
+
+function tooDeep(what: string, limit: number): InputError {
+  return new InputError('too_deep', `${what} is nested deeper than ${limit} levels (the limit for any JSON input)`, '$');
+}
+
+/** Parses JSON text after checking its depth; InputError `too_deep` when over the limit, SyntaxError when not JSON. */
+export function parseJsonBounded(text: string, what: string, limit = MAX_JSON_DEPTH): unknown {
+  if (jsonTextDepth(text, limit) > limit) throw tooDeep(what, limit);
+  return JSON.parse(text) as unknown;
+}
+
+/** Throws InputError `too_deep` when a parsed value is nested over the limit. */
+export function assertValueDepth(value: unknown, what: string, limit = MAX_JSON_DEPTH): void {
+  if (valueDepth(value, limit) > limit) throw tooDeep(what, limit);
+}
+
+/**
+ * An untrusted value quoted for a message, bounded: strings as a JSON string of at most
+ * `max` characters (then `…`), other values by their type, never serialized whole.
+ */
+export function quoteBounded(value: unknown, max = 60): string {
+  if (typeof value === 'string') return value.length > max ? `${JSON.stringify(value.slice(0, max))}…` : JSON.stringify(value);
+  if (value === null) return 'null';
+  if (value === undefined) return 'nothing';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return 'an object';
+}

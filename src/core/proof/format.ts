@@ -1,0 +1,181 @@
+/**
+ * `aer1-anchor-proof-v1` (SPEC section 5): what the daemon exports for a subject and
+ * what `aer1-verify-anchor` consumes. Pure types and a strict shape parser; the
+ * cryptographic checks live in src/core/verify/.
+ */
+import { InputError } from '../errors/errors.js';
+import type { SignedEvent } from '../nostr/keys.js';
+import { quoteBounded } from '../aer1/json-limits.js';
+
+export const PROOF_VERSION = 'aer1-anchor-proof-v1';
+
+export type WitnessStatus = 'pending' | 'partial' | 'confirmed' | 'failed';
+export const WITNESS_STATUSES: readonly WitnessStatus[] = ['pending', 'partial', 'confirmed', 'failed'];
+
+/** A signed NIP-01 event, as the Nostr witness publishes it. */
+export type NostrEventJson = SignedEvent;
+
+export interface RelayReport {
+  url: string;
+  status: string;
+  message: string;
+  at: string;
+}
+
+export interface BatchInclusion {
+  index: number;
+  size: number;
+  path: string[];
+}
+
+export interface NostrProof {
+  status: WitnessStatus;
+  event: NostrEventJson | null;
+  relays: RelayReport[];
+  batch?: BatchInclusion;
+}
+
+export interface CalendarReport {
+  url: string;
+  status: string;
+}
+
+export interface BitcoinConfirmation {
+  height: number;
+  block_hash: string;
+  time: number;
+}
+
+export interface OtsProof {
+  status: WitnessStatus;
+  proof: string | null;
+  calendars: CalendarReport[];
+  bitcoin?: BitcoinConfirmation;
+}
+
+export interface AnchorProof {
+  version: typeof PROOF_VERSION;
+  envelope: Record<string, unknown>;
+  digest: string;
+  status: WitnessStatus;
+  nostr?: NostrProof;
+  ots?: OtsProof;
+}
+
+const HEX64 = /^[0-9a-f]{64}$/;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function fail(field: string, message: string): never {
+  throw new InputError('bad_proof', message, field);
+}
+
+function status(v: unknown, field: string): WitnessStatus {
+  if (typeof v !== 'string' || !(WITNESS_STATUSES as readonly string[]).includes(v)) {
+    fail(field, `expected one of ${WITNESS_STATUSES.join('|')}`);
+  }
+  return v as WitnessStatus;
+}
+
+function str(v: unknown, field: string): string {
+  if (typeof v !== 'string') fail(field, 'expected a string');
+  return v;
+}
+
+function nonNegInt(v: unknown, field: string): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) fail(field, 'expected a non-negative integer');
+  return v;
+}
+
+function parseEvent(v: unknown, field: string): NostrEventJson | null {
+  if (v === null || v === undefined) return null;
+  if (!isObject(v)) fail(field, 'expected a Nostr event object');
+  const tags = v.tags;
+  if (!Array.isArray(tags) || !tags.every((t) => Array.isArray(t) && t.every((x) => typeof x === 'string'))) {
+    fail(`${field}.tags`, 'expected a list of string lists');
+  }
+  return {
+    id: str(v.id, `${field}.id`),
+    pubkey: str(v.pubkey, `${field}.pubkey`),
+    created_at: nonNegInt(v.created_at, `${field}.created_at`),
+    kind: nonNegInt(v.kind, `${field}.kind`),
+    tags: tags as string[][],
+    content: str(v.content, `${field}.content`),
+    sig: str(v.sig, `${field}.sig`),
+  };
+}
+
+function parseNostr(v: unknown): NostrProof {
+  const f = 'anchor_proof.nostr';
+  if (!isObject(v)) fail(f, 'expected an object');
+  const relays = v.relays ?? [];
+  if (!Array.isArray(relays)) fail(`${f}.relays`, 'expected a list');
+  const out: NostrProof = {
+    status: status(v.status, `${f}.status`),
+    event: parseEvent(v.event, `${f}.event`),
+    relays: relays.map((r, i) => {
+      if (!isObject(r)) fail(`${f}.relays[${i}]`, 'expected an object');
+      return {
+        url: str(r.url, `${f}.relays[${i}].url`),
+        status: str(r.status, `${f}.relays[${i}].status`),
+        message: typeof r.message === 'string' ? r.message : '',
+        at: typeof r.at === 'string' ? r.at : '',
+      };
+    }),
+  };
+  if (v.batch !== undefined) {
+    const b = v.batch;
+    if (!isObject(b)) fail(`${f}.batch`, 'expected an object');
+    if (!Array.isArray(b.path) || !b.path.every((p) => typeof p === 'string' && HEX64.test(p))) {
+      fail(`${f}.batch.path`, 'expected a list of 64-hex hashes');
+    }
+    out.batch = { index: nonNegInt(b.index, `${f}.batch.index`), size: nonNegInt(b.size, `${f}.batch.size`), path: b.path as string[] };
+  }
+  return out;
+}
+
+function parseOts(v: unknown): OtsProof {
+  const f = 'anchor_proof.ots';
+  if (!isObject(v)) fail(f, 'expected an object');
+  const calendars = v.calendars ?? [];
+  if (!Array.isArray(calendars)) fail(`${f}.calendars`, 'expected a list');
+  const out: OtsProof = {
+    status: status(v.status, `${f}.status`),
+    proof: v.proof === null || v.proof === undefined ? null : str(v.proof, `${f}.proof`),
+    calendars: calendars.map((c, i) => {
+      if (!isObject(c)) fail(`${f}.calendars[${i}]`, 'expected an object');
+      return { url: str(c.url, `${f}.calendars[${i}].url`), status: str(c.status, `${f}.calendars[${i}].status`) };
+    }),
+  };
+  if (v.bitcoin !== undefined) {
+    const b = v.bitcoin;
+    if (!isObject(b)) fail(`${f}.bitcoin`, 'expected an object');
+    out.bitcoin = {
+      height: nonNegInt(b.height, `${f}.bitcoin.height`),
+      block_hash: str(b.block_hash, `${f}.bitcoin.block_hash`),
+      time: nonNegInt(b.time, `${f}.bitcoin.time`),
+    };
+  }
+  return out;
+}
+
+/** Checks the shape of an `aer1-anchor-proof-v1` object; an unknown version is refused by name. */
+export function parseAnchorProof(v: unknown): AnchorProof {
+  if (!isObject(v)) fail('anchor_proof', 'expected an object');
+  if (v.version !== PROOF_VERSION) {
+    throw new InputError('unknown_proof_version', `unknown proof version ${quoteBounded(v.version)} (this tool reads ${PROOF_VERSION})`, 'anchor_proof.version');
+  }
+  if (!isObject(v.envelope)) fail('anchor_proof.envelope', 'expected an object');
+  if (typeof v.digest !== 'string' || !HEX64.test(v.digest)) fail('anchor_proof.digest', 'expected 64 lowercase hex characters');
+  const proof: AnchorProof = {
+    version: PROOF_VERSION,
+    envelope: v.envelope,
+    digest: v.digest,
+    status: status(v.status, 'anchor_proof.status'),
+  };
+  if (v.nostr !== undefined) proof.nostr = parseNostr(v.nostr);
+  if (v.ots !== undefined) proof.ots = parseOts(v.ots);
+  return proof;
+}

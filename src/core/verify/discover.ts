@@ -1,0 +1,291 @@
+/**
+ * Anchor discovery (SPEC §6.7): the auditor holds a document but not its proof. The
+ * relays the caller names are asked for the trusted signers' envelope-mode events whose
+ * indexed subject tag names the document's key (`{"authors", "kinds", "#i":
+ * ["aer1:<key>"]}`); each event found is verified on a fresh parse (anchor-events.ts) and
+ * the document is checked against it by the ordinary pipeline, through a proof rebuilt
+ * from the event, so truncation and alteration read exactly as with a proof. Every
+ * anchor found is reported; any that disagrees with the document fails the verdict.
+ * Batch-mode events cannot be found by key (docs/nostr.md): they are only counted.
+ */
+import { recognizeDocument, type RecognizedDocument } from '../aer1/document.js';
+import { MAX_JSON_DEPTH, valueDepth } from '../aer1/json-limits.js';
+import { Aer1Error, UsageError } from '../errors/errors.js';
+import type { Envelope, SubjectKind } from '../envelope/envelope.js';
+import { PROOF_VERSION, type NostrEventJson } from '../proof/format.js';
+import { BATCH_MARKER_TAG, DEFAULT_EVENT_KIND, SUBJECT_TAG, subjectTagValue } from '../nostr/events.js';
+import { npub } from '../nostr/keys.js';
+import type { RelayQueryFilter } from '../../adapters/nostr/relay-client.js';
+import { quote, readAnchorEvent, type AnchorEventPolicy } from './anchor-events.js';
+import type { RelayFetcher } from './online.js';
+import { verifyAnchor, type VerifyOptions, type VerifyReport } from './pipeline.js';
+
+/** Events kept per relay for one subject (re-anchors and conflicts are few; a flood is cut here). */
+export const DISCOVERY_LIMIT = 100;
+/** Batch events counted per relay when nothing was found by key. */
+export const BATCH_COUNT_LIMIT = 500;
+
+export interface DocumentSubject {
+  readonly kind: SubjectKind;
+  readonly key: string;
+  /** `workflow close <key> (5 steps)` */
+  readonly description: string;
+}
+
+export function documentSubject(doc: RecognizedDocument): DocumentSubject {
+  switch (doc.kind) {
+    case 'receipt':
+      return { kind: 'receipt', key: doc.receipt.id, description: `receipt ${quote(doc.receipt.id)}` };
+    case 'workflow-close':
+      return { kind: 'workflow-close', key: doc.workflow.receiptId, description: `workflow close ${quote(doc.workflow.receiptId)} (${doc.workflow.steps.length} steps)` };
+    case 'chain':
+      return { kind: 'chain-head', key: doc.timeline.jobId, description: `job timeline ${quote(doc.timeline.jobId)} (${doc.timeline.entries.length} entries)` };
+  }
+}
+
+/** The document as discovery and audit read it: recognized, or a UsageError naming why not (exit 2). */
+export function recognizeForDiscovery(value: unknown): DocumentSubject {
+  if (valueDepth(value) > MAX_JSON_DEPTH) throw new UsageError(`the document is nested deeper than ${MAX_JSON_DEPTH} levels (the limit for any JSON input)`, 'too_deep');
+  try {
+    return documentSubject(recognizeDocument(value, { allowOpenTimeline: true }));
+  } catch (err) {
+    if (!(err instanceof Aer1Error)) throw err;
+    if (err.code === 'ambiguous') throw new UsageError(`ambiguous input: ${err.message}`, 'ambiguous');
+    throw new UsageError(`document not recognized: ${err.message}`, 'unrecognized');
+  }
+}
+
+export interface FoundAnchor {
+  readonly event: NostrEventJson;
+  readonly envelope: Envelope;
+  readonly digest: string;
+  readonly key: string;
+  /** The named relays that served it. */
+  readonly relays: string[];
+}
+
+export interface RelayAnswer {
+  readonly url: string;
+  /** Events the relay served for the request (before verification). */
+  readonly events: number;
+  /** Why the relay could not be asked, or null. */
+  readonly error: string | null;
+  /** False when a listing stopped early (a bound reached): events may be missing. */
+  readonly complete: boolean;
+}
+
+export interface IgnoredEvent {
+  readonly relay: string;
+  readonly event_id: string | null;
+  readonly reason: string;
+}
+
+/** What a set of relay answers held, every event verified against the policy. */
+export interface Harvest {
+  /** Envelope-mode anchors by event id. */
+  readonly anchors: Map<string, FoundAnchor>;
+  /** Batch-mode events by id, with the relays that served them. */
+  readonly batches: Map<string, string[]>;
+  readonly ignored: IgnoredEvent[];
+}
+
+export function emptyHarvest(): Harvest {
+  return { anchors: new Map(), batches: new Map(), ignored: [] };
+}
+
+/** Verifies and files the event texts one relay served. */
+export function harvest(into: Harvest, url: string, texts: readonly string[], policy: AnchorEventPolicy): void {
+  for (const json of texts) {
+    const read = readAnchorEvent(json, policy);
+    if (!read.ok) {
+      into.ignored.push({ relay: url, event_id: read.id, reason: read.reason });
+      continue;
+    }
+    if (read.mode === 'batch') {
+      const on = into.batches.get(read.event.id) ?? [];
+      if (!on.includes(url)) on.push(url);
+      into.batches.set(read.event.id, on);
+      continue;
+    }
+    const known = into.anchors.get(read.event.id);
+    if (known) {
+      if (!known.relays.includes(url)) known.relays.push(url);
+    } else {
+      into.anchors.set(read.event.id, { event: read.event, envelope: read.envelope, digest: read.digest, key: read.key, relays: [url] });
+    }
+  }
+}
+
+/** One bounded query on every relay at once; an unreachable relay is an answer with its error. */
+export async function queryAll(fetcher: RelayFetcher, relays: readonly string[], filter: RelayQueryFilter): Promise<Array<{ url: string; texts: string[]; error: string | null }>> {
+  return Promise.all(relays.map(async (url) => {
+    try {
+      return { url, texts: await fetcher.query(url, filter), error: null };
+    } catch (err) {
+      return { url, texts: [], error: err instanceof Error ? err.message : String(err) };
+    }
+  }));
+}
+
+/**
+ * Checks `document` against one anchor found on relays: a proof is rebuilt from the event
+ * (SPEC §5 shape, Nostr witness only) and run through the ordinary pipeline, with the
+ * caller's trusted keys; `--online` then reads the event back by id as for any proof.
+ */
+export async function checkAgainstAnchor(document: unknown, anchor: FoundAnchor, namedRelays: number, options: VerifyOptions): Promise<VerifyReport> {
+  const status = anchor.relays.length >= namedRelays ? 'confirmed' : 'partial';
+  const proof = {
+    version: PROOF_VERSION,
+    envelope: anchor.envelope,
+    digest: anchor.digest,
+    status,
+    nostr: { status, event: anchor.event, relays: anchor.relays.map((url) => ({ url, status: 'accepted', message: '', at: '' })) },
+  };
+  const report = await verifyAnchor({ value: document, proof }, options);
+  // the proof was rebuilt here, not given: say so where the input line would name --proof
+  const checks = report.checks.map((c) => (c.name === 'input' && c.status === 'PASS'
+    ? { ...c, detail: c.detail.replace(`${PROOF_VERSION} given with --proof`, `no proof: checked against anchor event ${anchor.event.id} found on ${anchor.relays.join(', ')}`) }
+    : c));
+  return { ...report, checks };
+}
+
+export type DiscoveryVerdict = 'PASS' | 'FAIL' | 'SKIP';
+
+export interface DiscoveredAnchor {
+  readonly event_id: string;
+  readonly pubkey: string;
+  readonly created_at: number;
+  readonly anchored_at: string;
+  readonly relays: string[];
+  readonly report: VerifyReport;
+}
+
+export interface DiscoveryReport {
+  /** SKIP: no anchor found and `--require-anchored` not given; nothing was verified. */
+  readonly verdict: DiscoveryVerdict;
+  readonly reason: string;
+  readonly pending: boolean;
+  readonly subject: { kind: SubjectKind; key: string; description: string };
+  readonly signers: string[];
+  readonly relays: RelayAnswer[];
+  readonly anchors: DiscoveredAnchor[];
+  readonly ignored: IgnoredEvent[];
+  /** When nothing was found by key: the signers' batch-mode events seen on the relays (at most BATCH_COUNT_LIMIT per relay). */
+  readonly batch_events: number | null;
+}
+
+export interface DiscoveryOptions {
+  /** The relays the caller names (`--relay`). */
+  readonly relays: readonly string[];
+  /** The signers the caller trusts (`--expected-pubkey`), hex. */
+  readonly trustedPubkeys: readonly string[];
+  /** Event kinds to ask for; default the daemon's default kind. */
+  readonly kinds?: readonly number[];
+  readonly fetcher: RelayFetcher;
+  /** No anchor found is a FAIL instead of a SKIP. */
+  readonly requireAnchored?: boolean;
+  /** Passed to the pipeline for each anchor (header source, network, --require-confirmed, caches). */
+  readonly verify?: VerifyOptions;
+}
+
+/** The npub of a hex key, or the hex itself when it is not a valid key. */
+export function npubOf(hex: string): string {
+  try {
+    return npub(hex);
+  } catch {
+    return hex;
+  }
+}
+
+/** Finds the trusted signers' anchors of `document`'s subject on the named relays and checks the document against each. */
+export async function discoverAnchors(document: unknown, options: DiscoveryOptions): Promise<DiscoveryReport> {
+  if (options.trustedPubkeys.length === 0) {
+    throw new UsageError('finding an anchor without its proof needs --expected-pubkey: only a signer you trust can anchor a document', 'usage');
+  }
+  if (options.relays.length === 0) throw new UsageError('finding an anchor without its proof needs --relay URL', 'usage');
+  const subject = recognizeForDiscovery(document);
+  const relays = [...new Set(options.relays)];
+  const authors = [...new Set(options.trustedPubkeys)];
+  const kinds = [...new Set(options.kinds ?? [DEFAULT_EVENT_KIND])];
+  const policy: AnchorEventPolicy = { trusted: new Set(authors), kinds: new Set(kinds) };
+  const base: RelayQueryFilter = { authors, kinds };
+
+  const found = emptyHarvest();
+  const answers = await queryAll(options.fetcher, relays, { ...base, [`#${SUBJECT_TAG}`]: [subjectTagValue(subject.key)], limit: DISCOVERY_LIMIT });
+  for (const a of answers) harvest(found, a.url, a.texts, policy);
+  const relayAnswers: RelayAnswer[] = answers.map((a) => ({ url: a.url, events: a.texts.length, error: a.error, complete: a.error === null && a.texts.length < DISCOVERY_LIMIT }));
+  // an event of another subject is not this subject's anchor, whatever tag a relay matched
+  for (const [id, anchor] of found.anchors) {
+    if (anchor.key !== subject.key) {
+      found.anchors.delete(id);
+      for (const url of anchor.relays) found.ignored.push({ relay: url, event_id: id, reason: `it anchors another subject ${quote(anchor.key)}` });
+    }
+  }
+
+  const anchors: DiscoveredAnchor[] = [];
+  const ordered = [...found.anchors.values()].sort((a, b) => a.event.created_at - b.event.created_at || a.event.id.localeCompare(b.event.id));
+  const verifyOptions: VerifyOptions = { ...options.verify, expectedPubkeys: authors, relayFetcher: options.fetcher };
+  for (const anchor of ordered) {
+    const report = await checkAgainstAnchor(document, anchor, relays.length, verifyOptions);
+    anchors.push({ event_id: anchor.event.id, pubkey: anchor.event.pubkey, created_at: anchor.event.created_at, anchored_at: anchor.envelope.anchored_at, relays: anchor.relays, report });
+  }
+
+  let batchEvents: number | null = null;
+  if (anchors.length === 0) {
+    const batches = emptyHarvest();
+    const counted = await queryAll(options.fetcher, relays, { ...base, [`#${BATCH_MARKER_TAG[0]}`]: [BATCH_MARKER_TAG[1]], limit: BATCH_COUNT_LIMIT });
+    for (const a of counted) harvest(batches, a.url, a.texts, policy);
+    batchEvents = batches.batches.size;
+  }
+
+  const signers = authors.map(npubOf);
+  const { verdict, reason } = decide(subject, anchors, relayAnswers, signers, batchEvents, options.requireAnchored === true);
+  return {
+    verdict,
+    reason,
+    pending: anchors.length === 0 || anchors.every((a) => a.report.pending),
+    subject: { kind: subject.kind, key: subject.key, description: subject.description },
+    signers,
+    relays: relayAnswers,
+    anchors,
+    ignored: found.ignored,
+    batch_events: batchEvents,
+  };
+}
+
+function decide(
+  subject: DocumentSubject,
+  anchors: readonly DiscoveredAnchor[],
+  relays: readonly RelayAnswer[],
+  signers: readonly string[],
+  batchEvents: number | null,
+  requireAnchored: boolean,
+): { verdict: DiscoveryVerdict; reason: string } {
+  const failing = anchors.filter((a) => a.report.verdict === 'FAIL');
+  if (failing.length) {
+    // truncation is what an auditor most needs to read first
+    const first = failing.find((a) => a.report.reason.includes('truncated:')) ?? failing[0]!;
+    const of = anchors.length > 1 ? ` (${failing.length} of ${anchors.length} anchors disagree with the document)` : '';
+    return { verdict: 'FAIL', reason: `anchor event ${first.event_id}: ${first.report.reason}${of}` };
+  }
+  if (anchors.length) {
+    const latest = anchors[anchors.length - 1]!;
+    const n = anchors.length === 1 ? 'the anchor' : `all ${anchors.length} anchors`;
+    return { verdict: 'PASS', reason: `${n} found on the relays match${anchors.length === 1 ? 'es' : ''} the document: ${latest.report.reason}` };
+  }
+  const asked = relays.filter((r) => r.error === null).map((r) => r.url);
+  const unreachable = relays.filter((r) => r.error !== null).map((r) => r.url);
+  const by = signers.join(', ');
+  let what: string;
+  if (asked.length === 0) {
+    what = `no relay could be asked for ${subject.kind} ${quote(subject.key)} (unreachable: ${unreachable.join(', ')})`;
+  } else {
+    what = `no anchor found on ${asked.join(', ')} for ${subject.kind} ${quote(subject.key)} by ${by}`;
+    if (unreachable.length) what += ` (unreachable: ${unreachable.join(', ')})`;
+    if (batchEvents) {
+      what += `; the signer has ${batchEvents}${batchEvents >= BATCH_COUNT_LIMIT ? '+' : ''} batch-mode event${batchEvents === 1 ? '' : 's'} there, which discovery cannot tie to a subject (only a proof's inclusion path can)`;
+    }
+  }
+  if (requireAnchored) return { verdict: 'FAIL', reason: `not anchored (--require-anchored): ${what}` };
+  return { verdict: 'SKIP', reason: `${what}: nothing was verified (--require-anchored makes this a FAIL)` };
+}

@@ -1,0 +1,96 @@
+/**
+ * Stage `online` (SPEC §6.7, only with `--online`): the event is fetched back by id from
+ * the relays the caller names (`--relay`), and from the proof's own list only when the
+ * caller asks for it (`--use-proof-relays`), and compared with the proof's event, all
+ * seven NIP-01 fields byte for byte. PASS when a relay serves the identical event; FAIL
+ * when a relay serves a different one, or every relay that answered has none; SKIP when
+ * none answered.
+ */
+import type { NostrEventJson } from '../proof/format.js';
+import type { RelayClient, RelayQueryFilter } from '../../adapters/nostr/relay-client.js';
+import { sameSignedEvent } from '../nostr/events.js';
+import { fail, pass, skip, type CheckResult } from './types.js';
+
+/** Fetches an event's JSON text by id from one relay: null when the relay has none; throws when it cannot be asked. */
+export interface RelayFetcher {
+  fetch(url: string, id: string): Promise<string | null>;
+  /** The JSON texts of the events matching one bounded filter (`limit` required); throws when the relay cannot be asked. */
+  query(url: string, filter: RelayQueryFilter): Promise<string[]>;
+  close(): void;
+}
+
+/** One RelayClient per relay URL for the whole run. */
+export class RelayClientFetcher implements RelayFetcher {
+  private readonly clients = new Map<string, RelayClient>();
+  constructor(private readonly timeoutMs = 10_000) {}
+
+  async fetch(url: string, id: string): Promise<string | null> {
+    return (await this.client(url)).fetchById(id);
+  }
+
+  async query(url: string, filter: RelayQueryFilter): Promise<string[]> {
+    return (await this.client(url)).query(filter);
+  }
+
+  private async client(url: string): Promise<RelayClient> {
+    let client = this.clients.get(url);
+    if (!client) {
+      // loaded on first use: an offline run never pays for the WebSocket stack
+      const { RelayClient } = await import('../../adapters/nostr/relay-client.js');
+      client = this.clients.get(url) ?? new RelayClient(url, { fetchTimeoutMs: this.timeoutMs, connectTimeoutMs: Math.min(5000, this.timeoutMs), ping: false });
+      this.clients.set(url, client);
+    }
+    return client;
+  }
+
+  close(): void {
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
+  }
+}
+
+/** Which relays to ask: the caller's (`named`), plus the proof's own list when the caller opted in. */
+export interface OnlineRelays {
+  named: readonly string[];
+  fromProof: readonly string[];
+}
+
+export interface OnlineOutcome {
+  check: CheckResult;
+  found: boolean;
+  /** Relays that served the identical event. */
+  holders: string[];
+}
+
+export async function checkOnline(event: NostrEventJson | null, relays: OnlineRelays, fetcher: RelayFetcher | null): Promise<OnlineOutcome> {
+  const none = (check: CheckResult): OnlineOutcome => ({ check, found: false, holders: [] });
+  if (!fetcher) return none(skip('online', 'offline (give --online --relay URL to fetch the event back from relays you name)'));
+  if (!event) return none(skip('online', 'no event to fetch'));
+  const urls = [...new Set([...relays.named, ...relays.fromProof])];
+  if (urls.length === 0) return none(skip('online', 'no relay to ask (give --relay URL, or --use-proof-relays to ask the relays the proof names)'));
+  const fromProofOnly = relays.fromProof.filter((u) => !relays.named.includes(u));
+  const origin = fromProofOnly.length ? ` (${fromProofOnly.length === urls.length ? 'all' : fromProofOnly.length} taken from the proof itself, --use-proof-relays)` : '';
+  const answers = await Promise.all(urls.map(async (url) => {
+    try {
+      const json = await fetcher.fetch(url, event.id);
+      if (json === null) return { url, state: 'missing' as const };
+      return { url, state: sameSignedEvent(json, event) ? ('same' as const) : ('different' as const) };
+    } catch (err) {
+      return { url, state: 'unreachable' as const, reason: (err as Error).message };
+    }
+  }));
+  const by = (s: string): string[] => answers.filter((a) => a.state === s).map((a) => a.url);
+  const same = by('same');
+  const different = by('different');
+  const missing = by('missing');
+  const unreachable = by('unreachable');
+  const tail = [
+    missing.length ? `not on ${missing.join(', ')}` : '',
+    unreachable.length ? `unreachable: ${unreachable.join(', ')}` : '',
+  ].filter(Boolean).join('; ');
+  const more = `${tail ? `; ${tail}` : ''}${origin}`;
+  if (different.length) return { check: fail('online', `${different.join(', ')} serve${different.length === 1 ? 's' : ''} a different event under id ${event.id}${more}`), found: same.length > 0, holders: same };
+  if (same.length) return { check: pass('online', `identical event served by ${same.join(', ')}${more}`), found: true, holders: same };
+  if (missing.length) return { check: fail('online', `event ${event.id} not found: ${tail}${origin}`), found: false, holders: [] };
+  return none(skip('online', `no relay could be asked: ${tail}${origin}`));
+}

@@ -1,0 +1,406 @@
+/**
+ * `aer1-anchor demo`: the whole product on loopback in well under a minute. Starts the
+ * stack (stack.ts), anchors a receipt, a workflow close and a job timeline, shows them
+ * move through their states, mines a regtest block on each dev calendar, waits for
+ * Bitcoin confirmation, writes every subject with its proof attached (plus the `.ots`
+ * files and the headers file), verifies each with the verifier's pipeline, cuts the
+ * workflow's last step and shows the verifier naming the truncation, then stops
+ * everything it started and checks that no port still answers.
+ */
+import { writeFileSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import { Aer1Error } from '../../core/errors/errors.js';
+import { ProofExporter } from '../../adapters/proof/export.js';
+import type { AnchorProof } from '../../core/proof/format.js';
+import { ANCHOR_JOB } from '../../adapters/queue/names.js';
+import { ANCHOR_JOB_OPTIONS } from '../../adapters/queue/producer.js';
+import { subjectDetail, type AnchorDetail as SubjectView } from '../../adapters/state/subject-view.js';
+import { BitcoinCheckCache } from '../../core/verify/bitcoin.js';
+import { EventCheckCache } from '../../core/verify/nostr.js';
+import { verifyAnchor, type VerifyOptions, type VerifyReport } from '../../core/verify/pipeline.js';
+import { reportJson, type ReportJson } from '../../core/verify/report.js';
+import { HeadersFileSource } from '../../adapters/bitcoin/sources.js';
+import type { MineResult } from '../calendar/index.js';
+import { cutLastStep, mintDocuments } from './documents.js';
+import { ProgressDisplay, type ProgressOutput, type SubjectState } from './progress.js';
+import { startStack, type DemoStack } from './stack.js';
+
+/** Bounds of the two waits; the demo itself takes seconds. */
+const SUBMIT_TIMEOUT_MS = 30_000;
+const CONFIRM_TIMEOUT_MS = 30_000;
+const POLL_MS = 100;
+
+export interface DemoOptions {
+  /** Folder the files are written to (created by the caller). */
+  out: string;
+  /** Where the human-readable progress goes. */
+  progress: ProgressOutput;
+  now?: () => number;
+}
+
+type Label = 'receipt' | 'workflow' | 'timeline';
+
+interface DemoSubject {
+  label: Label;
+  kind: 'receipt' | 'workflow-close' | 'chain-head';
+  key: string;
+  document: Record<string, unknown>;
+  file: string;
+  otsFile: string;
+  via: 'bullmq' | 'http';
+  describe: string;
+}
+
+/** The verifier's `--json` result for one file, and the command that reproduces it. */
+export type VerificationSummary = ReportJson & { command: string };
+
+export interface SubjectSummary {
+  label: Label;
+  kind: string;
+  key: string;
+  digest: string | null;
+  enqueued_via: string;
+  status: string;
+  witnesses: { nostr: string | null; ots: string | null };
+  /** ms from the start of the demo until the subject was first seen in each overall status. */
+  reached_ms: Record<string, number>;
+  history: SubjectView['history'];
+  files: { document: string; ots: string | null };
+  bitcoin: { height: number; block_hash: string; time: number } | null;
+  verify: VerificationSummary | null;
+}
+
+export interface DemoSummary {
+  ok: boolean;
+  error: string | null;
+  out: string;
+  total_ms: number;
+  /** ms from the start of the demo at which each phase ended. */
+  timings_ms: Record<string, number>;
+  signer: { pubkey: string; npub: string } | null;
+  services: {
+    redis: string | null;
+    relays: string[];
+    calendars: string[];
+    http: string | null;
+    ports: number[];
+    /** True when, after stopping, none of those ports accepts a connection. */
+    ports_closed: boolean | null;
+  };
+  blocks: Array<{ calendar: string; height: number; block_hash: string }>;
+  subjects: SubjectSummary[];
+  truncation: {
+    file: string;
+    steps_anchored: number;
+    steps_in_file: number;
+    verdict: 'PASS' | 'FAIL';
+    reason: string;
+    /** The failing check that names the truncation, when one does. */
+    check: { name: string; status: string; detail: string } | null;
+    named_truncation: boolean;
+  } | null;
+  files: string[];
+}
+
+function relativeName(out: string, file: string): string {
+  return file.startsWith(`${out}/`) ? file.slice(out.length + 1) : file;
+}
+
+/** True when something accepts a TCP connection on 127.0.0.1:port (bounded at 500 ms). */
+export function portAnswers(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host });
+    const done = (v: boolean): void => {
+      socket.destroy();
+      resolve(v);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+function stateOf(label: string, view: SubjectView | null): SubjectState {
+  const n = view?.witnesses.nostr;
+  const o = view?.witnesses.ots;
+  const accepted = n ? n.relays.filter((r) => r.status === 'accepted' || r.status === 'stored').length : 0;
+  const answered = o ? o.calendars.filter((c) => c.status === 'pending' || c.status === 'confirmed').length : 0;
+  return {
+    label,
+    status: view?.status ?? 'queued',
+    nostr: n?.status ?? '-',
+    ots: o?.status ?? '-',
+    nostrDetail: n ? `${accepted}/${n.relays.length} relays` : '',
+    otsDetail: o ? `${answered}/${o.calendars.length} calendars${o.bitcoin ? `, block ${o.bitcoin.height}` : ''}` : '',
+  };
+}
+
+class Run {
+  readonly started: number;
+  readonly now: () => number;
+  readonly display: ProgressDisplay;
+  readonly summary: DemoSummary;
+  readonly views = new Map<string, SubjectView | null>();
+
+  constructor(readonly opts: DemoOptions) {
+    this.now = opts.now ?? Date.now;
+    this.started = this.now();
+    this.display = new ProgressDisplay(opts.progress, this.started, this.now);
+    this.summary = {
+      ok: false, error: null, out: opts.out, total_ms: 0, timings_ms: {}, signer: null,
+      services: { redis: null, relays: [], calendars: [], http: null, ports: [], ports_closed: null },
+      blocks: [], subjects: [], truncation: null, files: [],
+    };
+  }
+
+  elapsed(): number {
+    return this.now() - this.started;
+  }
+
+  mark(phase: string): void {
+    this.summary.timings_ms[phase] = this.elapsed();
+  }
+
+  write(file: string, content: string | Buffer): string {
+    writeFileSync(file, content);
+    this.summary.files.push(file);
+    return file;
+  }
+}
+
+async function refresh(run: Run, stack: DemoStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>): Promise<void> {
+  for (const s of subjects) {
+    const view = await subjectDetail(stack.running.daemon.store, stack.config, s.key);
+    run.views.set(s.key, view);
+    const summary = summaries.get(s.key)!;
+    if (view) {
+      summary.status = view.status;
+      summary.digest = view.digest;
+      summary.witnesses = { nostr: view.witnesses.nostr?.status ?? null, ots: view.witnesses.ots?.status ?? null };
+      summary.history = view.history;
+      summary.reached_ms[view.status] ??= run.elapsed();
+      if (view.status === 'rejected' || view.status === 'failed') {
+        throw new Aer1Error('demo_failed', `${s.label} ${s.key} is ${view.status}${view.reason ? `: ${view.reason}` : ''}`);
+      }
+    }
+  }
+  run.display.update(subjects.map((s) => stateOf(s.label, run.views.get(s.key) ?? null)));
+}
+
+/** Polls until `done` holds for every subject; bounded in time and count. */
+async function waitUntil(
+  run: Run, stack: DemoStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>,
+  what: string, done: (view: SubjectView | null) => boolean, timeoutMs: number,
+): Promise<void> {
+  const deadline = run.now() + timeoutMs;
+  for (let i = 0; i <= Math.ceil(timeoutMs / POLL_MS); i++) {
+    await refresh(run, stack, subjects, summaries);
+    if (subjects.every((s) => done(run.views.get(s.key) ?? null))) return;
+    if (run.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+  const stuck = subjects
+    .filter((s) => !done(run.views.get(s.key) ?? null))
+    .map((s) => {
+      const st = stateOf(s.label, run.views.get(s.key) ?? null);
+      return `${s.label} ${st.status} (nostr ${st.nostr} ${st.nostrDetail}, ots ${st.ots} ${st.otsDetail})`;
+    });
+  throw new Aer1Error('demo_timeout', `no ${what} within ${timeoutMs / 1000} s: ${stuck.join('; ')} (daemon log: ${stack.files.log})`);
+}
+
+async function enqueue(stack: DemoStack, subjects: readonly DemoSubject[]): Promise<void> {
+  // As an issuer in Node would: its own BullMQ connection, same queue, job name, prefix and options.
+  const queue = new Queue(stack.config.queue.name, {
+    connection: { host: '127.0.0.1', port: stack.redis.port, maxRetriesPerRequest: null },
+    prefix: stack.running.daemon.store.keys.bullPrefix,
+  });
+  try {
+    for (const s of subjects.filter((x) => x.via === 'bullmq')) {
+      await queue.add(ANCHOR_JOB, s.document, { jobId: s.key, ...ANCHOR_JOB_OPTIONS });
+    }
+  } finally {
+    await queue.close();
+  }
+  for (const s of subjects.filter((x) => x.via === 'http')) {
+    const res = await fetch(`${stack.running.httpUrl}/v1/anchors`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(s.document),
+    });
+    const text = await res.text();
+    if (res.status !== 202) throw new Aer1Error('demo_failed', `POST /v1/anchors for the ${s.label} answered ${res.status}: ${text.slice(0, 300)}`);
+  }
+}
+
+function verifyCommand(stack: DemoStack, file: string): string {
+  return `aer1-verify-anchor ${file} --headers ${stack.files.headers} --network regtest --expected-pubkey ${stack.pubkey}`;
+}
+
+async function verifyFile(file: string, options: VerifyOptions): Promise<VerifyReport> {
+  return verifyAnchor({ value: JSON.parse(readFileSync(file, 'utf8')) as unknown }, options);
+}
+
+function summarizeReport(report: VerifyReport, file: string, command: string): VerificationSummary {
+  return { ...reportJson(file, report), command };
+}
+
+async function stopAndCheck(run: Run, stack: DemoStack): Promise<void> {
+  const ports = stack.ports();
+  await stack.stop();
+  const answering: number[] = [];
+  for (const port of ports) if (await portAnswers(port)) answering.push(port);
+  run.summary.services.ports_closed = answering.length === 0;
+  run.mark('stopped');
+  if (answering.length) throw new Aer1Error('demo_leak', `ports still answering after stop: ${answering.join(', ')}`);
+  run.display.line(`Stopped everything the demo started: redis-server, ${stack.relays.length} relays, ${stack.calendars.length} calendars, the daemon and its HTTP server (${ports.length} ports, none answering now).`);
+}
+
+export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
+  const run = new Run(opts);
+  const { out } = opts;
+  const show = (text: string): void => run.display.line(text);
+  let stack: DemoStack | null = null;
+  try {
+    show(`aer1-anchor demo: the whole product on loopback, offline, nothing configured. Output: ${out}`);
+    show('');
+    show('Starting a private redis-server, 3 dev Nostr relays, 2 dev OpenTimestamps calendars (regtest) and the daemon...');
+    stack = await startStack(out);
+    const started = stack;
+    run.summary.signer = { pubkey: stack.pubkey, npub: stack.npub };
+    run.summary.services = {
+      redis: stack.redis.url,
+      relays: stack.relays.map((r) => r.url),
+      calendars: stack.calendars.map((c) => c.url),
+      http: stack.running.httpUrl,
+      ports: stack.ports(),
+      ports_closed: null,
+    };
+    run.summary.files.push(stack.files.key, stack.files.log, stack.files.headers);
+    run.mark('started');
+    show(`  redis      ${stack.redis.url} (private; data in a temporary folder, removed at the end)`);
+    show(`  relays     ${stack.relays.map((r) => r.url).join(', ')} (quorum: all 3)`);
+    show(`  calendars  ${stack.calendars.map((c) => c.url).join(', ')} (m = 2 of 2)`);
+    show(`  signer     ${stack.npub} (throwaway key: ${relativeName(out, stack.files.key)})`);
+    show(`  status     ${stack.running.httpUrl}/ (open it in a browser while the demo runs)`);
+    show(`  daemon log ${relativeName(out, stack.files.log)}`);
+    show('');
+
+    const docs = mintDocuments();
+    const subjects: DemoSubject[] = [
+      { label: 'receipt', kind: 'receipt', key: docs.receipt.id as string, document: docs.receipt, file: join(out, 'receipt.json'), otsFile: join(out, 'receipt.ots'), via: 'bullmq', describe: 'a receipt (output_hash over its canonical_bytes)' },
+      { label: 'workflow', kind: 'workflow-close', key: docs.workflow.receipt_id, document: docs.workflow, file: join(out, 'workflow.json'), otsFile: join(out, 'workflow.ots'), via: 'bullmq', describe: `a workflow close, ${docs.workflow.steps.length} steps (receipt-id-v0 merkle_root)` },
+      { label: 'timeline', kind: 'chain-head', key: docs.timeline.job_id, document: docs.timeline, file: join(out, 'timeline.json'), otsFile: join(out, 'timeline.ots'), via: 'http', describe: `a job timeline, ${docs.timeline.entries.length} entries (chain head)` },
+    ];
+    const summaries = new Map<string, SubjectSummary>(subjects.map((s) => [s.key, {
+      label: s.label, kind: s.kind, key: s.key, digest: null, enqueued_via: s.via === 'bullmq' ? 'BullMQ queue' : 'POST /v1/anchors',
+      status: 'queued', witnesses: { nostr: null, ots: null }, reached_ms: {}, history: [],
+      files: { document: s.file, ots: null }, bitcoin: null, verify: null,
+    }]));
+    run.summary.subjects = [...summaries.values()];
+
+    show('Anchoring:');
+    for (const s of subjects) {
+      show(`  ${s.label.padEnd(9)} ${s.key}  ${s.describe}, via ${s.via === 'bullmq' ? `BullMQ (queue ${stack.config.queue.name}, job ${ANCHOR_JOB}, jobId = key)` : 'POST /v1/anchors (bearer token)'}`);
+    }
+    await enqueue(stack, subjects);
+    run.mark('enqueued');
+
+    const otsSubmitted = (v: SubjectView | null): boolean => (v?.witnesses.ots?.calendars ?? []).length > 0 && v!.witnesses.ots!.calendars.every((c) => c.status === 'pending');
+    await waitUntil(run, stack, subjects, summaries, 'submission to both calendars', otsSubmitted, SUBMIT_TIMEOUT_MS);
+    run.mark('ots_pending');
+
+    run.display.line('All three are pending on OTS. Mining a regtest block on each dev calendar...');
+    const mined: MineResult[] = [];
+    for (const cal of stack.calendars) {
+      const block = await cal.mine();
+      mined.push(block);
+      run.summary.blocks.push({ calendar: cal.url, height: block.height, block_hash: block.blockHash });
+      show(`  ${cal.url}: block ${block.height} ${block.blockHash} (${block.count} commitment${block.count === 1 ? '' : 's'})`);
+    }
+    run.mark('mined');
+
+    await waitUntil(run, stack, subjects, summaries, 'Bitcoin confirmation', (v) => v?.status === 'confirmed', CONFIRM_TIMEOUT_MS);
+    run.mark('confirmed');
+    run.display.finish();
+    show(`All confirmed after ${(run.elapsed() / 1000).toFixed(1)} s: 3/3 relays accepted each event, a verified Bitcoin attestation for each.`);
+    show('');
+
+    show(`Writing proofs to ${out}:`);
+    const exporter = new ProofExporter(stack.running.daemon.store, { relays: stack.config.nostr.relays, calendars: stack.config.ots.calendars });
+    const proofs = new Map<string, AnchorProof>();
+    for (const s of subjects) {
+      const proof = await exporter.export(s.key);
+      if (!proof) throw new Aer1Error('demo_failed', `no proof for the ${s.label} ${s.key}`);
+      proofs.set(s.key, proof);
+      const summary = summaries.get(s.key)!;
+      run.write(s.file, `${JSON.stringify({ ...s.document, anchor_proof: proof }, null, 2)}\n`);
+      if (proof.ots?.proof) {
+        run.write(s.otsFile, Buffer.from(proof.ots.proof, 'base64'));
+        summary.files.ots = s.otsFile;
+      }
+      summary.bitcoin = proof.ots?.bitcoin ?? null;
+      show(`  ${relativeName(out, s.file).padEnd(24)} the ${s.label} with its anchor_proof (${proof.status}); ${summary.files.ots ? relativeName(out, s.otsFile) : 'no .ots'}`);
+    }
+    show(`  ${relativeName(out, stack.files.headers).padEnd(24)} the regtest block headers the verifier checks the attestations against`);
+    run.mark('written');
+    show('');
+
+    const options: VerifyOptions = {
+      expectedPubkeys: [stack.pubkey],
+      headerSource: new HeadersFileSource(stack.files.headers),
+      network: 'regtest',
+      eventCache: new EventCheckCache(),
+      bitcoinCache: new BitcoinCheckCache(),
+    };
+    show(`Verifying, as anyone can (offline): ${verifyCommand(stack, '<file>')}`);
+    for (const s of subjects) {
+      const report = await verifyFile(s.file, options);
+      const v = summarizeReport(report, s.file, verifyCommand(stack, s.file));
+      summaries.get(s.key)!.verify = v;
+      show(`  ${relativeName(out, s.file).padEnd(24)} ${v.verdict}: ${v.reason}`);
+    }
+    run.mark('verified');
+    show('');
+
+    const wf = docs.workflow;
+    const cut = cutLastStep(wf);
+    const cutFile = run.write(join(out, 'workflow-truncated.json'), `${JSON.stringify({ ...cut, anchor_proof: proofs.get(wf.receipt_id) }, null, 2)}\n`);
+    show(`Removing the workflow's last step (${wf.steps.length} -> ${cut.steps.length} steps) and recomputing its merkle_root; same receipt_id, same anchor_proof:`);
+    const report = await verifyFile(cutFile, options);
+    const truncation = report.checks.find((c) => c.status === 'FAIL' && c.detail.startsWith('truncated:')) ?? null;
+    run.summary.truncation = {
+      file: cutFile,
+      steps_anchored: wf.steps.length,
+      steps_in_file: cut.steps.length,
+      verdict: report.verdict,
+      reason: report.reason,
+      check: truncation ? { name: truncation.name, status: truncation.status, detail: truncation.detail } : null,
+      named_truncation: report.verdict === 'FAIL' && truncation !== null,
+    };
+    show(`  ${relativeName(out, cutFile).padEnd(24)} ${report.verdict}: ${report.reason}`);
+    for (const c of report.checks) show(`      ${c.status.padEnd(4)}  ${c.name.padEnd(17)} ${c.detail}`);
+    run.mark('truncation_checked');
+    show('');
+
+    stack = null;
+    await stopAndCheck(run, started);
+    const allPass = run.summary.subjects.every((s) => s.verify?.verdict === 'PASS' && s.status === 'confirmed');
+    run.summary.ok = allPass && run.summary.truncation.named_truncation && run.summary.services.ports_closed === true;
+    if (!run.summary.ok) run.summary.error = 'an outcome differs from what the demo expects (see subjects[].verify and truncation)';
+  } catch (err) {
+    run.display.finish();
+    run.summary.ok = false;
+    run.summary.error = err instanceof Error ? err.message : String(err);
+    if (stack) {
+      const leftover = stack;
+      stack = null;
+      await stopAndCheck(run, leftover).catch((e: unknown) => {
+        run.summary.error += `; while stopping: ${e instanceof Error ? e.message : String(e)}`;
+      });
+    }
+  }
+  run.summary.total_ms = run.elapsed();
+  return run.summary;
+}

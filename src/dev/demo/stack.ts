@@ -1,0 +1,165 @@
+/**
+ * Everything the demo runs, started on loopback and stopped in reverse order: a private
+ * redis-server on a free port (data in a temporary folder, removed afterwards), three dev
+ * relays, two dev calendars sharing one regtest headers file, and the daemon in-process
+ * with fast windows. Nothing is read from the environment or config/default.json.
+ */
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, type Config } from '../../adapters/config/config.js';
+import { startEmbeddedRedis, type EmbeddedRedis } from '../../daemon/embedded-redis.js';
+import { createLogger } from '../../daemon/logger.js';
+import { runDaemon, type RunningDaemon } from '../../daemon/main.js';
+import { loadSigningKey, npub } from '../../core/nostr/keys.js';
+import { startDevRelay, type DevRelay } from '../relay/dev-relay.js';
+import { startDevCalendar, type DevCalendar } from '../calendar/index.js';
+
+/** Names the demo's key variable so a real AER1_NOSTR_SECRET_KEY in the shell is never used. */
+export const DEMO_KEY_ENV = 'AER1_DEMO_NOSTR_SECRET_KEY';
+
+export interface StackFiles {
+  /** The regtest headers file the calendars write and the verifier reads. */
+  headers: string;
+  /** The demo's throwaway Nostr signing key (mode 0600). */
+  key: string;
+  /** The daemon's JSON log lines. */
+  log: string;
+}
+
+export interface DemoStack {
+  readonly config: Config;
+  readonly running: RunningDaemon;
+  readonly redis: EmbeddedRedis;
+  readonly relays: readonly DevRelay[];
+  readonly calendars: readonly DevCalendar[];
+  /** Bearer token of this run's HTTP API (random, never written anywhere). */
+  readonly token: string;
+  readonly pubkey: string;
+  readonly npub: string;
+  readonly files: StackFiles;
+  /** Every loopback port a service listened on: redis, relays, calendars, http. */
+  ports(): number[];
+  stop(): Promise<void>;
+}
+
+function portOf(url: string): number {
+  return Number(new URL(url).port);
+}
+
+/** Demo timings: windows and polls of a few hundred ms instead of the production seconds and minutes. */
+export function demoConfig(redisUrl: string, relays: readonly string[], calendars: readonly string[], files: StackFiles, token: string): Config {
+  return loadConfig({
+    skipDefaultFile: true,
+    env: {},
+    overrides: {
+      redis: { url: redisUrl, embedded: false },
+      queue: { stalledIntervalMs: 5000 },
+      nostr: {
+        enabled: true,
+        mode: 'envelope',
+        relays: [...relays],
+        quorum: 0,
+        keyFile: files.key,
+        keyEnv: DEMO_KEY_ENV,
+        publishTimeoutMs: 3000,
+        ratePerMinute: 6000,
+        backoffMs: 200,
+        backoffMaxMs: 1000,
+        maxAttempts: 10,
+      },
+      ots: {
+        enabled: true,
+        calendars: [...calendars],
+        minCalendars: calendars.length,
+        timeoutMs: 5000,
+        batchWindowMs: 300,
+        submitBackoffMs: 200,
+        upgradeInitialMs: 300,
+        upgradeMaxMs: 300,
+        network: 'regtest',
+        headersFile: files.headers,
+        esploraUrl: null,
+        bitcoindUrl: null,
+      },
+      http: { enabled: true, host: '127.0.0.1', port: 0, token },
+      log: { level: 'info' },
+    },
+  });
+}
+
+/** Runs `fn` for each started service in reverse, collecting (not throwing) errors. */
+async function stopAll(stoppers: Array<() => Promise<void>>): Promise<Error[]> {
+  const errors: Error[] = [];
+  for (const stop of stoppers.reverse()) {
+    try {
+      await stop();
+    } catch (err) {
+      errors.push(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+  return errors;
+}
+
+/**
+ * Starts the whole stack. On any failure, whatever was already started is stopped
+ * before the error is rethrown.
+ */
+export async function startStack(dir: string, opts: { relayCount?: number; calendarCount?: number; aggregationMs?: number } = {}): Promise<DemoStack> {
+  const stoppers: Array<() => Promise<void>> = [];
+  const files: StackFiles = { headers: join(dir, 'headers.json'), key: join(dir, 'demo-nostr.key'), log: join(dir, 'daemon.log') };
+  let logStream: WriteStream | null = null;
+  try {
+    const redisDir = mkdtempSync(join(tmpdir(), 'aer1-demo-redis-'));
+    stoppers.push(async () => rmSync(redisDir, { recursive: true, force: true }));
+    const redis = await startEmbeddedRedis({ dir: redisDir, appendonly: false });
+    stoppers.push(() => redis.stop());
+
+    const relays: DevRelay[] = [];
+    for (let i = 0; i < (opts.relayCount ?? 3); i++) {
+      const relay = await startDevRelay();
+      stoppers.push(() => relay.close());
+      relays.push(relay);
+    }
+    const calendars: DevCalendar[] = [];
+    for (let i = 0; i < (opts.calendarCount ?? 2); i++) {
+      const calendar = await startDevCalendar({ headersOut: files.headers, aggregationMs: opts.aggregationMs ?? 100 });
+      stoppers.push(() => calendar.close());
+      calendars.push(calendar);
+    }
+
+    const token = randomBytes(24).toString('hex');
+    const config = demoConfig(redis.url, relays.map((r) => r.url), calendars.map((c) => c.url), files, token);
+    const stream = createWriteStream(files.log, { flags: 'a' });
+    logStream = stream;
+    stoppers.push(() => new Promise<void>((resolve) => stream.end(resolve)));
+    const running = await runDaemon(config, createLogger(config.log.level, stream));
+    stoppers.push(() => running.stop());
+    const { key } = loadSigningKey({ file: files.key, env: DEMO_KEY_ENV });
+
+    let stopping: Promise<void> | null = null;
+    return {
+      config,
+      running,
+      redis,
+      relays,
+      calendars,
+      token,
+      pubkey: key.publicKey,
+      npub: npub(key.publicKey),
+      files,
+      ports: () => [redis.port, ...relays.map((r) => r.port), ...calendars.map((c) => c.port), ...(running.httpUrl ? [portOf(running.httpUrl)] : [])],
+      stop() {
+        stopping ??= stopAll(stoppers).then((errors) => {
+          if (errors.length) throw new AggregateError(errors, `stopping the demo: ${errors.map((e) => e.message).join('; ')}`);
+        });
+        return stopping;
+      },
+    };
+  } catch (err) {
+    await stopAll(stoppers);
+    if (logStream && !logStream.closed) logStream.destroy();
+    throw err;
+  }
+}
