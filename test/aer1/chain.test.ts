@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { checkChain, GENESIS_DIGEST, parseTimeline, recomputeChain } from '../../src/core/aer1/chain.js';
 import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
-import { claimsFromDocument } from '../../src/core/aer1/document.js';
+import { claimsFromDocument } from '../../src/core/envelope/from-document.js';
 import { inputErrorOf, loadFixture, type ChainVector } from '../fixtures/index.js';
 
 const vector = () => loadFixture<ChainVector>('aer1-chain-v07');

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  claimsFromBareFields, claimsFromDocument, claimsFromInput, recognizeDocument,
-} from '../../src/core/aer1/document.js';
+import { recognizeDocument } from '../../src/core/aer1/document.js';
+import { claimsFromBareFields, claimsFromDocument, claimsFromInput } from '../../src/core/envelope/from-document.js';
 import { inputErrorOf, loadFixture, type ChainVector, type WorkflowExample } from '../fixtures/index.js';
 
 const receipt = () => loadFixture('receipt-minimal');

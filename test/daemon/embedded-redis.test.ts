@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EMBEDDED_REDIS_FILE, readEmbeddedRedisRecord, redisServersIn } from '../../src/daemon/embedded-redis.js';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
-import { writeKeyFile } from '../../src/core/nostr/keys.js';
+import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
 import { REPO_ROOT, receiptFields, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 const anchord = join(REPO_ROOT, 'bin/aer1-anchord.js');

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
-import { writeKeyFile } from '../../src/core/nostr/keys.js';
+import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
 import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startDaemon, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 describe('a relay that is down', () => {

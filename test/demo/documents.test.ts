@@ -4,7 +4,7 @@
  * that is consistent on its own (its root recomputes) but anchors fewer steps.
  */
 import { describe, expect, it } from 'vitest';
-import { claimsFromDocument } from '../../src/core/aer1/document.js';
+import { claimsFromDocument } from '../../src/core/envelope/from-document.js';
 import { checkWorkflow, parseWorkflowClose } from '../../src/core/aer1/workflow.js';
 import { cutLastStep, mintDocuments } from '../../src/dev/demo/documents.js';
 

@@ -3,7 +3,7 @@ import {
   buildEnvelope, checkAnchoredAt, claimsOf, ENVELOPE_TYPE, envelopeCanonical, envelopeDigest, formatAnchoredAt,
   parseEnvelope, sameRoot, subjectKey, type SubjectClaims,
 } from '../../src/core/envelope/envelope.js';
-import { claimsFromDocument } from '../../src/core/aer1/document.js';
+import { claimsFromDocument } from '../../src/core/envelope/from-document.js';
 import { inputErrorOf, loadFixture } from '../fixtures/index.js';
 
 const HEX = 'ab'.repeat(32);

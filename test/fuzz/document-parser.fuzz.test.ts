@@ -9,7 +9,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
-import { claimsFromInput } from '../../src/core/aer1/document.js';
+import { claimsFromInput } from '../../src/core/envelope/from-document.js';
 import { sha256Hex } from '../../src/core/aer1/hash.js';
 import { Aer1Error } from '../../src/core/errors/errors.js';
 import type { SubjectClaims } from '../../src/core/envelope/claims.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { relayQueueName } from '../../src/adapters/queue/names.js';
-import { writeKeyFile } from '../../src/core/nostr/keys.js';
+import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
 import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startCalendars, startDaemon, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 describe('killed between a relay report and the witness move', () => {

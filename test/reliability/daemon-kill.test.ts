@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
-import { writeKeyFile } from '../../src/core/nostr/keys.js';
+import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
 import { Issuer, REPO_ROOT, privateRedis, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 import { audit, confirmAll, report, statusCounts, tapRelay } from './audit.js';
 

@@ -14,7 +14,7 @@ import { runDaemon, type RunningDaemon } from '../../src/daemon/main.js';
 import type { DaemonView } from '../../src/adapters/view/daemon-view.js';
 import { startHttpServer, type HttpServer } from '../../src/adapters/http/server.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
-import { writeKeyFile } from '../../src/core/nostr/keys.js';
+import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
 import { withHttp } from '../http/fixture.js';
 import { SHARED_REDIS_URL, receiptFields, startRelays, tempDir, testConfig } from '../helpers/harness.js';
 import { join } from 'node:path';

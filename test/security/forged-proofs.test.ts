@@ -14,7 +14,7 @@ import { sha256Hex } from '../../src/core/aer1/hash.js';
 import { UsageError } from '../../src/core/errors/errors.js';
 import { ProofExporter } from '../../src/adapters/proof/export.js';
 import { verifyAnchor, type VerifyOptions, type VerifyReport } from '../../src/core/verify/pipeline.js';
-import { RelayClientFetcher } from '../../src/core/verify/online.js';
+import { RelayClientFetcher } from '../../src/adapters/nostr/relay-fetcher.js';
 import type { CheckName } from '../../src/core/verify/types.js';
 import { bitcoinAttestation } from '../../src/core/ots/attestations.js';
 import { HeadersFileSource } from '../../src/adapters/bitcoin/sources.js';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
 import { sha256Hex } from '../../src/core/aer1/hash.js';
 import { audit, auditExitCode } from '../../src/core/verify/audit.js';
-import { RelayClientFetcher } from '../../src/core/verify/online.js';
+import { RelayClientFetcher } from '../../src/adapters/nostr/relay-fetcher.js';
 import { startDevRelay, type DevRelay } from '../../src/dev/relay/dev-relay.js';
 import { envelopeEvent, type SignedEvent } from '../../src/core/nostr/events.js';
 import { RelayClient } from '../../src/adapters/nostr/relay-client.js';

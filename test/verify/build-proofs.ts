@@ -5,7 +5,7 @@
  * root timestamp carries a pending attestation or, once "mined", a Bitcoin attestation
  * in a regtest block with real proof of work.
  */
-import { claimsFromDocument } from '../../src/core/aer1/document.js';
+import { claimsFromDocument } from '../../src/core/envelope/from-document.js';
 import { sha256Hex } from '../../src/core/aer1/hash.js';
 import { BatchTree } from '../../src/core/batch/batch-tree.js';
 import { buildEnvelope, envelopeCanonical, envelopeDigest, type Envelope } from '../../src/core/envelope/envelope.js';

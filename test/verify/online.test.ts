@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevRelay, type DevRelay } from '../../src/dev/relay/dev-relay.js';
 import { RelayClient } from '../../src/adapters/nostr/relay-client.js';
 import type { SignedEvent } from '../../src/core/nostr/events.js';
-import { RelayClientFetcher } from '../../src/core/verify/online.js';
+import { RelayClientFetcher } from '../../src/adapters/nostr/relay-fetcher.js';
 import { verifyAnchor, type VerifyReport } from '../../src/core/verify/pipeline.js';
 import { loadFixture } from '../fixtures/index.js';
 import { KEY, attach, envelopeModeProof, type Json } from './build-proofs.js';

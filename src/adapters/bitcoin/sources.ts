@@ -7,13 +7,9 @@
 import { readFile } from 'node:fs/promises';
 import { BitcoinVerificationError } from '../../core/bitcoin/errors.js';
 import { HEADER_LENGTH, displayHex, sha256d } from '../../core/bitcoin/header.js';
+import type { HeaderSource } from '../../core/bitcoin/header-source.js';
 
-export interface HeaderSource {
-  /** What the source is, for messages (`headers file x.json`, `esplora https://…`). */
-  readonly name: string;
-  /** The 80-byte header of the block at `height` on the source's best chain. */
-  headerAt(height: number): Promise<Buffer>;
-}
+export type { HeaderSource };
 
 export interface HttpSourceOptions {
   /** Deadline of one request (default 10 s). */

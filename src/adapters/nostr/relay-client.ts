@@ -12,6 +12,9 @@ import type { Event as NostrEvent } from 'nostr-tools/core';
 import type { Filter } from 'nostr-tools/filter';
 import type { SignedEvent } from '../../core/nostr/keys.js';
 import { eventFields } from '../../core/nostr/events.js';
+import { MAX_QUERY_LIMIT, type RelayQueryFilter } from '../../core/nostr/filter.js';
+
+export { MAX_QUERY_LIMIT, type RelayQueryFilter };
 
 export type PublishStatus = 'accepted' | 'rejected' | 'timeout' | 'error';
 
@@ -58,21 +61,6 @@ export interface RelayClientOptions {
   ping?: boolean;
 }
 
-/** The largest `limit` a query may ask for (strfry's default cap is 500; others allow more). */
-export const MAX_QUERY_LIMIT = 5000;
-
-/** One NIP-01 filter, as `query` takes it (`#i`, `#t`, `#x` for the tags this project writes). */
-export interface RelayQueryFilter {
-  ids?: string[];
-  authors?: string[];
-  kinds?: number[];
-  '#i'?: string[];
-  '#t'?: string[];
-  '#x'?: string[];
-  since?: number;
-  until?: number;
-  limit?: number;
-}
 
 export class RelayFetchError extends Error {
   readonly url: string;

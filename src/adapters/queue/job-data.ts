@@ -5,7 +5,7 @@
  */
 import { assertValueDepth } from '../../core/aer1/json-limits.js';
 import { InputError } from '../../core/errors/errors.js';
-import { claimsFromInput } from '../../core/aer1/document.js';
+import { claimsFromInput } from '../../core/envelope/from-document.js';
 import { buildEnvelope, envelopeCanonical } from '../../core/envelope/envelope.js';
 import type { SubjectClaims, Evidence } from '../../core/envelope/claims.js';
 import type { DocumentLimits } from '../../core/aer1/limits.js';

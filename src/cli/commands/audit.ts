@@ -11,7 +11,7 @@ import { quote } from '../../core/verify/anchor-events.js';
 import { npubOf } from '../../core/verify/discover.js';
 import { audit, auditExitCode, AUDIT_OUTCOMES, type AuditDocument, type AuditReport } from '../../core/verify/audit.js';
 import { parseExpectedPubkey } from '../../core/verify/nostr.js';
-import { RelayClientFetcher } from '../../core/verify/online.js';
+import { RelayClientFetcher } from '../../adapters/nostr/relay-fetcher.js';
 import { VERSION } from '../../version.js';
 import { parseKinds, parseRelays } from '../shared/discovery-options.js';
 import { readJsonFile, UsageError } from '../shared/run.js';

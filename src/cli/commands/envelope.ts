@@ -3,7 +3,7 @@
  * be anchored as, its canonical text and its digest. Nothing is sent anywhere.
  */
 import { parseArgs } from 'node:util';
-import { claimsFromInput } from '../../core/aer1/document.js';
+import { claimsFromInput } from '../../core/envelope/from-document.js';
 import type { Evidence } from '../../core/envelope/claims.js';
 import { buildEnvelope, envelopeCanonical, envelopeDigest } from '../../core/envelope/envelope.js';
 import { InputError, readJsonFile, UsageError } from '../shared/run.js';

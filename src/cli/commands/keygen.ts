@@ -3,7 +3,7 @@
  * (mode 0600) and prints its public key. The secret is never printed.
  */
 import { parseArgs } from 'node:util';
-import { writeKeyFile } from '../../core/nostr/keys.js';
+import { writeKeyFile } from '../../adapters/nostr/key-file.js';
 import { UsageError } from '../shared/run.js';
 
 export const summary = 'write a new Nostr signing key file (mode 0600) and print its npub';

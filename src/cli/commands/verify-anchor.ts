@@ -13,7 +13,8 @@ import { BITCOIN_NETWORKS, type BitcoinNetwork } from '../../core/bitcoin/header
 import { BitcoindRpcSource, EsploraSource, HeadersFileSource, parseHeadersJson, type HeaderSource } from '../../adapters/bitcoin/sources.js';
 import { BitcoinCheckCache } from '../../core/verify/bitcoin.js';
 import { EventCheckCache, parseExpectedPubkey } from '../../core/verify/nostr.js';
-import { RelayClientFetcher, type RelayFetcher } from '../../core/verify/online.js';
+import type { RelayFetcher } from '../../core/verify/online.js';
+import { RelayClientFetcher } from '../../adapters/nostr/relay-fetcher.js';
 import { verifyAnchor, type VerifyOptions } from '../../core/verify/pipeline.js';
 import { discoveryFor, parseKinds, parseRelays } from '../shared/discovery-options.js';
 import { exitCode, formatJson, formatText, summarize, TOOL_NAME, type FileOutcome } from '../../core/verify/report.js';
@@ -226,6 +227,6 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   } finally {
     fetcher?.close();
   }
-  io.stdout(values.json ? formatJson(outcomes, single) : formatText(outcomes, single));
+  io.stdout(values.json ? formatJson(outcomes, single, VERSION) : formatText(outcomes, single, VERSION));
   return exitCode(summarize(outcomes));
 }

@@ -5,7 +5,7 @@
  */
 import { BitcoinVerificationError } from './errors.js';
 import { type BitcoinNetwork, checkProofOfWork, displayHex, parseBlockHeader } from './header.js';
-import type { HeaderSource } from '../../adapters/bitcoin/sources.js';
+import type { HeaderSource } from './header-source.js';
 
 export interface VerifiedBlock {
   height: number;

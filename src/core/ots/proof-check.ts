@@ -4,7 +4,10 @@
  * block headers. A list of findings; the caller decides the verdict.
  */
 import type { DetachedTimestampFile } from './codec.js';
-import { type BitcoinNetwork, BitcoinVerificationError, type HeaderSource, type VerifiedBlock, displayHex, verifyBitcoinAttestation } from '../../adapters/bitcoin/index.js';
+import { BitcoinVerificationError } from '../bitcoin/errors.js';
+import { displayHex, type BitcoinNetwork } from '../bitcoin/header.js';
+import type { HeaderSource } from '../bitcoin/header-source.js';
+import { verifyBitcoinAttestation, type VerifiedBlock } from '../bitcoin/verify.js';
 import { type AttestationJson, attestationJson } from './info.js';
 import { allAttestations } from './timestamp.js';
 

@@ -7,7 +7,7 @@
  */
 import type { SubjectKind } from '../envelope/envelope.js';
 import { SUBJECT_TAG, subjectTagValue } from '../nostr/events.js';
-import { MAX_QUERY_LIMIT, type RelayQueryFilter } from '../../adapters/nostr/relay-client.js';
+import { MAX_QUERY_LIMIT, type RelayQueryFilter } from '../nostr/filter.js';
 import type { AnchorEventPolicy } from './anchor-events.js';
 import {
   checkAgainstAnchor, emptyHarvest, harvest, queryAll, recognizeForDiscovery,

@@ -8,7 +8,7 @@
 import type { BitcoinConfirmation } from '../proof/format.js';
 import { BitcoinVerificationError } from '../bitcoin/errors.js';
 import type { BitcoinNetwork } from '../bitcoin/header.js';
-import type { HeaderSource } from '../../adapters/bitcoin/sources.js';
+import type { HeaderSource } from '../bitcoin/header-source.js';
 import { verifyBitcoinAttestation, type VerifiedBlock } from '../bitcoin/verify.js';
 import type { AttestationSummary } from './ots.js';
 import { fail, pass, skip, type CheckResult } from './types.js';

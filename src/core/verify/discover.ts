@@ -15,7 +15,7 @@ import type { Envelope, SubjectKind } from '../envelope/envelope.js';
 import { PROOF_VERSION, type NostrEventJson } from '../proof/format.js';
 import { BATCH_MARKER_TAG, DEFAULT_EVENT_KIND, SUBJECT_TAG, subjectTagValue } from '../nostr/events.js';
 import { npub } from '../nostr/keys.js';
-import type { RelayQueryFilter } from '../../adapters/nostr/relay-client.js';
+import type { RelayQueryFilter } from '../nostr/filter.js';
 import { quote, readAnchorEvent, type AnchorEventPolicy } from './anchor-events.js';
 import type { RelayFetcher } from './online.js';
 import { verifyAnchor, type VerifyOptions, type VerifyReport } from './pipeline.js';

@@ -4,10 +4,10 @@
  * caller asks for it (`--use-proof-relays`), and compared with the proof's event, all
  * seven NIP-01 fields byte for byte. PASS when a relay serves the identical event; FAIL
  * when a relay serves a different one, or every relay that answered has none; SKIP when
- * none answered.
+ * none answered. The fetcher is the caller's (src/adapters/nostr/relay-fetcher.ts).
  */
 import type { NostrEventJson } from '../proof/format.js';
-import type { RelayClient, RelayQueryFilter } from '../../adapters/nostr/relay-client.js';
+import type { RelayQueryFilter } from '../nostr/filter.js';
 import { sameSignedEvent } from '../nostr/events.js';
 import { fail, pass, skip, type CheckResult } from './types.js';
 
@@ -17,36 +17,6 @@ export interface RelayFetcher {
   /** The JSON texts of the events matching one bounded filter (`limit` required); throws when the relay cannot be asked. */
   query(url: string, filter: RelayQueryFilter): Promise<string[]>;
   close(): void;
-}
-
-/** One RelayClient per relay URL for the whole run. */
-export class RelayClientFetcher implements RelayFetcher {
-  private readonly clients = new Map<string, RelayClient>();
-  constructor(private readonly timeoutMs = 10_000) {}
-
-  async fetch(url: string, id: string): Promise<string | null> {
-    return (await this.client(url)).fetchById(id);
-  }
-
-  async query(url: string, filter: RelayQueryFilter): Promise<string[]> {
-    return (await this.client(url)).query(filter);
-  }
-
-  private async client(url: string): Promise<RelayClient> {
-    let client = this.clients.get(url);
-    if (!client) {
-      // loaded on first use: an offline run never pays for the WebSocket stack
-      const { RelayClient } = await import('../../adapters/nostr/relay-client.js');
-      client = this.clients.get(url) ?? new RelayClient(url, { fetchTimeoutMs: this.timeoutMs, connectTimeoutMs: Math.min(5000, this.timeoutMs), ping: false });
-      this.clients.set(url, client);
-    }
-    return client;
-  }
-
-  close(): void {
-    for (const c of this.clients.values()) c.close();
-    this.clients.clear();
-  }
 }
 
 /** Which relays to ask: the caller's (`named`), plus the proof's own list when the caller opted in. */

@@ -9,7 +9,7 @@
 import { subjectKey } from '../envelope/envelope.js';
 import { isObject } from '../aer1/fields.js';
 import type { BitcoinNetwork } from '../bitcoin/header.js';
-import type { HeaderSource } from '../../adapters/bitcoin/sources.js';
+import type { HeaderSource } from '../bitcoin/header-source.js';
 import { checkBatchPath } from './batch-path.js';
 import { BitcoinCheckCache, checkBitcoin } from './bitcoin.js';
 import { checkDigest } from './digest.js';

@@ -3,7 +3,6 @@
  * line per check, `VERDICT: PASS|FAIL: <reason>`; for several files a block per file and
  * a summary line. `--json` gives the same content as objects (see docs/verify.md).
  */
-import { VERSION } from '../../version.js';
 import type { VerifyReport } from './pipeline.js';
 import type { DiscoveryReport } from './discover.js';
 import { discoveryJson, formatDiscovery } from './discovery-report.js';
@@ -28,8 +27,9 @@ export interface RunSummary {
   not_anchored?: number;
 }
 
-export function headerLine(): string {
-  return `${TOOL_NAME} ${VERSION}`;
+/** The tool's version comes from its caller (the CLI reads package.json; the core does no I/O). */
+export function headerLine(version: string): string {
+  return `${TOOL_NAME} ${version}`;
 }
 
 const NAME_WIDTH = 17;
@@ -89,8 +89,8 @@ export function exitCode(s: RunSummary): number {
 }
 
 /** Text output; `single` prints one file without the summary line. */
-export function formatText(outcomes: readonly FileOutcome[], single: boolean): string {
-  const blocks = [headerLine()];
+export function formatText(outcomes: readonly FileOutcome[], single: boolean, version: string): string {
+  const blocks = [headerLine(version)];
   for (const o of outcomes) {
     const lines = [`file: ${o.file}`];
     if ('report' in o) lines.push(formatReport(o.report));
@@ -125,8 +125,8 @@ export function reportJson(file: string, report: VerifyReport): ReportJson {
  * `{tool, version, results: [...], summary}` where an unreadable file's result is
  * `{file, verdict: "ERROR", error}`.
  */
-export function formatJson(outcomes: readonly FileOutcome[], single: boolean): string {
+export function formatJson(outcomes: readonly FileOutcome[], single: boolean, version: string): string {
   const results = outcomes.map((o) => ('report' in o ? reportJson(o.file, o.report) : 'discovery' in o ? discoveryJson(o.file, o.discovery) : { file: o.file, verdict: 'ERROR', error: o.unreadable }));
-  if (single && results.length === 1) return `${JSON.stringify({ tool: TOOL_NAME, version: VERSION, ...results[0] }, null, 2)}\n`;
-  return `${JSON.stringify({ tool: TOOL_NAME, version: VERSION, results, summary: summarize(outcomes) }, null, 2)}\n`;
+  if (single && results.length === 1) return `${JSON.stringify({ tool: TOOL_NAME, version, ...results[0] }, null, 2)}\n`;
+  return `${JSON.stringify({ tool: TOOL_NAME, version, results, summary: summarize(outcomes) }, null, 2)}\n`;
 }

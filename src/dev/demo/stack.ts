@@ -12,7 +12,8 @@ import { loadConfig, type Config } from '../../adapters/config/config.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../daemon/embedded-redis.js';
 import { createLogger } from '../../daemon/logger.js';
 import { runDaemon, type RunningDaemon } from '../../daemon/main.js';
-import { loadSigningKey, npub } from '../../core/nostr/keys.js';
+import { npub } from '../../core/nostr/keys.js';
+import { loadSigningKey } from '../../adapters/nostr/key-file.js';
 import { startDevRelay, type DevRelay } from '../relay/dev-relay.js';
 import { startDevCalendar, type DevCalendar } from '../calendar/index.js';
 

@@ -5,14 +5,8 @@ import { join } from 'node:path';
 import { format, inspect } from 'node:util';
 import { decode, nsecEncode } from 'nostr-tools/nip19';
 import { getPublicKey } from 'nostr-tools/pure';
-import {
-  SigningKey,
-  generateSecretKey,
-  loadSigningKey,
-  npub,
-  publicKeyOf,
-  writeKeyFile,
-} from '../../../src/core/nostr/keys.js';
+import { SigningKey, generateSecretKey, npub, publicKeyOf } from '../../../src/core/nostr/keys.js';
+import { loadSigningKey, writeKeyFile } from '../../../src/adapters/nostr/key-file.js';
 import { TEST_SECRET_HEX } from './fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'aer1-keys-'));
