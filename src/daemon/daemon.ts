@@ -17,7 +17,16 @@ import { serializeEvent } from '../core/nostr/events.js';
 import type { SigningKey } from '../core/nostr/keys.js';
 import { connectRedis } from '../adapters/redis/connection.js';
 import { DaemonMetrics } from '../adapters/metrics/metrics.js';
+import { WitnessHealth } from '../adapters/health/witness-health.js';
+import { probeWitnesses, type ProbeOutcome } from '../adapters/health/witness-probe.js';
 import { Reconciler } from './reconciler.js';
+
+/** Relay answers that say the relay has the event; any other outcome is a failed attempt. */
+const RELAY_SUCCESS = new Set(['accepted', 'rejected:duplicate']);
+/** Calendar answers: a submit taken or any answer to an upgrade poll; the rest are error codes. */
+function calendarAnswered(result: string): boolean {
+  return result === 'submitted' || result.startsWith('upgrade_');
+}
 
 export interface DaemonDeps {
   config: Config;
@@ -34,6 +43,8 @@ export class Daemon {
   readonly storeRedis: Redis;
   readonly store: AnchorStore;
   readonly metrics: DaemonMetrics;
+  /** What this process saw of each relay and calendar (in-process; each daemon its own). */
+  readonly health: WitnessHealth;
   readonly witnesses: readonly WitnessName[];
   readonly nostr: NostrWitness | null = null;
   readonly ots: OtsWitness | null = null;
@@ -55,6 +66,9 @@ export class Daemon {
     this.store = new AnchorStore(this.storeRedis, config.redis.prefix);
     this.witnesses = enabledWitnesses(config);
     this.metrics = new DaemonMetrics();
+    this.health = new WitnessHealth(log);
+    if (config.nostr.enabled) for (const url of config.nostr.relays) this.health.register('relay', url);
+    if (config.ots.enabled) for (const url of config.ots.calendars) this.health.register('calendar', url);
     const bullPrefix = this.store.keys.bullPrefix;
     this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: bullPrefix });
 
@@ -73,7 +87,11 @@ export class Daemon {
         deps.signingKey,
         log,
         {
-          onPublish: (relay, result) => this.metrics.relayPublish(relay, result),
+          onPublish: (relay, result, message) => {
+            this.metrics.relayPublish(relay, result);
+            if (RELAY_SUCCESS.has(result)) this.health.success('relay', relay);
+            else this.health.failure('relay', relay, `${result}: ${message}`);
+          },
           onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('nostr', status, createdMs),
         },
       );
@@ -86,7 +104,11 @@ export class Daemon {
     }
     if (config.ots.enabled) {
       this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs }, this.store, log, {
-        onCalendarRequest: (calendar, result) => this.metrics.calendarRequest(calendar, result),
+        onCalendarRequest: (calendar, result, message) => {
+          this.metrics.calendarRequest(calendar, result);
+          if (calendarAnswered(result)) this.health.success('calendar', calendar);
+          else this.health.failure('calendar', calendar, message ?? result);
+        },
         onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('ots', status, createdMs),
       });
       const ots = this.ots;
@@ -155,6 +177,16 @@ export class Daemon {
     this.intakeWorker.on('completed', () => this.metrics.intake('accepted'));
     this.intakeWorker.on('failed', () => this.metrics.intake('refused'));
     await Promise.all([this.intakeWorker.waitUntilReady(), this.intakeQueue.waitUntilReady(), this.nostr?.waitUntilReady(), this.ots?.waitUntilReady()]);
+  }
+
+  /** The start-up probe of every enabled relay and calendar (bounded); its outcomes feed `health`. */
+  async probeWitnesses(timeoutMs?: number): Promise<ProbeOutcome[]> {
+    const outcomes = await probeWitnesses(this.config.nostr.enabled ? this.config.nostr.relays : [], this.config.ots.enabled ? this.config.ots.calendars : [], timeoutMs);
+    for (const o of outcomes) {
+      if (o.answered) this.health.success(o.kind, o.url);
+      else this.health.failure(o.kind, o.url, `start-up probe: ${o.message ?? 'no answer'}`);
+    }
+    return outcomes;
   }
 
   get running(): boolean {

@@ -15,6 +15,8 @@ import { Daemon } from './daemon.js';
 import { openEmbeddedRedis, INSTALL_HINT, type DaemonRedis } from './embedded-redis.js';
 import { createLogger, type Logger } from './logger.js';
 import { redisAnswers } from '../adapters/redis/connection.js';
+import { describeProbe } from '../adapters/health/witness-probe.js';
+import { displayUrl } from '../adapters/config/display-url.js';
 
 const STOP_TIMEOUT_MS = 20_000;
 
@@ -55,6 +57,8 @@ export async function runDaemon(config: Config, log: Logger): Promise<RunningDae
   const signingKey = signingKeyFor(config, log);
   const daemon = new Daemon({ config, redisUrl: redis.url, log, signingKey });
   await daemon.start();
+  // bounded (3 s) and run beside the HTTP start: the first log lines say whether the witnesses answered
+  const probe = daemon.probeWitnesses();
   let http: { url: string; close(): Promise<void> } | null = null;
   let webhooks: { stop(): Promise<void> } | null = null;
   if (config.http.enabled) {
@@ -75,6 +79,12 @@ export async function runDaemon(config: Config, log: Logger): Promise<RunningDae
   if (config.ots.enabled) {
     log.info({ calendars: config.ots.calendars, m: config.ots.minCalendars, network: config.ots.network }, `witness ots: ${config.ots.minCalendars} of ${config.ots.calendars.length} calendars, ${config.ots.network}`);
   }
+  const outcomes = await probe;
+  const unreachable = outcomes.filter((o) => !o.answered);
+  (unreachable.length > 0 ? log.warn.bind(log) : log.info.bind(log))(
+    { answered: outcomes.length - unreachable.length, unreachable: unreachable.map((o) => ({ kind: o.kind, url: displayUrl(o.url), error: o.message })) },
+    describeProbe(outcomes),
+  );
   if (http) log.info({ url: http.url }, `status page: ${http.url}/`);
   log.info({ queue: config.queue.name, version: VERSION }, 'aer1-anchord ready');
   let stopping: Promise<void> | null = null;

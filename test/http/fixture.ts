@@ -47,6 +47,7 @@ export function withHttp(d: Daemon, http: Partial<Config['http']>, extra: Partia
     redis: d.redis,
     store: d.store,
     metrics: d.metrics,
+    health: d.health,
     witnesses: d.witnesses,
     intakeQueue: d.intakeQueue,
     queues: d.queues,

@@ -39,6 +39,7 @@ export class RequestRedis {
       redis,
       store,
       metrics: daemon.metrics,
+      health: daemon.health,
       witnesses: daemon.witnesses,
       intakeQueue,
       queues,

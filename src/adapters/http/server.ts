@@ -100,8 +100,12 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
         const redis = await readiness.redisProblem();
         if (redis) reasons.push(redis);
         if (!daemon.running) reasons.push('worker: the intake worker is not running');
-        if (reasons.length > 0) return json(503, { error: { code: 'not_ready', message: reasons.join('; ') } });
-        return json(200, { status: 'ready' });
+        // failing witnesses do not make the daemon unready: it still takes and queues work, and retries them
+        // /readyz is public: states and counts only; the error text is in /v1/stats, behind read access
+        const witnesses = daemon.health.snapshot().map(({ lastError: _, ...w }) => w);
+        const failing = witnesses.filter((w) => w.state === 'failing').map((w) => `${w.kind} ${w.url}`);
+        if (reasons.length > 0) return json(503, { error: { code: 'not_ready', message: reasons.join('; ') }, failing, witnesses });
+        return json(200, { status: 'ready', failing, witnesses });
       },
     },
     {

@@ -6,6 +6,7 @@ import { isoSeconds } from '../state/subject-view.js';
 import type { GaugeSource } from '../metrics/metrics.js';
 import type { WitnessName } from '../state/keys.js';
 import type { DaemonView } from '../view/daemon-view.js';
+import type { EndpointHealth } from '../health/witness-health.js';
 
 export interface QueueCounts {
   waiting: number;
@@ -28,6 +29,8 @@ export interface Stats {
   oldestPending: { key: string; since: string; ageSeconds: number } | null;
   witnesses: Partial<Record<WitnessName, WitnessStats>>;
   queue: QueueCounts;
+  /** Each relay's and calendar's health as this daemon process saw it. */
+  health: EndpointHealth[];
 }
 
 
@@ -69,6 +72,7 @@ export async function collectStats(daemon: DaemonView, now: () => number = Date.
     oldestPending: oldest === null ? null : { key: oldest.key, since: isoSeconds(oldest.ms), ageSeconds: age(oldest.ms, at) },
     witnesses,
     queue,
+    health: daemon.health.snapshot(),
   };
 }
 

@@ -28,8 +28,8 @@ export type NostrWitnessOptions = Omit<Config['nostr'], 'enabled' | 'keyFile' | 
 };
 
 export interface NostrWitnessHooks {
-  /** Called for every publish attempt with its outcome (metrics). */
-  onPublish?: (relay: string, result: string) => void;
+  /** Called for every publish attempt with its outcome and the relay's message or what went wrong (metrics, health). */
+  onPublish?: (relay: string, result: string, message: string) => void;
   /** Called when a subject's witness status changes (metrics). */
   onWitnessChange?: (key: string, status: WitnessStatus, createdMs: number) => void;
 }
@@ -244,7 +244,7 @@ export class NostrWitness {
     const event = JSON.parse(json) as SignedEvent;
     const attempt = job.attemptsMade + 1;
     const result = await this.client(url).publish(event, { timeoutMs: this.opts.publishTimeoutMs });
-    this.hooks.onPublish?.(url, result.status === 'rejected' ? `rejected:${result.prefix ?? 'unknown'}` : result.status);
+    this.hooks.onPublish?.(url, result.status === 'rejected' ? `rejected:${result.prefix ?? 'unknown'}` : result.status, result.message);
     if (result.status === 'accepted') {
       let status = 'accepted';
       let message = result.message;

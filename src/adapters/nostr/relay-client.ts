@@ -128,6 +128,11 @@ export class RelayClient {
     return this.#relay?.connected === true;
   }
 
+  /** Opens the connection (or finds it open) within `timeoutMs`; rejects saying what went wrong (the start-up probe). */
+  async connect(timeoutMs: number = this.#connectTimeoutMs): Promise<void> {
+    await this.#connection(Date.now() + timeoutMs);
+  }
+
   /**
    * Sends the event and waits for the relay's OK within `timeoutMs` (connection
    * included). Never rejects. A second call for an event id already being published

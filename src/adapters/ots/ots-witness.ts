@@ -33,7 +33,8 @@ export interface CalendarState {
 }
 
 export interface OtsWitnessHooks {
-  onCalendarRequest?: (calendar: string, result: string) => void;
+  /** Every submit and upgrade poll with its outcome (`submitted`, `upgrade_<status>`, or an error code) and, on failure, what went wrong. */
+  onCalendarRequest?: (calendar: string, result: string, message?: string) => void;
   onWitnessChange?: (key: string, status: WitnessStatus, createdMs: number) => void;
 }
 
@@ -191,7 +192,7 @@ export class OtsWitness {
         this.hooks.onCalendarRequest?.(answer.url, 'submitted');
       } catch (err) {
         state = { url: answer.url, status: 'failed', message: `unusable answer: ${(err as Error).message}`, at: isoNow() };
-        this.hooks.onCalendarRequest?.(answer.url, 'bad_response');
+        this.hooks.onCalendarRequest?.(answer.url, 'bad_response', state.message);
       }
       cals.set(answer.url, state);
       fields[`cal:${answer.url}`] = JSON.stringify(state);
@@ -200,7 +201,7 @@ export class OtsWitness {
       const state: CalendarState = { url: f.url, status: 'failed', message: `${f.code}: ${f.message}`, at: isoNow() };
       cals.set(f.url, state);
       fields[`cal:${f.url}`] = JSON.stringify(state);
-      this.hooks.onCalendarRequest?.(f.url, f.code);
+      this.hooks.onCalendarRequest?.(f.url, f.code, f.message);
     }
     const holding = [...cals.values()].filter((c) => c.status === 'pending').length;
     // With no answer yet the timestamp is empty, which cannot be written: record the failures anyway.
@@ -308,7 +309,7 @@ export class OtsWitness {
         }
       } catch (err) {
         cal.message = err instanceof CalendarError ? `${err.code}: ${err.message}` : (err as Error).message;
-        this.hooks.onCalendarRequest?.(cal.url, err instanceof CalendarError ? err.code : 'error');
+        this.hooks.onCalendarRequest?.(cal.url, err instanceof CalendarError ? err.code : 'error', cal.message);
       }
       if (cal.status === 'pending' && ageMs > this.cfg.upgradeGiveUpMs) cal.status = 'gave-up';
       fields[`cal:${cal.url}`] = JSON.stringify(cal);

@@ -6,6 +6,7 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.js';
 import type { DaemonMetrics } from '../metrics/metrics.js';
+import type { WitnessHealth } from '../health/witness-health.js';
 import type { AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
 
@@ -14,6 +15,7 @@ export interface DaemonView {
   readonly redis: Redis;
   readonly store: AnchorStore;
   readonly metrics: DaemonMetrics;
+  readonly health: WitnessHealth;
   readonly witnesses: readonly WitnessName[];
   readonly intakeQueue: Queue;
   /** The intake and witness queues (the HTTP server counts their jobs on its own connection). */
