@@ -72,12 +72,12 @@ export async function runDaemon(config: Config, log: Logger): Promise<RunningDae
   log.info({ redis: redis.url.replace(/\/\/[^@]*@/, '//***@'), where: redis.where }, `Redis: ${redis.where}`);
   if (config.nostr.enabled) {
     log.info(
-      { mode: config.nostr.mode, relays: config.nostr.relays, quorum: nostrQuorum(config), npub: signingKey?.npub },
+      { mode: config.nostr.mode, relays: config.nostr.relays.map(displayUrl), quorum: nostrQuorum(config), npub: signingKey?.npub },
       `witness nostr: ${config.nostr.mode} mode, ${config.nostr.relays.length} relays, signing as ${signingKey?.npub}`,
     );
   }
   if (config.ots.enabled) {
-    log.info({ calendars: config.ots.calendars, m: config.ots.minCalendars, network: config.ots.network }, `witness ots: ${config.ots.minCalendars} of ${config.ots.calendars.length} calendars, ${config.ots.network}`);
+    log.info({ calendars: config.ots.calendars.map(displayUrl), m: config.ots.minCalendars, network: config.ots.network }, `witness ots: ${config.ots.minCalendars} of ${config.ots.calendars.length} calendars, ${config.ots.network}`);
   }
   const outcomes = await probe;
   const unreachable = outcomes.filter((o) => !o.answered);

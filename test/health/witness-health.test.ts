@@ -1,0 +1,63 @@
+/**
+ * WitnessHealth on its own, with a clock the test moves: when it turns an endpoint failing,
+ * how often it reminds, what it keeps of an error, and that it never logs per attempt.
+ */
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/daemon/logger.js';
+import { MAX_ERROR_CHARS, WitnessHealth } from '../../src/adapters/health/witness-health.js';
+
+function setup(): { health: WitnessHealth; lines: Array<{ level: number; msg: string }>; clock: { ms: number } } {
+  const lines: Array<{ level: number; msg: string }> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _e, done) {
+      for (const t of chunk.toString('utf8').split('\n')) if (t.trim()) lines.push(JSON.parse(t) as { level: number; msg: string });
+      done();
+    },
+  });
+  const clock = { ms: Date.parse('2026-01-01T00:00:00Z') };
+  return { health: new WitnessHealth(createLogger('info', sink), { now: () => clock.ms }), lines, clock };
+}
+
+describe('WitnessHealth', () => {
+  it('starts unknown, turns failing on the 3rd failure in a row, reminds every 5 minutes at most, and logs one line on recovery', () => {
+    const { health, lines, clock } = setup();
+    health.register('relay', 'wss://relay.example');
+    expect(health.snapshot()).toEqual([{ kind: 'relay', url: 'wss://relay.example/', state: 'unknown', lastSuccessAt: null, lastError: null, consecutiveFailures: 0 }]);
+    health.failure('relay', 'wss://relay.example', 'timeout: no OK');
+    health.failure('relay', 'wss://relay.example', 'timeout: no OK');
+    expect(health.snapshot()[0]!.state).toBe('unknown');
+    expect(lines).toHaveLength(0);
+    for (let i = 0; i < 100; i++) {
+      health.failure('relay', 'wss://relay.example', 'timeout: no OK');
+      clock.ms += 1000;
+    }
+    // 100 s of failures: the transition line only
+    expect(lines.map((l) => l.msg)).toEqual(['relay wss://relay.example/ is failing: 3 attempts in a row failed (last: timeout: no OK)']);
+    clock.ms += 300_000;
+    health.failure('relay', 'wss://relay.example', 'timeout: no OK');
+    health.failure('relay', 'wss://relay.example', 'timeout: no OK');
+    expect(lines).toHaveLength(2);
+    expect(lines[1]!.msg).toMatch(/still failing: 103 attempts in a row/);
+    health.success('relay', 'wss://relay.example');
+    health.success('relay', 'wss://relay.example');
+    expect(lines).toHaveLength(3);
+    expect(lines[2]).toMatchObject({ level: 30, msg: 'relay wss://relay.example/ recovered after 104 failed attempts' });
+    expect(health.snapshot()[0]).toMatchObject({ state: 'ok', consecutiveFailures: 0, lastSuccessAt: expect.stringMatching(/Z$/) });
+    // a single failure after recovery does not turn it failing again
+    health.failure('relay', 'wss://relay.example', 'error: x');
+    expect(health.snapshot()[0]).toMatchObject({ state: 'ok', consecutiveFailures: 1, lastError: { message: 'error: x' } });
+  });
+
+  it('keeps one bounded line of the last error, with the URL shown without credentials or query', () => {
+    const { health, lines } = setup();
+    const url = 'https://user:hunter22@cal.example/path?sig=s3cr3t-token';
+    for (let i = 0; i < 3; i++) health.failure('calendar', url, `calendar ${url}: http_status 500\n${'x'.repeat(1000)}`);
+    const rec = health.snapshot()[0]!;
+    expect(rec.url).toBe('https://cal.example/path');
+    expect(rec.lastError!.message.length).toBeLessThanOrEqual(MAX_ERROR_CHARS);
+    expect(rec.lastError!.message).toMatch(/^calendar https:\/\/cal\.example\/path: http_status 500 x+…$/);
+    expect(JSON.stringify(lines)).not.toMatch(/hunter22|s3cr3t/);
+    expect(JSON.stringify(health.snapshot())).not.toMatch(/hunter22|s3cr3t/);
+  });
+});
