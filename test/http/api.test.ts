@@ -34,7 +34,11 @@ describe('health', () => {
     expect(await (await s.get('/livez')).json()).toEqual({ status: 'ok' });
     const ready = await s.get('/readyz');
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: 'ready' });
+    // witnesses named, none failing here (the failing case: test/daemon/witness-health.test.ts)
+    const body = (await ready.json()) as { status: string; failing: string[]; witnesses: Array<{ kind: string; state: string }> };
+    expect(body).toMatchObject({ status: 'ready', failing: [] });
+    expect(body.witnesses.length).toBeGreaterThan(0);
+    for (const w of body.witnesses) expect(['ok', 'unknown']).toContain(w.state);
   });
 
   // Redis frozen, gone, full or read-only: test/reliability/redis-backpressure.test.ts, on a private redis-server
