@@ -59,7 +59,8 @@ describe('reconciler', () => {
     const relays = await startRelays(2);
     cleanups.push(() => Promise.all(relays.map((r) => r.close())));
     const [good, busy] = [relays[0]!, relays[1]!];
-    busy.beforeEvent = () => ({ accept: false, message: 'rate-limited: slow down' });
+    // error: is retried with attempts (rate-limited: pauses the queue without spending any)
+    busy.beforeEvent = () => ({ accept: false, message: 'error: try again later' });
     const config = testConfig({ relays, overrides: { reconcile: { intervalMs: 500, reopenAfterMs: 1500 }, nostr: { maxAttempts: 2, backoffMs: 50, backoffMaxMs: 50 } } });
     const daemon = await startDaemon(config);
     cleanups.push(() => daemon.stop());

@@ -35,6 +35,7 @@ export interface Config {
     maxAttempts: number;
     backoffMs: number;
     backoffMaxMs: number;
+    rateLimitBackoffMs: number;
     readBack: boolean;
     batchMaxSize: number;
     batchWindowMs: number;

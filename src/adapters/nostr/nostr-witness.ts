@@ -75,6 +75,8 @@ export class NostrWitness {
   private readonly queues = new Map<string, Queue<RelayJobData>>();
   private readonly workers: Worker[] = [];
   private readonly clients = new Map<string, RelayClient>();
+  /** Per relay: `rate-limited:` pauses in a row (reset by an acceptance) and when the current one ends. */
+  private readonly pauses = new Map<string, { streak: number; until: number }>();
   private batchQueue: Queue | null = null;
 
   constructor(opts: NostrWitnessOptions, store: AnchorStore, key: SigningKey, log: Logger, hooks: NostrWitnessHooks = {}) {
@@ -246,6 +248,7 @@ export class NostrWitness {
     const result = await this.client(url).publish(event, { timeoutMs: this.opts.publishTimeoutMs });
     this.hooks.onPublish?.(url, result.status === 'rejected' ? `rejected:${result.prefix ?? 'unknown'}` : result.status);
     if (result.status === 'accepted') {
+      this.pauses.delete(url);
       let status = 'accepted';
       let message = result.message;
       if (this.opts.readBack) {
@@ -263,6 +266,13 @@ export class NostrWitness {
       await this.record(eventId, { url, status, message, at: result.at, attempts: attempt, final: true }, existing);
       return;
     }
+    if (result.status === 'rejected' && result.prefix === 'rate-limited') {
+      // The limit is on our key, not this event: pause the relay's whole queue (every daemon's
+      // worker for it) and send this event again afterwards, without spending an attempt.
+      await this.record(eventId, { url, status: result.status, message: result.message, at: result.at, attempts: attempt, final: false, prefix: result.prefix }, existing);
+      await this.queues.get(url)!.rateLimit(this.pauseFor(url));
+      throw Worker.RateLimitError();
+    }
     if (result.retryable && attempt < this.opts.maxAttempts) {
       await this.record(eventId, { url, status: result.status, message: result.message, at: result.at, attempts: attempt, final: false, ...(result.prefix ? { prefix: result.prefix } : {}) }, existing);
       throw new Error(`${result.status}: ${result.message}`);
@@ -277,6 +287,24 @@ export class NostrWitness {
       final: true,
       ...(result.prefix ? { prefix: result.prefix } : {}),
     }, existing);
+  }
+
+  /**
+   * How long a `rate-limited:` answer pauses this relay: nostr.rateLimitBackoffMs, doubled for
+   * each pause in a row (answers arriving while one pause runs, from publishes already in
+   * flight, do not double it again), capped at nostr.backoffMaxMs or the base if larger.
+   */
+  private pauseFor(url: string): number {
+    const now = Date.now();
+    const p = this.pauses.get(url) ?? { streak: 0, until: 0 };
+    const base = this.opts.rateLimitBackoffMs;
+    const cap = Math.max(base, this.opts.backoffMaxMs);
+    if (now >= p.until) {
+      p.streak++;
+      p.until = now + Math.min(cap, base * 2 ** Math.min(p.streak - 1, 30));
+      this.pauses.set(url, p);
+    }
+    return Math.max(1, p.until - now);
   }
 
   private async giveUp(url: string, eventId: string, message: string, attempts: number): Promise<void> {
