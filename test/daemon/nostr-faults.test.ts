@@ -19,7 +19,8 @@ describe('a relay that is down', () => {
   });
 
   it('leaves subjects partial with the failure recorded, then confirms them when it returns', async () => {
-    const config = testConfig({ relays, overrides: { nostr: { maxAttempts: 1000, backoffMaxMs: 500 } } });
+    // quorum 3 (all): with the default majority the two others would confirm them
+    const config = testConfig({ relays, overrides: { nostr: { quorum: 3, maxAttempts: 1000, backoffMaxMs: 500 } } });
     const daemon = await startDaemon(config);
     const issuer = new Issuer(config);
     try {

@@ -47,7 +47,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'nostr.enabled', type: { kind: 'bool' }, default: true, env: 'AER1_NOSTR_ENABLED', doc: 'Publish signed envelopes (or batch roots) to Nostr relays.' },
   { key: 'nostr.mode', type: { kind: 'enum', values: ['envelope', 'batch'] }, default: 'envelope', env: 'AER1_NOSTR_MODE', doc: '"envelope": one event per subject; "batch": one event per batch (RFC 6962 root).' },
   { key: 'nostr.relays', type: { kind: 'url-list', protocols: ['ws:', 'wss:'] }, default: ['wss://relay.damus.io', 'wss://nos.lol', 'wss://relay.nostr.band'], env: 'AER1_NOSTR_RELAYS', doc: 'Relays to publish to (comma-separated in the environment).' },
-  { key: 'nostr.quorum', type: int(0, 100), default: 0, env: 'AER1_NOSTR_QUORUM', doc: 'Relays that must accept before the witness is confirmed; 0 means all configured relays.' },
+  { key: 'nostr.quorum', type: int(0, 100), default: 0, env: 'AER1_NOSTR_QUORUM', doc: 'Relays that must accept before the witness is confirmed; 0 means a majority, floor(n/2)+1 (not all: one relay refusing or down for good would keep every subject short of confirmed). Set it to the relay count to require all.' },
   { key: 'nostr.kind', type: int(1000, 9999), default: 3099, env: 'AER1_NOSTR_KIND', doc: 'Event kind (a regular, stored kind).' },
   { key: 'nostr.keyFile', type: { kind: 'string' }, default: './var/nostr.key', env: 'AER1_NOSTR_KEY_FILE', doc: 'Signing key file (hex or nsec, mode 0600); created on first start when missing.' },
   { key: 'nostr.keyEnv', type: { kind: 'string' }, default: 'AER1_NOSTR_SECRET_KEY', env: 'AER1_NOSTR_KEY_ENV', doc: 'Name of the environment variable that may hold the signing key instead of the file.' },

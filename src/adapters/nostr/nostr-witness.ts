@@ -18,7 +18,7 @@ import { batchEvent, envelopeEvent, serializeEvent, sameSignedEvent, type Signed
 import type { SigningKey } from '../../core/nostr/keys.js';
 import { RelayClient } from './relay-client.js';
 
-/** The `nostr` settings (quorum resolved: 0 → every relay) plus where its queues live. */
+/** The `nostr` settings (quorum resolved: 0 → a majority of the relays) plus where its queues live. */
 export type NostrWitnessOptions = Omit<Config['nostr'], 'enabled' | 'keyFile' | 'keyEnv' | 'batchMaxSize' | 'batchWindowMs'> & {
   queueBase: string;
   bullPrefix: string;
@@ -51,18 +51,33 @@ export interface PublishRepair {
   moved: number;
 }
 
-/** Witness status of an event from its relays' reports (SPEC 4.1), with a monotonic progress number. */
-export function nostrStatusOf(reports: readonly RelayReportRecord[], relayCount: number, quorum: number): { status: WitnessStatus; progress: number } {
+/**
+ * Witness status of an event from its relays' reports (SPEC 4.1), with a monotonic progress
+ * number. `confirmed` once `quorum` relays accepted. `failed` as soon as the quorum is out of
+ * reach: the relays that refused for good (`invalid:`, `blocked:`, `restricted:`, ...) or were
+ * given up on (retries exhausted) leave fewer than `quorum` that could still accept. That holds
+ * even when some relays accepted (the event is on them, and the proof lists them): `partial`
+ * means "still on its way to the quorum", and a quorum no relay can complete is not. `reason`
+ * says why, naming each relay that closed the way. A witness failed only through relays given
+ * up on can still move on: the reconciler gives those a new round (never the final refusals).
+ */
+export function nostrStatusOf(reports: readonly RelayReportRecord[], relayCount: number, quorum: number): { status: WitnessStatus; progress: number; reason?: string } {
   let accepted = 0;
   let finished = 0;
+  const closed: RelayReportRecord[] = [];
   for (const r of reports) {
-    if (r.status === 'accepted' || r.status === 'stored') accepted++;
+    const ok = r.status === 'accepted' || r.status === 'stored';
+    if (ok) accepted++;
     if (r.final) finished++;
+    if (r.final && !ok) closed.push(r);
   }
   const progress = accepted * 1000 + finished;
   if (accepted >= quorum) return { status: 'confirmed', progress };
+  if (relayCount - closed.length < quorum) {
+    const why = closed.map((r) => `${r.url}: ${r.status}${r.message ? ` (${r.message})` : ''}`).join('; ');
+    return { status: 'failed', progress, reason: `quorum ${quorum} unreachable: ${accepted} of ${relayCount} relays accepted, ${closed.length} closed for good: ${why}` };
+  }
   if (accepted > 0) return { status: 'partial', progress };
-  if (finished >= relayCount) return { status: 'failed', progress };
   return { status: 'pending', progress };
 }
 
@@ -165,6 +180,10 @@ export class NostrWitness {
     }
     const accepted = reports.filter((r) => r.status === 'accepted' || r.status === 'stored').length;
     if (accepted >= this.opts.quorum) return out;
+    // Final refusals (invalid:, blocked:, restricted:, ...) are never sent again; when they alone
+    // put the quorum out of reach, reopening the relays given up on cannot help either.
+    const refused = reports.filter((r) => r.final && r.status === 'rejected').length;
+    if (this.opts.relays.length - refused < this.opts.quorum) return out;
     const open = this.opts.relays.filter((url) => !byUrl.get(url)?.final).length;
     for (const [url, q] of this.queues) {
       const r = byUrl.get(url);
@@ -335,11 +354,11 @@ export class NostrWitness {
 
   /** Moves the witness of every subject the event carries to what its relays' reports say. */
   private async moveWitness(eventId: string, reports: readonly RelayReportRecord[], report: RelayReportRecord, unchanged = false): Promise<void> {
-    const { status, progress } = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
+    const { status, progress, reason } = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
     const owner = await this.store.eventOwner(eventId);
     if (unchanged && !owner.subject) return;
     const keys = owner.subject ? [owner.subject] : owner.batch ? await this.store.batchKeys('nostr', owner.batch) : [];
-    const detail = `${report.url}: ${report.status}${report.message ? ` (${report.message})` : ''}`;
+    const detail = reason ?? `${report.url}: ${report.status}${report.message ? ` (${report.message})` : ''}`;
     const changes = await this.store.setWitnessMany(keys, 'nostr', status, progress, detail);
     changes.forEach((c, i) => {
       if (c.changed) this.hooks.onWitnessChange?.(keys[i]!, status, c.createdMs);
