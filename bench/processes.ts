@@ -163,6 +163,8 @@ export function benchConfig(o: BenchDaemonOptions & { keyFile: string }): Config
         enabled: true,
         mode: o.mode,
         relays: o.peers.relays,
+        // every relay, as the benchmark reports (the daemon's default is a majority)
+        quorum: o.peers.relays.length,
         ratePerMinute: o.ratePerMinute,
         keyFile: o.keyFile,
         publishTimeoutMs: 10_000,

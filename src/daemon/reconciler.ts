@@ -5,7 +5,8 @@
  * every job their next step needs and no longer has:
  *   - accepted, batched witness, neither batched nor in the inbox → back into the inbox;
  *   - signed, a relay without a final answer and without a publish job → the job again;
- *   - a relay given up on while the quorum cannot be met without it → a new round for it;
+ *   - a relay given up on while the quorum cannot be met without it → a new round for it
+ *     (also when that made the witness `failed`; a relay's final refusal is never reopened);
  *   - relays' reports recorded but the witness not moved (the move failed) → moved;
  *   - a batch not yet held by m calendars whose submit job died → submitted again;
  *   - a submitted batch whose scheduled poll died → polled again.
@@ -100,7 +101,8 @@ export class Reconciler {
     const seenBatches = new Set<string>();
     for (const witness of ['nostr', 'ots'] as const) {
       if (!(witness === 'nostr' ? this.deps.nostr : this.deps.ots)) continue;
-      for (const status of ['pending', 'partial']) {
+      // nostr `failed` too: a witness failed through relays given up on gets them reopened.
+      for (const status of witness === 'nostr' ? ['pending', 'partial', 'failed'] : ['pending', 'partial']) {
         await this.walk(witness, status, before, seenBatches, repairs);
       }
     }

@@ -80,6 +80,7 @@ export function testConfig(setup: TestSetup): Config {
       relays: relays.length > 0 ? relays.map((r) => r.url) : ['ws://127.0.0.1:1'],
       ratePerMinute: 100_000,
       backoffMs: 100,
+      rateLimitBackoffMs: 100,
       backoffMaxMs: 1000,
       publishTimeoutMs: 2000,
       batchWindowMs: 200,

@@ -35,6 +35,7 @@ export interface Config {
     maxAttempts: number;
     backoffMs: number;
     backoffMaxMs: number;
+    rateLimitBackoffMs: number;
     readBack: boolean;
     batchMaxSize: number;
     batchWindowMs: number;
@@ -303,9 +304,9 @@ function crossCheck(c: Config): void {
   if (c.ots.upgradeMaxMs < c.ots.upgradeInitialMs) bad('ots.upgradeMaxMs', 'must be at least ots.upgradeInitialMs');
 }
 
-/** The quorum in force: 0 means every configured relay. */
+/** The quorum in force: 0 (the default) means a majority of the configured relays, floor(n/2)+1. */
 export function nostrQuorum(c: Config): number {
-  return c.nostr.quorum === 0 ? c.nostr.relays.length : c.nostr.quorum;
+  return c.nostr.quorum === 0 ? Math.floor(c.nostr.relays.length / 2) + 1 : c.nostr.quorum;
 }
 
 export function enabledWitnesses(c: Config): Array<'nostr' | 'ots'> {

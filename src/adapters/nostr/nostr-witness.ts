@@ -18,7 +18,7 @@ import { batchEvent, envelopeEvent, serializeEvent, sameSignedEvent, type Signed
 import type { SigningKey } from '../../core/nostr/keys.js';
 import { RelayClient } from './relay-client.js';
 
-/** The `nostr` settings (quorum resolved: 0 → every relay) plus where its queues live. */
+/** The `nostr` settings (quorum resolved: 0 → a majority of the relays) plus where its queues live. */
 export type NostrWitnessOptions = Omit<Config['nostr'], 'enabled' | 'keyFile' | 'keyEnv' | 'batchMaxSize' | 'batchWindowMs'> & {
   queueBase: string;
   bullPrefix: string;
@@ -51,18 +51,33 @@ export interface PublishRepair {
   moved: number;
 }
 
-/** Witness status of an event from its relays' reports (SPEC 4.1), with a monotonic progress number. */
-export function nostrStatusOf(reports: readonly RelayReportRecord[], relayCount: number, quorum: number): { status: WitnessStatus; progress: number } {
+/**
+ * Witness status of an event from its relays' reports (SPEC 4.1), with a monotonic progress
+ * number. `confirmed` once `quorum` relays accepted. `failed` as soon as the quorum is out of
+ * reach: the relays that refused for good (`invalid:`, `blocked:`, `restricted:`, ...) or were
+ * given up on (retries exhausted) leave fewer than `quorum` that could still accept. That holds
+ * even when some relays accepted (the event is on them, and the proof lists them): `partial`
+ * means "still on its way to the quorum", and a quorum no relay can complete is not. `reason`
+ * says why, naming each relay that closed the way. A witness failed only through relays given
+ * up on can still move on: the reconciler gives those a new round (never the final refusals).
+ */
+export function nostrStatusOf(reports: readonly RelayReportRecord[], relayCount: number, quorum: number): { status: WitnessStatus; progress: number; reason?: string } {
   let accepted = 0;
   let finished = 0;
+  const closed: RelayReportRecord[] = [];
   for (const r of reports) {
-    if (r.status === 'accepted' || r.status === 'stored') accepted++;
+    const ok = r.status === 'accepted' || r.status === 'stored';
+    if (ok) accepted++;
     if (r.final) finished++;
+    if (r.final && !ok) closed.push(r);
   }
   const progress = accepted * 1000 + finished;
   if (accepted >= quorum) return { status: 'confirmed', progress };
+  if (relayCount - closed.length < quorum) {
+    const why = closed.map((r) => `${r.url}: ${r.status}${r.message ? ` (${r.message})` : ''}`).join('; ');
+    return { status: 'failed', progress, reason: `quorum ${quorum} unreachable: ${accepted} of ${relayCount} relays accepted, ${closed.length} closed for good: ${why}` };
+  }
   if (accepted > 0) return { status: 'partial', progress };
-  if (finished >= relayCount) return { status: 'failed', progress };
   return { status: 'pending', progress };
 }
 
@@ -75,6 +90,8 @@ export class NostrWitness {
   private readonly queues = new Map<string, Queue<RelayJobData>>();
   private readonly workers: Worker[] = [];
   private readonly clients = new Map<string, RelayClient>();
+  /** Per relay: `rate-limited:` pauses in a row (reset by an acceptance) and when the current one ends. */
+  private readonly pauses = new Map<string, { streak: number; until: number }>();
   private batchQueue: Queue | null = null;
 
   constructor(opts: NostrWitnessOptions, store: AnchorStore, key: SigningKey, log: Logger, hooks: NostrWitnessHooks = {}) {
@@ -163,6 +180,10 @@ export class NostrWitness {
     }
     const accepted = reports.filter((r) => r.status === 'accepted' || r.status === 'stored').length;
     if (accepted >= this.opts.quorum) return out;
+    // Final refusals (invalid:, blocked:, restricted:, ...) are never sent again; when they alone
+    // put the quorum out of reach, reopening the relays given up on cannot help either.
+    const refused = reports.filter((r) => r.final && r.status === 'rejected').length;
+    if (this.opts.relays.length - refused < this.opts.quorum) return out;
     const open = this.opts.relays.filter((url) => !byUrl.get(url)?.final).length;
     for (const [url, q] of this.queues) {
       const r = byUrl.get(url);
@@ -246,6 +267,7 @@ export class NostrWitness {
     const result = await this.client(url).publish(event, { timeoutMs: this.opts.publishTimeoutMs });
     this.hooks.onPublish?.(url, result.status === 'rejected' ? `rejected:${result.prefix ?? 'unknown'}` : result.status, result.message);
     if (result.status === 'accepted') {
+      this.pauses.delete(url);
       let status = 'accepted';
       let message = result.message;
       if (this.opts.readBack) {
@@ -263,6 +285,13 @@ export class NostrWitness {
       await this.record(eventId, { url, status, message, at: result.at, attempts: attempt, final: true }, existing);
       return;
     }
+    if (result.status === 'rejected' && result.prefix === 'rate-limited') {
+      // The limit is on our key, not this event: pause the relay's whole queue (every daemon's
+      // worker for it) and send this event again afterwards, without spending an attempt.
+      await this.record(eventId, { url, status: result.status, message: result.message, at: result.at, attempts: attempt, final: false, prefix: result.prefix }, existing);
+      await this.queues.get(url)!.rateLimit(this.pauseFor(url));
+      throw Worker.RateLimitError();
+    }
     if (result.retryable && attempt < this.opts.maxAttempts) {
       await this.record(eventId, { url, status: result.status, message: result.message, at: result.at, attempts: attempt, final: false, ...(result.prefix ? { prefix: result.prefix } : {}) }, existing);
       throw new Error(`${result.status}: ${result.message}`);
@@ -277,6 +306,24 @@ export class NostrWitness {
       final: true,
       ...(result.prefix ? { prefix: result.prefix } : {}),
     }, existing);
+  }
+
+  /**
+   * How long a `rate-limited:` answer pauses this relay: nostr.rateLimitBackoffMs, doubled for
+   * each pause in a row (answers arriving while one pause runs, from publishes already in
+   * flight, do not double it again), capped at nostr.backoffMaxMs or the base if larger.
+   */
+  private pauseFor(url: string): number {
+    const now = Date.now();
+    const p = this.pauses.get(url) ?? { streak: 0, until: 0 };
+    const base = this.opts.rateLimitBackoffMs;
+    const cap = Math.max(base, this.opts.backoffMaxMs);
+    if (now >= p.until) {
+      p.streak++;
+      p.until = now + Math.min(cap, base * 2 ** Math.min(p.streak - 1, 30));
+      this.pauses.set(url, p);
+    }
+    return Math.max(1, p.until - now);
   }
 
   private async giveUp(url: string, eventId: string, message: string, attempts: number): Promise<void> {
@@ -307,11 +354,11 @@ export class NostrWitness {
 
   /** Moves the witness of every subject the event carries to what its relays' reports say. */
   private async moveWitness(eventId: string, reports: readonly RelayReportRecord[], report: RelayReportRecord, unchanged = false): Promise<void> {
-    const { status, progress } = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
+    const { status, progress, reason } = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
     const owner = await this.store.eventOwner(eventId);
     if (unchanged && !owner.subject) return;
     const keys = owner.subject ? [owner.subject] : owner.batch ? await this.store.batchKeys('nostr', owner.batch) : [];
-    const detail = `${report.url}: ${report.status}${report.message ? ` (${report.message})` : ''}`;
+    const detail = reason ?? `${report.url}: ${report.status}${report.message ? ` (${report.message})` : ''}`;
     const changes = await this.store.setWitnessMany(keys, 'nostr', status, progress, detail);
     changes.forEach((c, i) => {
       if (c.changed) this.hooks.onWitnessChange?.(keys[i]!, status, c.createdMs);

@@ -42,6 +42,7 @@ export const REJECTION_RETRYABLE: Readonly<Record<string, boolean>> = {
   mute: false,
   // NIP-42 AUTH is not implemented: sending again unauthenticated cannot pass
   'auth-required': false,
+  // never a rejection: `OK false "duplicate:"` is answered as accepted
   duplicate: false,
 };
 
@@ -274,7 +275,8 @@ export class RelayClient {
     this.#okFrames.delete(event.id);
     if (ok) {
       const prefix = prefixOf(ok.message);
-      if (ok.ok) return this.#result('accepted', ok.message, prefix, false);
+      // `OK false "duplicate: …"` (some relays): it already holds the event, an acceptance.
+      if (ok.ok || prefix === 'duplicate') return this.#result('accepted', ok.message, prefix, false);
       const retryable = prefix !== undefined && prefix in REJECTION_RETRYABLE ? REJECTION_RETRYABLE[prefix] === true : UNKNOWN_REJECTION_RETRYABLE;
       return this.#result('rejected', ok.message, prefix, retryable);
     }

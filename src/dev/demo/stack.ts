@@ -61,7 +61,8 @@ export function demoConfig(redisUrl: string, relays: readonly string[], calendar
         enabled: true,
         mode: 'envelope',
         relays: [...relays],
-        quorum: 0,
+        // every relay, as the demo shows (the daemon's default is a majority)
+        quorum: relays.length,
         keyFile: files.key,
         keyEnv: DEMO_KEY_ENV,
         publishTimeoutMs: 3000,
