@@ -1,0 +1,11 @@
+/**
+ * The package's main entry (`import … from 'aer1-anchor'`): what an issuer calls to
+ * enqueue a document the daemon anchors, and the proof format it gets back.
+ */
+export { enqueueAnchor, usableAsJobId, ANCHOR_JOB_OPTIONS, type EnqueueOutcome } from '../adapters/queue/producer.js';
+export { ANCHOR_JOB } from '../adapters/queue/names.js';
+export type { JobLimits } from '../adapters/queue/job-data.js';
+export { AnchorStore } from '../adapters/state/anchor-store.js';
+export { StateKeys } from '../adapters/state/keys.js';
+export { Aer1Error, ConflictError, InputError } from '../core/errors/errors.js';
+export * from '../core/proof/format.js';
