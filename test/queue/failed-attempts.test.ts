@@ -22,7 +22,8 @@ describe('failed job attempts', () => {
   beforeAll(async () => {
     [relay] = (await startRelays(1)) as [DevRelay];
     // a retryable refusal with a reason far longer than anything worth keeping per attempt
-    relay.beforeEvent = () => ({ accept: false, message: `rate-limited: ${'slow down; '.repeat(2000)}` });
+    // error: is retryable and spends attempts (rate-limited: pauses the queue without spending one)
+    relay.beforeEvent = () => ({ accept: false, message: `error: ${'slow down; '.repeat(2000)}` });
     const config = testConfig({
       relays: [relay],
       overrides: {
@@ -56,7 +57,7 @@ describe('failed job attempts', () => {
     await issuer.enqueue(s, s.receipt_uuid);
     const relayQueue = daemon.nostr!.allQueues[0]!.name;
     const stored = await storedFailure(relayQueue, async () => (await issuer.store.getRecord(s.receipt_uuid))?.nostrEventId ?? null);
-    expect(stored.reason).toMatch(/rate-limited: slow down;/);
+    expect(stored.reason).toMatch(/error: slow down;/);
     expect(stored.reason.length).toBeLessThanOrEqual(MAX_ERROR_TEXT);
     expect(JSON.parse(stored.stacktrace)).toEqual([]);
   });

@@ -83,7 +83,8 @@ async function relayFault(
   const bad = { url: urls[2]!, relay: relays[2]! };
   const config = testConfig({
     relays,
-    overrides: { nostr: { relays: urls, maxAttempts: 1000, backoffMs: 100, backoffMaxMs: 800, publishTimeoutMs: 1000, concurrency: 64 } },
+    // quorum 3 (all): the subjects wait partial on the bad relay, then confirm when it recovers
+    overrides: { nostr: { relays: urls, quorum: 3, maxAttempts: 1000, backoffMs: 100, backoffMaxMs: 800, publishTimeoutMs: 1000, concurrency: 64 } },
   });
   const daemon = await startDaemon(config);
   const issuer = new Issuer(config);
