@@ -33,7 +33,7 @@ export interface VerifyInput {
 }
 
 export interface VerifyOptions {
-  /** Hex x-only public keys the event must be signed by (parse npubs with `parseExpectedPubkey`). */
+  /** The signers the caller trusts, hex x-only (parse npubs with `parseExpectedPubkey`): an event from any other key never confirms. */
   expectedPubkeys?: readonly string[];
   /** Where Bitcoin headers come from; null or absent: the `bitcoin` stage is skipped. */
   headerSource?: HeaderSource | null;
@@ -68,7 +68,8 @@ export interface VerifyReport {
 
 /**
  * Verifies one input. Throws UsageError when the input cannot be verified at all (no
- * proof found, a proof of an unknown version); every other problem is a check result.
+ * proof found, a proof of an unknown version, a file that reads two ways, JSON nested too
+ * deep); every other problem is a check result.
  */
 export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = {}): Promise<VerifyReport> {
   const eventCache = options.eventCache ?? new EventCheckCache();
