@@ -8,7 +8,7 @@ import { inspect } from 'node:util';
 import { finalizeEvent, getPublicKey, generateSecretKey as nostrGenerateSecretKey } from 'nostr-tools/pure';
 import type { EventTemplate } from 'nostr-tools/core';
 import { decode as nip19Decode, npubEncode } from 'nostr-tools/nip19';
-import { InputError, UsageError } from '../errors/errors.js';
+import { InputError } from '../errors/errors.js';
 
 const REDACTED = '[signing key redacted]';
 const HEX64_ANY_CASE = /^[0-9a-fA-F]{64}$/;
