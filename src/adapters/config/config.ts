@@ -70,6 +70,7 @@ export interface Config {
     maxReplay: number;
   };
   webhooks: WebhookConfig[];
+  webhookDelivery: { retryHorizonMs: number; backoffMs: number; backoffMaxMs: number; timeoutMs: number; concurrency: number };
   log: { level: string };
 }
 
@@ -301,6 +302,7 @@ function crossCheck(c: Config): void {
   }
   if (!c.nostr.enabled && !c.ots.enabled) bad('nostr.enabled', 'no witness is enabled (nostr.enabled and ots.enabled are both false)');
   if (c.nostr.backoffMaxMs < c.nostr.backoffMs) bad('nostr.backoffMaxMs', 'must be at least nostr.backoffMs');
+  if (c.webhookDelivery.backoffMaxMs < c.webhookDelivery.backoffMs) bad('webhookDelivery.backoffMaxMs', 'must be at least webhookDelivery.backoffMs');
   if (c.ots.upgradeMaxMs < c.ots.upgradeInitialMs) bad('ots.upgradeMaxMs', 'must be at least ots.upgradeInitialMs');
 }
 

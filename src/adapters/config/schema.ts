@@ -89,6 +89,11 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'http.maxReplay', type: int(1, 1_000_000), default: 1000, env: 'AER1_HTTP_MAX_REPLAY', doc: 'Most stream entries replayed to one connection after Last-Event-ID or ?since=; with more left, the stream ends and the client resumes from its last id.' },
 
   { key: 'webhooks', type: { kind: 'webhooks' }, default: [], env: 'AER1_WEBHOOKS', doc: 'POST every state change to these: [{"url", "secret", "headers"?}] (JSON in the environment). URLs with user:password@ are refused: put credentials in "headers".' },
+  { key: 'webhookDelivery.retryHorizonMs', type: int(0, 30 * MS_DAY), default: 3 * MS_DAY, env: 'AER1_WEBHOOK_RETRY_HORIZON_MS', doc: 'A change is retried until delivered or this long after it was made (then recorded failed); attempts are computed so the capped backoff lasts this long.' },
+  { key: 'webhookDelivery.backoffMs', type: int(10, MS_DAY), default: 1000, env: 'AER1_WEBHOOK_BACKOFF_MS', doc: 'First retry delay after a failed delivery; doubles per attempt, +0–20% jitter. The hook\'s queue pauses meanwhile, so its changes stay in order.' },
+  { key: 'webhookDelivery.backoffMaxMs', type: int(10, MS_DAY), default: 300_000, env: 'AER1_WEBHOOK_BACKOFF_MAX_MS', doc: 'Cap of the retry delay: a receiver back up gets its backlog within about this long.' },
+  { key: 'webhookDelivery.timeoutMs', type: int(100, 300_000), default: 10_000, env: 'AER1_WEBHOOK_TIMEOUT_MS', doc: 'Deadline of one POST (an answer after it counts as a failure).' },
+  { key: 'webhookDelivery.concurrency', type: int(1, 100), default: 1, env: 'AER1_WEBHOOK_CONCURRENCY', doc: 'POSTs in flight per hook and daemon; 1 keeps each hook\'s changes in stream order, more may reorder them.' },
 
   { key: 'log.level', type: { kind: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }, default: 'info', env: 'AER1_LOG_LEVEL', doc: 'Log level (pino).' },
 ];

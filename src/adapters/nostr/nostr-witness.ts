@@ -18,6 +18,9 @@ import { batchEvent, envelopeEvent, serializeEvent, sameSignedEvent, type Signed
 import type { SigningKey } from '../../core/nostr/keys.js';
 import { RelayClient } from './relay-client.js';
 
+/** A failed batch job retries from 1 s, doubling, capped at nostr.backoffMaxMs (was BullMQ's uncapped exponential). */
+const BATCH_RETRY = { initialMs: 1000 } as const;
+
 /** The `nostr` settings (quorum resolved: 0 → a majority of the relays) plus where its queues live. */
 export type NostrWitnessOptions = Omit<Config['nostr'], 'enabled' | 'keyFile' | 'keyEnv' | 'batchMaxSize' | 'batchWindowMs'> & {
   queueBase: string;
@@ -140,6 +143,7 @@ export class NostrWitness {
         ...stalledJobOptions(this.opts.stalledIntervalMs),
         removeOnComplete: { count: 0 },
         removeOnFail: { count: 100 },
+        settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, BATCH_RETRY.initialMs, Math.max(BATCH_RETRY.initialMs, this.opts.backoffMaxMs)) },
       });
       worker.on('error', (err) => this.log.warn({ err: err.message }, 'nostr batch worker error'));
       this.workers.push(worker);
@@ -220,7 +224,7 @@ export class NostrWitness {
   /** Batch mode: hands a cut batch to the batch worker (idempotent by batch id). */
   async enqueueBatch(batchId: string): Promise<void> {
     if (!this.batchQueue) throw new Error('enqueueBatch is for batch mode');
-    await this.batchQueue.add('batch', { batchId }, { jobId: `nostr-batch-${batchId}`, attempts: 1000, backoff: { type: 'exponential', delay: 1000 } });
+    await this.batchQueue.add('batch', { batchId }, { jobId: `nostr-batch-${batchId}`, attempts: 1000, backoff: { type: 'custom' } });
   }
 
   private async batchJob(batchId: string): Promise<void> {
@@ -320,7 +324,8 @@ export class NostrWitness {
     const cap = Math.max(base, this.opts.backoffMaxMs);
     if (now >= p.until) {
       p.streak++;
-      p.until = now + Math.min(cap, base * 2 ** Math.min(p.streak - 1, 30));
+      // no jitter: the relay asked for at least this long
+      p.until = now + backoffDelay(p.streak, base, cap, { jitter: 0 });
       this.pauses.set(url, p);
     }
     return Math.max(1, p.until - now);

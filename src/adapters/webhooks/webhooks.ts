@@ -1,6 +1,7 @@
 /**
- * Webhooks wired to a daemon: one deliverer over its events stream and key prefix, its
- * outcomes counted in the daemon's metrics registry.
+ * Webhooks wired to a daemon: one deliverer over its events stream and key prefix (one
+ * BullMQ queue per hook under it), tuned by `webhookDelivery.*`, its outcomes counted in
+ * the daemon's metrics registry.
  */
 import { Counter } from 'prom-client';
 import type { Logger } from 'pino';
@@ -27,15 +28,23 @@ function deliveriesCounter(daemon: DaemonView): Counter<'hook' | 'result'> {
 export interface StartWebhooksOptions {
   daemon: DaemonView;
   log: Logger;
-  /** Timings and attempts (tests shorten them); defaults suit public receivers. */
-  tuning?: Partial<Omit<WebhookDelivererOptions, 'redis' | 'stream' | 'base' | 'hooks' | 'log'>>;
+  /** Timings and attempts over `webhookDelivery.*` (tests shorten them). */
+  tuning?: Partial<Omit<WebhookDelivererOptions, 'redis' | 'stream' | 'base' | 'queueBase' | 'hooks' | 'log'>>;
 }
 
 /** Starts delivering the daemon's state changes to every configured hook. */
 export async function startWebhooks({ daemon, log, tuning = {} }: StartWebhooksOptions): Promise<WebhookDeliverer> {
   const counter = deliveriesCounter(daemon);
+  const d = daemon.config.webhookDelivery;
   const deliverer = new WebhookDeliverer({
+    retryHorizonMs: d.retryHorizonMs,
+    backoffMs: d.backoffMs,
+    backoffMaxMs: d.backoffMaxMs,
+    timeoutMs: d.timeoutMs,
+    concurrency: d.concurrency,
+    stalledIntervalMs: daemon.config.queue.stalledIntervalMs,
     ...tuning,
+    queueBase: daemon.config.queue.name,
     redis: daemon.redis,
     stream: daemon.store.keys.events,
     base: daemon.store.keys.base,
