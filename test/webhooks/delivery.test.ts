@@ -8,7 +8,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
-import { FANOUT_GROUP, WebhookDeliverer, type WebhookDelivererOptions } from '../../src/adapters/webhooks/deliverer.js';
+import { enqueueChanges, FANOUT_GROUP, WebhookDeliverer, type WebhookDelivererOptions } from '../../src/adapters/webhooks/deliverer.js';
 import { hookId, WebhookLog } from '../../src/adapters/webhooks/delivery-log.js';
 import { verifySignature } from '../../src/adapters/webhooks/signature.js';
 import { webhookQueueName } from '../../src/adapters/queue/names.js';
@@ -116,6 +116,65 @@ describe('WebhookDeliverer', () => {
       expect(await pendingCount(sp.stream)).toBe(0);
     } finally {
       await d.stop();
+      await receiver.close();
+    }
+  });
+
+  it('retries a change until its horizon after it was made, then records it failed', async () => {
+    const sp = space();
+    const receiver = await startReceiver(() => 503);
+    const HORIZON = 600;
+    const d = deliverer(sp, receiver, { retryHorizonMs: HORIZON });
+    expect(d.maxAttempts).toBeGreaterThan(5);
+    await d.start();
+    try {
+      const t0 = Date.now();
+      const [change] = await emit(sp.stream, 1, 'horizon');
+      const log = new WebhookLog(redis, sp.base);
+      const rec = await waitFor('settled', async () => (await log.recent(hookId(receiver.url), 1))[0], 10_000, 20);
+      // it gave up when the next wait (at most 100 ms + 20%) would have passed the horizon
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(HORIZON - 120);
+      const tries = receiver.requests.filter((r) => r.eventId === change!.id).length;
+      expect(tries).toBeGreaterThanOrEqual(3);
+      expect(tries).toBeLessThan(d.maxAttempts);
+      expect(rec).toMatchObject({ eventId: change!.id, outcome: 'failed', attempts: tries, httpStatus: 503 });
+    } finally {
+      await d.stop();
+      await receiver.close();
+    }
+  });
+
+  it('records changes already past their horizon behind a failing receiver without trying them', async () => {
+    const sp = space();
+    const receiver = await startReceiver(() => 200);
+    const HORIZON = 300;
+    const id = hookId(receiver.url);
+    const log = new WebhookLog(redis, sp.base);
+    // the hook's last delivery failed; two changes waited in its queue since
+    await log.record(id, { eventId: '1-0', key: 'k', type: 'state', outcome: 'failed', attempts: 5, httpStatus: 503, error: 'HTTP 503', at: new Date().toISOString() });
+    const old = await emit(sp.stream, 2, 'expired');
+    const queue = new Queue(webhookQueueName('aer1-anchor', id), { connection: redis, prefix: sp.base });
+    await enqueueChanges(queue, old.map((e) => ({ eventId: e.id, body: e.body })));
+    const enqueuedAt = Date.now();
+    await waitFor('both past their horizon', () => Date.now() - enqueuedAt > HORIZON + 50, 5000, 20);
+    const d = deliverer(sp, receiver, { retryHorizonMs: HORIZON });
+    await d.start();
+    try {
+      const recs = await waitFor('both recorded', async () => {
+        const r = await log.recent(id, 10);
+        return r.length === 3 ? r : null;
+      });
+      for (const e of old) {
+        expect(recs.find((r) => r.eventId === e.id)).toMatchObject({ outcome: 'failed', attempts: 0, httpStatus: null, error: expect.stringMatching(/^not sent: older than the retry horizon/) });
+      }
+      expect(receiver.requests).toHaveLength(0);
+      // a new change is tried and delivered
+      const [fresh] = await emit(sp.stream, 1, 'fresh');
+      await waitFor('the new change delivered', () => receiver.delivered().length === 1);
+      expect(receiver.delivered()[0]!.eventId).toBe(fresh!.id);
+    } finally {
+      await d.stop();
+      await queue.close();
       await receiver.close();
     }
   });
