@@ -93,7 +93,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'webhookDelivery.backoffMs', type: int(10, MS_DAY), default: 1000, env: 'AER1_WEBHOOK_BACKOFF_MS', doc: 'First retry delay after a failed delivery; doubles per attempt, +0–20% jitter. The hook\'s queue pauses meanwhile, so its changes stay in order.' },
   { key: 'webhookDelivery.backoffMaxMs', type: int(10, MS_DAY), default: 300_000, env: 'AER1_WEBHOOK_BACKOFF_MAX_MS', doc: 'Cap of the retry delay: a receiver back up gets its backlog within about this long.' },
   { key: 'webhookDelivery.timeoutMs', type: int(100, 300_000), default: 10_000, env: 'AER1_WEBHOOK_TIMEOUT_MS', doc: 'Deadline of one POST (an answer after it counts as a failure).' },
-  { key: 'webhookDelivery.concurrency', type: int(1, 100), default: 1, env: 'AER1_WEBHOOK_CONCURRENCY', doc: 'POSTs in flight per hook and daemon; 1 keeps each hook\'s changes in stream order, more may reorder them.' },
+  { key: 'webhookDelivery.concurrency', type: int(1, 100), default: 1, env: 'AER1_WEBHOOK_CONCURRENCY', doc: 'POSTs in flight per hook, across every daemon; 1 keeps each hook\'s changes in order, more may reorder them.' },
 
   { key: 'log.level', type: { kind: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }, default: 'info', env: 'AER1_LOG_LEVEL', doc: 'Log level (pino).' },
 ];

@@ -1,5 +1,5 @@
 /**
- * Webhook delivery on BullMQ, at least once, one queue per hook.
+ * Webhook delivery on BullMQ, at least once, one queue per hook (docs/http.md, Webhooks).
  *
  * - **Fan-out**: one consumer group (`aer1-webhook-fanout`) reads the events stream; every
  *   daemon is a consumer of it. A batch of entries is added to every hook's queue with the
@@ -11,7 +11,8 @@
  *   connection), so a slow or dead receiver holds up only its own queue. A failed POST
  *   pauses that hook's queue for the shared backoff (`backoffDelay`) and puts the change
  *   back at the head of the queue (BullMQ's rate limiter: no attempt of BullMQ's is spent),
- *   so with concurrency 1 a hook's changes go out in stream order even across an outage.
+ *   so with concurrency 1 (BullMQ's global concurrency: across daemons) a hook's changes
+ *   go out in the order they were fanned out, even across an outage.
  *   A change is retried until a 2xx, or until `maxAttempts` (computed from
  *   `retryHorizonMs`) or its horizon (made + retryHorizonMs) runs out; then it is recorded
  *   as failed and the next one goes.
@@ -54,7 +55,7 @@ export interface WebhookDelivererOptions {
   backoffMaxMs?: number;
   /** Deadline of one POST (default 10 000 ms). */
   timeoutMs?: number;
-  /** POSTs in flight per hook (default 1: stream order). */
+  /** POSTs in flight per hook, across every daemon (BullMQ global concurrency; default 1: in order). */
   concurrency?: number;
   /** A fan-out batch pending this long at another consumer is taken over (default 60 000 ms). */
   claimIdleMs?: number;
@@ -188,7 +189,9 @@ class HookDelivery {
     });
   }
 
-  start(): void {
+  async start(): Promise<void> {
+    // across every daemon: with 1, one POST per hook at a time, so its changes keep their order
+    await this.queue.setGlobalConcurrency(this.t.concurrency);
     const worker = new Worker<DeliveryJob>(this.queueName, boundedFailures((job: Job<DeliveryJob>) => this.deliver(job), this.t.log), {
       connection: this.t.redis,
       prefix: this.base,
@@ -367,7 +370,7 @@ export class WebhookDeliverer {
     this.started = true;
     await this.ensureGroup();
     await this.removeStaleConsumers();
-    for (const h of this.hooks) h.start();
+    await Promise.all(this.hooks.map((h) => h.start()));
     await Promise.all(this.hooks.map((h) => h.waitUntilReady()));
     this.loop = this.run();
   }
