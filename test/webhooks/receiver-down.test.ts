@@ -62,6 +62,8 @@ describe('a receiver down for longer than the old retry budget, then up', () => 
     // nothing was given up on while it was down
     const during = (await (await s.get('/v1/webhooks?limit=10')).json()) as { hooks: Array<{ delivered: number; failed: number }> };
     expect(during.hooks[0]).toMatchObject({ delivered: 0, failed: 0 });
+    const backlog = Number(new RegExp(`aer1_webhook_backlog\\{hook="${hook}"\\} (\\d+)`).exec(await (await s.get('/metrics')).text())?.[1]);
+    expect(backlog).toBeGreaterThanOrEqual(SUBJECTS * 3);
 
     await receiver.up();
     const entries = await waitFor('every stream entry delivered', async () => {
@@ -97,6 +99,7 @@ describe('a receiver down for longer than the old retry budget, then up', () => 
     const metrics = await (await s.get('/metrics')).text();
     expect(metrics).toContain(`aer1_webhook_deliveries_total{hook="${hook}",result="delivered"} ${entries.length}`);
     expect(metrics).not.toContain(`aer1_webhook_deliveries_total{hook="${hook}",result="failed"}`);
+    expect(metrics).toContain(`aer1_webhook_backlog{hook="${hook}"} 0`);
     process.stdout.write(`receiver down ${downMs} ms (old budget at this scale: ${nominalRetrySpan(OLD_ATTEMPTS, BACKOFF.backoffMs, BACKOFF.backoffMaxMs)} ms); ${entries.length} changes, ${delivered.length} delivered, first on attempt ${delivered[0]!.attempt}\n`);
   });
 });

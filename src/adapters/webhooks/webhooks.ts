@@ -3,7 +3,7 @@
  * BullMQ queue per hook under it), tuned by `webhookDelivery.*`, its outcomes counted in
  * the daemon's metrics registry.
  */
-import { Counter } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { DaemonView } from '../view/daemon-view.js';
 import { WebhookDeliverer, type WebhookDelivererOptions } from './deliverer.js';
@@ -22,6 +22,35 @@ function deliveriesCounter(daemon: DaemonView): Counter<'hook' | 'result'> {
     help: 'Webhook deliveries by hook id and outcome (delivered, failed after every attempt).',
     labelNames: ['hook', 'result'],
     registers: [daemon.metrics.registry],
+  });
+}
+
+const BACKLOG_METRIC = 'aer1_webhook_backlog';
+/** The deliverer each registry's backlog gauge reads (the latest started). */
+const backlogSources = new WeakMap<Registry, WebhookDeliverer>();
+
+function backlogGauge(daemon: DaemonView, deliverer: WebhookDeliverer): void {
+  const registry = daemon.metrics.registry;
+  backlogSources.set(registry, deliverer);
+  if (registry.getSingleMetric(BACKLOG_METRIC)) return;
+  new Gauge({
+    name: BACKLOG_METRIC,
+    help: 'State changes not yet delivered, by hook id: queued, in flight, or waiting out a retry pause.',
+    labelNames: ['hook'],
+    registers: [registry],
+    async collect() {
+      const source = backlogSources.get(registry);
+      if (!source) return;
+      this.reset();
+      for (const hook of source.hookIds) {
+        try {
+          const c = await source.queueOf(hook)!.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused');
+          this.set({ hook }, Object.values(c).reduce((a, b) => a + b, 0));
+        } catch {
+          // stopped, or Redis unreachable: no figure rather than a wrong one
+        }
+      }
+    },
   });
 }
 
@@ -56,5 +85,6 @@ export async function startWebhooks({ daemon, log, tuning = {} }: StartWebhooksO
     },
   });
   await deliverer.start();
+  backlogGauge(daemon, deliverer);
   return deliverer;
 }
