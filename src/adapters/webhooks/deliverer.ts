@@ -6,7 +6,8 @@
  *   stream id as job id, then acknowledged. A daemon that dies between the two leaves the
  *   entries pending; another takes them over (XAUTOCLAIM, once idle `claimIdleMs`) and adds
  *   them again, which BullMQ ignores for a job id it still holds (finished jobs are kept
- *   `DEDUPE_KEEP_S` for that), so no change is lost or delivered twice by such a crash.
+ *   `DEDUPE_KEEP_S` for that), so no change is lost or delivered twice by such a crash
+ *   (unless no daemon claims them for longer than that: then a batch may be sent again).
  * - **Delivery**: each hook has its own Worker (its own concurrency and blocking
  *   connection), so a slow or dead receiver holds up only its own queue. A failed POST
  *   pauses that hook's queue for the shared backoff (`backoffDelay`) and puts the change
@@ -80,8 +81,12 @@ type RawEntry = [id: string, fields: string[]];
 export const FANOUT_GROUP = 'aer1-webhook-fanout';
 export const DELIVERY_JOB = 'deliver';
 export const DEFAULT_RETRY_HORIZON_MS = 3 * 86_400_000;
-/** Finished delivery jobs are kept this long, so a fan-out redone after a crash finds their ids. */
-export const DEDUPE_KEEP_S = 3600;
+/**
+ * Finished delivery jobs are kept at least this long (and 5 × claimIdleMs), so a fan-out
+ * redone after a crash (claimed once idle claimIdleMs) finds their ids. About 1.4 KB per
+ * change and hook while kept (docs/reliability.md, Sizing).
+ */
+export const DEDUPE_KEEP_S = 600;
 /** Consumers idle this long with nothing pending are removed from the fan-out group at start. */
 const STALE_CONSUMER_MS = 24 * 3_600_000;
 const MAX_RESPONSE_PREVIEW = 200;
@@ -124,7 +129,7 @@ function idBefore(id: string): string {
 
 /**
  * Adds changes to a hook's queue, in order, job id = stream id: adding one again while its
- * job is kept (waiting, in flight, or finished less than DEDUPE_KEEP_S ago) does nothing.
+ * job is kept (waiting, in flight, or finished less than the keep time ago) does nothing.
  */
 export async function enqueueChanges(queue: Queue<DeliveryJob>, changes: readonly DeliveryJob[]): Promise<void> {
   if (changes.length === 0) return;
@@ -139,6 +144,8 @@ interface Attempt {
 
 interface Tuning {
   redis: Redis;
+  /** Seconds finished jobs are kept (their ids deduplicate a fan-out redone after a crash). */
+  keepS: number;
   log: Logger;
   retryHorizonMs: number;
   maxAttempts: number;
@@ -176,12 +183,14 @@ class HookDelivery {
     this.queue = new Queue<DeliveryJob>(this.queueName, {
       connection: t.redis,
       prefix: base,
+      // nobody listens to these queues' events: keep BullMQ's event stream short (default 10,000)
+      streams: { events: { maxLen: 100 } },
       defaultJobOptions: {
         // BullMQ's attempts are for the processor failing (Redis); a receiver failing pauses the queue instead
         attempts: t.maxAttempts,
         backoff: { type: 'custom' },
-        removeOnComplete: { age: DEDUPE_KEEP_S },
-        removeOnFail: { age: DEDUPE_KEEP_S },
+        removeOnComplete: { age: t.keepS },
+        removeOnFail: { age: t.keepS },
       },
     });
     this.queue.on('error', (err: Error) => {
@@ -338,6 +347,7 @@ export class WebhookDeliverer {
     this.maxAttempts = Math.max(1, opts.maxAttempts ?? attemptsForHorizon(retryHorizonMs, backoffMs, backoffMaxMs));
     const tuning: Tuning = {
       redis: opts.redis,
+      keepS: Math.max(DEDUPE_KEEP_S, Math.ceil((5 * this.claimIdleMs) / 1000)),
       log: this.plog,
       retryHorizonMs,
       maxAttempts: this.maxAttempts,
