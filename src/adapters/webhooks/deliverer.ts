@@ -411,7 +411,8 @@ export class WebhookDeliverer {
         if (start === '$' || compareIds(from, start) < 0) start = from;
       }
     } catch (err) {
-      if (!/no such key|ERR/.test((err as Error).message)) throw err;
+      // no stream yet: nothing to carry over
+      if (!/no such key/i.test((err as Error).message)) throw err;
     }
     try {
       await this.redis.xgroup('CREATE', this.stream, FANOUT_GROUP, start, 'MKSTREAM');
