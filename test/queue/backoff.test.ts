@@ -40,8 +40,8 @@ describe('attemptsForHorizon', () => {
   });
 
   it('keeps a webhook retrying for 3 days with the default timings, where 8 attempts gave up after about 2 minutes', () => {
-    const n = attemptsForHorizon(3 * 86_400_000, 1000, 300_000);
-    expect(n).toBe(873);
+    // 1 + 2 + ... + 32 = 63 s over 7 attempts, then (259,200 − 63) / 60 s: 4,319 more
+    expect(attemptsForHorizon(3 * 86_400_000, 1000, 60_000)).toBe(4326);
     // the old budget: 1 + 2 + 4 + 8 + 16 + 32 + 60 s
     expect(nominalRetrySpan(8, 1000, 60_000)).toBe(123_000);
   });

@@ -12,8 +12,8 @@ function errorOf(fn: () => unknown): string {
 }
 
 describe('webhookDelivery', () => {
-  it('defaults to retrying for 3 days, from 1 s doubling to 5 min, one POST per hook at a time', () => {
-    expect(loadConfig({ skipDefaultFile: true, env: {} }).webhookDelivery).toEqual({ retryHorizonMs: 259_200_000, backoffMs: 1000, backoffMaxMs: 300_000, timeoutMs: 10_000, concurrency: 1 });
+  it('defaults to retrying for 3 days, from 1 s doubling to 60 s, one POST per hook at a time', () => {
+    expect(loadConfig({ skipDefaultFile: true, env: {} }).webhookDelivery).toEqual({ retryHorizonMs: 259_200_000, backoffMs: 1000, backoffMaxMs: 60_000, timeoutMs: 10_000, concurrency: 1 });
   });
 
   it('is read from the environment and refuses bad values naming the key', () => {

@@ -91,7 +91,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'webhooks', type: { kind: 'webhooks' }, default: [], env: 'AER1_WEBHOOKS', doc: 'POST every state change to these: [{"url", "secret", "headers"?}] (JSON in the environment). URLs with user:password@ are refused: put credentials in "headers".' },
   { key: 'webhookDelivery.retryHorizonMs', type: int(0, 30 * MS_DAY), default: 3 * MS_DAY, env: 'AER1_WEBHOOK_RETRY_HORIZON_MS', doc: 'A change is retried until delivered or this long after it was made (then recorded failed); attempts are computed so the capped backoff lasts this long.' },
   { key: 'webhookDelivery.backoffMs', type: int(10, MS_DAY), default: 1000, env: 'AER1_WEBHOOK_BACKOFF_MS', doc: 'First retry delay after a failed delivery; doubles per attempt, +0–20% jitter. The hook\'s queue pauses meanwhile, so its changes stay in order.' },
-  { key: 'webhookDelivery.backoffMaxMs', type: int(10, MS_DAY), default: 300_000, env: 'AER1_WEBHOOK_BACKOFF_MAX_MS', doc: 'Cap of the retry delay: a receiver back up gets its backlog within about this long.' },
+  { key: 'webhookDelivery.backoffMaxMs', type: int(10, MS_DAY), default: 60_000, env: 'AER1_WEBHOOK_BACKOFF_MAX_MS', doc: 'Cap of the retry delay (+20% jitter): a receiver back up gets its backlog within about this long.' },
   { key: 'webhookDelivery.timeoutMs', type: int(100, 300_000), default: 10_000, env: 'AER1_WEBHOOK_TIMEOUT_MS', doc: 'Deadline of one POST (an answer after it counts as a failure).' },
   { key: 'webhookDelivery.concurrency', type: int(1, 100), default: 1, env: 'AER1_WEBHOOK_CONCURRENCY', doc: 'POSTs in flight per hook, across every daemon; 1 keeps each hook\'s changes in order, more may reorder them.' },
 

@@ -52,7 +52,7 @@ export interface WebhookDelivererOptions {
   maxAttempts?: number;
   /** First retry delay; doubles per attempt (default 1000 ms). */
   backoffMs?: number;
-  /** Cap of the retry delay (default 300 000 ms). */
+  /** Cap of the retry delay (default 60 000 ms). */
   backoffMaxMs?: number;
   /** Deadline of one POST (default 10 000 ms). */
   timeoutMs?: number;
@@ -342,7 +342,7 @@ export class WebhookDeliverer {
     this.blockMs = opts.blockMs ?? 5000;
     this.plog = opts.log.child({ part: 'webhooks' });
     const backoffMs = opts.backoffMs ?? 1000;
-    const backoffMaxMs = Math.max(backoffMs, opts.backoffMaxMs ?? 300_000);
+    const backoffMaxMs = Math.max(backoffMs, opts.backoffMaxMs ?? 60_000);
     const retryHorizonMs = opts.retryHorizonMs ?? DEFAULT_RETRY_HORIZON_MS;
     this.maxAttempts = Math.max(1, opts.maxAttempts ?? attemptsForHorizon(retryHorizonMs, backoffMs, backoffMaxMs));
     const tuning: Tuning = {
