@@ -268,7 +268,9 @@ class HookDelivery {
     }
     const delay = backoffDelay(attempt, this.t.backoffMs, this.t.backoffMaxMs);
     if (attempt >= this.t.maxAttempts || Date.now() + delay > horizonEnd) return settle(last, attempt);
-    this.t.log.debug({ hook: this.id, eventId, attempt, status: last.httpStatus, err: last.error, retryInMs: delay }, 'webhook attempt failed');
+    // a warn at attempts 1, 2, 4, 8, ...: an outage shows in the log, a dozen lines over days
+    const level = (attempt & (attempt - 1)) === 0 ? 'warn' : 'debug';
+    this.t.log[level]({ hook: this.id, url: displayUrl(this.url), eventId, attempt, status: last.httpStatus, err: last.error, retryInMs: delay }, 'webhook attempt failed; the hook waits and tries again');
     // pause the whole hook (every daemon) and put this change back first: order is kept
     await this.worker!.rateLimit(delay);
     throw Worker.RateLimitError();
