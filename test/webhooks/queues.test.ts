@@ -1,10 +1,10 @@
 /**
  * The per-hook queues on a real Redis stream and real HTTP receivers on loopback: a
  * receiver that hangs does not delay a healthy one; a daemon dying between reading the
- * stream and acknowledging it neither loses nor repeats a delivery; the per-hook consumer
- * groups of before are carried over at the first start.
+ * stream and acknowledging it neither loses nor repeats a delivery, nor does one dying
+ * mid-delivery; the per-hook consumer groups of before are carried over at the first start.
  */
-import { Queue } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
@@ -12,6 +12,7 @@ import { enqueueChanges, FANOUT_GROUP, legacyConsumerGroup, WebhookDeliverer, ty
 import { hookId, WebhookLog } from '../../src/adapters/webhooks/delivery-log.js';
 import { verifySignature } from '../../src/adapters/webhooks/signature.js';
 import { webhookQueueName } from '../../src/adapters/queue/names.js';
+import { stalledJobOptions } from '../../src/adapters/queue/stalled.js';
 import { SHARED_REDIS_URL, uniquePrefix, waitFor } from '../helpers/harness.js';
 import { startReceiver, type Receiver } from './receiver.js';
 
@@ -121,6 +122,34 @@ describe('a daemon that dies between reading the stream and acknowledging it', (
       await d.stop();
       await qa.close();
       await Promise.all([a.close(), b.close()]);
+    }
+  });
+});
+
+describe('a daemon that dies while a delivery is in flight', () => {
+  it('has the change handed back by the stalled check (queue.stalledIntervalMs) and delivered by another daemon', { timeout: 30_000 }, async () => {
+    const sp = space();
+    const receiver = await startReceiver(() => 200);
+    const queue = queueFor(sp, receiver);
+    const [change] = await emit(sp.stream, 1, 'stalled');
+    await enqueueChanges(queue, [{ eventId: change!.id, body: change!.body }]);
+    // the dying daemon's worker takes the job and never finishes it; force-closing it stops its lock renewals
+    const dyingConnection = redis.duplicate();
+    const dying = new Worker<DeliveryJob>(queue.name, () => new Promise<never>(() => undefined), { connection: dyingConnection, prefix: sp.base, ...stalledJobOptions(1000) });
+    await waitFor('the job taken', async () => (await queue.getJobState(change!.id)) === 'active');
+    await dying.close(true);
+    dyingConnection.disconnect();
+
+    const d = deliverer(sp, [receiver], { stalledIntervalMs: 1000 });
+    await d.start();
+    try {
+      await waitFor('delivered', () => receiver.delivered().length === 1, 20_000);
+      expect(receiver.requests.map((r) => [r.eventId, r.attempt])).toEqual([[change!.id, 2]]);
+      expect(verifySignature(receiver.requests[0]!.body, SECRET, String(receiver.requests[0]!.headers['x-aer1-signature']))).toBe(true);
+    } finally {
+      await d.stop();
+      await queue.close();
+      await receiver.close();
     }
   });
 });
