@@ -93,14 +93,15 @@ export class Daemon {
             else this.health.failure('relay', relay, `${result}: ${message}`);
           },
           onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('nostr', status, createdMs),
+          onModeDecision: (mode, subjects) => this.metrics.nostrModeDecision(mode, subjects),
         },
       );
-      if (config.nostr.mode === 'batch') {
-        const nostr = this.nostr;
-        this.batchers.push(
-          new Batcher('nostr', this.store, { maxSize: config.nostr.batchMaxSize, windowMs: config.nostr.batchWindowMs, handOver: (id) => nostr.enqueueBatch(id) }, log),
-        );
-      }
+      // Auto and batch mode cut the inbox; in envelope mode it is empty unless the mode was
+      // switched with subjects waiting, which this batcher then finishes (as envelope events).
+      const nostr = this.nostr;
+      this.batchers.push(
+        new Batcher('nostr', this.store, { maxSize: config.nostr.batchMaxSize, windowMs: config.nostr.batchWindowMs, handOver: (id) => nostr.enqueueBatch(id) }, log),
+      );
     }
     if (config.ots.enabled) {
       this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs }, this.store, log, {
@@ -131,7 +132,8 @@ export class Daemon {
   intakeProcessor(): IntakeProcessor {
     const nostr = this.nostr;
     const inboxes: WitnessName[] = [];
-    if (this.config.nostr.enabled && this.config.nostr.mode === 'batch') inboxes.push('nostr');
+    // Auto mode decides per cut (docs/nostr.md), so its subjects wait in the inbox like batch mode's.
+    if (this.config.nostr.enabled && this.config.nostr.mode !== 'envelope') inboxes.push('nostr');
     if (this.config.ots.enabled) inboxes.push('ots');
     const envelopeMode = nostr !== null && this.config.nostr.mode === 'envelope';
     return new IntakeProcessor(

@@ -24,7 +24,7 @@ export interface Config {
   limits: { maxJobBytes: number; maxSteps: number; maxEntries: number };
   nostr: {
     enabled: boolean;
-    mode: 'envelope' | 'batch';
+    mode: 'auto' | 'envelope' | 'batch';
     relays: string[];
     quorum: number;
     kind: number;
@@ -39,6 +39,7 @@ export interface Config {
     readBack: boolean;
     batchMaxSize: number;
     batchWindowMs: number;
+    autoHorizonMs: number;
     concurrency: number;
   };
   ots: {

@@ -161,6 +161,7 @@
     if (n) {
       parts.push(el('h4', { 'data-witness': 'nostr' }, 'Nostr', badge(n.status)));
       parts.push(el('dl', {},
+        el('dt', {}, 'mode'), el('dd', { 'data-mode': n.mode ?? 'undecided' }, n.mode === 'batch' ? 'batch event' : n.mode === 'envelope' ? 'own event' : 'not decided yet'),
         el('dt', {}, 'event'), el('dd', { class: 'mono' }, n.eventId ?? '–'),
         n.batch ? el('dt', {}, 'batch') : null, n.batch ? el('dd', {}, `#${n.batch.id}, leaf ${n.batch.index} of ${n.batch.size ?? '?'}`) : null));
       parts.push(el('table', { class: 'grid' },
