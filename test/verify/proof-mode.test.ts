@@ -28,7 +28,7 @@ describe('nostr.mode in a proof', () => {
     expect(r2.witnesses.nostr?.mode).toBe('batch');
   });
 
-  it('refuses a mode that contradicts the shape, or an unknown one, naming nostr.mode', () => {
+  it('refuses a mode that contradicts the shape, or an unknown one, naming nostr.mode', async () => {
     const env = envelopeModeProof(receipt, { noOts: true }).proof;
     const batch = batchModeProofs([receiptNumber(1), receiptNumber(2)], { noOts: true }).proofs[0]!;
     for (const [proof, mode, msg] of [
@@ -46,5 +46,9 @@ describe('nostr.mode in a proof', () => {
       expect((err as InputError).message).toMatch(msg);
       expect((err as InputError).field).toBe('anchor_proof.nostr.mode');
     }
+    // what the verifier makes of it: the input check fails, naming the member
+    const report = await verifyAnchor({ value: attach(receipt, withMode(env, 'batch')) });
+    expect(report.verdict).toBe('FAIL');
+    expect(report.checks.find((c) => c.name === 'input')).toMatchObject({ status: 'FAIL', detail: expect.stringContaining('anchor_proof.nostr.mode') });
   });
 });
