@@ -12,6 +12,7 @@ import { Batcher } from '../adapters/batch/batcher.js';
 import { IntakeProcessor, startIntakeWorker } from '../adapters/queue/intake.js';
 import { queueDepth, type QueueDepth } from '../adapters/queue/depth.js';
 import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
+import { autoBudget } from '../core/nostr/auto-mode.js';
 import { OtsWitness } from '../adapters/ots/ots-witness.js';
 import { serializeEvent } from '../core/nostr/events.js';
 import type { SigningKey } from '../core/nostr/keys.js';
@@ -99,8 +100,24 @@ export class Daemon {
       // Auto and batch mode cut the inbox; in envelope mode it is empty unless the mode was
       // switched with subjects waiting, which this batcher then finishes (as envelope events).
       const nostr = this.nostr;
+      const budget = autoBudget(config.nostr.ratePerMinute, config.nostr.autoHorizonMs);
       this.batchers.push(
-        new Batcher('nostr', this.store, { maxSize: config.nostr.batchMaxSize, windowMs: config.nostr.batchWindowMs, handOver: (id) => nostr.enqueueBatch(id) }, log),
+        new Batcher('nostr', this.store, {
+          maxSize: config.nostr.batchMaxSize,
+          windowMs: config.nostr.batchWindowMs,
+          handOver: (id) => nostr.enqueueBatch(id),
+          // Auto mode: subjects that would get their own events anyway are cut at once, so a
+          // quiet issuer waits no window (the cut's batch job still decides, by the same rule).
+          ...(config.nostr.mode === 'auto'
+            ? {
+                cutEarly: async (waiting: number) => {
+                  if (waiting > budget) return false;
+                  const { backlog, recent } = await nostr.load();
+                  return waiting + Math.max(backlog, recent) <= budget;
+                },
+              }
+            : {}),
+        }, log),
       );
     }
     if (config.ots.enabled) {

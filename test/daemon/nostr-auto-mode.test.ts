@@ -3,7 +3,7 @@
  * A quiet issuer gets one event per subject; a burst gets batch events and no relay is sent
  * more than its rate budget; every proof from both phases verifies offline and says which
  * kind of event it got; once the burst drains, a quiet subject gets its own event again.
- * The relays' rate budget is scaled down (ratePerMinute 30, horizon 10 s: budget 5 events)
+ * The relays' rate budget is scaled down (ratePerMinute 200, horizon 3 s: budget 10 events)
  * so the phases take seconds. AER1_AUTO_BURST sets the burst size (default 500).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,8 +23,12 @@ import { rootFingerprint } from '../../src/adapters/queue/intake.js';
 import { Issuer, receiptFields, startDaemon, startRelays, testConfig, waitFor } from '../helpers/harness.js';
 
 const BURST = Number(process.env.AER1_AUTO_BURST ?? 500);
-const RATE = 30;
-const HORIZON_MS = 10_000;
+const RATE = 200;
+const HORIZON_MS = 3000;
+const WINDOW_MS = 2000;
+/** The quiet issuer's pace: 8 subjects 400 ms apart stay under 10 per 3 s. */
+const QUIET = 8;
+const QUIET_SPACING_MS = 400;
 const BUDGET = autoBudget(RATE, HORIZON_MS);
 const key = generateSecretKey();
 
@@ -40,7 +44,7 @@ beforeAll(async () => {
     relays,
     overrides: {
       // nostr.mode left to its default: auto is what this file is about.
-      nostr: { ratePerMinute: RATE, autoHorizonMs: HORIZON_MS, batchWindowMs: 200, batchMaxSize: 10_000 },
+      nostr: { ratePerMinute: RATE, autoHorizonMs: HORIZON_MS, batchWindowMs: WINDOW_MS, batchMaxSize: 10_000 },
       reconcile: { intervalMs: 500 },
     },
   });
@@ -59,12 +63,13 @@ const ours = (r: DevRelay): Ev[] => r.events().filter((e) => e.pubkey === key.pu
 const perSubject = (r: DevRelay): Ev[] => ours(r).filter((e) => e.tags.some((t) => t[0] === 'i'));
 const batchEvents = (r: DevRelay): Ev[] => ours(r).filter((e) => e.tags.some((t) => t[0] === 't' && t[1] === 'aer1-batch'));
 
-/** Enqueues one subject and waits for its Nostr witness to be confirmed (the issuer's pace). */
-async function quietSubject(): Promise<string> {
+/** Enqueues one subject and waits for its Nostr witness to be confirmed; returns its key and how long that took. */
+async function quietSubject(): Promise<{ key: string; ms: number }> {
   const s = receiptFields();
+  const t0 = Date.now();
   await issuer.enqueue(s, s.receipt_uuid);
-  await waitFor(`quiet subject ${s.receipt_uuid} confirmed`, async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 20_000);
-  return s.receipt_uuid;
+  await waitFor(`quiet subject ${s.receipt_uuid} confirmed`, async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 20_000, 20);
+  return { key: s.receipt_uuid, ms: Date.now() - t0 };
 }
 
 /** Exports each subject's proof, verifies it offline, and returns the mode it and the status view say. */
@@ -92,15 +97,27 @@ describe('nostr auto mode', () => {
   const quiet: string[] = [];
   let burst: string[] = [];
 
-  it('a quiet issuer: one per-subject event for each subject, no batch event', async () => {
+  it('a quiet issuer: one per-subject event for each subject, no batch event, no wait for the batch window', async () => {
     expect(config.nostr.mode).toBe('auto');
-    for (let i = 0; i < 6; i++) quiet.push(await quietSubject());
+    const t0 = Date.now();
+    const latencies: number[] = [];
+    for (let i = 0; i < QUIET; i++) {
+      // the issuer's pace (the scenario, not a wait for a condition): one subject every 400 ms
+      const due = t0 + i * QUIET_SPACING_MS - Date.now();
+      if (due > 0) await new Promise((r) => setTimeout(r, due));
+      const { key: k, ms } = await quietSubject();
+      quiet.push(k);
+      latencies.push(ms);
+    }
+    console.log(`auto mode quiet issuer: ${QUIET} subjects confirmed in ${latencies.join(', ')} ms (batch window ${WINDOW_MS} ms)`);
     for (const relay of relays) {
-      expect(perSubject(relay)).toHaveLength(6);
+      expect(perSubject(relay)).toHaveLength(QUIET);
       expect(batchEvents(relay)).toHaveLength(0);
     }
+    // cut as they arrive, not at the next window tick
+    expect(Math.max(...latencies)).toBeLessThan(WINDOW_MS / 2);
     const modes = await verifiedModes(quiet);
-    expect([...modes.values()]).toEqual(Array(6).fill('envelope'));
+    expect([...modes.values()]).toEqual(Array(QUIET).fill('envelope'));
   });
 
   it(`a burst of ${BURST}: batch events, every relay within its rate budget, every subject confirmed`, async () => {
@@ -109,15 +126,16 @@ describe('nostr auto mode', () => {
     burst = subjects.map((s) => s.receipt_uuid);
     const t0 = Date.now();
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
-    // In envelope mode the relays' 30 a minute would take BURST / 30 minutes.
+    // In envelope mode the relays' 200 a minute would take BURST / 200 minutes.
     await waitFor(`${BURST} burst subjects confirmed`, async () => (await issuer.witnessCount('nostr', 'confirmed')) === quiet.length + BURST, 90_000, 200);
     const confirmMs = Date.now() - t0;
     const modes = await verifiedModes(burst);
     const asBatch = burst.filter((k) => modes.get(k) === 'batch').length;
     const sent = relays.map((r, i) => ours(r).length - before[i]!);
     console.log(`auto mode burst of ${BURST}: confirmed in ${confirmMs} ms; ${asBatch} subjects in batch events; events per relay ${sent.join(', ')} (budget ${BUDGET} per ${HORIZON_MS} ms, ${RATE}/min)`);
-    // Per-subject events went only to cuts the budget allowed: at most BUDGET at a time.
-    expect(BURST - asBatch).toBeLessThanOrEqual(BUDGET);
+    // Per-subject events went only to cuts the budget allowed: at most BUDGET within a horizon.
+    expect(BURST - asBatch).toBeLessThanOrEqual(Math.ceil(confirmMs / HORIZON_MS) * BUDGET);
+    expect(asBatch).toBeGreaterThan(BURST / 2);
     for (const [i, relay] of relays.entries()) {
       expect(batchEvents(relay).length).toBeGreaterThan(0);
       // every event this relay got in the burst is a batch event or one the budget allowed
@@ -129,8 +147,12 @@ describe('nostr auto mode', () => {
   });
 
   it('switches back: once the burst has drained, a quiet subject gets its own event', async () => {
-    await waitFor('relay queues drained', async () => (await daemon.nostr!.backlog()) === 0, 10_000);
-    const k = await quietSubject();
+    // drained: the relay queues empty, and the burst's events out of the horizon
+    await waitFor('relay queues drained', async () => {
+      const { backlog, recent } = await daemon.nostr!.load();
+      return backlog === 0 && recent < BUDGET;
+    }, 10_000);
+    const { key: k } = await quietSubject();
     const modes = await verifiedModes([k]);
     expect(modes.get(k)).toBe('envelope');
     const digest = (await issuer.store.getRecord(k))!.digest!;

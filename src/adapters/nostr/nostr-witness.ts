@@ -44,8 +44,9 @@ export interface ModeDecision {
   mode: NostrEventMode;
   /** Subjects in the cut. */
   size: number;
-  /** Auto mode: the slowest relay's backlog and the budget it was held against. */
+  /** Auto mode: the slowest relay's backlog, the events queued within the horizon, and the budget they were held against. */
   backlog?: number;
+  recent?: number;
   budget?: number;
 }
 
@@ -171,6 +172,7 @@ export class NostrWitness {
 
   /** Makes sure every relay has a job for this event unless it already answered for good. */
   async ensurePublishing(eventId: string): Promise<void> {
+    if (this.opts.mode === 'auto') await this.store.noteNostrQueued(eventId, Date.now(), this.opts.autoHorizonMs);
     const reports = await this.store.relayReports(eventId);
     const done = new Set(reports.filter((r) => r.final).map((r) => r.url));
     await Promise.all(
@@ -250,6 +252,12 @@ export class NostrWitness {
     return Math.max(0, ...counts.map((c) => Object.values(c).reduce((a, b) => a + b, 0)));
   }
 
+  /** Auto mode: what the relays already carry against the budget (docs/nostr.md): the backlog and the events queued within the horizon. */
+  async load(): Promise<{ backlog: number; recent: number }> {
+    const [backlog, recent] = await Promise.all([this.backlog(), this.store.recentNostrQueued(Date.now(), this.opts.autoHorizonMs)]);
+    return { backlog, recent };
+  }
+
   /**
    * The batch's kind of event, decided once: the batch hash's `mode` field is written with
    * HSETNX, so a retry, a restart or a second daemon keeps the first decision. A batch that
@@ -260,9 +268,9 @@ export class NostrWitness {
     if (recorded) return { mode: recorded, size };
     let decision: ModeDecision;
     if (this.opts.mode === 'auto') {
-      const backlog = await this.backlog();
-      const { mode, budget } = autoMode({ cutSize: size, backlog, ratePerMinute: this.opts.ratePerMinute, horizonMs: this.opts.autoHorizonMs });
-      decision = { mode, size, backlog, budget };
+      const { backlog, recent } = await this.load();
+      const { mode, budget } = autoMode({ cutSize: size, backlog, recent, ratePerMinute: this.opts.ratePerMinute, horizonMs: this.opts.autoHorizonMs });
+      decision = { mode, size, backlog, recent, budget };
     } else {
       decision = { mode: this.opts.mode, size };
     }

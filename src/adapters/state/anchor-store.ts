@@ -371,6 +371,18 @@ export class AnchorStore {
     });
   }
 
+  /** Nostr auto mode: notes an event queued for the relays at `nowMs` (once per event), forgetting those older than the horizon. */
+  async noteNostrQueued(eventId: string, nowMs: number, horizonMs: number): Promise<void> {
+    await this.redis.multi().zadd(this.keys.nostrRecent, 'NX', nowMs, eventId).zremrangebyscore(this.keys.nostrRecent, '-inf', `(${nowMs - horizonMs}`).exec();
+  }
+
+  /** Nostr auto mode: how many events were queued for the relays within the horizon before `nowMs`. */
+  async recentNostrQueued(nowMs: number, horizonMs: number): Promise<number> {
+    const [, count] = (await this.redis.multi().zremrangebyscore(this.keys.nostrRecent, '-inf', `(${nowMs - horizonMs}`).zcard(this.keys.nostrRecent).exec()) ?? [];
+    if (count?.[0]) throw count[0];
+    return Number(count?.[1] ?? 0);
+  }
+
   async eventOwner(eventId: string): Promise<{ subject: string | null; batch: string | null }> {
     const [subject, batch] = await this.redis.hmget(this.keys.event(eventId), 'subject', 'batch');
     return { subject: subject ?? null, batch: batch ?? null };
