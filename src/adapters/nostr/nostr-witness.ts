@@ -155,13 +155,13 @@ export class NostrWitness {
   async ensurePublishing(eventId: string): Promise<void> {
     const reports = await this.store.relayReports(eventId);
     const done = new Set(reports.filter((r) => r.final).map((r) => r.url));
-    await Promise.all(
-      [...this.queues.entries()]
-        .filter(([url]) => !done.has(url))
-        .map(([, q]) =>
-          q.add('publish', { eventId }, { jobId: eventId, attempts: this.opts.maxAttempts, backoff: { type: 'custom' } }),
-        ),
-    );
+    const todo = [...this.queues.entries()].filter(([url]) => !done.has(url));
+    // Recorded alongside the jobs (concurrently, no round trip added in sequence) so the
+    // subject's view lists the relays it was sent to, whatever the config says later.
+    await Promise.all([
+      this.store.markRelaysSent(eventId, todo.map(([url]) => url)),
+      ...todo.map(([, q]) => q.add('publish', { eventId }, { jobId: eventId, attempts: this.opts.maxAttempts, backoff: { type: 'custom' } })),
+    ]);
   }
 
   /**
@@ -193,6 +193,7 @@ export class NostrWitness {
       // Read again: the job may have recorded its final answer and ended since the first read.
       const now = (await this.store.relayReports(eventId)).find((x) => x.url === url);
       if (JSON.stringify(now) !== JSON.stringify(r)) continue;
+      await this.store.markRelaysSent(eventId, [url]);
       await q.add('publish', { eventId, ...(reopen ? { reopen: true } : {}) }, { jobId: eventId, attempts: this.opts.maxAttempts, backoff: { type: 'custom' } });
       if (reopen) out.reopened++;
       else out.missing++;

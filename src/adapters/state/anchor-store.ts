@@ -369,10 +369,32 @@ export class AnchorStore {
   }
 
   async relayReports(eventId: string): Promise<RelayReportRecord[]> {
+    return (await this.eventRelays(eventId)).reports;
+  }
+
+  /**
+   * Records that the event was handed to these relays (a publish job queued for each), so
+   * the subject's view lists where it was actually sent, whatever the config says later.
+   */
+  async markRelaysSent(eventId: string, urls: readonly string[]): Promise<void> {
+    if (urls.length === 0) return;
+    await this.redis.hset(this.keys.event(eventId), Object.fromEntries(urls.map((u) => [`t:${u}`, '1'])));
+  }
+
+  /**
+   * The relays the event went to, as the state records them (sorted: a hash keeps no order):
+   * the ones it was handed to and any other relay that reported on it; and every report.
+   */
+  async eventRelays(eventId: string): Promise<{ relays: string[]; reports: RelayReportRecord[] }> {
     const h = await this.redis.hgetall(this.keys.event(eventId));
-    return Object.entries(h)
-      .filter(([f]) => f.startsWith('r:'))
-      .map(([, v]) => JSON.parse(v) as RelayReportRecord);
+    const relays: string[] = [];
+    const reports: RelayReportRecord[] = [];
+    for (const [f, v] of Object.entries(h)) {
+      if (f.startsWith('t:')) relays.push(f.slice(2));
+      else if (f.startsWith('r:')) reports.push(JSON.parse(v) as RelayReportRecord);
+    }
+    for (const r of reports) if (!relays.includes(r.url)) relays.push(r.url);
+    return { relays: relays.sort(), reports };
   }
 
   // ---- Batches
@@ -438,6 +460,18 @@ export class AnchorStore {
       if (v !== null && v !== undefined) out[f] = v;
     });
     return out;
+  }
+
+  /**
+   * The calendars an OTS batch was submitted to, as its `cal:<url>` fields record them
+   * (sorted by URL), with each one's raw state; never reads the digests.
+   */
+  async batchCalendars(id: string): Promise<Array<{ url: string; state: string }>> {
+    const k = this.keys.batch('ots', id);
+    const names = (await this.redis.hkeys(k)).filter((f) => f.startsWith('cal:')).sort();
+    if (names.length === 0) return [];
+    const values = await this.redis.hmget(k, ...names);
+    return names.flatMap((f, i) => (values[i] ? [{ url: f.slice(4), state: values[i]! }] : []));
   }
 
   async batchField(witness: WitnessName, id: string, field: string): Promise<string | null> {
