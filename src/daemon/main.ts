@@ -120,7 +120,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const config = loadConfig({ file: values.config });
-  const log = createLogger(config.log.level);
+  const log = createLogger(config.log.level, process.stderr, config.log.format);
   const running = await runDaemon(config, log);
   await new Promise<void>((resolve) => {
     const onSignal = (signal: NodeJS.Signals): void => {

@@ -70,7 +70,7 @@ export interface Config {
     maxReplay: number;
   };
   webhooks: WebhookConfig[];
-  log: { level: string };
+  log: { level: string; format: 'auto' | 'json' | 'pretty' };
 }
 
 export const DEFAULT_CONFIG_FILE = join(PACKAGE_ROOT, 'config', 'default.json');

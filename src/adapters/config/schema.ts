@@ -91,4 +91,5 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'webhooks', type: { kind: 'webhooks' }, default: [], env: 'AER1_WEBHOOKS', doc: 'POST every state change to these: [{"url", "secret", "headers"?}] (JSON in the environment). URLs with user:password@ are refused: put credentials in "headers".' },
 
   { key: 'log.level', type: { kind: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }, default: 'info', env: 'AER1_LOG_LEVEL', doc: 'Log level (pino).' },
+  { key: 'log.format', type: { kind: 'enum', values: ['auto', 'json', 'pretty'] }, default: 'auto', env: 'AER1_LOG_FORMAT', doc: 'auto: human-readable lines when stderr is a terminal, JSON lines otherwise (pipe, file, journald, docker logs); json or pretty force one.' },
 ];
