@@ -12,7 +12,7 @@ import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
 import { createLogger, resolveLogFormat } from '../../src/daemon/logger.js';
 import { prettyLine } from '../../src/daemon/pretty-log.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
-import { REPO_ROOT, SHARED_REDIS_URL, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
+import { REPO_ROOT, SHARED_REDIS_URL, spawnAnchord, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 const DAEMON = join(REPO_ROOT, 'bin/aer1-anchord.js');
 
@@ -96,7 +96,7 @@ describe('aer1-anchord logs', () => {
 
   it('on a pipe: one JSON object per line', { timeout: 60_000 }, async () => {
     let err = '';
-    const child = spawn(process.execPath, [DAEMON, '--config', configFile], { env: { PATH: process.env.PATH ?? '', HOME: tempDir('home') }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawnAnchord(['--config', configFile], { cwd: tempDir('daemon'), env: { PATH: process.env.PATH ?? '', HOME: tempDir('home') } });
     child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
     const text = await runUntilReady(child, () => err);
     const records = text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { level: number; msg: string; name: string });
