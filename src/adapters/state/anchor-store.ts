@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { StateKeys, type WitnessName } from './keys.js';
-import { ACCEPT, CUT_BATCH, REJECT, SET_RELAY, SET_WITNESS } from './scripts.js';
+import { ACCEPT, CUT_BATCH, MARK_SENT, REJECT, SET_RELAY, SET_WITNESS } from './scripts.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
 
@@ -378,23 +378,24 @@ export class AnchorStore {
    */
   async markRelaysSent(eventId: string, urls: readonly string[]): Promise<void> {
     if (urls.length === 0) return;
-    await this.redis.hset(this.keys.event(eventId), Object.fromEntries(urls.map((u) => [`t:${u}`, '1'])));
+    await this.run(MARK_SENT, [this.keys.event(eventId)], [...urls]);
   }
 
   /**
-   * The relays the event went to, as the state records them (sorted: a hash keeps no order):
-   * the ones it was handed to and any other relay that reported on it; and every report.
+   * The relays the event went to, as the state records them: the ones it was handed to, in
+   * that order, then any other relay that reported on it (events from before `to` was
+   * recorded); and every report.
    */
   async eventRelays(eventId: string): Promise<{ relays: string[]; reports: RelayReportRecord[] }> {
     const h = await this.redis.hgetall(this.keys.event(eventId));
     const relays: string[] = [];
     const reports: RelayReportRecord[] = [];
     for (const [f, v] of Object.entries(h)) {
-      if (f.startsWith('t:')) relays.push(f.slice(2));
+      if (f === 'to') relays.push(...(JSON.parse(v) as string[]));
       else if (f.startsWith('r:')) reports.push(JSON.parse(v) as RelayReportRecord);
     }
     for (const r of reports) if (!relays.includes(r.url)) relays.push(r.url);
-    return { relays: relays.sort(), reports };
+    return { relays, reports };
   }
 
   // ---- Batches
@@ -487,6 +488,7 @@ const SCRIPTS: ReadonlyArray<[string, number]> = [
   [REJECT, 3],
   [SET_WITNESS, 3],
   [SET_RELAY, 1],
+  [MARK_SENT, 1],
   [CUT_BATCH, 3],
 ];
 
