@@ -171,11 +171,11 @@ export async function privateRedis(appendonly = true): Promise<EmbeddedRedis> {
  * process exits, crashes or is SIGKILLed (a vitest worker torn down at a timeout) the pipe
  * closes and the daemon stops. A normal exit also SIGKILLs it at once.
  */
-export function spawnAnchord(args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; stdout?: 'ignore' | 'pipe' }): ChildProcess & { stdin: NonNullable<ChildProcess['stdin']> } {
+export function spawnAnchord(args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv }): ChildProcess & { stdin: NonNullable<ChildProcess['stdin']> } {
   const child = spawn(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchord.js'), ...args, '--stop-on-stdin-eof'], {
     cwd: opts.cwd,
     env: opts.env ?? { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? opts.cwd },
-    stdio: ['pipe', opts.stdout ?? 'ignore', 'pipe'],
+    stdio: ['pipe', 'ignore', 'pipe'],
   });
   const reap = (): void => {
     child.kill('SIGKILL');
