@@ -190,6 +190,7 @@ export async function startDevRelay(options: DevRelayOptions = {}): Promise<DevR
     handleMessage: async (ctx: ClientContext, message: IncomingMessage, next: () => Promise<HandleMessageResult>): Promise<HandleMessageResult> => {
       if (message[0] === 'EVENT' && profile.name === 'auth' && ctx.pubkey === undefined) {
         profile.refused('auth-required');
+        if (profile.authChallenge === 'demand') ctx.sendMessage(['AUTH', ctx.id]);
         ctx.sendMessage(['OK', message[1].id, false, 'auth-required: this relay takes events from authenticated keys only (NIP-42)']);
         return { messageType: 'EVENT', success: false } as HandleMessageResult;
       }
@@ -286,7 +287,16 @@ export async function startDevRelay(options: DevRelayOptions = {}): Promise<DevR
     wss.on('error', () => undefined);
     wss.on('connection', (ws, req) => {
       profile.connected();
-      relay.handleConnection(ws, req.socket.remoteAddress);
+      if (profile.name === 'auth' && profile.authChallenge === 'demand') {
+        // @nostr-relay/core sends its challenge on connect: hold that one back (it stays the
+        // connection's challenge, sent with the first auth-required: answer)
+        const send = ws.send.bind(ws);
+        ws.send = (() => undefined) as typeof ws.send;
+        relay.handleConnection(ws, req.socket.remoteAddress);
+        ws.send = send;
+      } else {
+        relay.handleConnection(ws, req.socket.remoteAddress);
+      }
       ws.on('message', (data, isBinary) => {
         const text = isBinary ? null : Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
         if (text === null) {

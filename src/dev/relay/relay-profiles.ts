@@ -31,6 +31,11 @@ export interface RelayProfileOptions {
   createdAtUpperLimit?: number;
   /** `strict`: the kinds it takes (default 0, 1, 3, 5, 6, 7, 1040 and 3099, this project's). */
   allowedKinds?: readonly number[];
+  /**
+   * `auth`: when the AUTH challenge is sent: `connect` (default, as @nostr-relay/core does)
+   * or `demand` (only with the first `auth-required:` answer, as some relays do).
+   */
+  authChallenge?: 'connect' | 'demand';
 }
 
 export interface RelayProfileCounters {
@@ -52,6 +57,7 @@ export class RelayProfileState {
   readonly createdAtLowerLimit: number | undefined;
   readonly createdAtUpperLimit: number | undefined;
   readonly allowedKinds: ReadonlySet<number> | undefined;
+  readonly authChallenge: 'connect' | 'demand';
   private readonly refusedBy: Record<string, number> = {};
   private connectionCount = 0;
   private readonly auths = new Map<string, number>();
@@ -68,6 +74,8 @@ export class RelayProfileState {
     this.createdAtLowerLimit = strict ? positiveInt(o.createdAtLowerLimit ?? 94_608_000, 'createdAtLowerLimit') : undefined;
     this.createdAtUpperLimit = strict ? positiveInt(o.createdAtUpperLimit ?? 900, 'createdAtUpperLimit') : undefined;
     this.allowedKinds = strict ? new Set(o.allowedKinds ?? [0, 1, 3, 5, 6, 7, 1040, 3099]) : undefined;
+    this.authChallenge = o.authChallenge ?? 'connect';
+    if (this.authChallenge !== 'connect' && this.authChallenge !== 'demand') throw new RangeError('authChallenge must be connect or demand');
   }
 
   /** The refusal for an event (`prefix: reason`), or undefined to take it. `known`: already stored (answered `duplicate:`). */
