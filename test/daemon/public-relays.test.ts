@@ -205,3 +205,38 @@ describe('relays that can never take our events (payment_required, restricted_wr
     expect(reason).toContain('restricted_writes');
   });
 });
+
+describe('a relay that states nothing and answers pow: naming a difficulty', () => {
+  let relays: DevRelay[] = [];
+  let daemon: Daemon;
+  let issuer: Issuer;
+
+  beforeAll(async () => {
+    relays = await Promise.all([startDevRelay(), startDevRelay()]);
+    // no NIP-11 limitation: the difficulty is learnt from the answer (as nos.lol asks when a key writes fast)
+    relays[1]!.beforeEvent = (e) => (getPow(e.id) < 10 ? { accept: false, message: 'pow: difficulty 10 required' } : undefined);
+    const config = testConfig({ relays, overrides: { nostr: { quorum: 2, readBack: true } } });
+    daemon = await startDaemon(config);
+    issuer = new Issuer(config);
+  });
+
+  afterAll(async () => {
+    await daemon?.stop();
+    await issuer?.close();
+    await Promise.all(relays.map((r) => r.close()));
+  });
+
+  it('mines a copy at that difficulty in the same job, reads the copy back and marks the relay stored', async () => {
+    const subjects = Array.from({ length: 10 }, () => receiptFields());
+    await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
+    await waitFor('10 confirmed', async () => (await issuer.count('confirmed')) === 10, 30_000);
+    for (const s of subjects) {
+      const record = await issuer.store.getRecord(s.receipt_uuid);
+      const report = (await issuer.store.relayReports(record!.nostrEventId!)).find((r) => r.url === relays[1]!.url)!;
+      expect(report).toMatchObject({ status: 'stored', final: true, attempts: 1 });
+      expect(report.pow).toBeGreaterThanOrEqual(10);
+    }
+    expect(relays[1]!.events().every((e) => getPow(e.id) >= 10)).toBe(true);
+    expect(relays[1]!.eventCount()).toBe(10);
+  });
+});

@@ -278,7 +278,7 @@ export class NostrWitness {
     }
     const { result, sent } = outcome;
     // the copy this relay was sent (mined or re-dated), when not the event itself
-    const copy = sent.id !== event.id ? { copyId: sent.id, pow: outcome.pow } : {};
+    const copy = sent.id !== event.id ? { copyId: sent.id, ...(outcome.pow > 0 ? { pow: outcome.pow } : {}) } : {};
     this.hooks.onPublish?.(url, result.status === 'rejected' ? `rejected:${result.prefix ?? 'unknown'}` : result.status, result.message);
     if (result.status === 'accepted') {
       this.pauses.delete(url);

@@ -158,7 +158,8 @@ export class PolicyPublisher {
         sent = copy.event;
       }
       const result = await client.publish(sent, { timeoutMs: this.opts.publishTimeoutMs });
-      const pow = sent === event ? 0 : getPow(sent.id);
+      // what was mined (a re-dated copy without a nonce has only the id's chance zero bits)
+      const pow = verdict.pow > 0 && sent !== event ? getPow(sent.id) : 0;
       if (result.status === 'rejected' && result.prefix === 'pow' && round === 0) {
         const named = powDifficultyNamed(result.message);
         if (named !== undefined && named > pow) {

@@ -209,4 +209,19 @@ describe('PolicyPublisher: the proof-of-work cap and budget', () => {
     await p.publish('ws://pow', retry.client, ev);
     expect(retry.sent).toEqual([sent[1]]);
   });
+
+  it('an event older than the relay\'s created_at window is sent as a copy signed at now, kept for retries', async () => {
+    const ev = eventFor(7);
+    const p = new PolicyPublisher(store, TEST_KEY, { powMaxDifficulty: 24, powBudgetMs: 1000, relayInfoTtlMs: 60_000, publishTimeoutMs: 1000 },
+      new RelayPolicies(60_000, {}, async () => ({ createdAtLowerLimit: 3600, ignored: [] })));
+    const { client, sent } = mockClient(['ok', 'ok']);
+    const before = Math.floor(Date.now() / 1000);
+    const out = await p.publish('ws://strict', client, ev);
+    expect('sent' in out && out.sent.created_at).toBeGreaterThanOrEqual(before);
+    expect('sent' in out && out.sent.content).toBe(ev.content);
+    expect('pow' in out && out.pow).toBe(0);
+    await p.publish('ws://strict', client, ev);
+    expect(sent[1]).toBe(sent[0]);
+    expect(sent[0]).not.toBe(ev.id);
+  });
 });
