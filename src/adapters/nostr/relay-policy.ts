@@ -68,13 +68,20 @@ export async function fetchRelayPolicy(relayUrl: string, options: RelayInfoFetch
     }
     return parseRelayInfo(Buffer.concat(chunks).toString('utf8'));
   } catch (err) {
-    return { ignored: [controller.signal.aborted ? `no document within ${timeoutMs} ms` : `no document (${(err as Error).message})`] };
+    return { ignored: [controller.signal.aborted ? `no document within ${timeoutMs} ms` : `no document (${(err as Error).message})`], unreachable: true };
   } finally {
     clearTimeout(timer);
   }
 }
 
-/** NIP-11 policies per relay URL, fetched on first use and refreshed after `ttlMs` (one fetch at a time per relay). */
+/** How soon a document that could not be fetched at all (relay down, no answer) is asked for again. */
+export const UNREACHABLE_INFO_TTL_MS = 60_000;
+
+/**
+ * NIP-11 policies per relay URL, fetched on first use and refreshed after `ttlMs` (one fetch
+ * at a time per relay); a relay whose document could not be fetched is asked again after at
+ * most UNREACHABLE_INFO_TTL_MS, so a relay that was down at start-up has its limits read soon.
+ */
 export class RelayPolicies {
   private readonly entries = new Map<string, { policy: RelayPolicy; until: number }>();
   private readonly fetching = new Map<string, Promise<RelayPolicy>>();
@@ -83,6 +90,7 @@ export class RelayPolicies {
     private readonly ttlMs: number,
     private readonly fetchOptions: RelayInfoFetchOptions = {},
     private readonly fetchPolicy: (url: string, o: RelayInfoFetchOptions) => Promise<RelayPolicy> = fetchRelayPolicy,
+    private readonly unreachableTtlMs = UNREACHABLE_INFO_TTL_MS,
   ) {}
 
   /** The cached policy, or a fresh one when there is none or it is older than the TTL. */
@@ -94,7 +102,7 @@ export class RelayPolicies {
       running = this.fetchPolicy(url, this.fetchOptions)
         .catch((): RelayPolicy => NO_POLICY)
         .then((policy) => {
-          this.entries.set(url, { policy, until: Date.now() + this.ttlMs });
+          this.entries.set(url, { policy, until: Date.now() + (policy.unreachable ? Math.min(this.ttlMs, this.unreachableTtlMs) : this.ttlMs) });
           return policy;
         })
         .finally(() => this.fetching.delete(url));

@@ -30,6 +30,8 @@ export interface RelayPolicy {
   createdAtUpperLimit?: number;
   /** `limitation` fields present with the wrong type or out of bounds (named, not used). */
   ignored: string[];
+  /** The document could not be fetched (no answer, connection refused): ask again sooner. */
+  unreachable?: boolean;
 }
 
 export const NO_POLICY: RelayPolicy = Object.freeze({ ignored: [] }) as RelayPolicy;

@@ -93,7 +93,7 @@ describe('NIP-11 fetch: bounded in time and size', () => {
 
   it('a slow, huge, non-JSON or missing document means no stated limits', async () => {
     const t0 = Date.now();
-    expect(await fetchRelayPolicy(`${base}/slow`, { timeoutMs: 300 })).toEqual({ ignored: ['no document within 300 ms'] });
+    expect(await fetchRelayPolicy(`${base}/slow`, { timeoutMs: 300 })).toEqual({ ignored: ['no document within 300 ms'], unreachable: true });
     expect(Date.now() - t0).toBeLessThan(2000);
     expect(await fetchRelayPolicy(`${base}/huge`, { timeoutMs: 5000 })).toEqual({ ignored: [`document over ${MAX_RELAY_INFO_BYTES} bytes`] });
     expect(await fetchRelayPolicy(`${base}/html`)).toEqual({ ignored: ['document is not JSON'] });
@@ -112,6 +112,19 @@ describe('NIP-11 fetch: bounded in time and size', () => {
     expect((await policies.get('ws://r')).minPowDifficulty).toBe(1);
     const until = Date.now() + 5000;
     while (Date.now() < until && (await policies.get('ws://r')).minPowDifficulty === 1) await new Promise((r) => setTimeout(r, 50));
+    expect(fetches).toBe(2);
+  });
+
+  it('asks a relay whose document could not be fetched again sooner than the TTL', async () => {
+    let fetches = 0;
+    const policies = new RelayPolicies(3_600_000, {}, async () => {
+      fetches++;
+      return fetches === 1 ? { ignored: ['no document (connect ECONNREFUSED)'], unreachable: true } : { minPowDifficulty: 8, ignored: [] };
+    }, 100);
+    expect((await policies.get('ws://r')).minPowDifficulty).toBeUndefined();
+    const until = Date.now() + 5000;
+    while (Date.now() < until && (await policies.get('ws://r')).minPowDifficulty === undefined) await new Promise((r) => setTimeout(r, 50));
+    expect((await policies.get('ws://r')).minPowDifficulty).toBe(8);
     expect(fetches).toBe(2);
   });
 });
