@@ -64,7 +64,8 @@ export async function checkOnline(event: NostrEventJson | null, relays: OnlineRe
     unreachable.length ? `unreachable: ${unreachable.join(', ')}` : '',
   ].filter(Boolean).join('; ');
   const more = `${tail ? `; ${tail}` : ''}${origin}`;
-  if (different.length) return { check: fail('online', `${different.join(', ')} serve${different.length === 1 ? 's' : ''} a different event under id ${event.id}${more}`), found: same.length > 0, holders: same };
+  const asked = [...new Set(different.map((u) => (copies.get(u) ?? event).id))].join(', ');
+  if (different.length) return { check: fail('online', `${different.join(', ')} serve${different.length === 1 ? 's' : ''} a different event under id ${asked}${more}`), found: same.length > 0, holders: same };
   if (same.length) return { check: pass('online', `identical event served by ${same.join(', ')}${more}`), found: true, holders: same };
   if (missing.length) return { check: fail('online', `event ${event.id} not found: ${tail}${origin}`), found: false, holders: [] };
   return none(skip('online', `no relay could be asked: ${tail}${origin}`));
