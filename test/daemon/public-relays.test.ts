@@ -145,7 +145,7 @@ describe(`${N} subjects on damus, pow and auth relays (majority quorum)`, () => 
   });
 });
 
-describe('relays that can never take our events (payment_required, restricted_writes)', () => {
+describe('relays that can never take our events (payment_required, restricted_writes, max_message_length)', () => {
   let relays: DevRelay[] = [];
   const daemons: Daemon[] = [];
   const issuers: Issuer[] = [];
@@ -156,6 +156,8 @@ describe('relays that can never take our events (payment_required, restricted_wr
       startDevRelay(),
       startDevRelay({ profile: 'paid' }),
       startDevRelay({ profile: 'restricted' }),
+      // states a message cap our events are over (about 900 bytes)
+      startDevRelay({ profile: 'strict', profileOptions: { maxMessageLength: 300 } }),
     ]);
   });
 
@@ -182,17 +184,19 @@ describe('relays that can never take our events (payment_required, restricted_wr
       const record = await issuer.store.getRecord(key);
       const reports = await waitFor('all four relays answered for good', async () => {
         const r = await issuer.store.relayReports(record!.nostrEventId!);
-        return r.length === 4 && r.every((x) => x.final) ? r : null;
+        return r.length === 5 && r.every((x) => x.final) ? r : null;
       });
+      expect(reports.find((r) => r.url === relays[4]!.url)).toMatchObject({ status: 'failed', prefix: 'policy', attempts: 1, message: expect.stringMatching(/^relay policy \(NIP-11\): max_message_length 300 bytes, our event message is \d+$/) });
       const paid = reports.find((r) => r.url === relays[2]!.url)!;
       const restricted = reports.find((r) => r.url === relays[3]!.url)!;
       expect(paid).toMatchObject({ status: 'failed', prefix: 'policy', attempts: 1, final: true, message: 'relay policy (NIP-11): payment_required' });
       expect(restricted).toMatchObject({ status: 'failed', prefix: 'policy', attempts: 1, final: true, message: 'relay policy (NIP-11): restricted_writes' });
     }
     // never sent: the relays refused nothing and hold nothing
-    expect(relays[2]!.eventCount() + relays[3]!.eventCount()).toBe(0);
-    expect(relays[2]!.counters().refused).toEqual({});
-    expect(relays[3]!.counters().refused).toEqual({});
+    for (const r of relays.slice(2)) {
+      expect(r.eventCount()).toBe(0);
+      expect(r.counters().refused).toEqual({});
+    }
   });
 
   it('ends the witness failed, naming them, when they put the majority quorum out of reach', async () => {
@@ -203,6 +207,7 @@ describe('relays that can never take our events (payment_required, restricted_wr
     expect(reason).toContain('quorum 3 unreachable');
     expect(reason).toContain('payment_required');
     expect(reason).toContain('restricted_writes');
+    expect(reason).toContain('max_message_length');
   });
 });
 

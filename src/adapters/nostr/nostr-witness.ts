@@ -120,6 +120,8 @@ export class NostrWitness {
   /** Starts the relay workers (and the batch worker in batch mode). */
   start(): void {
     for (const url of this.opts.relays) {
+      // read each relay's NIP-11 limits ahead of its first job (never rejects)
+      void this.policy.policies.get(url);
       const worker = new Worker<RelayJobData>(relayQueueName(this.opts.queueBase, url), boundedFailures((job) => this.publishJob(url, job), this.log), {
         connection: this.opts.connection,
         prefix: this.opts.bullPrefix,
