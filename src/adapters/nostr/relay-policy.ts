@@ -133,8 +133,12 @@ const SLICE_HASHES = 4096;
 
 export class PolicyPublisher {
   readonly policies: RelayPolicies;
-  /** Per relay: the highest difficulty a `pow:` answer named (in memory; NIP-11 is the lasting source). */
-  private readonly asked = new Map<string, number>();
+  /**
+   * Per relay: the highest difficulty a `pow:` answer named, until `nostr.relayInfoTtlMs` after
+   * the last such answer (in memory; NIP-11 is the lasting source, and a relay that asks only
+   * under load — nos.lol — stops asking).
+   */
+  private readonly asked = new Map<string, { bits: number; until: number }>();
 
   constructor(
     private readonly store: AnchorStore,
@@ -152,7 +156,9 @@ export class PolicyPublisher {
    */
   async publish(url: string, client: RelayClient, event: SignedEvent): Promise<PolicyOutcome> {
     const policy = await this.policies.get(url);
-    let needed = Math.max(policy.minPowDifficulty ?? 0, this.asked.get(url) ?? 0);
+    const learnt = this.asked.get(url);
+    if (learnt && Date.now() >= learnt.until) this.asked.delete(url);
+    let needed = Math.max(policy.minPowDifficulty ?? 0, this.asked.get(url)?.bits ?? 0);
     for (let round = 0; ; round++) {
       const verdict = assessEvent(policy, event, Math.floor(Date.now() / 1000), needed);
       if (!verdict.send) return { final: verdict.reason, at: new Date().toISOString() };
@@ -171,7 +177,7 @@ export class PolicyPublisher {
       if (result.status === 'rejected' && result.prefix === 'pow' && round === 0) {
         const named = powDifficultyNamed(result.message);
         if (named !== undefined && named > pow) {
-          this.asked.set(url, Math.max(named, this.asked.get(url) ?? 0));
+          this.asked.set(url, { bits: Math.max(named, this.asked.get(url)?.bits ?? 0), until: Date.now() + this.opts.relayInfoTtlMs });
           needed = named;
           continue;
         }
