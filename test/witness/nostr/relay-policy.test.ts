@@ -193,6 +193,13 @@ describe('PolicyPublisher: the proof-of-work cap and budget', () => {
     expect(sent).toEqual([]);
   });
 
+  it('a pow: answer naming more than the cap is final after that one send', async () => {
+    const { client, sent } = mockClient(['pow: difficulty 30 required']);
+    const out = await publisher(undefined, 24, 1000).publish('ws://pow-answer', client, eventFor(8));
+    expect(out).toMatchObject({ final: 'relay asks proof of work of 30 bits, above nostr.powMaxDifficulty 24' });
+    expect(sent).toEqual([eventFor(8).id]);
+  });
+
   it('over nostr.powBudgetMs is final, naming the budget; the event loop keeps turning meanwhile', async () => {
     const { client } = mockClient([]);
     let ticks = 0;
