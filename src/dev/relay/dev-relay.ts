@@ -21,11 +21,11 @@ import type { NostrRelay as NostrRelayType } from '@nostr-relay/core';
 import type { MemoryEventRepository as MemoryEventRepositoryType } from './memory-event-repository.js';
 import type { Validator as ValidatorType } from '@nostr-relay/validator';
 import type { ClientContext, Event as RelayEvent, HandleMessageResult, IncomingMessage, Logger } from '@nostr-relay/common';
-import { RelayProfileState, relayInfoDocument, type RelayProfileName, type RelayProfileOptions } from './relay-profiles.js';
-
-export { RELAY_PROFILES, type RelayProfileName, type RelayProfileOptions, type RelayProfileCounters } from './relay-profiles.js';
+import { RelayProfileState, relayInfoDocument, type RelayProfileCounters, type RelayProfileName, type RelayProfileOptions } from './relay-profiles.js';
 import { UsageError } from '../../core/errors/errors.js';
 import type { SignedEvent } from '../../core/nostr/keys.js';
+
+export { RELAY_PROFILES, type RelayProfileName, type RelayProfileOptions, type RelayProfileCounters } from './relay-profiles.js';
 
 /** What `beforeEvent` returns to refuse an event; `undefined` lets it through. */
 export interface BeforeEventRefusal {
@@ -88,7 +88,7 @@ export interface DevRelay {
   /** The profile this relay plays. */
   readonly profile: RelayProfileName;
   /** Its counters: refusals by prefix, connections, NIP-42 AUTH successes per connection. */
-  counters(): import('./relay-profiles.js').RelayProfileCounters;
+  counters(): RelayProfileCounters;
   /** The NIP-11 document it serves. */
   readonly info: Record<string, unknown>;
 }
