@@ -389,6 +389,7 @@ export class NostrWitness {
 
   /** Stops taking jobs; in-flight publishes finish (or go back to the queue) first. */
   async close(): Promise<void> {
+    this.policy.stop();
     await Promise.all(this.workers.map((w) => w.close()));
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     await this.batchQueue?.close();

@@ -19,7 +19,7 @@
 import type { AnchorStore } from '../state/anchor-store.js';
 import type { SigningKey } from '../../core/nostr/keys.js';
 import { serializeEvent, type SignedEvent } from '../../core/nostr/events.js';
-import { getPow, PowMiner, powDifficultyNamed, withoutNonce } from '../../core/nostr/pow.js';
+import { getPow, PowMiner, powDifficultyNamed, withoutNonce, type PowTemplate } from '../../core/nostr/pow.js';
 import { assessEvent, MAX_RELAY_INFO_BYTES, NO_POLICY, parseRelayInfo, type RelayPolicy } from '../../core/nostr/relay-policy.js';
 import type { PublishResult, RelayClient } from './relay-client.js';
 
@@ -139,6 +139,9 @@ export class PolicyPublisher {
    * under load — nos.lol — stops asking).
    */
   private readonly asked = new Map<string, { bits: number; until: number }>();
+  /** One mining at a time in this process: each gets the whole core for its budget (jobs wait their turn). */
+  private mining: Promise<unknown> = Promise.resolve();
+  private stopping = false;
 
   constructor(
     private readonly store: AnchorStore,
@@ -197,24 +200,41 @@ export class PolicyPublisher {
     const template = { pubkey: event.pubkey, created_at: refresh ? Math.floor(Date.now() / 1000) : event.created_at, kind: event.kind, tags: withoutNonce(event.tags), content: event.content };
     let tags = template.tags;
     if (pow > 0) {
-      const miner = new PowMiner(template, pow);
-      const started = Date.now();
-      for (;;) {
-        const mined = miner.step(SLICE_HASHES);
-        if (mined) {
-          tags = mined.tags;
-          break;
-        }
-        const spent = Date.now() - started;
-        if (spent >= this.opts.powBudgetMs) {
-          return { final: `proof of work of ${pow} bits not found within nostr.powBudgetMs ${this.opts.powBudgetMs} ms (${miner.hashes} hashes)` };
-        }
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
+      const mined = await this.exclusive(() => this.mine(template, pow));
+      if ('final' in mined) return mined;
+      tags = mined.tags;
     }
     const copy = this.key.sign({ kind: template.kind, created_at: template.created_at, tags, content: template.content });
     await this.store.redis.hset(this.store.keys.event(event.id), field, serializeEvent(copy));
     return { event: copy };
+  }
+
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.mining.then(fn, fn);
+    this.mining = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Mines `template` to `pow` bits in slices, yielding between them, within nostr.powBudgetMs. */
+  private async mine(template: PowTemplate, pow: number): Promise<{ tags: string[][] } | { final: string }> {
+    const miner = new PowMiner(template, pow);
+    const started = Date.now();
+    for (;;) {
+      // the daemon is stopping: the job goes back to its queue (one attempt spent), mined again later
+      if (this.stopping) throw new Error('proof of work interrupted: the daemon is stopping');
+      const mined = miner.step(SLICE_HASHES);
+      if (mined) return { tags: mined.tags };
+      const spent = Date.now() - started;
+      if (spent >= this.opts.powBudgetMs) {
+        return { final: `proof of work of ${pow} bits not found within nostr.powBudgetMs ${this.opts.powBudgetMs} ms (${miner.hashes} hashes)` };
+      }
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /** Ends any mining under way and refuses new mining (the daemon is stopping). */
+  stop(): void {
+    this.stopping = true;
   }
 }
 

@@ -205,11 +205,29 @@ describe('PolicyPublisher: the proof-of-work cap and budget', () => {
     let ticks = 0;
     const timer = setInterval(() => ticks++, 5);
     const t0 = Date.now();
-    const out = await publisher(24, 24, 300).publish('ws://pow', client, eventFor(5));
+    const out = await publisher(40, 40, 300).publish('ws://pow', client, eventFor(5));
     clearInterval(timer);
-    expect(out).toMatchObject({ final: expect.stringMatching(/^proof of work of 24 bits not found within nostr.powBudgetMs 300 ms \(\d+ hashes\)$/) });
+    expect(out).toMatchObject({ final: expect.stringMatching(/^proof of work of 40 bits not found within nostr.powBudgetMs 300 ms \(\d+ hashes\)$/) });
     expect(Date.now() - t0).toBeLessThan(3000);
     expect(ticks).toBeGreaterThan(5);
+  });
+
+  it('mines one copy at a time, each with its whole budget', async () => {
+    const p = publisher(40, 40, 300);
+    const t0 = Date.now();
+    const [a, b] = await Promise.all([p.publish('ws://pow', mockClient([]).client, eventFor(9)), p.publish('ws://pow', mockClient([]).client, eventFor(10))]);
+    expect(a).toMatchObject({ final: expect.stringContaining('not found within nostr.powBudgetMs 300 ms') });
+    expect(b).toMatchObject({ final: expect.stringContaining('not found within nostr.powBudgetMs 300 ms') });
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(600);
+  });
+
+  it('stop() interrupts mining at once: the publish throws, so the job goes back to its queue', async () => {
+    const p = publisher(40, 40, 60_000);
+    const t0 = Date.now();
+    const running = p.publish('ws://pow', mockClient([]).client, eventFor(11));
+    setTimeout(() => p.stop(), 100);
+    await expect(running).rejects.toThrow('proof of work interrupted: the daemon is stopping');
+    expect(Date.now() - t0).toBeLessThan(2000);
   });
 
   it('mines what NIP-11 asks, and more after a pow: answer naming more, the copy kept for retries', async () => {
