@@ -36,6 +36,9 @@ export interface Config {
     backoffMs: number;
     backoffMaxMs: number;
     rateLimitBackoffMs: number;
+    powMaxDifficulty: number;
+    powBudgetMs: number;
+    relayInfoTtlMs: number;
     readBack: boolean;
     batchMaxSize: number;
     batchWindowMs: number;

@@ -55,6 +55,10 @@ export interface RelayReportRecord {
   prefix?: string;
   /** The relay has answered for good (accepted, stored, refused without retry, or given up). */
   final?: boolean;
+  /** The id of the copy this relay was sent instead of the event (NIP-13 proof of work, or re-dated for its created_at window). */
+  copyId?: string;
+  /** Leading zero bits (NIP-13) of what was sent or asked, when proof of work was involved. */
+  pow?: number;
 }
 
 export interface SubjectRecord {

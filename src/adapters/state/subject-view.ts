@@ -21,6 +21,10 @@ export interface RelayView {
   attempts?: number;
   prefix?: string;
   final?: boolean;
+  /** The id of the copy this relay was sent instead of the event (NIP-13 proof of work, re-dated). */
+  copyId?: string;
+  /** NIP-13 leading zero bits mined for this relay. */
+  pow?: number;
 }
 
 export interface CalendarView {
@@ -100,6 +104,8 @@ function relayView(url: string, r: RelayReportRecord | undefined): RelayView {
     ...(r.attempts !== undefined ? { attempts: r.attempts } : {}),
     ...(r.prefix !== undefined ? { prefix: r.prefix } : {}),
     ...(r.final !== undefined ? { final: r.final } : {}),
+    ...(r.copyId !== undefined ? { copyId: r.copyId } : {}),
+    ...(r.pow !== undefined ? { pow: r.pow } : {}),
   };
 }
 
