@@ -68,6 +68,7 @@ export class Daemon {
     this.witnesses = enabledWitnesses(config);
     this.metrics = new DaemonMetrics();
     this.health = new WitnessHealth(log);
+    this.metrics.attachHealth(() => this.health.snapshot());
     if (config.nostr.enabled) for (const url of config.nostr.relays) this.health.register('relay', url);
     if (config.ots.enabled) for (const url of config.ots.calendars) this.health.register('calendar', url);
     const bullPrefix = this.store.keys.bullPrefix;

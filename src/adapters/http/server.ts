@@ -75,7 +75,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   const readiness = new Readiness(requests.redis, daemon.store.keys.probe, cfg.redisTimeoutMs);
   const anchors = new AnchorRoutes(view, { onWriteRefused: (r) => readiness.noteRefusal(r) });
   const webhookLog = new WebhookLog(requests.redis, daemon.store.keys.base);
-  const gauges = gaugeSource(view);
+  const gauges = { ...gaugeSource(view), redisWritable: async () => (await readiness.redisProblem()) === null };
   const live = new LiveClients(cfg.maxLiveClients, daemon.metrics.registry);
 
   const staticRoute = (path: string): Route => ({
