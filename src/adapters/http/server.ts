@@ -90,6 +90,9 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     staticRoute('/app.js'),
     staticRoute('/style.css'),
     staticRoute('/openapi.json'),
+    staticRoute('/verify'),
+    staticRoute('/verify.js'),
+    staticRoute('/verify.bundle.js'),
     { method: 'GET', path: '/livez', access: 'public', handler: async () => json(200, { status: 'ok' }) },
     {
       method: 'GET',
@@ -260,7 +263,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
 function serveStatic(req: IncomingMessage, file: StaticFile): Reply {
   const headers: Record<string, string> = { 'Content-Type': file.type, ETag: file.etag, 'Cache-Control': 'no-cache' };
   if (file.type.startsWith('text/html')) {
-    headers['Content-Security-Policy'] = PAGE_CSP;
+    headers['Content-Security-Policy'] = file.csp ?? PAGE_CSP;
     headers['Referrer-Policy'] = 'no-referrer';
   }
   if (req.headers['if-none-match'] === file.etag) return { status: 304, body: '', headers };
