@@ -44,15 +44,15 @@ export async function openBrowser(viewport = { width: 1280, height: 1000 }): Pro
 
 let shotDir: string | null = null;
 
-/** Saves a full-page screenshot named `name`.png and prints where it went. */
-export async function screenshot(page: Page, name: string): Promise<string> {
+/** Saves a screenshot named `name`.png (the whole page unless `fullPage: false`) and prints where it went. */
+export async function screenshot(page: Page, name: string, opts: { fullPage?: boolean } = {}): Promise<string> {
   if (shotDir === null) {
     const wanted = process.env.AER1_SCREENSHOT_DIR;
     shotDir = wanted ? resolve(wanted) : mkdtempSync(join(tmpdir(), 'aer1-screens-'));
     mkdirSync(shotDir, { recursive: true });
   }
   const path = join(shotDir, `${name}.png`);
-  await page.screenshot({ path, fullPage: true });
+  await page.screenshot({ path, fullPage: opts.fullPage ?? true });
   console.log(`screenshot: ${path}`);
   return path;
 }
