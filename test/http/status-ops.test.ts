@@ -148,6 +148,21 @@ describe('the status page with a relay down', () => {
     for (const t of await result.locator('time').allTextContents()) expect(t).toMatch(/ UTC$/);
     await screenshot(page, 'status-subject-deep-link', { fullPage: false });
 
+    // Per-calendar error details are being added to GET /v1/anchors/{key} by another change; their
+    // member names are not settled, so the page shows any member beyond the usual ones. Mocked here
+    // (page.route adds an `errors` list to the real response), as the daemon in this branch has none.
+    await page.route(`**/v1/anchors/${key}`, async (route) => {
+      const res = await route.fetch();
+      const body = (await res.json()) as { witnesses: { ots: { calendars: Array<Record<string, unknown>> } } };
+      body.witnesses.ots.calendars[0]!.errors = [{ at: '2026-01-02T03:04:05Z', code: 'http_status', message: 'calendar answered 500 to the upgrade' }];
+      await route.fulfill({ response: res, json: body });
+    });
+    await page.click('#lookup-form button');
+    const detail = result.locator(`tr[data-calendar="${s.calendars[0]!.url}"] [data-detail="errors"]`);
+    await expect.poll(() => detail.count(), { timeout: 15_000 }).toBe(1);
+    expect(await detail.textContent()).toBe('errors: 2026-01-02 03:04:05 UTC http_status: calendar answered 500 to the upgrade');
+    await page.unroute(`**/v1/anchors/${key}`);
+
     // back to the overview
     await page.click('#subject .close');
     await expect.poll(() => page.locator('#subject').isVisible(), { timeout: 15_000 }).toBe(false);
