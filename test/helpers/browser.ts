@@ -3,7 +3,7 @@
  * the same flags as test/http/status-page.test.ts), and where their screenshots go:
  * `AER1_SCREENSHOT_DIR` when set, else a temp folder that is kept (its paths are printed).
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -57,10 +57,17 @@ export async function screenshot(page: Page, name: string, opts: { fullPage?: bo
   return path;
 }
 
-/** Runs the built CLI verifier (bin/aer1-verify-anchor.js) and returns its exit code and stdout. */
-export function cliVerify(args: readonly string[]): { code: number | null; stdout: string; stderr: string; verdict: string | null } {
-  const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin/aer1-verify-anchor.js'), ...args], { encoding: 'utf8', timeout: 30_000 });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr, verdict: r.stdout.split('\n').find((l) => l.startsWith('VERDICT: ')) ?? null };
+/**
+ * Runs the built CLI verifier (bin/aer1-verify-anchor.js) and returns its exit code and output.
+ * Asynchronous, so servers in the test's own process (a fake Esplora) can answer it.
+ */
+export function cliVerify(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string; verdict: string | null }> {
+  return new Promise((resolvePromise) => {
+    execFile(process.execPath, [join(REPO_ROOT, 'bin/aer1-verify-anchor.js'), ...args], { encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : null) : 0;
+      resolvePromise({ code, stdout, stderr, verdict: stdout.split('\n').find((l) => l.startsWith('VERDICT: ')) ?? null });
+    });
+  });
 }
 
 /** Runs the built `aer1-anchor demo --json --out DIR`: the demo's documents, proofs and headers file. */

@@ -10,6 +10,8 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseHeadersJson } from '../../src/adapters/bitcoin/sources.js';
+import { startEsplora } from '../witness/ots/bitcoin/fake-servers.js';
 import { REPO_ROOT, tempDir } from '../helpers/harness.js';
 import { cliVerify, openBrowser, runDemo, screenshot, type Browser } from '../helpers/browser.js';
 import { startStack, type Stack } from './fixture.js';
@@ -78,7 +80,7 @@ describe('/verify in the browser', () => {
       page.off('request', onRequest);
     }
     expect(requests).toEqual([]);
-    const cli = cliVerify([file('workflow.json'), '--headers', file('headers.json'), '--network', 'regtest', '--expected-pubkey', demo.signer.npub]);
+    const cli = await cliVerify([file('workflow.json'), '--headers', file('headers.json'), '--network', 'regtest', '--expected-pubkey', demo.signer.npub]);
     expect(cli.code).toBe(0);
     const text = (await page.locator('#cli-text').textContent()) ?? '';
     expect(text.split('\n').find((l) => l.startsWith('VERDICT: '))).toBe(cli.verdict);
@@ -93,7 +95,7 @@ describe('/verify in the browser', () => {
 
   it('fails the cut workflow naming the truncation, the same verdict line as the CLI', async () => {
     const r = await verifyOnPage([file('workflow-truncated.json'), file('headers.json')], { pubkey: demo.signer.pubkey });
-    const cli = cliVerify([file('workflow-truncated.json'), '--headers', file('headers.json'), '--network', 'regtest', '--expected-pubkey', demo.signer.pubkey]);
+    const cli = await cliVerify([file('workflow-truncated.json'), '--headers', file('headers.json'), '--network', 'regtest', '--expected-pubkey', demo.signer.pubkey]);
     expect(cli.code).toBe(1);
     expect(r.line).toBe(cli.verdict);
     expect(r.shown).toBe('FAIL');
@@ -104,7 +106,7 @@ describe('/verify in the browser', () => {
 
   it('says what the CLI says with no trust given: the signer is not trusted', async () => {
     const r = await verifyOnPage([file('receipt.json'), file('headers.json')]);
-    const cli = cliVerify([file('receipt.json'), '--headers', file('headers.json'), '--network', 'regtest']);
+    const cli = await cliVerify([file('receipt.json'), '--headers', file('headers.json'), '--network', 'regtest']);
     expect(r.line).toBe(cli.verdict);
     expect(r.line).toContain('signer not trusted');
     expect(await page.locator('[data-witness="nostr"] .badge').first().textContent()).toBe('untrusted');
@@ -120,7 +122,7 @@ describe('/verify in the browser', () => {
     const r = await verifyOnPage(files);
     expect(await page.locator('#files tr[data-file="timeline-proof.json"]').getAttribute('data-role')).toBe('proof');
     expect(await page.locator('#files tr[data-file="trusted.txt"]').getAttribute('data-role')).toBe('trust');
-    const cli = cliVerify([join(base, 'timeline-doc.json'), '--proof', join(base, 'timeline-proof.json'), '--headers', file('headers.json'), '--network', 'regtest', '--trust-file', join(base, 'trusted.txt')]);
+    const cli = await cliVerify([join(base, 'timeline-doc.json'), '--proof', join(base, 'timeline-proof.json'), '--headers', file('headers.json'), '--network', 'regtest', '--trust-file', join(base, 'trusted.txt')]);
     expect(cli.code).toBe(0);
     expect(r.line).toBe(cli.verdict);
     expect(r.shown).toBe('PASS');
@@ -141,13 +143,47 @@ describe('/verify in the browser', () => {
     }
   });
 
+  it('fetches headers from an Esplora URL the user types, and only from it; the same verdict as the CLI --esplora', async () => {
+    const headers = parseHeadersJson(JSON.parse(readFileSync(file('headers.json'), 'utf8')), 'headers.json');
+    const esplora = await startEsplora(headers, '/api', { cors: true });
+    try {
+      await page.goto(`${s.http.url}/verify`);
+      await expect.poll(() => page.locator('body').getAttribute('data-ready'), { timeout: 15_000 }).toBe('true');
+      const requests: string[] = [];
+      const onRequest = (r: Request): void => {
+        requests.push(r.url());
+      };
+      page.on('request', onRequest);
+      try {
+        await page.fill('#esplora', esplora.url);
+        expect(await page.locator('#network-note').textContent()).toBe(`Verifying will fetch block headers from ${esplora.url}.`);
+        await page.fill('#pubkeys', demo.signer.pubkey);
+        await page.selectOption('#network', 'regtest');
+        await page.setInputFiles('#file-input', [file('receipt.json')]);
+        await expect.poll(() => page.locator('#verdict').getAttribute('data-verdict'), { timeout: 15_000 }).toBe('PASS');
+      } finally {
+        page.off('request', onRequest);
+      }
+      expect(requests.length).toBeGreaterThan(0);
+      for (const u of requests) expect(u.startsWith(`${esplora.url}/`), u).toBe(true);
+      expect(esplora.requests.some((r) => r.includes('/block-height/'))).toBe(true);
+      const cli = await cliVerify([file('receipt.json'), '--esplora', esplora.url, '--network', 'regtest', '--expected-pubkey', demo.signer.pubkey]);
+      expect(cli.code).toBe(0);
+      const text = (await page.locator('#cli-text').textContent()) ?? '';
+      expect(text.split('\n').find((l) => l.startsWith('VERDICT: '))).toBe(cli.verdict);
+      expect(await page.locator('#checks tr[data-check="bitcoin"]').getAttribute('data-status')).toBe('PASS');
+    } finally {
+      await esplora.close();
+    }
+  });
+
   it('names the bad input the way the CLI does (exit 2), without a verdict', async () => {
     writeFileSync(join(base, 'broken.json'), '{"id": ');
     await page.goto(`${s.http.url}/verify`);
     await expect.poll(() => page.locator('body').getAttribute('data-ready'), { timeout: 15_000 }).toBe('true');
     await page.setInputFiles('#file-input', [join(base, 'broken.json')]);
     await expect.poll(() => page.locator('#verdict').getAttribute('data-verdict'), { timeout: 15_000 }).toBe('ERROR');
-    const cli = cliVerify([join(base, 'broken.json')]);
+    const cli = await cliVerify([join(base, 'broken.json')]);
     expect(cli.code).toBe(2);
     const shown = (await page.locator('#cli-text').textContent()) ?? '';
     expect(shown).toContain('(exit 2)');
