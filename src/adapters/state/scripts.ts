@@ -72,10 +72,10 @@ redis.call('ZADD', base .. ':idx:w:' .. w .. ':' .. new, created, key)
 local function tally(field)
   local tl = base .. ':tl:' .. math.floor(tonumber(now) / 60000)
   local took = tonumber(now) - tonumber(created)
-  redis.call('HINCRBY', tl, 'n:' .. field, 1)
+  -- the expiry is set when the minute's first count of a field is made, not on every count
+  if redis.call('HINCRBY', tl, 'n:' .. field, 1) == 1 then redis.call('PEXPIRE', tl, 7200000) end
   redis.call('HINCRBY', tl, 't:' .. field, took)
   if took > tonumber(redis.call('HGET', tl, 'm:' .. field) or '-1') then redis.call('HSET', tl, 'm:' .. field, took) end
-  redis.call('PEXPIRE', tl, 7200000)
 end
 if new == 'confirmed' then
   redis.call('HSET', s, 'confirmed:' .. w, now)
