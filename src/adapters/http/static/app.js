@@ -271,10 +271,10 @@
     const received = b.map((x) => x.received);
     const confirmed = b.map((x) => x.confirmed.subject ?? 0);
     const rejected = b.map((x) => x.rejected);
-    const count = (fmt) => (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1));
+    const count = (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1));
     $('#chart-throughput').replaceChildren(chart(b, {
       bars: [{ name: 'received', cls: 'b-received', values: received }, { name: 'confirmed', cls: 'b-confirmed', values: confirmed }, { name: 'rejected', cls: 'b-rejected', values: rejected }],
-      fmt: count(),
+      fmt: count,
       label: 'subjects received, confirmed and rejected per minute over the last hour',
     }));
     const sum = (a) => a.reduce((p, q) => p + q, 0);
@@ -328,7 +328,8 @@
         el('td', { class: 'reason' }, item.reason ?? '')));
     $('#list tbody').replaceChildren(...rows);
     $('#list-empty').hidden = rows.length > 0;
-    $('#list-empty').textContent = list.cursors.length > 1 ? 'No more.' : `No ${list.status || ''} subjects${list.witness ? ` for ${list.witness}` : ''}.`.replace('  ', ' ');
+    const what = [list.status, 'subjects'].filter(Boolean).join(' ');
+    $('#list-empty').textContent = list.cursors.length > 1 ? 'No more.' : `No ${what}${list.witness ? ` (${list.witness})` : ''}.`;
     list.next = page.next;
     $('#list-next').disabled = !page.next;
     $('#list-prev').disabled = list.cursors.length <= 1;
