@@ -327,6 +327,8 @@
         el('td', {}, timeEl(item.updatedAt)),
         el('td', { class: 'reason' }, item.reason ?? '')));
     $('#list tbody').replaceChildren(...rows);
+    // the reason column only when some subject on the page has one (rejected, failed)
+    $('#list').classList.toggle('no-reason', !page.items.some((item) => item.reason));
     $('#list-empty').hidden = rows.length > 0;
     const what = [list.status, 'subjects'].filter(Boolean).join(' ');
     $('#list-empty').textContent = list.cursors.length > 1 ? 'No more.' : `No ${what}${list.witness ? ` (${list.witness})` : ''}.`;
