@@ -20,7 +20,9 @@ COPY test/stubs/fs-placeholder ./test/stubs/fs-placeholder
 COPY bin ./bin
 COPY config ./config
 COPY src ./src
-# npm ci also runs `prepare` (tsc); the explicit build keeps the step visible
+# the /verify page's bundle is built by scripts/build-verify-bundle.mjs (esbuild, a dev dependency)
+COPY scripts ./scripts
+# npm ci also runs `prepare` (tsc, then the bundle); the explicit build keeps the step visible
 RUN npm ci --no-audit --no-fund \
  && npm run build \
  && npm prune --omit=dev --no-audit --no-fund
