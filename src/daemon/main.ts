@@ -74,7 +74,7 @@ export async function runDaemon(config: Config, log: Logger): Promise<RunningDae
   if (config.nostr.enabled) {
     log.info(
       { mode: config.nostr.mode, relays: config.nostr.relays.map(displayUrl), quorum: nostrQuorum(config), npub: signingKey?.npub },
-      `witness nostr: ${config.nostr.mode} mode${config.nostr.mode === 'auto' ? ` (one event per subject while a cut and the relay backlog fit in ${autoBudget(config.nostr.ratePerMinute, config.nostr.autoHorizonMs)} events per ${config.nostr.autoHorizonMs} ms, else batch events)` : ''}, ${config.nostr.relays.length} relays, signing as ${signingKey?.npub}`,
+      `witness nostr: ${config.nostr.mode} mode${config.nostr.mode === 'auto' ? ` (one event per subject while a cut fits the budget of ${autoBudget(config.nostr.ratePerMinute, config.nostr.autoHorizonMs)} events per ${config.nostr.autoHorizonMs} ms beside what the relays already carry, else batch events)` : ''}, ${config.nostr.relays.length} relays, signing as ${signingKey?.npub}`,
     );
   }
   if (config.ots.enabled) {
