@@ -24,7 +24,7 @@ export interface Config {
   limits: { maxJobBytes: number; maxSteps: number; maxEntries: number };
   nostr: {
     enabled: boolean;
-    mode: 'envelope' | 'batch';
+    mode: 'auto' | 'envelope' | 'batch';
     relays: string[];
     quorum: number;
     kind: number;
@@ -36,9 +36,13 @@ export interface Config {
     backoffMs: number;
     backoffMaxMs: number;
     rateLimitBackoffMs: number;
+    powMaxDifficulty: number;
+    powBudgetMs: number;
+    relayInfoTtlMs: number;
     readBack: boolean;
     batchMaxSize: number;
     batchWindowMs: number;
+    autoHorizonMs: number;
     concurrency: number;
   };
   ots: {
@@ -71,7 +75,7 @@ export interface Config {
   };
   webhooks: WebhookConfig[];
   webhookDelivery: { retryHorizonMs: number; backoffMs: number; backoffMaxMs: number; timeoutMs: number; concurrency: number };
-  log: { level: string };
+  log: { level: string; format: 'auto' | 'json' | 'pretty' };
 }
 
 export const DEFAULT_CONFIG_FILE = join(PACKAGE_ROOT, 'config', 'default.json');

@@ -45,7 +45,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'limits.maxEntries', type: int(1, 10_000_000), default: 100_000, env: 'AER1_LIMIT_MAX_ENTRIES', doc: 'Most entries in one job timeline.' },
 
   { key: 'nostr.enabled', type: { kind: 'bool' }, default: true, env: 'AER1_NOSTR_ENABLED', doc: 'Publish signed envelopes (or batch roots) to Nostr relays.' },
-  { key: 'nostr.mode', type: { kind: 'enum', values: ['envelope', 'batch'] }, default: 'envelope', env: 'AER1_NOSTR_MODE', doc: '"envelope": one event per subject; "batch": one event per batch (RFC 6962 root).' },
+  { key: 'nostr.mode', type: { kind: 'enum', values: ['auto', 'envelope', 'batch'] }, default: 'auto', env: 'AER1_NOSTR_MODE', doc: '"auto": one event per subject while a cut, on top of the relays\' backlog or the events queued within nostr.autoHorizonMs, fits in what nostr.ratePerMinute sends in that time; else one batch event per cut (docs/nostr.md); "envelope": always one event per subject; "batch": always one event per batch (RFC 6962 root).' },
   { key: 'nostr.relays', type: { kind: 'url-list', protocols: ['ws:', 'wss:'] }, default: ['wss://relay.damus.io', 'wss://nos.lol', 'wss://relay.nostr.band'], env: 'AER1_NOSTR_RELAYS', doc: 'Relays to publish to (comma-separated in the environment).' },
   { key: 'nostr.quorum', type: int(0, 100), default: 0, env: 'AER1_NOSTR_QUORUM', doc: 'Relays that must accept before the witness is confirmed; 0 means a majority, floor(n/2)+1 (not all: one relay refusing or down for good would keep every subject short of confirmed). Set it to the relay count to require all.' },
   { key: 'nostr.kind', type: int(1000, 9999), default: 3099, env: 'AER1_NOSTR_KIND', doc: 'Event kind (a regular, stored kind).' },
@@ -57,9 +57,13 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'nostr.backoffMs', type: int(10, MS_DAY), default: 5000, env: 'AER1_NOSTR_BACKOFF_MS', doc: 'First retry delay; doubles per attempt.' },
   { key: 'nostr.backoffMaxMs', type: int(10, MS_DAY), default: 600_000, env: 'AER1_NOSTR_BACKOFF_MAX_MS', doc: 'Cap of the retry delay.' },
   { key: 'nostr.rateLimitBackoffMs', type: int(10, MS_DAY), default: 10_000, env: 'AER1_NOSTR_RATE_LIMIT_BACKOFF_MS', doc: 'A "rate-limited:" answer pauses that relay\'s whole queue this long (doubling while the relay keeps answering so, up to nostr.backoffMaxMs); the event is sent again without spending an attempt.' },
+  { key: 'nostr.powMaxDifficulty', type: int(0, 64), default: 24, env: 'AER1_NOSTR_POW_MAX_DIFFICULTY', doc: 'Most NIP-13 proof of work (leading zero bits) mined for a relay that asks (NIP-11 min_pow_difficulty or a "pow:" answer naming it); a relay asking more is marked failed for the event. Each bit doubles the work.' },
+  { key: 'nostr.powBudgetMs', type: int(10, MS_DAY), default: 120_000, env: 'AER1_NOSTR_POW_BUDGET_MS', doc: 'Longest time spent mining one event\'s proof of work for one relay (in slices, off the intake path); over it that relay is marked failed for the event.' },
+  { key: 'nostr.relayInfoTtlMs', type: int(1000, MS_DAY), default: 3_600_000, env: 'AER1_NOSTR_RELAY_INFO_TTL_MS', doc: 'How long a relay\'s NIP-11 document (its stated limits) is kept before it is fetched again.' },
   { key: 'nostr.readBack', type: { kind: 'bool' }, default: false, env: 'AER1_NOSTR_READ_BACK', doc: 'After acceptance, read the event back by id and mark the relay "stored" when the bytes match.' },
-  { key: 'nostr.batchMaxSize', type: int(1, 1_000_000), default: 10_000, env: 'AER1_NOSTR_BATCH_MAX_SIZE', doc: 'Batch mode: most subjects per event.' },
-  { key: 'nostr.batchWindowMs', type: int(10, MS_DAY), default: 10_000, env: 'AER1_NOSTR_BATCH_WINDOW_MS', doc: 'Batch mode: longest a subject waits for its batch.' },
+  { key: 'nostr.batchMaxSize', type: int(1, 1_000_000), default: 10_000, env: 'AER1_NOSTR_BATCH_MAX_SIZE', doc: 'Batch and auto mode: most subjects per cut (per batch event).' },
+  { key: 'nostr.batchWindowMs', type: int(10, MS_DAY), default: 10_000, env: 'AER1_NOSTR_BATCH_WINDOW_MS', doc: 'Batch and auto mode: longest a subject waits for its cut (and, in auto mode, the decision).' },
+  { key: 'nostr.autoHorizonMs', type: int(1000, MS_DAY), default: 60_000, env: 'AER1_NOSTR_AUTO_HORIZON_MS', doc: 'Auto mode: the window of the rate budget (nostr.ratePerMinute × this / 60 s events, at least one) that per-subject events, the slowest relay\'s backlog and the events queued within it must fit in.' },
   { key: 'nostr.concurrency', type: int(1, 1000), default: 16, env: 'AER1_NOSTR_CONCURRENCY', doc: 'Publishes in flight per relay.' },
 
   { key: 'ots.enabled', type: { kind: 'bool' }, default: true, env: 'AER1_OTS_ENABLED', doc: 'Timestamp batch roots with OpenTimestamps calendars.' },
@@ -96,4 +100,5 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'webhookDelivery.concurrency', type: int(1, 100), default: 1, env: 'AER1_WEBHOOK_CONCURRENCY', doc: 'POSTs in flight per hook, across every daemon; 1 keeps each hook\'s changes in order, more may reorder them.' },
 
   { key: 'log.level', type: { kind: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }, default: 'info', env: 'AER1_LOG_LEVEL', doc: 'Log level (pino).' },
+  { key: 'log.format', type: { kind: 'enum', values: ['auto', 'json', 'pretty'] }, default: 'auto', env: 'AER1_LOG_FORMAT', doc: 'auto: human-readable lines when stderr is a terminal, JSON lines otherwise (pipe, file, journald, docker logs); json or pretty force one.' },
 ];

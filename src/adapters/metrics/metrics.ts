@@ -3,12 +3,15 @@
  * relays, calendars and statuses; never a subject.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EndpointHealth } from '../health/witness-health.js';
 
 export interface GaugeSource {
   countByWitness(): Promise<Record<string, Record<string, number>>>;
   countByStatus(): Promise<Record<string, number>>;
   oldestUnconfirmedSeconds(): Promise<Record<string, number>>;
   queueCounts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }>;
+  /** Does Redis take writes now (the `/readyz` probe)? Absent: the gauge is not reported. */
+  redisWritable?(): Promise<boolean>;
 }
 
 export class DaemonMetrics {
@@ -18,7 +21,9 @@ export class DaemonMetrics {
   private readonly timeToConfirm: Histogram<'witness'>;
   private readonly intakeTotal: Counter<'result'>;
   private readonly repairsTotal: Counter<'kind'>;
+  private readonly nostrModeSubjects: Counter<'mode'>;
   private source: GaugeSource | null = null;
+  private health: (() => EndpointHealth[]) | null = null;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -51,6 +56,12 @@ export class DaemonMetrics {
       name: 'aer1_reconciler_repairs_total',
       help: 'Jobs the reconciler re-created because the state needed them and none was live, by kind (inbox, relay-publish, relay-reopen, nostr-witness, nostr-batch, ots-submit, ots-poll).',
       labelNames: ['kind'],
+      registers: [this.registry],
+    });
+    this.nostrModeSubjects = new Counter({
+      name: 'aer1_nostr_mode_subjects_total',
+      help: 'Subjects of cut Nostr batches by the kind of event decided for them (envelope: one event each; batch: one batch event per cut); auto mode switches between them.',
+      labelNames: ['mode'],
       registers: [this.registry],
     });
     const self = this;
@@ -90,6 +101,42 @@ export class DaemonMetrics {
         for (const [state, n] of Object.entries(c)) queue.set({ state }, n);
       },
     });
+    new Gauge({
+      name: 'aer1_witness_endpoint_failing',
+      help: 'Relays and calendars this daemon saw fail several attempts in a row (1 failing, 0 ok or not used yet); the same state as /readyz "failing".',
+      labelNames: ['kind', 'url'],
+      registers: [this.registry],
+      collect() {
+        if (!self.health) return;
+        this.reset();
+        for (const e of self.health()) this.set({ kind: e.kind, url: e.url }, e.state === 'failing' ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'aer1_witness_endpoint_consecutive_failures',
+      help: 'Attempts in a row that failed, per relay and calendar (0 after a success).',
+      labelNames: ['kind', 'url'],
+      registers: [this.registry],
+      collect() {
+        if (!self.health) return;
+        this.reset();
+        for (const e of self.health()) this.set({ kind: e.kind, url: e.url }, e.consecutiveFailures);
+      },
+    });
+    new Gauge({
+      name: 'aer1_redis_writable',
+      help: 'Whether Redis takes writes (1) or refuses them (0: OOM at maxmemory, READONLY replica, MISCONF, a refusal still within its Retry-After); the /readyz probe.',
+      registers: [this.registry],
+      async collect() {
+        if (!self.source?.redisWritable) return;
+        this.set((await self.source.redisWritable()) ? 1 : 0);
+      },
+    });
+  }
+
+  /** What the endpoint gauges read at scrape time (the daemon's witness health). */
+  attachHealth(read: () => EndpointHealth[]): void {
+    this.health = read;
   }
 
   /** Where the gauges read their numbers at scrape time. */
@@ -107,6 +154,10 @@ export class DaemonMetrics {
 
   witnessChange(witness: string, status: string, createdMs: number): void {
     if (status === 'confirmed' && createdMs > 0) this.timeToConfirm.observe({ witness }, Math.max(0, (Date.now() - createdMs) / 1000));
+  }
+
+  nostrModeDecision(mode: string, subjects: number): void {
+    this.nostrModeSubjects.inc({ mode }, subjects);
   }
 
   reconcilerRepairs(kind: string, n: number): void {

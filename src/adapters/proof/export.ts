@@ -1,6 +1,7 @@
 /**
  * Builds a subject's `aer1-anchor-proof-v1` from the daemon's state: its envelope, the
- * signed Nostr event (and batch inclusion path in batch mode), and its own detached
+ * signed Nostr event (its own envelope event, or its batch's event with the inclusion path;
+ * `nostr.mode` says which, as recorded on its batch in auto mode), and its own detached
  * `.ots` (file digest = the envelope digest) assembled from the batch's root timestamp.
  */
 import { BatchTree } from '../../core/batch/batch-tree.js';
@@ -9,7 +10,8 @@ import type { WitnessName } from '../state/keys.js';
 import { parseTimestamp, serializeDetached } from '../../core/ots/codec.js';
 import { proofForSubject } from '../../core/ots/batch-proof.js';
 import type { CalendarState } from '../ots/ots-witness.js';
-import { PROOF_VERSION, type AnchorProof, type NostrEventJson, type NostrProof, type OtsProof, type WitnessStatus } from '../../core/proof/format.js';
+import { relayCopyJson } from '../nostr/relay-policy.js';
+import { PROOF_VERSION, type AnchorProof, type NostrEventJson, type NostrProof, type NostrProofMode, type OtsProof, type WitnessStatus } from '../../core/proof/format.js';
 
 export interface ProofSources {
   relays: readonly string[];
@@ -67,7 +69,7 @@ export class ProofExporter {
 
   /** The batch's tree (cached) and its current fields (read fresh: answers and upgrades change them). */
   private async tree(witness: WitnessName, id: string): Promise<CachedBatch | null> {
-    const names = ['event', 'ts', 'bitcoin', ...this.sources.calendars.map((url) => `cal:${url}`)];
+    const names = ['event', 'mode', 'ts', 'bitcoin', ...this.sources.calendars.map((url) => `cal:${url}`)];
     const [tree, fields] = await Promise.all([
       this.trees.get(`${witness}:${id}`, async () => (await this.store.getBatch(witness, id))?.digests ?? null),
       this.store.batchFields(witness, id, names),
@@ -78,23 +80,31 @@ export class ProofExporter {
   private async nostr(record: SubjectRecord, status: WitnessStatus): Promise<NostrProof> {
     let eventJson: string | null = null;
     let batch: NostrProof['batch'];
+    let mode: NostrProofMode | undefined;
     const link = record.batches.nostr;
     if (record.nostrEventId) {
+      mode = 'envelope';
       eventJson = await this.store.eventJson(record.nostrEventId);
     } else if (link) {
       const b = await this.tree('nostr', link.id);
-      if (b) {
+      // A batch decided `envelope` whose subject is not signed yet: envelope, no event yet.
+      if (b?.fields.mode === 'envelope') mode = 'envelope';
+      else if (b && (b.fields.mode === 'batch' || b.fields.event)) {
+        mode = 'batch';
         eventJson = b.fields.event ?? null;
         batch = { index: link.index, size: b.tree.size, path: b.tree.path(link.index).map((h) => h.toString('hex')) };
       }
     }
     const event = eventJson ? (JSON.parse(eventJson) as NostrEventJson) : null;
     const reports = event ? await this.store.relayReports(event.id) : [];
-    const relays = this.sources.relays.map((url) => {
+    const relays = await Promise.all(this.sources.relays.map(async (url) => {
       const r = reports.find((x) => x.url === url);
-      return { url, status: r?.status ?? 'pending', message: r?.message ?? '', at: r?.at ?? '' };
-    });
-    return { status, event, relays, ...(batch ? { batch } : {}) };
+      // a relay that was sent a copy (NIP-13 proof of work, re-dated) holds that copy: the proof carries it
+      const copy = r?.copyId && event ? await relayCopyJson(this.store, event.id, url) : null;
+      const copied = copy ? (JSON.parse(copy) as NostrEventJson) : null;
+      return { url, status: r?.status ?? 'pending', message: r?.message ?? '', at: r?.at ?? '', ...(copied && copied.id === r?.copyId ? { event: copied } : {}) };
+    }));
+    return { status, ...(mode ? { mode } : {}), event, relays, ...(batch ? { batch } : {}) };
   }
 
   private async ots(record: SubjectRecord, status: WitnessStatus): Promise<OtsProof> {

@@ -55,6 +55,10 @@ export class StateKeys {
   batchSeq(witness: WitnessName): string {
     return `${this.base}:bseq:${witness}`;
   }
+  /** Nostr auto mode: events queued for the relays, scored by when (ms), trimmed to the horizon. */
+  get nostrRecent(): string {
+    return `${this.base}:nostr:recent`;
+  }
   /** Batches cut but not yet handed to their witness (resumed on restart). */
   openBatches(witness: WitnessName): string {
     return `${this.base}:bopen:${witness}`;
@@ -67,6 +71,13 @@ export class StateKeys {
   /** The reconciler's scan cursors, one field per index it walks. */
   get reconcile(): string {
     return `${this.base}:reconcile`;
+  }
+  /**
+   * One minute of the timeline (`minute`: ms since the epoch / 60000): confirmations per
+   * witness and per subject, and their summed and longest time to confirm. Expires after 2 h.
+   */
+  timeline(minute: number): string {
+    return `${this.base}:tl:${minute}`;
   }
   /** Last confirmation time per witness, counters. */
   get meta(): string {
