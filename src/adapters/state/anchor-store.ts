@@ -506,8 +506,11 @@ export class AnchorStore {
 type ScriptFn = (...args: string[]) => Promise<unknown>;
 type Commander = Redis | ReturnType<Redis['pipeline']>;
 
-/** Proposals of a batch cut before giving up for this tick (each loses only to another cut). */
-const CUT_TRIES = 5;
+/**
+ * Proposals of a batch cut before giving up for this tick. A proposal loses only to another
+ * daemon's cut that landed first, so with two cutters each try is at worst a coin toss.
+ */
+const CUT_TRIES = 32;
 
 function commandName(script: LuaScript): string {
   return `aer1_${script.name.replace(/-/g, '_')}`;
