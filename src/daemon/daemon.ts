@@ -16,6 +16,8 @@ import { OtsWitness } from '../adapters/ots/ots-witness.js';
 import { serializeEvent } from '../core/nostr/events.js';
 import type { SigningKey } from '../core/nostr/keys.js';
 import { connectRedis } from '../adapters/redis/connection.js';
+import { checkSlotServed, describeClusterRedirect } from '../adapters/redis/cluster-redirect.js';
+import { UsageError } from '../core/errors/errors.js';
 import { DaemonMetrics } from '../adapters/metrics/metrics.js';
 import { WitnessHealth } from '../adapters/health/witness-health.js';
 import { probeWitnesses, type ProbeOutcome } from '../adapters/health/witness-probe.js';
@@ -160,6 +162,13 @@ export class Daemon {
 
   async start(): Promise<void> {
     await Promise.all([this.redis.ping(), this.storeRedis.ping()]);
+    // a Redis Cluster node that does not serve our slot answers MOVED to everything: refuse to start
+    const redirect = await checkSlotServed(this.storeRedis, this.store.keys.probe);
+    if (redirect) {
+      await this.stop();
+      const where = `Redis at ${this.storeRedis.options.host}:${this.storeRedis.options.port}`;
+      throw new UsageError(describeClusterRedirect(redirect, this.store.keys.base, where), 'redis_cluster');
+    }
     this.nostr?.start();
     this.ots?.start();
     for (const b of this.batchers) b.start();
