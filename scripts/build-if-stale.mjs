@@ -63,7 +63,8 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathS
   if (reason !== null) {
     process.stderr.write(`build: ${reason}; compiling (tsc -p tsconfig.json)\n`);
     const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    const r = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.json')], { stdio: 'inherit' });
+    // tsc's messages to stderr: `npm run bench -- --json` keeps stdout for JSON lines
+    const r = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.json')], { stdio: ['ignore', 2, 2] });
     process.exit(r.status ?? 1);
   }
 }
