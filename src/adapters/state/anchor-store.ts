@@ -221,8 +221,8 @@ export class AnchorStore {
     for (let i = 0; i < keys.length; i += 1000) {
       const pipe = this.redis.pipeline();
       for (const key of keys.slice(i, i + 1000)) {
-        const keys = this.setWitnessKeys(key, witness);
-        scriptCommand(pipe, SET_WITNESS)(String(keys.length), ...keys, key, witness, status, String(progress), String(now), nowIso(now), detail, String(EVENTS_MAXLEN));
+        const scriptKeys = this.setWitnessKeys(key, witness);
+        scriptCommand(pipe, SET_WITNESS)(String(scriptKeys.length), ...scriptKeys, key, witness, status, String(progress), String(now), nowIso(now), detail, String(EVENTS_MAXLEN));
       }
       const results = (await pipe.exec()) ?? [];
       for (const [err, res] of results) {
