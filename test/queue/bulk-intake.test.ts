@@ -6,6 +6,7 @@
  * twice. Also `enqueueAnchors`, the producer side. Real Redis, the real intake worker.
  */
 import { Queue, type Job, type Worker } from 'bullmq';
+import { ReplyError } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
 import { connectRedis } from '../../src/adapters/redis/connection.js';
@@ -154,4 +155,23 @@ describe('enqueueAnchors', () => {
     r.worker.resume();
     await waitFor('all accepted', async () => (await r.store.redis.zcard(r.store.keys.byStatus('pending'))) === 6);
   });
+
+  it('stops at a Redis refusal, having said which jobs were added before it', { timeout: 30_000 }, async () => {
+    const r = rig();
+    await r.worker.pause();
+    // the refusal is injected into the queue's add (what a Redis at maxmemory answers), after one job went in
+    const add = r.queue.add.bind(r.queue);
+    let adds = 0;
+    r.queue.add = (async (...args: Parameters<Queue['add']>) => {
+      if (adds++ === 1) throw new ReplyError("OOM command not allowed when used memory > 'maxmemory'.");
+      return add(...args);
+    }) as Queue['add'];
+    const subjects = Array.from({ length: 5 }, () => receiptFields());
+    const added: string[] = [];
+    const err = await enqueueAnchors(r.queue, r.store, subjects, LIMITS, { maxSubjectsPerJob: 2, onJobAdded: (o) => added.push(...o.map((x) => ('key' in x ? x.key! : ''))) }).catch((e: unknown) => e);
+    expect((err as Error).message).toMatch(/^OOM/);
+    expect(added).toEqual([subjects[0]!.receipt_uuid, subjects[1]!.receipt_uuid]);
+    expect(await r.queue.count()).toBe(1);
+  });
 });
+

@@ -132,13 +132,17 @@ export class AnchorRoutes {
    */
   private async postBulk(subjects: unknown[]): Promise<Reply> {
     let outcomes: BulkEnqueueOutcome[];
+    const queued: BulkEnqueueOutcome[] = [];
     try {
-      outcomes = await enqueueAnchors(this.daemon.intakeQueue, this.daemon.store, subjects, this.limits, { maxSubjectsPerJob: this.daemon.config.queue.maxSubjectsPerJob });
+      outcomes = await enqueueAnchors(this.daemon.intakeQueue, this.daemon.store, subjects, this.limits, {
+        maxSubjectsPerJob: this.daemon.config.queue.maxSubjectsPerJob,
+        onJobAdded: (added) => queued.push(...added),
+      });
     } catch (err) {
       const refusal = redisRefusal(err);
       if (!refusal) throw err;
       this.hooks.onWriteRefused?.(refusal);
-      return this.refusedBulk(refusal);
+      return this.refusedBulk(refusal, queued);
     }
     const results = outcomes.map(({ index: _i, ...rest }) => rest);
     const keys = outcomes.flatMap((o) => ('error' in o ? [] : [o.key]));
@@ -150,11 +154,16 @@ export class AnchorRoutes {
     return json(202, { keys, results, jobs });
   }
 
-  /** A bulk POST that met a Redis refusal: some of its jobs may be queued; the whole POST may be sent again. */
-  private refusedBulk(refusal: RedisRefusal): Reply {
-    const addendum = '; some of the subjects may be queued already: POSTing the same subjects again is safe (idempotent by subject key)';
+  /**
+   * A bulk POST that met a Redis refusal: lists the subjects whose jobs were queued before it;
+   * the job being added may still land. POSTing the same body again is safe.
+   */
+  private refusedBulk(refusal: RedisRefusal, queued: BulkEnqueueOutcome[]): Reply {
+    const which = queued.length > 0 ? `the ${queued.length} subjects in keys were queued before it; the rest were not` : 'none of the subjects was queued';
+    const addendum = `; ${which}${refusal.maybeApplied ? ' (the job being added when Redis stopped answering may still be queued)' : ''}: POSTing the same subjects again is safe (idempotent by subject key)`;
     const e = refusalError(refusal, this.daemon.config.http.redisTimeoutMs, addendum);
-    return json(503, { ...e.body(), keys: [], results: [] }, e.headers);
+    const results = queued.map(({ index: _i, ...rest }) => rest);
+    return json(503, { ...e.body(), keys: queued.flatMap((o) => ('error' in o ? [] : [o.key])), results }, e.headers);
   }
 
   /** 503 with Retry-After; lists what was queued before Redis refused, and says when the one being written may still land. */

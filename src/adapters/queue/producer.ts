@@ -84,6 +84,8 @@ export type BulkEnqueueOutcome =
 export interface BulkEnqueueOptions {
   /** Most subjects per bulk job (the daemon's queue.maxSubjectsPerJob; default 1,000). */
   maxSubjectsPerJob?: number;
+  /** Called after each bulk job is added, with its subjects' outcomes (what is queued should Redis fail later). */
+  onJobAdded?: (outcomes: BulkEnqueueOutcome[]) => void;
 }
 
 /**
@@ -164,6 +166,7 @@ export async function enqueueAnchors(queue: Queue, store: AnchorStore, subjects:
       out[p.index] = { index: p.index, key: p.key, result: 'queued', status: null, job };
       jobOf.set(p.key, job);
     }
+    opts.onJobAdded?.(chunk.map((p) => out[p.index]!));
   }
   // repeats of a key ride in its first one's job
   return out.map((o) => (o && !('error' in o) && o.result === 'queued' && o.job === undefined ? { ...o, job: jobOf.get(o.key)! } : o!));
