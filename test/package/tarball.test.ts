@@ -130,7 +130,10 @@ describe('the packed tarball, installed into an empty project', () => {
     expect(paths).toContain('dist/src/package/verify.js');
     expect(paths).toContain('config/default.json');
     expect(paths).toContain('src/adapters/http/static/openapi.json');
-    for (const script of ['accept', 'reject', 'set-witness', 'set-relay', 'cut-batch']) expect(paths).toContain(`src/adapters/state/lua/${script}.lua`);
+    for (const script of ['accept', 'reject', 'set-witness', 'set-relay', 'mark-sent', 'cut-batch']) expect(paths).toContain(`src/adapters/state/lua/${script}.lua`);
+    // the /verify page and its bundle (built by npm run build, not kept in git)
+    expect(paths).toContain('src/adapters/http/static/verify.html');
+    expect(paths).toContain('src/adapters/http/static/verify.bundle.js');
     expect(paths.filter((p) => p.endsWith('.map') || p.startsWith('dist/bench/') || p.startsWith('test/') || p === 'config/local.json' || (p.endsWith('.ts') && !p.endsWith('.d.ts')))).toEqual([]);
   });
 

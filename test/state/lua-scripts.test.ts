@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AnchorStore, type AcceptSubject, type AcceptTargets } from '../../src/adapters/state/anchor-store.js';
-import { CUT_BATCH } from '../../src/adapters/state/scripts.js';
+import { CUT_BATCH, MARK_SENT } from '../../src/adapters/state/scripts.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { privateRedis, waitFor } from '../helpers/harness.js';
 
@@ -199,6 +199,21 @@ describe('set-witness.lua', () => {
     });
   }
 
+  it('a confirmation counts in its minute of the timeline, per witness and per subject', async () => {
+    const s = subject();
+    await store.acceptMany(BOTH, [s]);
+    await store.setWitness(s.key, 'nostr', 'confirmed', 1);
+    await store.setWitness(s.key, 'ots', 'partial', 1);
+    await store.setWitness(s.key, 'ots', 'confirmed', 2);
+    const rec = (await store.getRecord(s.key))!;
+    const minute = Math.floor(rec.updatedMs / 60_000);
+    const tl = await redis.hgetall(store.keys.timeline(minute));
+    expect({ nostr: tl['n:nostr'], ots: tl['n:ots'], subject: tl['n:subject'] }).toEqual({ nostr: '1', ots: '1', subject: '1' });
+    expect(Number(tl['t:subject'])).toBe(rec.updatedMs - rec.createdMs);
+    expect(await redis.pttl(store.keys.timeline(minute))).toBeGreaterThan(7_000_000);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
   it('an unknown key changes nothing; an unknown status is an error', async () => {
     expect((await store.setWitness('nobody', 'ots', 'partial', 1)).changed).toBe(false);
     expect(await redis.exists(store.keys.subject('nobody'))).toBe(0);
@@ -230,6 +245,21 @@ describe('set-relay.lua', () => {
     const all = await store.setRelayReport(ev, report(next as string));
     expect(all.map((r) => r.status)).toEqual([kept]);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+});
+
+describe('mark-sent.lua', () => {
+  it.each([
+    ['a first list is stored in order', [], ['ws://a', 'ws://b'], ['ws://a', 'ws://b'], 1],
+    ['relays already listed are skipped, new ones appended', [['ws://a', 'ws://b']], ['ws://b', 'ws://c'], ['ws://a', 'ws://b', 'ws://c'], 1],
+    ['nothing new: nothing written', [['ws://a']], ['ws://a'], ['ws://a'], 0],
+  ])('%s', async (_name, before, urls, want, added) => {
+    const ev = randomBytes(32).toString('hex');
+    for (const b of before as string[][]) await store.markRelaysSent(ev, b);
+    const res = await redis.eval(MARK_SENT.lua, 1, store.keys.event(ev), ...(urls as string[]));
+    expect(res).toBe(added);
+    expect((await store.eventRelays(ev)).relays).toEqual(want);
+    await expectKeysDeclared();
   });
 });
 

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { StateKeys, type WitnessName } from './keys.js';
-import { ACCEPT, CUT_BATCH, REJECT, SCRIPTS, SET_RELAY, SET_WITNESS, type LuaScript } from './scripts.js';
+import { ACCEPT, CUT_BATCH, MARK_SENT, REJECT, SCRIPTS, SET_RELAY, SET_WITNESS, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
@@ -75,6 +75,10 @@ export interface RelayReportRecord {
   prefix?: string;
   /** The relay has answered for good (accepted, stored, refused without retry, or given up). */
   final?: boolean;
+  /** The id of the copy this relay was sent instead of the event (NIP-13 proof of work, or re-dated for its created_at window). */
+  copyId?: string;
+  /** Leading zero bits (NIP-13) of what was sent or asked, when proof of work was involved. */
+  pow?: number;
 }
 
 export interface SubjectRecord {
@@ -204,14 +208,22 @@ export class AnchorStore {
 
   async setWitness(key: string, witness: WitnessName, status: WitnessStatus, progress: number, detail = ''): Promise<WitnessChange> {
     const now = this.now();
-    const res = (await this.run(SET_WITNESS, this.setWitnessKeys(key, witness), [key, witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN])) as [number, string, string];
+    const res = (await this.run(SET_WITNESS, this.setWitnessKeys(key, witness, now), [key, witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN])) as [number, string, string];
     return { changed: res[0] === 1, overall: res[1], createdMs: Number(res[2]) };
   }
 
-  /** Every key set-witness.lua may touch, in its order. */
-  private setWitnessKeys(key: string, witness: WitnessName): string[] {
+  /** Every key set-witness.lua may touch, in its order (the timeline minute is that of `now`). */
+  private setWitnessKeys(key: string, witness: WitnessName, now: number): string[] {
     const k = this.keys;
-    return [k.subject(key), k.history(key), k.events, ...WITNESS_STATUSES.map((st) => k.byWitness(witness, st)), ...WITNESS_STATUSES.map((st) => k.byStatus(st)), k.meta];
+    return [
+      k.subject(key),
+      k.history(key),
+      k.events,
+      ...WITNESS_STATUSES.map((st) => k.byWitness(witness, st)),
+      ...WITNESS_STATUSES.map((st) => k.byStatus(st)),
+      k.meta,
+      k.timeline(Math.floor(now / 60_000)),
+    ];
   }
 
   /** The same transition for many subjects (a batch), pipelined. */
@@ -221,7 +233,7 @@ export class AnchorStore {
     for (let i = 0; i < keys.length; i += 1000) {
       const pipe = this.redis.pipeline();
       for (const key of keys.slice(i, i + 1000)) {
-        const scriptKeys = this.setWitnessKeys(key, witness);
+        const scriptKeys = this.setWitnessKeys(key, witness, now);
         scriptCommand(pipe, SET_WITNESS)(String(scriptKeys.length), ...scriptKeys, key, witness, status, String(progress), String(now), nowIso(now), detail, String(EVENTS_MAXLEN));
       }
       const results = (await pipe.exec()) ?? [];
@@ -417,10 +429,33 @@ export class AnchorStore {
   }
 
   async relayReports(eventId: string): Promise<RelayReportRecord[]> {
+    return (await this.eventRelays(eventId)).reports;
+  }
+
+  /**
+   * Records that the event was handed to these relays (a publish job queued for each), so
+   * the subject's view lists where it was actually sent, whatever the config says later.
+   */
+  async markRelaysSent(eventId: string, urls: readonly string[]): Promise<void> {
+    if (urls.length === 0) return;
+    await this.run(MARK_SENT, [this.keys.event(eventId)], [...urls]);
+  }
+
+  /**
+   * The relays the event went to, as the state records them: the ones it was handed to, in
+   * that order, then any other relay that reported on it (events from before `to` was
+   * recorded); and every report.
+   */
+  async eventRelays(eventId: string): Promise<{ relays: string[]; reports: RelayReportRecord[] }> {
     const h = await this.redis.hgetall(this.keys.event(eventId));
-    return Object.entries(h)
-      .filter(([f]) => f.startsWith('r:'))
-      .map(([, v]) => JSON.parse(v) as RelayReportRecord);
+    const relays: string[] = [];
+    const reports: RelayReportRecord[] = [];
+    for (const [f, v] of Object.entries(h)) {
+      if (f === 'to') relays.push(...(JSON.parse(v) as string[]));
+      else if (f.startsWith('r:')) reports.push(JSON.parse(v) as RelayReportRecord);
+    }
+    for (const r of reports) if (!relays.includes(r.url)) relays.push(r.url);
+    return { relays, reports };
   }
 
   // ---- Batches
@@ -496,6 +531,18 @@ export class AnchorStore {
       if (v !== null && v !== undefined) out[f] = v;
     });
     return out;
+  }
+
+  /**
+   * The calendars an OTS batch was submitted to, as its `cal:<url>` fields record them
+   * (sorted by URL), with each one's raw state; never reads the digests.
+   */
+  async batchCalendars(id: string): Promise<Array<{ url: string; state: string }>> {
+    const k = this.keys.batch('ots', id);
+    const names = (await this.redis.hkeys(k)).filter((f) => f.startsWith('cal:')).sort();
+    if (names.length === 0) return [];
+    const values = await this.redis.hmget(k, ...names);
+    return names.flatMap((f, i) => (values[i] ? [{ url: f.slice(4), state: values[i]! }] : []));
   }
 
   async batchField(witness: WitnessName, id: string, field: string): Promise<string | null> {

@@ -44,7 +44,9 @@ export const REJECT = load(DIR, 'reject');
 export const SET_WITNESS = load(DIR, 'set-witness');
 /** One relay's report on an event, never downgrading an acceptance. */
 export const SET_RELAY = load(DIR, 'set-relay');
+/** Adds relays to the list of those an event was handed to. */
+export const MARK_SENT = load(DIR, 'mark-sent');
 /** Cuts a batch from the head of a witness's inbox. */
 export const CUT_BATCH = load(DIR, 'cut-batch');
 
-export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, CUT_BATCH];
+export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH];

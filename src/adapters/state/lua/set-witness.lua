@@ -2,11 +2,14 @@
 -- its progress number (ARGV[4]) must not fall below the stored one, so a stale report
 -- cannot undo a newer one. The same status further along only adds history. The overall
 -- status follows from every witness: all confirmed → confirmed, all failed → failed, any
--- partial or confirmed → partial, else pending; indexes move with both.
+-- partial or confirmed → partial, else pending; indexes move with both. A confirmation
+-- counts in the minute's timeline (GET /v1/timeline): per witness and per subject, the
+-- number, the summed and the longest time to confirm; the minute expires after 2 h.
 --
 -- KEYS[1] subject hash, [2] history, [3] events stream,
 -- [4..7] idx:w:<witness>:pending, partial, confirmed, failed (of the witness in ARGV[2]),
--- [8..11] idx:st:pending, partial, confirmed, failed, [12] meta.
+-- [8..11] idx:st:pending, partial, confirmed, failed, [12] meta, [13] the timeline
+-- minute of ARGV[5] (tl:<floor(now / 60000)>).
 -- ARGV[1] key, [2] witness, [3] new status, [4] progress, [5] now (ms), [6] now (ISO),
 -- [7] detail ('' for none), [8] stream MAXLEN.
 -- Returns {changed(0|1), overall, created}.
@@ -39,9 +42,19 @@ local created = cur[4]
 redis.call('HSET', s, 'w:' .. w, new, 'updated', now)
 redis.call('ZREM', witnessIndex(old), key)
 redis.call('ZADD', witnessIndex(new), created, key)
+-- the last hour's timeline (GET /v1/timeline): per minute, confirmations and their time to confirm
+local function tally(field)
+  local tl = KEYS[13]
+  local took = tonumber(now) - tonumber(created)
+  -- the expiry is set when the minute's first count of a field is made, not on every count
+  if redis.call('HINCRBY', tl, 'n:' .. field, 1) == 1 then redis.call('PEXPIRE', tl, 7200000) end
+  redis.call('HINCRBY', tl, 't:' .. field, took)
+  if took > tonumber(redis.call('HGET', tl, 'm:' .. field) or '-1') then redis.call('HSET', tl, 'm:' .. field, took) end
+end
 if new == 'confirmed' then
   redis.call('HSET', s, 'confirmed:' .. w, now)
   redis.call('HSET', KEYS[12], 'last_confirmed:' .. w, now)
+  tally(w)
 end
 local n, nconf, nfail, nprog = 0, 0, 0, 0
 for ww in string.gmatch(cur[5], '[^,]+') do
@@ -60,6 +73,7 @@ if overall ~= oldOverall then
   redis.call('HSET', s, 'status', overall)
   redis.call('ZREM', statusIndex(oldOverall), key)
   redis.call('ZADD', statusIndex(overall), created, key)
+  if overall == 'confirmed' then tally('subject') end
 end
 local entry = {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = overall}
 if detail ~= '' then entry.detail = detail end
