@@ -19,7 +19,7 @@ export interface WebhookConfig {
 
 export interface Config {
   redis: { url: string | null; prefix: string; localDefault: boolean; embedded: boolean; embeddedDir: string };
-  queue: { name: string; concurrency: number; stalledIntervalMs: number };
+  queue: { name: string; concurrency: number; stalledIntervalMs: number; maxSubjectsPerJob: number };
   reconcile: { intervalMs: number; limit: number; reopenAfterMs: number };
   limits: { maxJobBytes: number; maxSteps: number; maxEntries: number };
   nostr: {
