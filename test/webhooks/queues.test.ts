@@ -82,6 +82,19 @@ describe('a receiver that hangs', () => {
       const q = queueFor(sp, hanging);
       expect(await q.getJobCounts('waiting', 'active')).toMatchObject({ waiting: 19, active: 1 });
       await q.close();
+      // every key of both hooks' queues hangs on the daemon's hash tag: one Redis Cluster slot
+      for (const r of [hanging, healthy]) {
+        const keys: string[] = [];
+        let cursor = '0';
+        for (let i = 0; i < 10_000; i++) {
+          const [next, page] = await redis.scan(cursor, 'MATCH', `*-wh-${hookId(r.url)}*`, 'COUNT', 10_000);
+          keys.push(...page);
+          cursor = next;
+          if (cursor === '0') break;
+        }
+        expect(keys.length).toBeGreaterThan(3);
+        for (const k of keys) expect(k.startsWith(`${sp.base}:`), k).toBe(true);
+      }
     } finally {
       await d.stop();
       await Promise.all([hanging.close(), healthy.close()]);
