@@ -114,6 +114,13 @@ describe('client commands against a running daemon', () => {
     const view = JSON.parse(json.stdout) as { witnesses: { nostr: { relays: Array<{ url: string; status: string }> }; ots: { calendars: Array<{ url: string; status: string }> } } };
     expect(view.witnesses.nostr.relays.map((r) => [r.url, r.status])).toEqual(relays.map((r) => [r.url, 'accepted']));
     expect(view.witnesses.ots.calendars.map((c) => [c.url, c.status])).toEqual([[calendars[0]!.url, 'pending']]);
+
+    // the proof names the same relays and calendar: where the subject was sent, not the config's
+    const proof = cli(['proof', s.receipt_uuid], movedFile);
+    expect(proof.status, proof.stderr).toBe(0);
+    const p = JSON.parse(proof.stdout) as { nostr: { relays: Array<{ url: string; status: string }> }; ots: { calendars: Array<{ url: string; status: string }> } };
+    expect(p.nostr.relays.map((r) => [r.url, r.status])).toEqual(relays.map((r) => [r.url, 'accepted']));
+    expect(p.ots.calendars.map((c) => [c.url, c.status])).toEqual([[calendars[0]!.url, 'pending']]);
   });
 
   it('refuses a conflicting root and a malformed file with reasons (exit 1), an unreadable file with exit 2', () => {

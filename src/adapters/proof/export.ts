@@ -13,6 +13,11 @@ import type { CalendarState } from '../ots/ots-witness.js';
 import { relayCopyJson } from '../nostr/relay-policy.js';
 import { PROOF_VERSION, type AnchorProof, type NostrEventJson, type NostrProof, type NostrProofMode, type OtsProof, type WitnessStatus } from '../../core/proof/format.js';
 
+/**
+ * The relays and calendars of the config in force. A proof lists those a subject was
+ * actually sent to, from state; these are named only while nothing was sent yet (no event
+ * handed to a relay, no batch submitted to a calendar), as what the subject waits for.
+ */
 export interface ProofSources {
   relays: readonly string[];
   calendars: readonly string[];
@@ -42,6 +47,15 @@ class TreeCache {
   }
 }
 
+/** `urls` with those the config still names first, in its order; the rest as recorded. */
+function inConfigOrder(urls: readonly string[], config: readonly string[]): string[] {
+  const rank = (u: string): number => {
+    const i = config.indexOf(u);
+    return i < 0 ? config.length : i;
+  };
+  return urls.map((u, i) => ({ u, i })).sort((a, b) => rank(a.u) - rank(b.u) || a.i - b.i).map((x) => x.u);
+}
+
 export class ProofExporter {
   private readonly store: AnchorStore;
   private readonly sources: ProofSources;
@@ -69,11 +83,13 @@ export class ProofExporter {
 
   /** The batch's tree (cached) and its current fields (read fresh: answers and upgrades change them). */
   private async tree(witness: WitnessName, id: string): Promise<CachedBatch | null> {
-    const names = ['event', 'mode', 'ts', 'bitcoin', ...this.sources.calendars.map((url) => `cal:${url}`)];
-    const [tree, fields] = await Promise.all([
+    const names = ['event', 'mode', 'ts', 'bitcoin'];
+    const [tree, fields, calendars] = await Promise.all([
       this.trees.get(`${witness}:${id}`, async () => (await this.store.getBatch(witness, id))?.digests ?? null),
       this.store.batchFields(witness, id, names),
+      witness === 'ots' ? this.store.batchCalendars(id) : Promise.resolve([]),
     ]);
+    for (const c of calendars) fields[`cal:${c.url}`] = c.state;
     return tree ? { tree, fields } : null;
   }
 
@@ -96,8 +112,11 @@ export class ProofExporter {
       }
     }
     const event = eventJson ? (JSON.parse(eventJson) as NostrEventJson) : null;
-    const reports = event ? await this.store.relayReports(event.id) : [];
-    const relays = await Promise.all(this.sources.relays.map(async (url) => {
+    const sent = event ? await this.store.eventRelays(event.id) : { relays: [], reports: [] };
+    const reports = sent.reports;
+    // the relays the event was handed to (from state), not those of the config in force
+    const urls = sent.relays.length > 0 ? inConfigOrder(sent.relays, this.sources.relays) : this.sources.relays;
+    const relays = await Promise.all(urls.map(async (url) => {
       const r = reports.find((x) => x.url === url);
       // a relay that was sent a copy (NIP-13 proof of work, re-dated) holds that copy: the proof carries it
       const copy = r?.copyId && event ? await relayCopyJson(this.store, event.id, url) : null;
@@ -110,7 +129,10 @@ export class ProofExporter {
   private async ots(record: SubjectRecord, status: WitnessStatus): Promise<OtsProof> {
     const link = record.batches.ots;
     const b = link ? await this.tree('ots', link.id) : null;
-    const calendars = this.sources.calendars.map((url) => {
+    // the calendars the batch was submitted to (from state); before that, those it will go to
+    const recorded = b ? Object.keys(b.fields).filter((f) => f.startsWith('cal:')).map((f) => f.slice(4)) : [];
+    const urls = recorded.length > 0 ? inConfigOrder(recorded, this.sources.calendars) : this.sources.calendars;
+    const calendars = urls.map((url) => {
       const raw = b?.fields[`cal:${url}`];
       return { url, status: raw ? (JSON.parse(raw) as CalendarState).status : 'unsubmitted' };
     });
