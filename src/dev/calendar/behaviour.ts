@@ -1,13 +1,23 @@
 /**
- * The dev calendar's switches: a fault mode (`ok`, `error500`, `hang`) and the awkward but
+ * The dev calendar's switches: a fault mode and the awkward but
  * legitimate ways a real calendar answers (a `Not found` window right after a round, gzip
  * answers, slow answers). Protocol requests obey them; the dev endpoints (`/mine`,
  * `/mode/…`) never do.
  */
 import { InputError } from '../../core/errors/errors.js';
 
-export type DevCalendarMode = 'ok' | 'error500' | 'hang';
-export const MODES: readonly DevCalendarMode[] = ['ok', 'error500', 'hang'];
+/**
+ * How protocol requests are answered: `ok`; `error500` (500 to everything); `hang` (accept,
+ * never answer); `garbage` (200 with bytes that are no timestamp); `oversized` (200 with
+ * 20,000 bytes, twice what clients read); `redirect` (307 to another host).
+ */
+export type DevCalendarMode = 'ok' | 'error500' | 'hang' | 'garbage' | 'oversized' | 'redirect';
+export const MODES: readonly DevCalendarMode[] = ['ok', 'error500', 'hang', 'garbage', 'oversized', 'redirect'];
+
+/** Where `redirect` mode points: a host nobody configured (`.invalid` never resolves). */
+export const REDIRECT_HOST = 'http://calendar.invalid';
+export const GARBAGE_ANSWER = Buffer.from('this is not a timestamp');
+export const OVERSIZED_BYTES = 20_000;
 
 export interface DevCalendarBehaviour {
   /**

@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InputError } from '../../core/errors/errors.js';
-import { checkMode, DEFAULT_BEHAVIOUR, mergeBehaviour, type DevCalendarBehaviour, type DevCalendarMode } from './behaviour.js';
+import { checkMode, DEFAULT_BEHAVIOUR, MODES, mergeBehaviour, type DevCalendarBehaviour, type DevCalendarMode } from './behaviour.js';
 import { CommitmentBook } from './commitment-book.js';
 import { DevChain } from './dev-chain.js';
 import { createHandler, sendError } from './http-handler.js';
@@ -167,7 +167,7 @@ export async function startDevCalendar(opts: DevCalendarOptions = {}): Promise<D
       `confirmed commitments: ${book.confirmedCount}`,
       `last mined height: ${lastHeight ?? 'none'}`,
       `mode: ${mode}; not-found window ${behaviour.notFoundMs} ms; gzip ${behaviour.gzip ? 'on' : 'off'}; delay ${behaviour.delayMs} ms`,
-      'POST /digest, GET /timestamp/<hex>; dev only: POST /mine, POST /mode/<ok|error500|hang>',
+      `POST /digest, GET /timestamp/<hex>; dev only: POST /mine, POST /mode/<${MODES.join('|')}>`,
       '',
     ].join('\n');
 

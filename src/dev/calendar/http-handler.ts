@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
-import { checkMode, type DevCalendarBehaviour, type DevCalendarMode } from './behaviour.js';
+import { checkMode, GARBAGE_ANSWER, OVERSIZED_BYTES, REDIRECT_HOST, type DevCalendarBehaviour, type DevCalendarMode } from './behaviour.js';
 import type { CommitmentBook } from './commitment-book.js';
 
 /** The real server refuses larger digests (otsserver/rpc.py `MAX_DIGEST_LENGTH`). */
@@ -112,6 +112,12 @@ export function createHandler(deps: HandlerDeps): (req: IncomingMessage, res: Se
     const mode = deps.mode();
     if (mode === 'hang') return; // accept, read nothing, never answer
     if (mode === 'error500') return send(res, text(500, 'Internal Server Error'));
+    if (mode === 'garbage') return send(res, { status: 200, type: 'application/octet-stream', body: GARBAGE_ANSWER });
+    if (mode === 'oversized') return send(res, { status: 200, type: 'application/octet-stream', body: Buffer.alloc(OVERSIZED_BYTES, 0xf0) });
+    if (mode === 'redirect') {
+      res.setHeader('Location', `${REDIRECT_HOST}${raw}`);
+      return send(res, text(307, 'moved'));
+    }
 
     let answer: Answer;
     let close = false;
