@@ -37,6 +37,7 @@ export interface Config {
     backoffMaxMs: number;
     rateLimitBackoffMs: number;
     readBack: boolean;
+    nip03: boolean;
     batchMaxSize: number;
     batchWindowMs: number;
     concurrency: number;

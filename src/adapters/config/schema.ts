@@ -58,6 +58,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'nostr.backoffMaxMs', type: int(10, MS_DAY), default: 600_000, env: 'AER1_NOSTR_BACKOFF_MAX_MS', doc: 'Cap of the retry delay.' },
   { key: 'nostr.rateLimitBackoffMs', type: int(10, MS_DAY), default: 10_000, env: 'AER1_NOSTR_RATE_LIMIT_BACKOFF_MS', doc: 'A "rate-limited:" answer pauses that relay\'s whole queue this long (doubling while the relay keeps answering so, up to nostr.backoffMaxMs); the event is sent again without spending an attempt.' },
   { key: 'nostr.readBack', type: { kind: 'bool' }, default: false, env: 'AER1_NOSTR_READ_BACK', doc: 'After acceptance, read the event back by id and mark the relay "stored" when the bytes match.' },
+  { key: 'nostr.nip03', type: { kind: 'bool' }, default: true, env: 'AER1_NOSTR_NIP03', doc: 'Envelope mode with OTS on: each OTS batch also commits to its subjects\' event ids (same single calendar submission), and once Bitcoin confirms a kind-1040 NIP-03 attestation per event is published to the relays.' },
   { key: 'nostr.batchMaxSize', type: int(1, 1_000_000), default: 10_000, env: 'AER1_NOSTR_BATCH_MAX_SIZE', doc: 'Batch mode: most subjects per event.' },
   { key: 'nostr.batchWindowMs', type: int(10, MS_DAY), default: 10_000, env: 'AER1_NOSTR_BATCH_WINDOW_MS', doc: 'Batch mode: longest a subject waits for its batch.' },
   { key: 'nostr.concurrency', type: int(1, 1000), default: 16, env: 'AER1_NOSTR_CONCURRENCY', doc: 'Publishes in flight per relay.' },
