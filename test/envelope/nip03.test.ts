@@ -16,7 +16,9 @@ import { ProofExporter } from '../../src/adapters/proof/export.js';
 import { parseDetached } from '../../src/core/ots/codec.js';
 import { allAttestations, bitcoinAttestations } from '../../src/core/ots/timestamp.js';
 import { verifySignedEvent } from '../../src/core/nostr/events.js';
-import { generateSecretKey } from '../../src/core/nostr/keys.js';
+import { generateSecretKey, type SigningKey } from '../../src/core/nostr/keys.js';
+import { Nip03Publisher } from '../../src/adapters/nostr/nip03-publisher.js';
+import { createLogger } from '../../src/daemon/logger.js';
 import { verifyAnchor } from '../../src/core/verify/pipeline.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
@@ -30,7 +32,7 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
 
-async function stack(nip03: boolean): Promise<{ relays: DevRelay[]; calendar: DevCalendar; headersFile: string; daemon: Daemon; issuer: Issuer; config: ReturnType<typeof testConfig> }> {
+async function stack(nip03: boolean): Promise<{ relays: DevRelay[]; calendar: DevCalendar; headersFile: string; daemon: Daemon; key: SigningKey; issuer: Issuer; config: ReturnType<typeof testConfig> }> {
   const headersFile = join(tempDir('headers'), 'headers.json');
   const relays = await startRelays(2);
   const [calendar] = await startCalendars(1, headersFile);
@@ -41,14 +43,14 @@ async function stack(nip03: boolean): Promise<{ relays: DevRelay[]; calendar: De
   cleanups.push(() => daemon.stop());
   const issuer = new Issuer(config);
   cleanups.push(() => issuer.close());
-  return { relays, calendar: calendar!, headersFile, daemon, issuer, config };
+  return { relays, calendar: calendar!, headersFile, daemon, key, issuer, config };
 }
 
 const attestations = (relay: DevRelay) => relay.events().filter((e) => e.kind === 1040);
 
 describe('NIP-03 attestations of envelope events', () => {
   it('one calendar submission per batch; after Bitcoin confirms, a kind-1040 event per envelope event on every relay, its .ots proving the event id', { timeout: 120_000 }, async () => {
-    const { relays, calendar, headersFile, issuer, config } = await stack(true);
+    const { relays, calendar, headersFile, daemon, key, issuer, config } = await stack(true);
     const subjects = Array.from({ length: 5 }, () => receiptFields());
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
     const records = await waitFor('all submitted to the calendar, nostr confirmed', async () => {
@@ -129,6 +131,19 @@ print(json.dumps(out))
     expect((await issuer.store.getRecord(subjects[0]!.receipt_uuid))?.witnesses.nostr?.status).toBe('confirmed');
     // exactly one attestation per event, however many polls ran after the confirmation
     for (const relay of relays) expect(attestations(relay)).toHaveLength(subjects.length);
+
+    // a run again (a retried job, another daemon) signs nothing new: same events, none sent twice
+    const publisher = new Nip03Publisher(daemon.store, daemon.nostr!, key, createLogger('silent'));
+    for (const id of batches) {
+      expect(await publisher.publishBatch(id)).toBe(0); // done
+      await issuer.redis.hdel(issuer.store.keys.batch('ots', id), 'nip03');
+      expect(await publisher.publishBatch(id)).toBeGreaterThan(0);
+    }
+    const before = new Set([...byTarget.values()].map((e) => e.id));
+    for (const relay of relays) {
+      expect(attestations(relay)).toHaveLength(subjects.length);
+      expect(new Set(attestations(relay).map((e) => e.id))).toEqual(before);
+    }
   });
 
   it('nostr.nip03 false: the batch root is submitted bare and no kind-1040 event is published', { timeout: 90_000 }, async () => {

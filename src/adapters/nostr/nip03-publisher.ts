@@ -47,19 +47,28 @@ export class Nip03Publisher {
     const single = joined ? prunedTo(joined, (a) => a.kind === 'bitcoin' && a.height === bitcoin.height) : null;
     if (!single) throw new Error(`NIP-03: no Bitcoin attestation at height ${bitcoin.height} under the joined root of batch ${batchId}`);
 
+    const events = new BatchTree(ids);
     let sent = 0;
     for (let i = 0; i < ids.length; i++) {
       const eventId = eventIds[i]!;
+      const done = await this.store.batchField('ots', batchId, `nip03:${eventId}`);
+      if (done) {
+        // signed by an earlier run: make sure it is on its way, sign nothing new
+        await this.nostr.ensurePublishing(done);
+        sent++;
+        continue;
+      }
       const target = await this.store.eventJson(eventId);
       if (!target) continue;
       const kind = (JSON.parse(target) as SignedEvent).kind;
-      const ots = serializeDetached(eventIdProof(ids, i, subjectsRoot, single));
+      const ots = serializeDetached(eventIdProof(events, ids[i]!, i, subjectsRoot, single));
       const candidate = nip03Event({ eventId, eventKind: kind, ots, createdAt: Math.floor(Date.now() / 1000) }, this.key);
-      // The first attestation signed for this event is the one published, across retries and daemons.
-      const json = await this.store.setBatchFieldOnce('ots', batchId, `nip03:${eventId}`, serializeEvent(candidate));
-      const event = JSON.parse(json) as SignedEvent;
-      await this.store.storeEvent(event.id, json, {});
-      await this.nostr.ensurePublishing(event.id);
+      // The first attestation signed for this event is the one published, across retries and
+      // daemons: its JSON is stored before its id is named in the batch, so the id named
+      // always has its JSON. (A candidate that lost the race stays stored, unpublished.)
+      await this.store.storeEvent(candidate.id, serializeEvent(candidate), {});
+      const chosen = await this.store.setBatchFieldOnce('ots', batchId, `nip03:${eventId}`, candidate.id);
+      await this.nostr.ensurePublishing(chosen);
       sent++;
     }
     await this.store.setBatchFields('ots', batchId, { nip03: 'done' });

@@ -79,16 +79,16 @@ export function findNode(root: Timestamp, msg: Uint8Array): Timestamp | null {
 }
 
 /**
- * The detached proof of event id `eventIds[index]` (file digest = the id): its path
- * through the event tree, the join with `subjectsRoot`, then `joined` (a timestamp on R,
- * shared). Throws when the pieces do not meet.
+ * The detached proof of leaf `index` of `events` (the event tree; file digest = that
+ * event id): its inclusion path, the join with `subjectsRoot`, then `joined` (a timestamp
+ * on R, shared). Build the tree once per batch: it is the same for every event.
  */
-export function eventIdProof(eventIds: readonly Uint8Array[], index: number, subjectsRoot: Uint8Array, joined: Timestamp): DetachedTimestampFile {
-  const tree = new BatchTree(eventIds);
-  const ops = [...subjectOps(index, tree.size, tree.path(index)), ...eventsToJoined(subjectsRoot)];
-  const head = new Timestamp(eventIds[index]!);
+export function eventIdProof(events: BatchTree, eventId: Uint8Array, index: number, subjectsRoot: Uint8Array, joined: Timestamp): DetachedTimestampFile {
+  const ops = [...subjectOps(index, events.size, events.path(index)), ...eventsToJoined(subjectsRoot)];
+  const head = new Timestamp(eventId);
   let node = head;
   for (let i = 0; i < ops.length - 1; i++) node = node.addOp(ops[i]!);
+  // setOp checks that the last sha256 gives exactly the joined root's message.
   node.setOp(ops[ops.length - 1]!, joined);
   return new DetachedTimestampFile('sha256', head);
 }

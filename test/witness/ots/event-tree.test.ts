@@ -38,10 +38,11 @@ describe('event tree', () => {
       const { ts, joined } = rootTimestamp(subjectsRoot, eventsRoot);
       expect(joined.msg).toEqual(R);
       const tree = new BatchTree(digests);
+      const events = new BatchTree(ids);
       for (let i = 0; i < n; i++) {
         const subject = parseDetached(serializeDetached(proofForSubject(digests[i]!, i, n, tree.path(i), ts)));
         expect(findNode(subject.timestamp, R)).not.toBeNull();
-        const event = parseDetached(serializeDetached(eventIdProof(ids, i, subjectsRoot, joined)));
+        const event = parseDetached(serializeDetached(eventIdProof(events, ids[i]!, i, subjectsRoot, joined)));
         expect(event.digest).toEqual(ids[i]);
         expect(findNode(event.timestamp, R)).not.toBeNull();
         expect(allAttestations(event.timestamp).map((a) => a.attestation.kind).sort()).toEqual(['bitcoin', 'bitcoin', 'pending']);
