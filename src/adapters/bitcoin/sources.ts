@@ -69,7 +69,8 @@ export class HeadersFileSource implements HeaderSource {
   private readonly file: string | null;
   private readonly headers: Map<number, Buffer> | null;
 
-  constructor(source: string | Map<number, Buffer>) {
+  /** `name` names headers given in memory in messages (default `headers in memory`), e.g. a file dropped on /verify. */
+  constructor(source: string | Map<number, Buffer>, name?: string) {
     if (typeof source === 'string') {
       this.file = source;
       this.headers = null;
@@ -77,7 +78,7 @@ export class HeadersFileSource implements HeaderSource {
     } else {
       this.file = null;
       this.headers = source;
-      this.name = 'headers in memory';
+      this.name = name ?? 'headers in memory';
     }
   }
 

@@ -36,6 +36,9 @@ export interface Config {
     backoffMs: number;
     backoffMaxMs: number;
     rateLimitBackoffMs: number;
+    powMaxDifficulty: number;
+    powBudgetMs: number;
+    relayInfoTtlMs: number;
     readBack: boolean;
     nip03: boolean;
     batchMaxSize: number;
@@ -71,7 +74,7 @@ export interface Config {
     maxReplay: number;
   };
   webhooks: WebhookConfig[];
-  log: { level: string };
+  log: { level: string; format: 'auto' | 'json' | 'pretty' };
 }
 
 export const DEFAULT_CONFIG_FILE = join(PACKAGE_ROOT, 'config', 'default.json');

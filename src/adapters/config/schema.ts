@@ -57,6 +57,9 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'nostr.backoffMs', type: int(10, MS_DAY), default: 5000, env: 'AER1_NOSTR_BACKOFF_MS', doc: 'First retry delay; doubles per attempt.' },
   { key: 'nostr.backoffMaxMs', type: int(10, MS_DAY), default: 600_000, env: 'AER1_NOSTR_BACKOFF_MAX_MS', doc: 'Cap of the retry delay.' },
   { key: 'nostr.rateLimitBackoffMs', type: int(10, MS_DAY), default: 10_000, env: 'AER1_NOSTR_RATE_LIMIT_BACKOFF_MS', doc: 'A "rate-limited:" answer pauses that relay\'s whole queue this long (doubling while the relay keeps answering so, up to nostr.backoffMaxMs); the event is sent again without spending an attempt.' },
+  { key: 'nostr.powMaxDifficulty', type: int(0, 64), default: 24, env: 'AER1_NOSTR_POW_MAX_DIFFICULTY', doc: 'Most NIP-13 proof of work (leading zero bits) mined for a relay that asks (NIP-11 min_pow_difficulty or a "pow:" answer naming it); a relay asking more is marked failed for the event. Each bit doubles the work.' },
+  { key: 'nostr.powBudgetMs', type: int(10, MS_DAY), default: 120_000, env: 'AER1_NOSTR_POW_BUDGET_MS', doc: 'Longest time spent mining one event\'s proof of work for one relay (in slices, off the intake path); over it that relay is marked failed for the event.' },
+  { key: 'nostr.relayInfoTtlMs', type: int(1000, MS_DAY), default: 3_600_000, env: 'AER1_NOSTR_RELAY_INFO_TTL_MS', doc: 'How long a relay\'s NIP-11 document (its stated limits) is kept before it is fetched again.' },
   { key: 'nostr.readBack', type: { kind: 'bool' }, default: false, env: 'AER1_NOSTR_READ_BACK', doc: 'After acceptance, read the event back by id and mark the relay "stored" when the bytes match.' },
   { key: 'nostr.nip03', type: { kind: 'bool' }, default: true, env: 'AER1_NOSTR_NIP03', doc: 'Envelope mode with OTS on: each OTS batch also commits to its subjects\' event ids (same single calendar submission), and once Bitcoin confirms a kind-1040 NIP-03 attestation per event is published to the relays.' },
   { key: 'nostr.batchMaxSize', type: int(1, 1_000_000), default: 10_000, env: 'AER1_NOSTR_BATCH_MAX_SIZE', doc: 'Batch mode: most subjects per event.' },
@@ -92,4 +95,5 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: 'webhooks', type: { kind: 'webhooks' }, default: [], env: 'AER1_WEBHOOKS', doc: 'POST every state change to these: [{"url", "secret", "headers"?}] (JSON in the environment). URLs with user:password@ are refused: put credentials in "headers".' },
 
   { key: 'log.level', type: { kind: 'enum', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] }, default: 'info', env: 'AER1_LOG_LEVEL', doc: 'Log level (pino).' },
+  { key: 'log.format', type: { kind: 'enum', values: ['auto', 'json', 'pretty'] }, default: 'auto', env: 'AER1_LOG_FORMAT', doc: 'auto: human-readable lines when stderr is a terminal, JSON lines otherwise (pipe, file, journald, docker logs); json or pretty force one.' },
 ];
