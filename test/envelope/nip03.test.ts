@@ -133,7 +133,7 @@ print(json.dumps(out))
     for (const relay of relays) expect(attestations(relay)).toHaveLength(subjects.length);
 
     // a run again (a retried job, another daemon) signs nothing new: same events, none sent twice
-    const publisher = new Nip03Publisher(daemon.store, daemon.nostr!, key, createLogger('silent'));
+    const publisher = new Nip03Publisher(daemon.store, daemon.nostr!, key, createLogger('silent'), new HeadersFileSource(headersFile), 'regtest');
     for (const id of batches) {
       expect(await publisher.publishBatch(id)).toBe(0); // done
       await issuer.redis.hdel(issuer.store.keys.batch('ots', id), 'nip03');

@@ -1,7 +1,8 @@
 /**
  * NIP-03 publisher: once an OTS batch with an event tree is confirmed in Bitcoin, signs
  * one kind-1040 event per envelope event of the batch (`["e", id]`, `["k", kind]`, content
- * = base64 `.ots` of the event id, pruned to the verified Bitcoin attestation) and hands it
+ * = base64 `.ots` of the event id, pruned to one Bitcoin attestation it checks against a
+ * block header itself) and hands it
  * to the relay queues. Each attestation is fixed once (a batch field), so a retried or
  * repeated run signs nothing new and relays that already answered are not asked again.
  * The attestations carry no subject: their relay reports never move a subject's witness.
@@ -16,6 +17,9 @@ import { nip03Event } from '../../core/nostr/nip03.js';
 import { serializeEvent, type SignedEvent } from '../../core/nostr/events.js';
 import type { SigningKey } from '../../core/nostr/keys.js';
 import { batchEventIds } from '../ots/event-ids.js';
+import { verifyBitcoinAttestation, type HeaderSource } from '../bitcoin/index.js';
+import { bitcoinAttestations } from '../../core/ots/timestamp.js';
+import type { BitcoinNetwork } from '../../core/bitcoin/header.js';
 
 export class Nip03Publisher {
   constructor(
@@ -23,6 +27,9 @@ export class Nip03Publisher {
     private readonly nostr: NostrWitness,
     private readonly key: SigningKey,
     private readonly log: Logger,
+    /** Where block headers come from (the OTS witness's source) and which network. */
+    private readonly headers: HeaderSource,
+    private readonly network: BitcoinNetwork,
   ) {}
 
   /** Publishes the batch's attestations; returns how many events were handed to the relays. */
@@ -44,8 +51,22 @@ export class Nip03Publisher {
     }
     const ts = parseTimestamp(Buffer.from(fields.ts, 'base64'), subjectsRoot);
     const joined = findNode(ts, joinedRoot(subjectsRoot, eventsRoot));
-    const single = joined ? prunedTo(joined, (a) => a.kind === 'bitcoin' && a.height === bitcoin.height) : null;
-    if (!single) throw new Error(`NIP-03: no Bitcoin attestation at height ${bitcoin.height} under the joined root of batch ${batchId}`);
+    if (!joined) throw new Error(`NIP-03: batch ${batchId} has no joined root in its timestamp`);
+    // The attestation kept is one checked against a block header again here: any calendar may
+    // have added one at the same height that does not hold, and we publish only one.
+    let verified: Buffer | null = null;
+    for (const att of bitcoinAttestations(joined)) {
+      if (att.height !== bitcoin.height) continue;
+      try {
+        await verifyBitcoinAttestation(att.merkleRoot, att.height, this.headers, this.network);
+        verified = att.merkleRoot;
+        break;
+      } catch {
+        // not this one
+      }
+    }
+    const single = verified ? prunedTo(joined, (a, msg) => a.kind === 'bitcoin' && a.height === bitcoin.height && msg.equals(verified)) : null;
+    if (!single) throw new Error(`NIP-03: no Bitcoin attestation at height ${bitcoin.height} under the joined root of batch ${batchId} checks out`);
 
     const events = new BatchTree(ids);
     let sent = 0;

@@ -45,15 +45,17 @@ export function eventsRootOf(eventIds: readonly Uint8Array[]): Buffer | null {
 }
 
 /**
- * A copy of `node` holding only the path to one attestation `keep` accepts (the first
- * found, depth first), or null when none does. NIP-03 asks for a single Bitcoin
+ * A copy of `node` holding only the path to one attestation `keep` accepts (given the
+ * attestation and the message it attests; the first found, depth first), or null when none
+ * does. NIP-03 asks for a single Bitcoin
  * attestation and no pending ones.
  */
-export function prunedTo(node: Timestamp, keep: (a: Attestation) => boolean): Timestamp | null {
+export function prunedTo(node: Timestamp, keep: (a: Attestation, msg: Buffer) => boolean): Timestamp | null {
   // Depth-first with the path of ops that led to each node; no recursion.
   const stack: Array<{ ts: Timestamp; path: Op[] }> = [{ ts: node, path: [] }];
   for (let item = stack.pop(); item; item = stack.pop()) {
-    const found = item.ts.attestations.find(keep);
+    const at = item.ts;
+    const found = at.attestations.find((a) => keep(a, at.msg));
     if (found) {
       const head = new Timestamp(node.msg);
       let tip = head;

@@ -62,6 +62,16 @@ describe('event tree', () => {
     expect(prunedTo(joined, (a) => a.kind === 'bitcoin' && a.height === 8)).toBeNull();
   });
 
+  it('prunedTo tells two attestations at one height apart by the message they attest', () => {
+    const node = new Timestamp(randomBytes(32));
+    const bogus = node.addOp(append(Buffer.from('bogus'))).addOp(SHA256);
+    bogus.addAttestation(bitcoinAttestation(5));
+    const good = node.addOp(append(Buffer.from('good'))).addOp(SHA256);
+    good.addAttestation(bitcoinAttestation(5));
+    const single = prunedTo(node, (a, msg) => a.kind === 'bitcoin' && msg.equals(good.msg))!;
+    expect(allAttestations(single).map((a) => a.msg)).toEqual([good.msg]);
+  });
+
   it('no event ids: no event tree; an id that is not 32 bytes is refused', () => {
     expect(eventsRootOf([])).toBeNull();
     expect(() => eventsRootOf([Buffer.alloc(31)])).toThrow(/32 bytes/);
