@@ -60,7 +60,7 @@ async function readBody(req: IncomingMessage, length: number): Promise<Buffer> {
   return Buffer.concat(chunks).subarray(0, length);
 }
 
-/** `POST /digest`; a null answer means the connection must be closed after it. */
+/** `POST /digest`; `close`: the connection is closed after the answer (as the real server does on a bad length). */
 async function postDigest(req: IncomingMessage, deps: HandlerDeps): Promise<{ answer: Answer; close: boolean }> {
   const header = req.headers['content-length'];
   const length = header !== undefined && /^[0-9]+$/.test(header) ? Number(header) : NaN;
