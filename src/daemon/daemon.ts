@@ -14,6 +14,8 @@ import { queueDepth, type QueueDepth } from '../adapters/queue/depth.js';
 import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
 import { OtsWitness } from '../adapters/ots/ots-witness.js';
+import { Nip03Publisher } from '../adapters/nostr/nip03-publisher.js';
+import { headerSourceFromConfig } from '../adapters/bitcoin/index.js';
 import { serializeEvent } from '../core/nostr/events.js';
 import type { SigningKey } from '../core/nostr/keys.js';
 import { connectRedis } from '../adapters/redis/connection.js';
@@ -126,6 +128,10 @@ export class Daemon {
         }, log),
       );
     }
+    // NIP-03 rides on the envelope events: not in batch mode, and only with both witnesses on.
+    const nip03 = this.nostr && deps.signingKey && config.ots.enabled && config.nostr.nip03 && config.nostr.mode !== 'batch'
+      ? new Nip03Publisher(this.store, this.nostr, deps.signingKey, log.child({ part: 'nip03' }), headerSourceFromConfig(config.ots), config.ots.network)
+      : null;
     if (config.ots.enabled) {
       this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs }, this.store, log, {
         onCalendarRequest: (calendar, result, message) => {
@@ -134,7 +140,7 @@ export class Daemon {
           else this.health.failure('calendar', calendar, message ?? result);
         },
         onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('ots', status, createdMs),
-      });
+      }, nip03 ? { nip03: (batchId) => nip03.publishBatch(batchId).then(() => undefined) } : {});
       const ots = this.ots;
       this.batchers.push(
         new Batcher('ots', this.store, { maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id) }, log),

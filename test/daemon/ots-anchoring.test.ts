@@ -1,6 +1,8 @@
 /**
  * The daemon end to end on OpenTimestamps: real Redis, two dev calendars speaking the
- * real protocol, python-opentimestamps as an independent reader of the proofs we export.
+ * real protocol (in the main suite, one with the real server's Not-found second and one
+ * answering gzip, a little late), python-opentimestamps as an independent reader of the
+ * proofs we export. All the awkward answers at once: ots-awkward-calendars.test.ts.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -49,7 +51,8 @@ describe('two dev calendars, m = 2', () => {
 
   beforeAll(async () => {
     headersFile = join(tempDir('headers'), 'headers.json');
-    calendars = await startCalendars(2, headersFile);
+    // As the real servers answer: one says Not found for a second after each round, one gzips.
+    calendars = await startCalendars(2, headersFile, 100, [{ notFoundMs: 1000 }, { gzip: true, delayMs: 150 }]);
     config = testConfig({ calendars, headersFile, overrides: { ots: { minCalendars: 2, batchWindowMs: 5000, batchMaxSize: 100_000 } } });
     daemon = await startDaemon(config);
     issuer = new Issuer(config);

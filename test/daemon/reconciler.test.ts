@@ -107,6 +107,10 @@ describe('reconciler', () => {
     // A field every poll reads, unreadable: each poll throws until its attempts are spent.
     await issuer.store.setBatchFields('ots', batchId, { bitcoin: '{' });
     await waitFor('an upgrade job failed after its attempts', async () => ((await otsQueue.getJobCounts('failed')).failed ?? 0) > 0, 30_000);
+    const [dead] = await otsQueue.getFailed(0, 0);
+    expect(dead!.name).toBe('upgrade');
+    expect(dead!.attemptsMade).toBe(dead!.opts.attempts);
+    expect(dead!.attemptsMade).toBeGreaterThan(1);
     await issuer.redis.hdel(issuer.store.keys.batch('ots', batchId), 'bitcoin');
 
     await calendar!.mine();

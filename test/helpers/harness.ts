@@ -19,7 +19,7 @@ import { ANCHOR_JOB_OPTIONS } from '../../src/adapters/queue/producer.js';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import { generateSecretKey, type SigningKey } from '../../src/core/nostr/keys.js';
 import { startDevRelay, type DevRelay } from '../../src/dev/relay/dev-relay.js';
-import { startDevCalendar, type DevCalendar } from '../../src/dev/calendar/index.js';
+import { startDevCalendar, type DevCalendar, type DevCalendarBehaviour } from '../../src/dev/calendar/index.js';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 export { SHARED_REDIS_URL, deletePrefix, uniquePrefix } from './shared-redis.js';
@@ -56,8 +56,9 @@ export async function startRelays(n: number): Promise<DevRelay[]> {
   return Promise.all(Array.from({ length: n }, () => startDevRelay()));
 }
 
-export async function startCalendars(n: number, headersOut: string, aggregationMs = 100): Promise<DevCalendar[]> {
-  return Promise.all(Array.from({ length: n }, () => startDevCalendar({ headersOut, aggregationMs })));
+/** `behaviours[i]` gives calendar i the real server's awkward answers (Not-found window, gzip, delay). */
+export async function startCalendars(n: number, headersOut: string, aggregationMs = 100, behaviours: Array<Partial<DevCalendarBehaviour>> = []): Promise<DevCalendar[]> {
+  return Promise.all(Array.from({ length: n }, (_, i) => startDevCalendar({ headersOut, aggregationMs, ...behaviours[i] })));
 }
 
 export interface TestSetup {

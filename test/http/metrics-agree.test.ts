@@ -113,6 +113,10 @@ describe('after 100 subjects', () => {
     expectAgreement(metrics, stats, { queue: false });
     expect(metrics.get('aer1_anchor_time_to_confirm_seconds_count{witness=ots}')).toBe(100);
     expect(metrics.get('aer1_anchor_time_to_confirm_seconds_count{witness=nostr}')).toBe(100);
-    expect(metrics.get(`aer1_relay_publish_total{relay=${s.relays[0]!.url},result=accepted}`)).toBe(100);
+    // every accepted publish: the 100 anchor events, then (nostr.nip03, on by default) one
+    // kind-1040 attestation per anchor event once Bitcoin confirmed
+    const attestations = s.relays[0]!.events().filter((e) => e.kind === 1040).length;
+    expect(attestations).toBe(100);
+    expect(done.metrics.get(`aer1_relay_publish_total{relay=${s.relays[0]!.url},result=accepted}`)).toBe(100 + attestations);
   });
 });

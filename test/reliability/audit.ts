@@ -4,6 +4,7 @@
  * every subject enqueued is accounted for, none is stored twice on one relay, and its
  * history begins with `accepted` and ends where it should. One summary line per fault.
  */
+import { NIP03_KIND } from '../../src/core/nostr/nip03.js';
 import { appendFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
@@ -54,6 +55,18 @@ export interface AuditResult {
   /** EVENT messages a relay processed again after storing the event (answered duplicate). */
   resent: number;
   extra: Record<string, number | string>;
+}
+
+/**
+ * The anchor events a relay stores (NIP-03 attestations, kind 1040, left out), after
+ * checking that no event is attested twice on it (one attestation per event, however many
+ * daemons, kills and restarts).
+ */
+export function anchorEventCount(relay: DevRelay): number {
+  const events = relay.events();
+  const targets = events.filter((e) => e.kind === NIP03_KIND).map((e) => e.tags.find((t) => t[0] === 'e')?.[1]);
+  if (new Set(targets).size !== targets.length) throw new Error(`${relay.url}: an event is attested twice (${targets.length} attestations of ${new Set(targets).size} events)`);
+  return events.length - targets.length;
 }
 
 /** Stored events per `x` tag value on one relay. */

@@ -12,7 +12,8 @@ import { audit, report, statusCounts } from './audit.js';
 
 async function calendarFault(name: string, n: number, mode: DevCalendarMode, detail: RegExp): Promise<void> {
   const headersFile = join(tempDir('headers'), 'headers.json');
-  const calendars = await startCalendars(2, headersFile);
+  // the healthy calendar answers as a real one may: gzip, a little late, Not found for a second after each round
+  const calendars = await startCalendars(2, headersFile, 100, [{ gzip: true, delayMs: 200, notFoundMs: 1000 }]);
   const [good, bad] = [calendars[0]!, calendars[1]!];
   const config = testConfig({ calendars, headersFile, overrides: { ots: { minCalendars: 2, timeoutMs: 2000, submitBackoffMs: 200, upgradeMaxMs: 800 } } });
   const daemon = await startDaemon(config);

@@ -9,7 +9,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.js';
-import { Issuer, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig } from '../helpers/harness.js';
+import { NIP03_KIND } from '../../src/core/nostr/nip03.js';
+import { Issuer, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 import { audit, confirmAll, report, tapRelay } from './audit.js';
 
 async function counter(daemon: Daemon, name: string): Promise<number> {
@@ -45,17 +46,27 @@ async function twoDaemons(name: string, n: number, mode: 'envelope' | 'batch' | 
     // both instances took part
     expect(intake[0]).toBeGreaterThan(0);
     expect(intake[1]).toBeGreaterThan(0);
-    if (mode === 'envelope') for (const relay of relays) expect(relay.eventCount()).toBe(n);
+    if (mode === 'envelope') {
+      for (const relay of relays) {
+        expect(relay.events().filter((e) => e.kind !== NIP03_KIND)).toHaveLength(n);
+        // NIP-03 (on by default): one attestation per envelope event, whichever daemon signed it
+        await waitFor(`${n} attestations on ${relay.url}`, () => relay.events().filter((e) => e.kind === NIP03_KIND).length >= n, 60_000, 200);
+        const targets = relay.events().filter((e) => e.kind === NIP03_KIND).map((e) => e.tags.find((t) => t[0] === 'e')?.[1]);
+        expect(targets).toHaveLength(n);
+        expect(new Set(targets).size).toBe(n);
+      }
+    }
     // batch mode: as many events per relay as batches (each batch published once)
     const batches = new Set((await issuers[0]!.store.getRecords(keys)).map((r) => r!.batches.nostr?.id));
-    if (mode === 'batch') for (const relay of relays) expect(relay.eventCount()).toBe(batches.size);
+    if (mode === 'batch') for (const relay of relays) expect(relay.eventCount()).toBe(batches.size); // no NIP-03 in batch mode
     // auto mode: an event per subject that got its own, one per cut decided batch; nothing twice
     const records = await issuers[0]!.store.getRecords(keys);
     const own = records.filter((r) => r!.nostrEventId).length;
     const batchEvents = new Set(records.filter((r) => !r!.nostrEventId).map((r) => r!.batches.nostr?.id));
     if (mode === 'auto') {
       expect(own + batchEvents.size).toBeLessThan(n);
-      for (const relay of relays) expect(relay.eventCount()).toBe(own + batchEvents.size);
+      // NIP-03 attestations (kind 1040) of the subjects with their own event are not anchors
+      for (const relay of relays) expect(relay.events().filter((e) => e.kind !== NIP03_KIND)).toHaveLength(own + batchEvents.size);
     }
     report(result, { mode, intakeA: intake[0]!, intakeB: intake[1]!, publishesA: publishes[0]!, publishesB: publishes[1]!, eventsPerRelay: relays[0]!.eventCount() });
   } finally {

@@ -40,6 +40,7 @@ export interface Config {
     powBudgetMs: number;
     relayInfoTtlMs: number;
     readBack: boolean;
+    nip03: boolean;
     batchMaxSize: number;
     batchWindowMs: number;
     autoHorizonMs: number;

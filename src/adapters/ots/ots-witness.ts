@@ -17,7 +17,9 @@ import { boundedFailures } from '../queue/failed-attempts.js';
 import { stalledJobOptions } from '../queue/stalled.js';
 import { CalendarClient, CalendarError, submitToCalendars } from './calendar/index.js';
 import { parseTimestamp, serializeTimestamp } from '../../core/ots/codec.js';
-import { Timestamp, bitcoinAttestations, pendingAttestations, walk } from '../../core/ots/timestamp.js';
+import { Timestamp, allAttestations, bitcoinAttestations, pendingAttestations, walk } from '../../core/ots/timestamp.js';
+import { eventsRootOf, joinedRoot, subjectsToJoined } from '../../core/ots/event-tree.js';
+import { batchEventIds } from './event-ids.js';
 import { headerSourceFromConfig, verifyBitcoinAttestation, type HeaderSource } from '../bitcoin/index.js';
 
 export interface CalendarState {
@@ -50,9 +52,23 @@ type OtsJob = { batchId: string; poll?: number };
 
 const SUBMIT = 'submit';
 const UPGRADE = 'upgrade';
+const NIP03 = 'nip03';
+
+export interface OtsWitnessExtras {
+  /**
+   * NIP-03 (`nostr.nip03`): batches also commit to their subjects' envelope event ids (one
+   * joined root per batch, no extra calendar submission), and once a batch is confirmed this
+   * publishes the kind-1040 attestations (a job of its own, retried, idempotent).
+   */
+  nip03?: (batchId: string) => Promise<void>;
+}
 
 function submitJobId(batchId: string): string {
   return `ots-submit-${batchId}`;
+}
+
+function nip03JobId(batchId: string): string {
+  return `ots-nip03-${batchId}`;
 }
 
 function upgradeJobId(batchId: string, poll: number): string {
@@ -85,9 +101,11 @@ export class OtsWitness {
   private readonly clients: Map<string, CalendarClient>;
   private readonly headers: HeaderSource;
   private worker: Worker<OtsJob> | null = null;
+  private readonly nip03: ((batchId: string) => Promise<void>) | null;
 
-  constructor(cfg: Config['ots'], deps: QueueDeps, store: AnchorStore, log: Logger, hooks: OtsWitnessHooks = {}) {
+  constructor(cfg: Config['ots'], deps: QueueDeps, store: AnchorStore, log: Logger, hooks: OtsWitnessHooks = {}, extras: OtsWitnessExtras = {}) {
     this.cfg = cfg;
+    this.nip03 = extras.nip03 ?? null;
     this.deps = deps;
     this.store = store;
     this.log = log.child({ witness: 'ots' });
@@ -121,7 +139,34 @@ export class OtsWitness {
   }
 
   private run(job: Job<OtsJob>): Promise<void> {
+    if (job.name === NIP03) return this.nip03 ? this.nip03(job.data.batchId) : Promise.resolve();
     return job.name === SUBMIT ? this.submit(job.data.batchId) : this.upgrade(job.data.batchId, job.data.poll ?? 1);
+  }
+
+  /**
+   * The event tree's root R_e for this batch, or null when it has none. Fixed at the first
+   * submission (`events_root`, '' for none) and honoured afterwards whatever the config says,
+   * since the calendars' answers are on the joined root. A batch whose answers were taken on
+   * the bare subject root before NIP-03 was turned on keeps none.
+   */
+  private async eventsRoot(batchId: string, fields: Record<string, string>): Promise<Buffer | null> {
+    const stored = fields.events_root;
+    if (stored !== undefined) return stored ? Buffer.from(stored, 'hex') : null;
+    if (!this.nip03 || fields.ts) return null;
+    const { eventIds } = await batchEventIds(this.store, batchId);
+    const root = eventsRootOf(eventIds.map((e) => Buffer.from(e, 'hex')));
+    const value = await this.store.setBatchFieldOnce('ots', batchId, 'events_root', root ? root.toString('hex') : '');
+    fields.events_root = value;
+    return value ? Buffer.from(value, 'hex') : null;
+  }
+
+  /** The node the calendars' answers hang on: the subject root itself, or the joined root R below it. */
+  private submittedNode(ts: Timestamp, eventsRoot: Buffer | null): Timestamp {
+    if (!eventsRoot) return ts;
+    let node = ts;
+    for (const op of subjectsToJoined(eventsRoot)) node = node.addOp(op);
+    if (!node.msg.equals(joinedRoot(ts.msg, eventsRoot))) throw new Error('joined root mismatch');
+    return node;
   }
 
   /** Each configured calendar's state, from the batch's fields. */
@@ -173,21 +218,23 @@ export class OtsWitness {
     const todo = [...cals.values()].filter((c) => c.status !== 'pending').map((c) => this.clients.get(c.url)!);
     const held = [...cals.values()].filter((c) => c.status === 'pending').length;
     const need = Math.max(1, this.cfg.minCalendars - held);
-    const raw = await submitToCalendars(todo, root, { m: Math.min(need, todo.length) });
+    const eventsRoot = await this.eventsRoot(batchId, batch.fields);
+    const ts = this.rootTimestamp(batch.fields, root);
+    const top = this.submittedNode(ts, eventsRoot);
+    const raw = await submitToCalendars(todo, top.msg, { m: Math.min(need, todo.length) });
     // Clients may normalise their URL (a trailing slash); state is keyed by the configured one.
     const configured = new Map([...this.clients].map(([url, c]) => [c.url, url]));
     const result = {
       answers: raw.answers.map((a) => ({ ...a, url: configured.get(a.url) ?? a.url })),
       failures: raw.failures.map((f) => ({ ...f, url: configured.get(f.url) ?? f.url })),
     };
-    const ts = this.rootTimestamp(batch.fields, root);
     const fields: Record<string, string> = {};
     for (const answer of result.answers) {
       let state: CalendarState;
       try {
-        const answerTs = parseTimestamp(answer.bytes, root);
+        const answerTs = parseTimestamp(answer.bytes, top.msg);
         const pending = pendingAttestations(answerTs)[0];
-        ts.merge(answerTs);
+        top.merge(answerTs);
         state = { url: answer.url, status: 'pending', message: 'submitted', at: isoNow(), polls: 0, ...(pending ? { uri: pending.uri, commitment: pending.commitment.toString('hex') } : {}) };
         this.hooks.onCalendarRequest?.(answer.url, 'submitted');
       } catch (err) {
@@ -205,7 +252,7 @@ export class OtsWitness {
     }
     const holding = [...cals.values()].filter((c) => c.status === 'pending').length;
     // With no answer yet the timestamp is empty, which cannot be written: record the failures anyway.
-    if (ts.attestations.length > 0 || ts.ops.length > 0) fields.ts = serializeTimestamp(ts).toString('base64');
+    if (allAttestations(ts).length > 0) fields.ts = serializeTimestamp(ts).toString('base64');
     fields.root = root.toString('hex');
     if (holding >= this.cfg.minCalendars) fields.submitted = '1';
     await this.store.setBatchFields('ots', batchId, fields);
@@ -344,6 +391,9 @@ export class OtsWitness {
     const bitcoinText = fields.bitcoin ?? batch.fields.bitcoin;
     const bitcoin = bitcoinText ? (JSON.parse(bitcoinText) as { height: number }) : null;
     if (bitcoin) await this.moveSubjects(batchId, 'confirmed', `Bitcoin block ${bitcoin.height}`, round);
+    if (bitcoin && this.nip03 && batch.fields.events_root && batch.fields.nip03 !== 'done') {
+      await this.queue.add(NIP03, { batchId }, { jobId: nip03JobId(batchId), attempts: 1000, backoff: { type: 'custom' } });
+    }
     const stillPending = [...cals.values()].some((c) => c.status === 'pending');
     if (stillPending) {
       await this.scheduleUpgrade(batchId, poll + 1);

@@ -4,13 +4,15 @@
  */
 import { parseArgs } from 'node:util';
 import { startDevCalendar, type DevCalendar } from '../../dev/calendar/index.js';
+import { MAX_BEHAVIOUR_MS } from '../../dev/calendar/behaviour.js';
 import { InputError, UsageError } from '../shared/run.js';
 
 export const summary = 'run a development OpenTimestamps calendar (regtest, POST /mine)';
 
 const USAGE =
   'usage: aer1-anchor dev-calendar --headers-out FILE [--port P] [--host H] [--public-url URL]\n' +
-  '         [--base-path /PREFIX] [--aggregation-ms MS] [--start-height N] [--mine-every MS]';
+  '         [--base-path /PREFIX] [--aggregation-ms MS] [--start-height N] [--mine-every MS]\n' +
+  '         [--not-found-ms MS] [--gzip] [--delay-ms MS]';
 
 function intFlag(name: string, value: string | undefined, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;
@@ -35,6 +37,9 @@ export async function run(argv: string[]): Promise<number> {
       'aggregation-ms': { type: 'string' },
       'start-height': { type: 'string' },
       'mine-every': { type: 'string' },
+      'not-found-ms': { type: 'string' },
+      gzip: { type: 'boolean' },
+      'delay-ms': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -55,6 +60,9 @@ export async function run(argv: string[]): Promise<number> {
       basePath: values['base-path'],
       aggregationMs: intFlag('aggregation-ms', values['aggregation-ms'], 0, 60_000) ?? 1000,
       startHeight: intFlag('start-height', values['start-height'], 0, 100_000_000),
+      notFoundMs: intFlag('not-found-ms', values['not-found-ms'], 0, MAX_BEHAVIOUR_MS),
+      gzip: values.gzip ?? false,
+      delayMs: intFlag('delay-ms', values['delay-ms'], 0, MAX_BEHAVIOUR_MS),
     });
   } catch (err) {
     if (err instanceof InputError) throw new UsageError(err.message);

@@ -4,27 +4,26 @@
  * `POST /mine` that commits everything pending into a synthetic regtest block with a
  * real 80-byte header and real proof of work, appended to a headers file.
  *
+ * The parts: `commitment-book.ts` (rounds, pending and confirmed commitments),
+ * `dev-chain.ts` (the regtest chain), `http-handler.ts` (the endpoints), `behaviour.ts`
+ * (fault modes and the real server's awkward answers: Not found, gzip, slow).
+ *
  * Not for production: commitments live in memory, and `POST /mine` is unauthenticated.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InputError } from '../../core/errors/errors.js';
-import { parseHeader, sha256d } from './block-header.js';
-import { mineCommitments, type MinedBlock } from './confirmation.js';
-import { readHeadersFile, withHeadersLock, writeHeadersFile } from './headers-file.js';
+import { checkMode, DEFAULT_BEHAVIOUR, MODES, mergeBehaviour, type DevCalendarBehaviour, type DevCalendarMode } from './behaviour.js';
+import { CommitmentBook } from './commitment-book.js';
+import { DevChain } from './dev-chain.js';
+import { createHandler, sendError } from './http-handler.js';
 import { checkPendingUri } from './ots-ops.js';
-import { buildRound } from './round.js';
 
-/** The real server refuses larger digests (otsserver/rpc.py `MAX_DIGEST_LENGTH`). */
-export const MAX_DIGEST_LENGTH = 64;
-export const PENDING_REASON = 'Pending confirmation in Bitcoin blockchain';
-export const NOT_FOUND_REASON = 'Not found';
+export { MAX_DIGEST_LENGTH, PENDING_REASON, NOT_FOUND_REASON } from './http-handler.js';
+export type { DevCalendarBehaviour, DevCalendarMode } from './behaviour.js';
 
-export type DevCalendarMode = 'ok' | 'error500' | 'hang';
-const MODES: readonly DevCalendarMode[] = ['ok', 'error500', 'hang'];
-
-export interface DevCalendarOptions {
+export interface DevCalendarOptions extends Partial<DevCalendarBehaviour> {
   /** 0 (default) picks a free port. */
   port?: number;
   /** Default 127.0.0.1. */
@@ -74,126 +73,63 @@ export interface DevCalendar {
   /** Commitments (not digests) waiting for the next `mine()`. */
   pendingCount(): number;
   setMode(mode: DevCalendarMode): void;
+  /** Changes the given behaviour switches (Not-found window, gzip, delay); the rest stay. */
+  setBehaviour(change: Partial<DevCalendarBehaviour>): void;
+  behaviour(): DevCalendarBehaviour;
   stats(): DevCalendarStats;
-}
-
-interface Round {
-  digests: Buffer[];
-  waiters: { resolve: (b: Buffer) => void; reject: (e: Error) => void }[];
-  timer: NodeJS.Timeout;
-}
-
-interface ChainTip {
-  height: number;
-  hash: Buffer;
-  time: number;
 }
 
 function normalizeBasePath(p: string | undefined): string {
   if (!p || p === '/') return '';
   const trimmed = p.replace(/\/+$/, '');
   if (!/^\/[A-Za-z0-9\-._/]*$/.test(trimmed)) {
-    throw new InputError('bad_option', `basePath ${JSON.stringify(p)} must start with / and use A-Za-z0-9-._/`);
+    throw new InputError('bad_option', `basePath ${JSON.stringify(p)} must start with / and use A-Za-z0-9-._/`, 'basePath');
   }
   return trimmed;
 }
 
-function nowSeconds(): number {
-  return Math.floor(Date.now() / 1000);
+function checkInt(name: string, v: number, max = Number.MAX_SAFE_INTEGER): void {
+  if (!Number.isInteger(v) || v < 0 || v > max) throw new InputError('bad_option', `${name} must be an integer in 0..${max}`, name);
 }
 
-function tipOf(headers: Map<number, Buffer>): ChainTip | null {
-  let best: number | null = null;
-  for (const h of headers.keys()) if (best === null || h > best) best = h;
-  if (best === null) return null;
-  const header = headers.get(best)!;
-  return { height: best, hash: sha256d(header), time: parseHeader(header).time };
+/** The URI pending attestations will name, checked as the `.ots` format requires. */
+function pendingUri(opts: DevCalendarOptions, host: string, port: number, basePath: string): string {
+  let uri: string;
+  if (opts.publicUrl) {
+    uri = opts.publicUrl.replace(/\/$/, '');
+  } else {
+    if (host.includes(':')) throw new InputError('bad_option', `an IPv6 host (${host}) cannot be named in a pending attestation; give publicUrl`, 'publicUrl');
+    uri = `http://${host}:${port}${basePath}`;
+  }
+  const problem = checkPendingUri(uri);
+  if (problem) throw new InputError('bad_option', problem, 'publicUrl');
+  return uri;
 }
 
 export async function startDevCalendar(opts: DevCalendarOptions = {}): Promise<DevCalendar> {
   const host = opts.host ?? '127.0.0.1';
   const basePath = normalizeBasePath(opts.basePath);
   const aggregationMs = opts.aggregationMs ?? 1000;
-  const hmacKey = opts.hmacKey ?? randomBytes(32);
   const startHeight = opts.startHeight ?? 1;
   const fillerTxs = opts.fillerTxs ?? 0;
-  if (!Number.isInteger(aggregationMs) || aggregationMs < 0) throw new InputError('bad_option', 'aggregationMs must be a non-negative integer');
-  if (!Number.isInteger(startHeight) || startHeight < 0) throw new InputError('bad_option', 'startHeight must be a non-negative integer');
-  if (!Number.isInteger(fillerTxs) || fillerTxs < 0 || fillerTxs > 1000) throw new InputError('bad_option', 'fillerTxs must be an integer in 0..1000');
+  checkInt('aggregationMs', aggregationMs);
+  checkInt('startHeight', startHeight);
+  checkInt('fillerTxs', fillerTxs, 1000);
+  let behaviour = mergeBehaviour(DEFAULT_BEHAVIOUR, { notFoundMs: opts.notFoundMs, gzip: opts.gzip, delayMs: opts.delayMs });
 
   let mode: DevCalendarMode = 'ok';
-  let round: Round | null = null;
   let uri = '';
-  const pending = new Map<string, Buffer>();
-  const confirmed = new Map<string, Buffer>();
-  let memoryTip: ChainTip | null = null;
+  let lastHeight: number | null = null;
+  const book = new CommitmentBook({ aggregationMs, hmacKey: opts.hmacKey ?? randomBytes(32), uri: () => uri });
+  const chain = new DevChain({ headersOut: opts.headersOut, startHeight, fillerTxs });
+  await chain.init();
+
   let mineQueue: Promise<unknown> = Promise.resolve();
-  const counters = { digestsReceived: 0, rounds: 0, lastHeight: null as number | null };
-
-  if (opts.headersOut) {
-    // Create the file up front so readers can rely on it; a bad existing file fails here.
-    const file = opts.headersOut;
-    await withHeadersLock(file, async () => {
-      const headers = await readHeadersFile(file);
-      if (headers.size === 0) await writeHeadersFile(file, headers);
-    });
-  }
-
-  function closeRound(): void {
-    const r = round;
-    if (!r) return;
-    round = null;
-    try {
-      const result = buildRound(r.digests, { time: nowSeconds(), hmacKey, uri });
-      pending.set(result.commitment.toString('hex'), result.commitment);
-      counters.rounds++;
-      r.waiters.forEach((w, i) => w.resolve(result.responses[i]!));
-    } catch (err) {
-      for (const w of r.waiters) w.reject(err as Error);
-    }
-  }
-
-  function submitDigest(digest: Buffer): Promise<Buffer> {
-    counters.digestsReceived++;
-    if (!round) round = { digests: [], waiters: [], timer: setTimeout(closeRound, aggregationMs) };
-    const r = round;
-    r.digests.push(digest);
-    return new Promise((resolve, reject) => r.waiters.push({ resolve, reject }));
-  }
-
-  async function extendChain(commitments: Buffer[]): Promise<MinedBlock> {
-    const build = (tip: ChainTip | null): MinedBlock =>
-      mineCommitments({
-        commitments,
-        height: tip ? tip.height + 1 : startHeight,
-        prevHash: tip ? tip.hash : Buffer.alloc(32),
-        time: Math.max(nowSeconds(), tip ? tip.time + 1 : 0),
-        fillerTxs,
-      });
-    const file = opts.headersOut;
-    if (!file) {
-      const block = build(memoryTip);
-      memoryTip = { height: block.height, hash: block.hash, time: parseHeader(block.header).time };
-      return block;
-    }
-    return withHeadersLock(file, async () => {
-      const headers = await readHeadersFile(file);
-      const block = build(tipOf(headers));
-      headers.set(block.height, block.header);
-      await writeHeadersFile(file, headers);
-      return block;
-    });
-  }
-
   async function mineNow(): Promise<MineResult> {
-    const keys = [...pending.keys()];
-    const commitments = keys.map((k) => pending.get(k)!);
-    const block = await extendChain(commitments);
-    keys.forEach((k, i) => {
-      confirmed.set(k, block.upgrades[i]!);
-      pending.delete(k);
-    });
-    counters.lastHeight = block.height;
+    const { keys, commitments } = book.pendingCommitments();
+    const block = await chain.extend(commitments);
+    book.confirm(keys, block.upgrades);
+    lastHeight = block.height;
     return {
       height: block.height,
       blockHash: Buffer.from(block.hash).reverse().toString('hex'),
@@ -202,106 +138,54 @@ export async function startDevCalendar(opts: DevCalendarOptions = {}): Promise<D
       count: commitments.length,
     };
   }
-
+  /** One mine at a time, so two never build on the same tip. */
   function mine(): Promise<MineResult> {
     const run = mineQueue.catch(() => undefined).then(mineNow);
     mineQueue = run;
     return run;
   }
 
-  function send(res: ServerResponse, status: number, type: string, body: Buffer | string, cache?: string): void {
-    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-    res.statusCode = status;
-    res.setHeader('Content-Type', type);
-    res.setHeader('Content-Length', bytes.length);
-    if (cache) res.setHeader('Cache-Control', cache);
-    res.end(bytes);
+  // Delayed answers wake early when the calendar closes, so close() never waits on them.
+  const sleepers = new Set<() => void>();
+  function sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        sleepers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      sleepers.add(done);
+    });
   }
 
-  async function readBody(req: IncomingMessage, length: number): Promise<Buffer> {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    for await (const chunk of req) {
-      total += (chunk as Buffer).length;
-      if (total > length) break;
-      chunks.push(chunk as Buffer);
-    }
-    return Buffer.concat(chunks).subarray(0, length);
-  }
-
-  async function postDigest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const header = req.headers['content-length'];
-    const length = header !== undefined && /^[0-9]+$/.test(header) ? Number(header) : NaN;
-    if (!Number.isSafeInteger(length)) {
-      res.setHeader('Connection', 'close');
-      return send(res, 400, 'text/plain', 'invalid Content-Length');
-    }
-    if (length > MAX_DIGEST_LENGTH) {
-      res.setHeader('Connection', 'close');
-      return send(res, 400, 'text/plain', 'digest too long');
-    }
-    const digest = await readBody(req, length);
-    const answer = await submitDigest(digest);
-    send(res, 200, 'application/octet-stream', answer);
-  }
-
-  function getTimestamp(hex: string, res: ServerResponse): void {
-    if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) {
-      return send(res, 400, 'text/plain', 'commitment must be hex-encoded bytes', 'public, max-age=31536000');
-    }
-    const key = hex.toLowerCase();
-    const upgrade = confirmed.get(key);
-    if (upgrade) return send(res, 200, 'application/octet-stream', upgrade, 'public, max-age=31536000');
-    if (pending.has(key)) return send(res, 404, 'text/plain', PENDING_REASON, 'public, max-age=60');
-    send(res, 404, 'text/plain', NOT_FOUND_REASON, 'public, max-age=60');
-  }
-
-  function homePage(): string {
-    return [
+  const homePage = (): string =>
+    [
       'aer1-anchor development OpenTimestamps calendar (not for production)',
       `calendar: ${uri}`,
-      `pending commitments: ${pending.size}`,
-      `confirmed commitments: ${confirmed.size}`,
-      `last mined height: ${counters.lastHeight ?? 'none'}`,
-      'POST /digest, GET /timestamp/<hex>; dev only: POST /mine, POST /mode/<ok|error500|hang>',
+      `pending commitments: ${book.pendingCount}`,
+      `confirmed commitments: ${book.confirmedCount}`,
+      `last mined height: ${lastHeight ?? 'none'}`,
+      `mode: ${mode}; not-found window ${behaviour.notFoundMs} ms; gzip ${behaviour.gzip ? 'on' : 'off'}; delay ${behaviour.delayMs} ms`,
+      `POST /digest, GET /timestamp/<hex>; dev only: POST /mine, POST /mode/<${MODES.join('|')}>`,
       '',
     ].join('\n');
-  }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const raw = req.url ?? '/';
-    if (basePath && raw !== basePath && !raw.startsWith(basePath + '/')) return send(res, 404, 'text/plain', 'not found');
-    const path = raw.slice(basePath.length) || '/';
-    const method = req.method ?? 'GET';
-
-    // Development controls answer in every mode.
-    if (method === 'POST' && path === '/mine') {
-      const result = await mine();
-      return send(res, 200, 'application/json', JSON.stringify(result) + '\n');
-    }
-    if (method === 'POST' && path.startsWith('/mode/')) {
-      const wanted = path.slice('/mode/'.length) as DevCalendarMode;
-      if (!MODES.includes(wanted)) return send(res, 400, 'text/plain', `mode must be one of ${MODES.join(', ')}`);
-      mode = wanted;
-      return send(res, 200, 'text/plain', `mode ${mode}\n`);
-    }
-
-    if (mode === 'hang') return; // accept, read nothing, never answer
-    if (mode === 'error500') return send(res, 500, 'text/plain', 'Internal Server Error');
-
-    if (method === 'POST' && path === '/digest') return postDigest(req, res);
-    if (method === 'GET' && path.startsWith('/timestamp/')) return getTimestamp(path.slice('/timestamp/'.length), res);
-    if (method === 'GET' && path === '/') return send(res, 200, 'text/plain', homePage(), 'public, max-age=5');
-    send(res, 404, 'text/plain', 'not found', 'public, max-age=3600');
-  }
-
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      if (res.headersSent) res.destroy();
-      else send(res, 500, 'text/plain', `dev calendar error: ${(err as Error).message}`);
-    });
+  const handle = createHandler({
+    basePath,
+    book,
+    mine,
+    mode: () => mode,
+    setMode: (m) => {
+      mode = m;
+    },
+    behaviour: () => behaviour,
+    homePage,
+    sleep,
   });
-
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => sendError(res, err));
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, host, () => {
@@ -310,16 +194,8 @@ export async function startDevCalendar(opts: DevCalendarOptions = {}): Promise<D
     });
   });
   const port = (server.address() as AddressInfo).port;
-
   try {
-    if (opts.publicUrl) {
-      uri = opts.publicUrl.replace(/\/$/, '');
-    } else {
-      if (host.includes(':')) throw new InputError('bad_option', `an IPv6 host (${host}) cannot be named in a pending attestation; give publicUrl`);
-      uri = `http://${host}:${port}${basePath}`;
-    }
-    const problem = checkPendingUri(uri);
-    if (problem) throw new InputError('bad_option', problem, 'publicUrl');
+    uri = pendingUri(opts, host, port, basePath);
   } catch (err) {
     server.close();
     throw err;
@@ -331,29 +207,28 @@ export async function startDevCalendar(opts: DevCalendarOptions = {}): Promise<D
     port,
     close(): Promise<void> {
       closed ??= new Promise<void>((resolve) => {
-        if (round) {
-          clearTimeout(round.timer);
-          const r = round;
-          round = null;
-          for (const w of r.waiters) w.reject(new Error('dev calendar closed'));
-        }
+        book.abortRound('dev calendar closed');
+        for (const wake of [...sleepers]) wake();
         server.close(() => resolve());
         server.closeAllConnections();
       });
       return closed;
     },
     mine,
-    pendingCount: () => pending.size,
+    pendingCount: () => book.pendingCount,
     setMode(m: DevCalendarMode): void {
-      if (!MODES.includes(m)) throw new InputError('bad_option', `mode must be one of ${MODES.join(', ')}`);
-      mode = m;
+      mode = checkMode(m);
     },
+    setBehaviour(change: Partial<DevCalendarBehaviour>): void {
+      behaviour = mergeBehaviour(behaviour, change);
+    },
+    behaviour: () => ({ ...behaviour }),
     stats: () => ({
-      digestsReceived: counters.digestsReceived,
-      rounds: counters.rounds,
-      pendingCommitments: pending.size,
-      confirmedCommitments: confirmed.size,
-      lastHeight: counters.lastHeight,
+      digestsReceived: book.digestsReceived,
+      rounds: book.rounds,
+      pendingCommitments: book.pendingCount,
+      confirmedCommitments: book.confirmedCount,
+      lastHeight,
     }),
   };
 }

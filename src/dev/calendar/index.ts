@@ -4,6 +4,7 @@ export {
   PENDING_REASON,
   NOT_FOUND_REASON,
   type DevCalendar,
+  type DevCalendarBehaviour,
   type DevCalendarMode,
   type DevCalendarOptions,
   type DevCalendarStats,

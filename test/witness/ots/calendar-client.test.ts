@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -112,6 +113,8 @@ describe('calendar URLs keep their path prefix', () => {
     for (const s of server.seen) {
       expect(s.headers.accept).toBe('application/vnd.opentimestamps.v1');
       expect(s.headers['user-agent']).toBe('test-agent/1');
+      // as python's urllib: no compression asked for
+      expect(s.headers['accept-encoding']).toBe('identity');
     }
   });
 
@@ -283,6 +286,45 @@ describe('answers are capped', () => {
       res.end(Buffer.alloc(10_000, 1));
     });
     expect((await new CalendarClient(server.url).submit(digest)).length).toBe(10_000);
+  });
+});
+
+describe('compressed answers (a calendar or proxy that gzips although we asked for identity)', () => {
+  it('decodes a gzip answer to the same bytes, from a scripted server and from the dev calendar in gzip mode', async () => {
+    const answer = Buffer.from('0083dfe30d2ef90c8e0201', 'hex');
+    const server = await scripted((_req, res) => {
+      const body = gzipSync(answer);
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'gzip', 'Content-Length': body.length });
+      res.end(body);
+    });
+    expect(await new CalendarClient(server.url).submit(digest)).toEqual(answer);
+
+    const cal = await startDevCalendar({ aggregationMs: 20, gzip: true });
+    cleanups.push(() => cal.close());
+    const bytes = await new CalendarClient(cal.url).submit(digest);
+    expect(bytes.subarray(0, 2).toString('hex')).toBe('f010'); // the nonce op, not gzip's 1f8b
+    expect(bytes.includes(Buffer.from(cal.url))).toBe(true);
+  });
+
+  it('a body that claims gzip and is not: bad_response naming the encoding', async () => {
+    const server = await scripted((_req, res) => {
+      res.writeHead(200, { 'Content-Encoding': 'gzip', 'Content-Length': 9 });
+      res.end(Buffer.from('garbage!!'));
+    });
+    const err = await failure(new CalendarClient(server.url).submit(digest));
+    expect(err.code).toBe('bad_response');
+    expect(err.message).toMatch(/gzip body does not decode/);
+  });
+
+  it('the cap counts decoded bytes: a 1 MB answer gzipped to 1 KB is refused as too_large', async () => {
+    const body = gzipSync(Buffer.alloc(1_000_000));
+    expect(body.length).toBeLessThan(10_000);
+    const server = await scripted((_req, res) => {
+      res.writeHead(200, { 'Content-Encoding': 'gzip', 'Content-Length': body.length });
+      res.end(body);
+    });
+    const err = await failure(new CalendarClient(server.url).submit(digest));
+    expect(err.code).toBe('too_large');
   });
 });
 

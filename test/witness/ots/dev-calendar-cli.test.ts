@@ -7,6 +7,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CalendarClient } from '../../../src/adapters/ots/calendar/index.js';
+import { parseTimestamp } from '../../../src/core/ots/codec.js';
+import { pendingAttestations } from '../../../src/core/ots/timestamp.js';
 
 const repo = resolve(fileURLToPath(new URL('../../..', import.meta.url)));
 const bin = join(repo, 'bin/aer1-anchor.js');
@@ -58,6 +60,35 @@ describe('aer1-anchor dev-calendar', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(stderr).toContain('SIGTERM');
+  });
+
+  it('--not-found-ms, --gzip and --delay-ms give the real server\'s awkward answers', async () => {
+    const headers = join(dir, 'headers-awkward.json');
+    const child = spawn(process.execPath, [bin, 'dev-calendar', '--headers-out', headers, '--aggregation-ms', '20', '--not-found-ms', '60000', '--gzip', '--delay-ms', '300'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    const url = await firstLine(child);
+    const digest = createHash('sha256').update('awkward').digest();
+    const t0 = Date.now();
+    const posted = await fetch(`${url}/digest`, { method: 'POST', body: digest });
+    expect(posted.headers.get('content-encoding')).toBe('gzip');
+    const answer = Buffer.from(await posted.arrayBuffer()); // fetch decodes gzip
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
+    expect(await (await fetch(`${url}/`)).text()).toContain('not-found window 60000 ms; gzip on; delay 300 ms');
+    const [pending] = pendingAttestations(parseTimestamp(answer, digest));
+    const client = new CalendarClient(url, { timeoutMs: 5000 });
+    // a commitment younger than the window is Not found, even once mined
+    expect(await client.getTimestamp(pending!.commitment)).toEqual({ status: 'not-found', reason: 'Not found' });
+    const mined = (await (await fetch(`${url}/mine`, { method: 'POST' })).json()) as { count: number };
+    expect(mined.count).toBe(1);
+    expect(await client.getTimestamp(pending!.commitment)).toEqual({ status: 'not-found', reason: 'Not found' });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const bad = spawnSync(process.execPath, [bin, 'dev-calendar', '--headers-out', join(dir, 'y.json'), '--delay-ms', '-5'], { encoding: 'utf8' });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('--delay-ms');
   });
 
   it('refuses missing --headers-out and unknown flags with exit 2', () => {

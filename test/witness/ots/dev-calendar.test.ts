@@ -2,6 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CalendarClient } from '../../../src/adapters/ots/calendar/index.js';
 import { startDevCalendar, type DevCalendar } from '../../../src/dev/calendar/index.js';
@@ -279,3 +281,80 @@ describe('dev calendar: protocol edges', () => {
     expect(await mine.json()).toMatchObject({ height: 1, count: 0 });
   });
 });
+
+describe('dev calendar: the real server\'s awkward answers', () => {
+  it('notFoundMs: Not found right after the round, then Pending, then the upgrade once mined', async () => {
+    const cal = await calendar({ notFoundMs: 1500 });
+    const client = new CalendarClient(cal.url, { timeoutMs: 5000 });
+    const d = sha(randomBytes(8));
+    const started = Date.now();
+    const answer = await client.submit(d);
+    const commitment = commitmentOf(d, answer);
+    expect(await client.getTimestamp(commitment)).toEqual({ status: 'not-found', reason: 'Not found' });
+    let last = await client.getTimestamp(commitment);
+    for (let i = 0; i < 100 && last.status === 'not-found' && Date.now() - started < 8000; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      last = await client.getTimestamp(commitment);
+    }
+    expect(last).toEqual({ status: 'pending', reason: 'Pending confirmation in Bitcoin blockchain' });
+    // the window runs from the round's close, which comes after `started`
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
+    await cal.mine();
+    expect((await client.getTimestamp(commitment)).status).toBe('complete');
+  });
+
+  it('gzip: every protocol answer is sent with Content-Encoding gzip and decodes to what python parses', async () => {
+    const cal = await calendar({ gzip: true });
+    const d = sha(randomBytes(8));
+    const raw = await rawPost(`${cal.url}/digest`, d);
+    expect(raw.status).toBe(200);
+    expect(raw.headers['content-encoding']).toBe('gzip');
+    expect(raw.body.subarray(0, 2).toString('hex')).toBe('1f8b');
+    const answer = gunzipSync(raw.body);
+    const commitment = commitmentOf(d, answer);
+    const pending = await rawGet(`${cal.url}/timestamp/${commitment.toString('hex')}`);
+    expect(pending.status).toBe(404);
+    expect(gunzipSync(pending.body).toString()).toBe('Pending confirmation in Bitcoin blockchain');
+    // the dev endpoints stay plain
+    const mine = await rawPost(`${cal.url}/mine`, Buffer.alloc(0));
+    expect(mine.headers['content-encoding']).toBeUndefined();
+  });
+
+  it('delayMs: answers come late; a client whose deadline is shorter times out', async () => {
+    const cal = await calendar({ delayMs: 600 });
+    const d = sha(randomBytes(8));
+    const t0 = Date.now();
+    await new CalendarClient(cal.url, { timeoutMs: 5000 }).submit(d);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(550);
+    await expect(new CalendarClient(cal.url, { timeoutMs: 200 }).submit(d)).rejects.toMatchObject({ code: 'timeout' });
+    cal.setBehaviour({ delayMs: 0 });
+    const t1 = Date.now();
+    await new CalendarClient(cal.url, { timeoutMs: 5000 }).submit(d);
+    expect(Date.now() - t1).toBeLessThan(550);
+  });
+
+  it('refuses bad behaviour values, naming the field', async () => {
+    await expect(startDevCalendar({ delayMs: -1 })).rejects.toMatchObject({ field: 'delayMs' });
+    const cal = await calendar();
+    expect(() => cal.setBehaviour({ notFoundMs: 1.5 })).toThrow(/notFoundMs must be an integer/);
+    expect(() => cal.setBehaviour({ gzip: 'yes' as unknown as boolean })).toThrow(/gzip must be true or false/);
+    expect(cal.behaviour()).toEqual({ notFoundMs: 0, gzip: false, delayMs: 0 });
+  });
+});
+
+/** A request without fetch's automatic decoding, to see the bytes on the wire. */
+function rawRequest(url: string, method: 'GET' | 'POST', body?: Buffer): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers: body ? { 'Content-Length': body.length } : {} }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.setTimeout(10_000, () => req.destroy(new Error('raw request timed out')));
+    req.end(body);
+  });
+}
+const rawPost = (url: string, body: Buffer) => rawRequest(url, 'POST', body);
+const rawGet = (url: string) => rawRequest(url, 'GET');

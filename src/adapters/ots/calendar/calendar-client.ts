@@ -2,8 +2,11 @@
  * An OpenTimestamps calendar over HTTP, as the python client speaks to it:
  * `POST {base}/digest` with the raw digest and `GET {base}/timestamp/<hex>`, with
  * `Accept: application/vnd.opentimestamps.v1`. Every request has one deadline covering
- * connect, headers and body, and answers are capped while they stream in. Answers are
- * returned as raw timestamp bytes; parsing them is the `.ots` codec's job.
+ * connect, headers and body, and answers are capped while they stream in (after decoding).
+ * We ask for `Accept-Encoding: identity`, as python's urllib does; a calendar (or a proxy in
+ * front of it) that compresses anyway is decoded (gzip, deflate, br), and a body that does
+ * not decode is a `bad_response`. Answers are returned as raw timestamp bytes; parsing them
+ * is the `.ots` codec's job.
  */
 import { InputError } from '../../../core/errors/errors.js';
 import { VERSION } from '../../../version.js';
@@ -74,7 +77,7 @@ export class CalendarClient {
     if (!Number.isInteger(this.maxResponseBytes) || this.maxResponseBytes <= 0) {
       throw new InputError('bad_option', `maxResponseBytes must be a positive integer, got ${opts.maxResponseBytes}`);
     }
-    this.headers = { Accept: OTS_ACCEPT, 'User-Agent': opts.userAgent ?? `aer1-anchor/${VERSION}` };
+    this.headers = { Accept: OTS_ACCEPT, 'Accept-Encoding': 'identity', 'User-Agent': opts.userAgent ?? `aer1-anchor/${VERSION}` };
   }
 
   /** Submits a digest; resolves with the serialized timestamp starting at that digest. */
@@ -124,6 +127,7 @@ export class CalendarClient {
     const deadline = AbortSignal.timeout(this.timeoutMs);
     const overLimit = new AbortController();
     const signal = AbortSignal.any([deadline, overLimit.signal]);
+    let encoding: string | null = null;
     const fail = (err: unknown, stage: string): CalendarError => {
       if (err instanceof CalendarError) return err;
       if (deadline.aborted) {
@@ -131,6 +135,10 @@ export class CalendarClient {
       }
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       const detail = cause?.code ?? cause?.message ?? (err as Error).message;
+      // zlib's codes: the body claimed a Content-Encoding it was not written in.
+      if (stage === 'reading the body' && cause?.code?.startsWith('Z_')) {
+        return new CalendarError('bad_response', this.url, `${method} ${endpoint}: the ${encoding ?? 'encoded'} body does not decode (${cause.code}: ${cause.message ?? ''})`);
+      }
       return new CalendarError('network', this.url, `${method} ${endpoint} failed (${stage}): ${detail}`);
     };
     const tooLarge = (what: string): CalendarError => {
@@ -171,6 +179,7 @@ export class CalendarClient {
     }
     if (!res) throw new CalendarError('network', this.url, `${method} ${endpoint}: no answer`);
 
+    encoding = res.headers.get('content-encoding');
     const declared = res.headers.get('content-length');
     if (declared !== null && Number(declared) > this.maxResponseBytes) {
       await res.body?.cancel().catch(() => undefined);
