@@ -19,6 +19,7 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 COPY test/stubs/fs-placeholder ./test/stubs/fs-placeholder
 COPY bin ./bin
+# config/local.json: the compose file's local profile (the defaults are in the code)
 COPY config ./config
 COPY src ./src
 # npm ci also runs `prepare` (tsc); the explicit build keeps the step visible

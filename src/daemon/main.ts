@@ -112,7 +112,7 @@ export async function main(argv: string[]): Promise<number> {
     allowPositionals: false,
   });
   if (values.help) {
-    process.stdout.write('usage: aer1-anchord [--config FILE]\n  Configuration: config/default.json, then --config FILE, then AER1_* environment variables (README: Configuration).\n');
+    process.stdout.write('usage: aer1-anchord [--config FILE]\n  Configuration: built-in defaults, then --config FILE, then AER1_* environment variables (README: Configuration).\n');
     return 0;
   }
   if (values.version) {

@@ -79,8 +79,7 @@ describe('HTTP access', () => {
     await relay?.close();
   });
 
-  it('binds to loopback by default: 127.0.0.1 in the built-in defaults and in config/default.json', async () => {
-    expect(loadConfig({ skipDefaultFile: true, env: {} }).http.host).toBe('127.0.0.1');
+  it('binds to loopback by default: 127.0.0.1 in the built-in defaults', async () => {
     expect(loadConfig({ env: {} }).http.host).toBe('127.0.0.1');
     const url = new URL(running.httpUrl!);
     expect(url.hostname).toBe('127.0.0.1');

@@ -252,14 +252,14 @@ describe('secrets never leave the daemon', () => {
     writeFileSync(cfg, `{"http": {"token": ${TOKEN}}}`);
     let message = '';
     try {
-      loadConfig({ file: cfg, env: {}, skipDefaultFile: true });
+      loadConfig({ file: cfg, env: {} });
     } catch (err) {
       message = (err as Error).message;
     }
     expect(message).toMatch(/config file .* is not JSON/);
     for (const s of substrings(TOKEN, 8)) expect(message).not.toContain(s);
     try {
-      loadConfig({ env: { AER1_WEBHOOKS: JSON.stringify([{ url: 'http://127.0.0.1:1/', secret: HOOK_SECRET.slice(0, 12) }]) }, skipDefaultFile: true });
+      loadConfig({ env: { AER1_WEBHOOKS: JSON.stringify([{ url: 'http://127.0.0.1:1/', secret: HOOK_SECRET.slice(0, 12) }]) } });
       message = '';
     } catch (err) {
       message = (err as Error).message;
@@ -267,7 +267,7 @@ describe('secrets never leave the daemon', () => {
     expect(message).toMatch(/secret/);
     expect(message).not.toContain(HOOK_SECRET.slice(0, 12));
     try {
-      loadConfig({ env: { AER1_WEBHOOKS: `[{"url": "http://127.0.0.1:1/", "secret": ${HOOK_SECRET}}]` }, skipDefaultFile: true });
+      loadConfig({ env: { AER1_WEBHOOKS: `[{"url": "http://127.0.0.1:1/", "secret": ${HOOK_SECRET}}]` } });
       message = '';
     } catch (err) {
       message = (err as Error).message;
@@ -280,7 +280,7 @@ describe('secrets never leave the daemon', () => {
       { url: 'http://127.0.0.1:1/h', secret: HOOK_SECRET, headers: { Authorization: `Bearer ${HOOK_HEADER}\n` } },
     ]) {
       try {
-        loadConfig({ env: { AER1_WEBHOOKS: JSON.stringify([hook]) }, skipDefaultFile: true });
+        loadConfig({ env: { AER1_WEBHOOKS: JSON.stringify([hook]) } });
         message = '';
       } catch (err) {
         message = (err as Error).message;

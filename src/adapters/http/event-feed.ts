@@ -7,6 +7,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { configDefault } from '../config/schema.js';
 
 /** One entry of the events stream (`data` as written by the state scripts). */
 export interface StateEvent {
@@ -81,7 +82,7 @@ interface Subscriber {
 const FEED_PAGE = 100;
 
 export interface EventFeedOptions {
-  /** Most entries replayed to one subscriber (`http.maxReplay`; default 1000). */
+  /** Most entries replayed to one subscriber (default: `http.maxReplay`'s). */
   maxReplay?: number;
   /** XREAD BLOCK timeout in ms (default 5000). */
   blockMs?: number;
@@ -130,7 +131,7 @@ export class EventFeed {
     });
     this.stream = stream;
     this.log = log;
-    this.maxReplay = options.maxReplay ?? 1000;
+    this.maxReplay = options.maxReplay ?? configDefault('http.maxReplay');
     this.blockMs = options.blockMs ?? 5000;
   }
 

@@ -242,7 +242,7 @@ export class NostrWitness {
   private client(url: string): RelayClient {
     let c = this.clients.get(url);
     if (!c) {
-      c = new RelayClient(url);
+      c = new RelayClient(url, { publishTimeoutMs: this.opts.publishTimeoutMs });
       this.clients.set(url, c);
     }
     return c;
