@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { BitcoinVerificationError } from '../../core/bitcoin/errors.js';
 import { HEADER_LENGTH, displayHex, sha256d } from '../../core/bitcoin/header.js';
 import type { HeaderSource } from '../../core/bitcoin/header-source.js';
+import { configDefault } from '../config/schema.js';
 
 export type { HeaderSource };
 
@@ -16,7 +17,8 @@ export interface HttpSourceOptions {
   timeoutMs?: number;
 }
 
-const DEFAULT_TIMEOUT_MS = 10_000;
+/** The daemon passes `ots.timeoutMs`; the verifier and `aer1-anchor ots` get its default. */
+const DEFAULT_TIMEOUT_MS = configDefault('ots.timeoutMs');
 const MAX_ANSWER_BYTES = 64 * 1024;
 
 function checkHeight(height: number): void {
