@@ -136,7 +136,7 @@ export async function main(argv: string[]): Promise<number> {
           resolve();
         },
         (err: unknown) => {
-          log.error({ err: (err as Error).message }, 'error while stopping');
+          log.error({ err }, 'error while stopping');
           resolve();
         },
       );

@@ -127,7 +127,7 @@ export class EventFeed {
     this.redis = redis;
     this.reader = redis.duplicate();
     this.reader.on('error', (err: Error) => {
-      if (!this.closed) log.warn({ err: err.message }, 'event feed connection error');
+      if (!this.closed) log.warn({ err }, 'event feed connection error');
     });
     this.stream = stream;
     this.log = log;
@@ -161,7 +161,7 @@ export class EventFeed {
         }
       } catch (err) {
         if (this.closed) break;
-        this.log.warn({ err: (err as Error).message }, 'event feed read failed; retrying');
+        this.log.warn({ err }, 'event feed read failed; retrying');
         await new Promise((r) => setTimeout(r, 500));
       }
     }
@@ -246,6 +246,6 @@ function deliver(sub: Subscriber, message: FeedMessage, log: Logger): void {
   try {
     sub.listener(message);
   } catch (err) {
-    log.warn({ err: (err as Error).message }, 'event listener failed');
+    log.warn({ err }, 'event listener failed');
   }
 }

@@ -214,7 +214,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       sockets.accept(req, socket, head, since);
     } catch (err) {
       const e = err instanceof HttpError ? err : new HttpError(500, 'internal', 'internal error');
-      if (!(err instanceof HttpError)) log.error({ err: (err as Error).message }, 'upgrade failed');
+      if (!(err instanceof HttpError)) log.error({ err }, 'upgrade failed');
       rejectUpgrade(socket, e);
     }
   });
@@ -275,7 +275,7 @@ function replyError(res: ServerResponse, err: unknown, log: Logger, redisTimeout
   else if (err instanceof InputError) e = new HttpError(400, err.code, err.message, err.field);
   else if (refusal) e = refusalError(refusal, redisTimeoutMs);
   else {
-    log.error({ err: (err as Error)?.message ?? String(err) }, 'request failed');
+    log.error({ err }, 'request failed');
     e = new HttpError(500, 'internal', 'internal error; see the daemon log');
   }
   if (res.headersSent) {

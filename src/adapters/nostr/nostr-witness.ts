@@ -126,7 +126,7 @@ export class NostrWitness {
         removeOnFail: { count: 0 },
         settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, this.opts.backoffMs, this.opts.backoffMaxMs) },
       });
-      worker.on('error', (err) => this.log.warn({ relay: url, err: err.message }, 'relay worker error'));
+      worker.on('error', (err) => this.log.warn({ relay: url, err }, 'relay worker error'));
       worker.on('failed', (job, err) => {
         if (job && job.attemptsMade >= this.opts.maxAttempts) void this.giveUp(url, job.data.eventId, err.message, job.attemptsMade);
       });
@@ -141,7 +141,7 @@ export class NostrWitness {
         removeOnComplete: { count: 0 },
         removeOnFail: { count: 100 },
       });
-      worker.on('error', (err) => this.log.warn({ err: err.message }, 'nostr batch worker error'));
+      worker.on('error', (err) => this.log.warn({ err }, 'nostr batch worker error'));
       this.workers.push(worker);
     }
   }
@@ -333,7 +333,7 @@ export class NostrWitness {
       if (r?.final) return;
       await this.record(eventId, { url, status: 'failed', message: `gave up after ${attempts} attempts: ${message}`, at: new Date().toISOString(), attempts, final: true }, r);
     } catch (err) {
-      this.log.error({ err: (err as Error).message, relay: url, eventId }, 'could not record a relay giving up');
+      this.log.error({ err, relay: url, eventId }, 'could not record a relay giving up');
     }
   }
 

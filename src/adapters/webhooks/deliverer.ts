@@ -102,7 +102,7 @@ class HookWorker {
     this.group = consumerGroup(this.id);
     this.reader = opts.redis.duplicate();
     this.reader.on('error', (err: Error) => {
-      if (!this.stopped) opts.log.warn({ hook: this.id, err: err.message }, 'webhook reader connection error');
+      if (!this.stopped) opts.log.warn({ hook: this.id, err }, 'webhook reader connection error');
     });
   }
 
@@ -153,7 +153,7 @@ class HookWorker {
         if (this.stopped) break;
         const message = (err as Error).message;
         if (/NOGROUP/.test(message)) await this.ensureGroup().catch(() => undefined);
-        this.opts.log.warn({ hook: this.id, err: message }, 'webhook read failed; retrying');
+        this.opts.log.warn({ hook: this.id, err }, 'webhook read failed; retrying');
         await this.sleep(1000);
       }
     }
