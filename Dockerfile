@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
-# aer1-anchord: multi-stage build. The build stage compiles TypeScript and the native
-# modules (better-sqlite3 for the optional dev relay needs python3, make and g++), then
-# prunes dev dependencies; the runtime stage copies the result and runs as `node`.
+# aer1-anchord: multi-stage build. The build stage compiles TypeScript and prunes dev
+# dependencies (nothing is compiled natively: no package needs python3, make or g++; the
+# optional msgpackr-extract ships prebuilt binaries); the runtime stage copies the result
+# and runs as `node`. Logs are JSON lines (`docker logs`; `docker run -t` makes them
+# human-readable, AER1_LOG_FORMAT forces one).
 #
 #   docker build -t aer1-anchor .
 #   docker run --rm -e REDIS_URL=redis://redis:6379 -e AER1_HTTP_TOKEN=... -p 127.0.0.1:8787:8787 aer1-anchor
@@ -11,9 +13,6 @@
 ARG NODE_IMAGE=node:20-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 # package-lock.json points the `fs` override at this local placeholder package
 COPY package.json package-lock.json tsconfig.json ./
@@ -22,7 +21,9 @@ COPY bin ./bin
 # config/local.json: the compose file's local profile (the defaults are in the code)
 COPY config ./config
 COPY src ./src
-# npm ci also runs `prepare` (tsc); the explicit build keeps the step visible
+# the /verify page's bundle is built by scripts/build-verify-bundle.mjs (esbuild, a dev dependency)
+COPY scripts ./scripts
+# npm ci also runs `prepare` (tsc, then the bundle); the explicit build keeps the step visible
 RUN npm ci --no-audit --no-fund \
  && npm run build \
  && npm prune --omit=dev --no-audit --no-fund

@@ -4,6 +4,8 @@
 // package.json is newer than the oldest emitted file. `npm start` and `npm run bench`
 // use it, so a start after `npm ci` (whose `prepare` builds) or after a build does not
 // recompile. tsc rewrites every output on each build, so output mtimes are build times.
+// Likewise the browser verifier's bundle (scripts/build-verify-bundle.mjs, served on /verify):
+// rebuilt when it is missing or older than the sources it is made of.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -57,6 +59,24 @@ export function staleReason(root = ROOT) {
   return null;
 }
 
+const BUNDLE_SCRIPT = 'scripts/build-verify-bundle.mjs';
+const BUNDLE = 'src/adapters/http/static/verify.bundle.js';
+const BUNDLE_SOURCES = ['src/core', 'src/web', 'src/adapters/bitcoin'];
+
+/** Why the /verify bundle must be rebuilt, or null when it is current (or this tree has no bundle script). */
+export function bundleStaleReason(root = ROOT) {
+  if (mtimeOf(join(root, BUNDLE_SCRIPT)) === null) return null;
+  const built = mtimeOf(join(root, BUNDLE));
+  if (built === null) return `${BUNDLE} is missing`;
+  for (const base of BUNDLE_SOURCES) {
+    for (const source of sources(join(root, base))) {
+      if ((mtimeOf(source) ?? 0) > built) return `${relative(root, source)} changed since the bundle was built`;
+    }
+  }
+  for (const file of ['package.json', BUNDLE_SCRIPT]) if ((mtimeOf(join(root, file)) ?? 0) > built) return `${file} changed since the bundle was built`;
+  return null;
+}
+
 // run as a script (argv[1] through realpath: import.meta.url has symlinks resolved), not when imported
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
   const reason = staleReason();
@@ -64,6 +84,12 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathS
     process.stderr.write(`build: ${reason}; compiling (tsc -p tsconfig.json)\n`);
     const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
     const r = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.json')], { stdio: 'inherit' });
+    if (r.status !== 0) process.exit(r.status ?? 1);
+  }
+  const bundle = bundleStaleReason();
+  if (bundle !== null) {
+    process.stderr.write(`build: ${bundle}; bundling the browser verifier (${BUNDLE_SCRIPT})\n`);
+    const r = spawnSync(process.execPath, [join(ROOT, BUNDLE_SCRIPT)], { stdio: 'inherit' });
     process.exit(r.status ?? 1);
   }
 }

@@ -46,6 +46,8 @@ export class Daemon {
   /** What this process saw of each relay and calendar (in-process; each daemon its own). */
   readonly health: WitnessHealth;
   readonly witnesses: readonly WitnessName[];
+  /** The x-only public key the Nostr witness signs with (null when Nostr is off). */
+  readonly signerPubkey: string | null;
   readonly nostr: NostrWitness | null = null;
   readonly ots: OtsWitness | null = null;
   readonly intakeQueue: Queue;
@@ -65,8 +67,10 @@ export class Daemon {
     this.storeRedis.on('error', (err) => log.warn({ err }, 'redis connection error (state)'));
     this.store = new AnchorStore(this.storeRedis, config.redis.prefix);
     this.witnesses = enabledWitnesses(config);
+    this.signerPubkey = config.nostr.enabled ? (deps.signingKey?.publicKey ?? null) : null;
     this.metrics = new DaemonMetrics();
     this.health = new WitnessHealth(log);
+    this.metrics.attachHealth(() => this.health.snapshot());
     if (config.nostr.enabled) for (const url of config.nostr.relays) this.health.register('relay', url);
     if (config.ots.enabled) for (const url of config.ots.calendars) this.health.register('calendar', url);
     const bullPrefix = this.store.keys.bullPrefix;

@@ -1,11 +1,27 @@
-import { pino, stdSerializers, type Logger } from 'pino';
+import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino';
+import { prettyDestination } from './pretty-log.js';
+
+export type LogFormat = 'auto' | 'json' | 'pretty';
 
 /**
- * The daemon's logger: JSON lines on stderr; secrets are redacted by path as a second line of
- * defence. Errors are logged as `{ err }`: type, message, stack, and `cause` as an error of
- * its own (pino's errWithCause serializer), so a failure deep in a library is debuggable.
+ * Whether records go out as JSON lines or human-readable ones: `auto` is pretty when the
+ * destination is a terminal (colours unless NO_COLOR is set), JSON lines otherwise (a pipe,
+ * a file, journald, docker logs).
  */
-export function createLogger(level: string, destination: NodeJS.WritableStream = process.stderr): Logger {
+export function resolveLogFormat(format: LogFormat, destination: NodeJS.WritableStream, env: NodeJS.ProcessEnv = process.env): { pretty: boolean; color: boolean } {
+  const tty = (destination as { isTTY?: boolean }).isTTY === true;
+  const pretty = format === 'pretty' || (format === 'auto' && tty);
+  return { pretty, color: pretty && tty && !env.NO_COLOR };
+}
+
+/**
+ * The daemon's logger: JSON lines on stderr (pretty ones on a terminal); secrets are
+ * redacted by path as a second line of defence. Errors are logged as `{ err }`: type,
+ * message, stack, and `cause` as an error of its own (pino's errWithCause serializer), so
+ * a failure deep in a library is debuggable.
+ */
+export function createLogger(level: string, destination: NodeJS.WritableStream = process.stderr, format: LogFormat = 'auto'): Logger {
+  const { pretty, color } = resolveLogFormat(format, destination);
   return pino(
     {
       level,
@@ -13,7 +29,7 @@ export function createLogger(level: string, destination: NodeJS.WritableStream =
       serializers: { err: stdSerializers.errWithCause },
       redact: { paths: ['token', 'secret', 'secretKey', 'key.secret', 'headers.authorization', '*.token', '*.secret'], censor: '[redacted]' },
     },
-    destination as unknown as import('pino').DestinationStream,
+    (pretty ? prettyDestination(destination, color) : destination) as unknown as DestinationStream,
   );
 }
 

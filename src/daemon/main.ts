@@ -107,12 +107,17 @@ export async function runDaemon(config: Config, log: Logger): Promise<RunningDae
 export async function main(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
-    options: { config: { type: 'string' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } },
+    options: { config: { type: 'string' }, 'stop-on-stdin-eof': { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' } },
     strict: true,
     allowPositionals: false,
   });
   if (values.help) {
-    process.stdout.write('usage: aer1-anchord [--config FILE]\n  Configuration: built-in defaults, then --config FILE, then AER1_* environment variables (README: Configuration).\n');
+    process.stdout.write(
+      'usage: aer1-anchord [--config FILE] [--stop-on-stdin-eof]\n' +
+        '  Configuration: built-in defaults, then --config FILE, then AER1_* environment variables (README: Configuration).\n' +
+        '  --stop-on-stdin-eof  stop as on SIGTERM when standard input closes: a parent holding a pipe to it\n' +
+        '                       (a supervisor, a test) takes the daemon with it when it dies, even by SIGKILL.\n',
+    );
     return 0;
   }
   if (values.version) {
@@ -120,10 +125,13 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const config = loadConfig({ file: values.config });
-  const log = createLogger(config.log.level);
+  const log = createLogger(config.log.level, process.stderr, config.log.format);
   const running = await runDaemon(config, log);
   await new Promise<void>((resolve) => {
-    const onSignal = (signal: NodeJS.Signals): void => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals | 'stdin-eof'): void => {
+      if (stopping) return;
+      stopping = true;
       log.info({ signal }, 'stopping: no new jobs; in-flight work finishes or returns to its queue');
       const timer = setTimeout(() => {
         log.error(`did not stop within ${STOP_TIMEOUT_MS} ms; exiting`);
@@ -143,6 +151,14 @@ export async function main(argv: string[]): Promise<number> {
     };
     process.once('SIGTERM', onSignal);
     process.once('SIGINT', onSignal);
+    if (values['stop-on-stdin-eof']) {
+      // Nothing is read from stdin; its end (or an error: the parent's end gone) is the signal.
+      process.stdin.on('data', () => undefined);
+      process.stdin.once('end', () => onSignal('stdin-eof'));
+      process.stdin.once('error', () => onSignal('stdin-eof'));
+    }
   });
+  // a stdin being read keeps the process alive: let it go once stopped
+  if (values['stop-on-stdin-eof']) process.stdin.destroy();
   return 0;
 }

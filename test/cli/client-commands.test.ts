@@ -87,6 +87,35 @@ describe('client commands against a running daemon', () => {
     expect(withProof.anchor_proof.digest).toBe(p.digest);
   });
 
+  it('status lists the relays and calendars the subject was sent to, from state, not those of the config in force', async () => {
+    const s = receiptFields();
+    const file = join(dir, 'sent-to.json');
+    writeFileSync(file, JSON.stringify(s));
+    expect(cli(['enqueue', file], configFile).status).toBe(0);
+    await waitFor('nostr confirmed and the OTS batch submitted', async () => {
+      const r = await issuer.store.getRecord(s.receipt_uuid);
+      const batch = r?.batches.ots;
+      return r?.witnesses.nostr?.status === 'confirmed' && batch && (await issuer.store.batchField('ots', batch.id, 'submitted')) === '1';
+    });
+    // The operator moves to other relays and another calendar (nothing listens there).
+    const movedFile = join(dir, 'moved-config.json');
+    const moved = { relays: ['ws://127.0.0.1:9/moved-relay'], calendars: ['http://127.0.0.1:9/moved-calendar'] };
+    writeFileSync(movedFile, JSON.stringify({ redis: { prefix: JSON.parse(readFileSync(configFile, 'utf8')).redis.prefix }, nostr: { relays: moved.relays }, ots: { calendars: moved.calendars, minCalendars: 1 } }));
+
+    const text = cli(['status', s.receipt_uuid], movedFile);
+    expect(text.status, text.stderr).toBe(0);
+    for (const r of relays) expect(text.stdout).toContain(`    ${r.url}: accepted`);
+    expect(text.stdout).toContain(`    ${calendars[0]!.url}: pending`);
+    expect(text.stdout).not.toContain('moved-relay');
+    expect(text.stdout).not.toContain('moved-calendar');
+
+    const json = cli(['status', s.receipt_uuid, '--json'], movedFile);
+    expect(json.status, json.stderr).toBe(0);
+    const view = JSON.parse(json.stdout) as { witnesses: { nostr: { relays: Array<{ url: string; status: string }> }; ots: { calendars: Array<{ url: string; status: string }> } } };
+    expect(view.witnesses.nostr.relays.map((r) => [r.url, r.status])).toEqual(relays.map((r) => [r.url, 'accepted']));
+    expect(view.witnesses.ots.calendars.map((c) => [c.url, c.status])).toEqual([[calendars[0]!.url, 'pending']]);
+  });
+
   it('refuses a conflicting root and a malformed file with reasons (exit 1), an unreadable file with exit 2', () => {
     const s = receiptFields();
     const a = join(dir, 'a.json');

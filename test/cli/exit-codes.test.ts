@@ -41,6 +41,20 @@ const ROWS: Row[] = [
   ['anchor: a bad setting', 'aer1-anchor', ['status', 'k', '--config', files.badConfig], 2, /^aer1-anchor: config redis\.prefix: /],
   ['anchor: a document refused (a job failed)', 'aer1-anchor', ['enqueue', files.notADocument, ...redis], 1, /refused: .*not a receipt, a workflow close or a job timeline/],
   ['anchor: no such subject (a lookup failed)', 'aer1-anchor', ['status', 'no-such-key', ...redis], 1, /^aer1-anchor: no subject with key no-such-key$/],
+  // Every aer1-anchor command refuses an unknown flag in one line, before it reads or starts anything.
+  ...(['envelope', 'status', 'proof', 'keygen', 'ots info', 'ots verify', 'verify-anchor', 'audit', 'dev-relay', 'dev-calendar', 'demo'].map(
+    (cmd): Row => [`anchor ${cmd}: an unknown flag`, 'aer1-anchor', [...cmd.split(' '), '--frobnicate', 'x'], 2, /^aer1-anchor: Unknown option '--frobnicate' \(see --help\)$/],
+  )),
+  // Every JSON input of every command: one line naming the file, never its text.
+  ['anchor envelope: a file that is not JSON', 'aer1-anchor', ['envelope', files.notJson], 2, /^aer1-anchor: .*not-json\.json is not JSON: /],
+  ['anchor envelope: truncated JSON', 'aer1-anchor', ['envelope', files.truncated], 2, /^aer1-anchor: .*truncated\.json is not JSON: /],
+  ['anchor proof: an --attach file that is not JSON', 'aer1-anchor', ['proof', 'k', '--attach', files.notJson, ...redis], 2, /^aer1-anchor: .*not-json\.json is not JSON: /],
+  ['anchor verify-anchor: a file that is not JSON', 'aer1-anchor', ['verify-anchor', files.truncated], 2, /^aer1-anchor: .*truncated\.json is not JSON: /],
+  // A file that is not an .ots is a proof that fails its check (exit 1), in one line.
+  ['anchor ots info: a file that is not an .ots', 'aer1-anchor', ['ots', 'info', files.notJson], 1, /^aer1-anchor: not an OpenTimestamps proof \(bad magic bytes\)/],
+  ['anchor ots verify: a file that is not an .ots', 'aer1-anchor', ['ots', 'verify', files.truncated, '--digest', 'ab'.repeat(32)], 1, /^aer1-anchor: not an OpenTimestamps proof \(bad magic bytes\)/],
+  ['verify: a --proof file that is not JSON', 'aer1-verify-anchor', [files.notADocument, '--proof', files.notJson], 2, /^aer1-verify-anchor: .*not-json\.json is not JSON: /],
+  ['verify: a --headers file that is not JSON', 'aer1-verify-anchor', [files.notADocument, '--headers', files.truncated], 2, /^aer1-verify-anchor: .*truncated\.json/],
   ['verify: an unknown flag', 'aer1-verify-anchor', ['--frobnicate', 'x'], 2, /^aer1-verify-anchor: Unknown option '--frobnicate' \(see --help\)$/],
   ['verify: a missing file', 'aer1-verify-anchor', [missing], 2, /^aer1-verify-anchor: cannot read .*missing\.json: ENOENT$/],
   ['verify: a file that is not JSON', 'aer1-verify-anchor', [files.notJson], 2, /^aer1-verify-anchor: .*not-json\.json is not JSON: /],

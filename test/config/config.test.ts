@@ -7,6 +7,7 @@ import { CONFIG_KEYS, configDefault, configSchema } from '../../src/adapters/con
 import { DEFAULT_LIMITS } from '../../src/core/aer1/limits.js';
 import { DEFAULT_EVENT_KIND } from '../../src/core/nostr/events.js';
 import { DEFAULT_TIMEOUT_MS as CALENDAR_TIMEOUT_MS } from '../../src/adapters/ots/calendar/index.js';
+import { DEFAULT_SOURCE_TIMEOUT_MS } from '../../src/adapters/bitcoin/sources.js';
 
 function file(content: unknown): string {
   const f = join(mkdtempSync(join(tmpdir(), 'cfg-')), 'c.json');
@@ -99,6 +100,7 @@ describe('configuration', () => {
     expect(configDefault('limits.maxSteps')).toBe(DEFAULT_LIMITS.maxSteps);
     expect(configDefault('limits.maxEntries')).toBe(DEFAULT_LIMITS.maxEntries);
     expect(CALENDAR_TIMEOUT_MS).toBe(configDefault('ots.timeoutMs'));
+    expect(DEFAULT_SOURCE_TIMEOUT_MS).toBe(configDefault('ots.timeoutMs'));
   });
 
   it('reads http.allowedHosts as a list of names in one form: lowercase, IPv6 in brackets, no trailing dot', () => {

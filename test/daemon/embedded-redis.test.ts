@@ -5,7 +5,7 @@
  * is not recorded is stopped before a new one starts on the same append-only file; the
  * CLI finds the server through the folder's aer1-redis.json, with no flags.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -14,9 +14,8 @@ import { EMBEDDED_REDIS_FILE, readEmbeddedRedisRecord, redisServersIn } from '..
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
-import { REPO_ROOT, receiptFields, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
+import { REPO_ROOT, receiptFields, spawnAnchord, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
-const anchord = join(REPO_ROOT, 'bin/aer1-anchord.js');
 const anchor = join(REPO_ROOT, 'bin/aer1-anchor.js');
 
 describe('the embedded redis-server of a data folder', () => {
@@ -48,7 +47,7 @@ describe('the embedded redis-server of a data folder', () => {
 
   /** Starts the daemon and waits for its ready line; returns the child and its log so far. */
   async function startAnchord(): Promise<{ child: ChildProcess; log: () => string }> {
-    const child = spawn(process.execPath, [anchord, '--config', configFile], { cwd: home, env: { PATH: process.env.PATH ?? '', HOME: home }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawnAnchord(['--config', configFile], { cwd: home, env: { PATH: process.env.PATH ?? '', HOME: home } });
     children.push(child);
     let log = '';
     child.stderr?.on('data', (d: Buffer) => {

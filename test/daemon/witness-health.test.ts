@@ -93,6 +93,13 @@ describe('witness health', () => {
     const stats = (await (await fetch(`${running.httpUrl}/v1/stats`)).json()) as Stats;
     expect(stats.health[0]).toMatchObject({ kind: 'relay', url, state: 'failing', lastError: { message: expect.stringContaining('down for this test') } });
     expect(stats.health[0]!.consecutiveFailures).toBeGreaterThanOrEqual(20);
+    const gauge = async (name: string): Promise<number | undefined> => {
+      const text = await (await fetch(`${running.httpUrl}/metrics`)).text();
+      const line = text.split('\n').find((l) => l.startsWith(`${name}{kind="relay",url="${url}"} `));
+      return line === undefined ? undefined : Number(line.split(' ').at(-1));
+    };
+    expect(await gauge('aer1_witness_endpoint_failing')).toBe(1);
+    expect(await gauge('aer1_witness_endpoint_consecutive_failures')).toBeGreaterThanOrEqual(20);
 
     relay.beforeEvent = undefined;
     await waitFor('the relay recovered', () => health().state === 'ok', 30_000);
@@ -102,6 +109,8 @@ describe('witness health', () => {
     expect(health()).toMatchObject({ state: 'ok', consecutiveFailures: 0, lastSuccessAt: expect.stringMatching(/Z$/) });
     const after = (await (await fetch(`${running.httpUrl}/readyz`)).json()) as { failing: string[] };
     expect(after.failing).toEqual([]);
+    expect(await gauge('aer1_witness_endpoint_failing')).toBe(0);
+    expect(await gauge('aer1_witness_endpoint_consecutive_failures')).toBe(0);
     console.log(`witness-health: ${refused} refused publishes → ${about(lines, url, /is failing|recovered/).length} log lines (1 failing, 1 recovered)`);
   }, 90_000);
 

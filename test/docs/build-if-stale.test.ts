@@ -68,4 +68,22 @@ describe('build-if-stale', () => {
     utimesSync(join(root, 'package.json'), T0, T0);
     expect(run().compiled).toBe(false);
   });
+
+  it('bundles the /verify page when its bundle is missing or older than the verify sources, and only then', () => {
+    const bundled = join(root, 'bundle-ran');
+    put('scripts/build-verify-bundle.mjs', `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(bundled)}, 'x');\n`, T0);
+    put('src/core/v.ts', 'export const v = 1;', T0);
+    put('dist/src/core/v.js', 'export const v = 1;', T0 + 100);
+    const again = (): { stderr: string; bundled: boolean; compiled: boolean } => {
+      rmSync(bundled, { force: true });
+      const r = run();
+      return { stderr: r.stderr, bundled: existsSync(bundled), compiled: r.compiled };
+    };
+    expect(again()).toEqual({ bundled: true, compiled: false, stderr: 'build: src/adapters/http/static/verify.bundle.js is missing; bundling the browser verifier (scripts/build-verify-bundle.mjs)\n' });
+    put('src/adapters/http/static/verify.bundle.js', '// built', T0 + 100);
+    expect(again()).toEqual({ bundled: false, compiled: false, stderr: '' });
+    utimesSync(join(root, 'src/core/v.ts'), T0 + 200, T0 + 200);
+    put('dist/src/core/v.js', 'export const v = 1;', T0 + 300);
+    expect(again()).toMatchObject({ bundled: true, compiled: false, stderr: expect.stringContaining('src/core/v.ts changed since the bundle was built') });
+  });
 });

@@ -1,5 +1,5 @@
 /**
- * The Docker files stay in agreement with the code (Docker itself cannot run here): what
+ * The Docker files stay in agreement with the code (no Docker daemon or image registry here): what
  * the Dockerfile copies exists and is not ignored, it runs as `node` with a /livez health
  * check, compose's Redis persists without eviction, config/local.json loads, and the dev
  * relay and dev calendar accept exactly the arguments compose gives them.
@@ -80,6 +80,16 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^ENTRYPOINT \["node", "bin\/aer1-anchord\.js"\]$/m);
     expect(existsSync(join(repo, 'bin/aer1-anchord.js'))).toBe(true);
     expect(dockerfile).toMatch(/^VOLUME \["\/app\/var"\]$/m);
+  });
+
+  it('installs no compiler toolchain: no package of the lockfile builds native code', () => {
+    // sqlite (better-sqlite3) is gone; python3/make/g++ were only there to compile it
+    const instructions = dockerfile.split('\n').filter((l) => !l.trimStart().startsWith('#')).join('\n');
+    expect(instructions).not.toMatch(/apt-get|apk add|python3|\bg\+\+|\bmake\b/);
+    const lock = JSON.parse(readFileSync(join(repo, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean; optional?: boolean }> };
+    const scripted = Object.entries(lock.packages).filter(([, v]) => v.hasInstallScript).map(([p, v]) => `${p.replace(/^.*node_modules\//, '')}${v.optional ? ' (optional)' : ''}`);
+    // msgpackr-extract (BullMQ's optional faster msgpack) ships prebuilt binaries and is skipped when none fits
+    expect(scripted).toEqual(['msgpackr-extract (optional)']);
   });
 });
 

@@ -23,7 +23,7 @@ describe('WitnessHealth', () => {
   it('starts unknown, turns failing on the 3rd failure in a row, reminds every 5 minutes at most, and logs one line on recovery', () => {
     const { health, lines, clock } = setup();
     health.register('relay', 'wss://relay.example');
-    expect(health.snapshot()).toEqual([{ kind: 'relay', url: 'wss://relay.example/', state: 'unknown', lastSuccessAt: null, lastError: null, consecutiveFailures: 0 }]);
+    expect(health.snapshot()).toEqual([{ kind: 'relay', url: 'wss://relay.example/', state: 'unknown', lastSuccessAt: null, lastError: null, consecutiveFailures: 0, recent: { windowSeconds: 900, attempts: 0, failures: 0 } }]);
     health.failure('relay', 'wss://relay.example', 'timeout: no OK');
     health.failure('relay', 'wss://relay.example', 'timeout: no OK');
     expect(health.snapshot()[0]!.state).toBe('unknown');
@@ -47,6 +47,22 @@ describe('WitnessHealth', () => {
     // a single failure after recovery does not turn it failing again
     health.failure('relay', 'wss://relay.example', 'error: x');
     expect(health.snapshot()[0]).toMatchObject({ state: 'ok', consecutiveFailures: 1, lastError: { message: 'error: x' } });
+  });
+
+  it('counts attempts and failures over the last 15 minutes: the error rate, which forgets older minutes', () => {
+    const { health, clock } = setup();
+    const url = 'wss://relay.example';
+    for (let i = 0; i < 6; i++) health.failure('relay', url, 'timeout: no OK');
+    for (let i = 0; i < 2; i++) health.success('relay', url);
+    expect(health.snapshot()[0]!.recent).toEqual({ windowSeconds: 900, attempts: 8, failures: 6 });
+    clock.ms += 10 * 60_000;
+    health.success('relay', url);
+    expect(health.snapshot()[0]!.recent).toEqual({ windowSeconds: 900, attempts: 9, failures: 6 });
+    // 16 minutes after the first burst: only the success of minute 10 is left
+    clock.ms += 6 * 60_000;
+    expect(health.snapshot()[0]!.recent).toEqual({ windowSeconds: 900, attempts: 1, failures: 0 });
+    clock.ms += 15 * 60_000;
+    expect(health.snapshot()[0]!.recent).toEqual({ windowSeconds: 900, attempts: 0, failures: 0 });
   });
 
   it('keeps one bounded line of the last error, with the URL shown without credentials or query', () => {

@@ -165,23 +165,34 @@ export async function privateRedis(appendonly = true): Promise<EmbeddedRedis> {
   return startEmbeddedRedis({ dir: tempDir('redis'), appendonly });
 }
 
-/** `aer1-anchord` as a child process (for SIGKILL and SIGTERM tests); needs a build. */
-export function spawnDaemon(config: Config, redisUrl: string, keyFile: string): ChildProcess {
-  const dir = tempDir('daemon');
-  const file = join(dir, 'config.json');
-  writeFileSync(file, JSON.stringify({ ...config, redis: { ...config.redis, url: redisUrl }, nostr: { ...config.nostr, keyFile } }));
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchord.js'), '--config', file], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir },
-    stdio: ['ignore', 'ignore', 'pipe'],
+/**
+ * The built `aer1-anchord` as a child process, dying with this test process however that
+ * ends: it runs with --stop-on-stdin-eof on a stdin pipe that only we hold, so when this
+ * process exits, crashes or is SIGKILLed (a vitest worker torn down at a timeout) the pipe
+ * closes and the daemon stops. A normal exit also SIGKILLs it at once.
+ */
+export function spawnAnchord(args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv }): ChildProcess & { stdin: NonNullable<ChildProcess['stdin']> } {
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchord.js'), ...args, '--stop-on-stdin-eof'], {
+    cwd: opts.cwd,
+    env: opts.env ?? { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? opts.cwd },
+    stdio: ['pipe', 'ignore', 'pipe'],
   });
-  // A test that times out never reaches its finally: the test process's exit takes the child with it.
   const reap = (): void => {
     child.kill('SIGKILL');
   };
   process.once('exit', reap);
   child.once('exit', () => process.off('exit', reap));
-  return child;
+  // a daemon that exits first closes the pipe: writes are never made, but an EPIPE must not throw
+  child.stdin!.on('error', () => undefined);
+  return child as ChildProcess & { stdin: NonNullable<ChildProcess['stdin']> };
+}
+
+/** `aer1-anchord` as a child process (for SIGKILL and SIGTERM tests); needs a build. */
+export function spawnDaemon(config: Config, redisUrl: string, keyFile: string): ChildProcess {
+  const dir = tempDir('daemon');
+  const file = join(dir, 'config.json');
+  writeFileSync(file, JSON.stringify({ ...config, redis: { ...config.redis, url: redisUrl }, nostr: { ...config.nostr, keyFile } }));
+  return spawnAnchord(['--config', file], { cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir } });
 }
 
 export { stopChild };

@@ -56,6 +56,7 @@ export function withHttp(d: Daemon, http: Partial<Config['http']>, extra: Partia
     metrics: d.metrics,
     health: d.health,
     witnesses: d.witnesses,
+    signerPubkey: d.signerPubkey,
     intakeQueue: d.intakeQueue,
     queues: d.queues,
     get running() {

@@ -3,12 +3,12 @@
  * dist/src/adapters/http/ (the build), both pointing at src/adapters/http/static/.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { cpSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { STATIC_FILES, loadStaticFiles, staticDir } from '../../src/adapters/http/static-files.js';
-import { REPO_ROOT } from '../helpers/harness.js';
+import { REPO_ROOT, tempDir } from '../helpers/harness.js';
 
 const SOURCE_DIR = join(REPO_ROOT, 'src/adapters/http/static/');
 const BUILT = join(REPO_ROOT, 'dist/src/adapters/http/static-files.js');
@@ -24,6 +24,21 @@ describe('status page files', () => {
   it('are found from the build folder by the relative path the built module uses', () => {
     const fromDist = new URL('../../../../src/adapters/http/static/', pathToFileURL(BUILT));
     expect(staticDir([new URL('./static/', pathToFileURL(BUILT)), fromDist])).toBe(SOURCE_DIR);
+  });
+
+  it('stand in for the /verify bundle when it was not built, with a message saying how to build it', () => {
+    const dir = `${tempDir('aer1-static')}/`;
+    try {
+      cpSync(SOURCE_DIR, dir, { recursive: true });
+      rmSync(join(dir, 'verify.bundle.js'), { force: true });
+      const files = loadStaticFiles(dir);
+      expect([...files.keys()].sort()).toEqual(Object.keys(STATIC_FILES).sort());
+      expect(files.get('/verify.bundle.js')!.body.toString()).toBe('window.aer1VerifyMissing = "verify.bundle.js was not built: run npm run build (it bundles the browser verifier)";\n');
+      expect(files.get('/verify')!.csp).toMatch(/connect-src 'self' https: http:/);
+      expect(files.get('/')!.csp).toBeUndefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('say where they were looked for when missing', () => {

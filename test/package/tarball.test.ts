@@ -125,6 +125,9 @@ describe('the packed tarball, installed into an empty project', () => {
     expect(paths).toContain('dist/src/package/verify.js');
     expect(paths.filter((p) => p.startsWith('config/'))).toEqual([]);
     expect(paths).toContain('src/adapters/http/static/openapi.json');
+    // the /verify page and its bundle (built by npm run build, not kept in git)
+    expect(paths).toContain('src/adapters/http/static/verify.html');
+    expect(paths).toContain('src/adapters/http/static/verify.bundle.js');
     expect(paths.filter((p) => p.endsWith('.map') || p.startsWith('dist/bench/') || p.startsWith('test/') || p === 'config/local.json' || (p.endsWith('.ts') && !p.endsWith('.d.ts')))).toEqual([]);
   });
 

@@ -21,8 +21,8 @@ import { checkedFetch } from '../helpers/openapi.js';
 import { join } from 'node:path';
 
 const TOKEN = 'access-test-token-9f8e7d6c5b4a';
-const READS = ['/v1/stats', '/v1/anchors', '/v1/anchors/x', '/v1/anchors/x/proof', '/v1/webhooks', '/metrics'];
-const PUBLIC = ['/livez', '/readyz', '/', '/app.js', '/style.css', '/openapi.json'];
+const READS = ['/v1/stats', '/v1/info', '/v1/timeline', '/v1/anchors', '/v1/anchors/x', '/v1/anchors/x/proof', '/v1/webhooks', '/metrics'];
+const PUBLIC = ['/livez', '/readyz', '/', '/app.js', '/style.css', '/openapi.json', '/verify', '/verify.js', '/verify.bundle.js'];
 
 /** True when a TCP connection to host:port is accepted. */
 function accepts(host: string, port: number): Promise<boolean> {

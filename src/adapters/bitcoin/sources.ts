@@ -8,7 +8,6 @@ import { readFile } from 'node:fs/promises';
 import { BitcoinVerificationError } from '../../core/bitcoin/errors.js';
 import { HEADER_LENGTH, displayHex, sha256d } from '../../core/bitcoin/header.js';
 import type { HeaderSource } from '../../core/bitcoin/header-source.js';
-import { configDefault } from '../config/schema.js';
 
 export type { HeaderSource };
 
@@ -17,8 +16,12 @@ export interface HttpSourceOptions {
   timeoutMs?: number;
 }
 
-/** The daemon passes `ots.timeoutMs`; the verifier and `aer1-anchor ots` get its default. */
-const DEFAULT_TIMEOUT_MS = configDefault('ots.timeoutMs');
+/**
+ * The daemon passes `ots.timeoutMs`; the verifier and `aer1-anchor ots` get this, its default
+ * (test/config/config.test.ts checks they agree). A literal, not read from the config schema:
+ * the /verify page's browser bundle includes this file and should not carry zod.
+ */
+export const DEFAULT_SOURCE_TIMEOUT_MS = 10_000;
 const MAX_ANSWER_BYTES = 64 * 1024;
 
 function checkHeight(height: number): void {
@@ -71,7 +74,8 @@ export class HeadersFileSource implements HeaderSource {
   private readonly file: string | null;
   private readonly headers: Map<number, Buffer> | null;
 
-  constructor(source: string | Map<number, Buffer>) {
+  /** `name` names headers given in memory in messages (default `headers in memory`), e.g. a file dropped on /verify. */
+  constructor(source: string | Map<number, Buffer>, name?: string) {
     if (typeof source === 'string') {
       this.file = source;
       this.headers = null;
@@ -79,7 +83,7 @@ export class HeadersFileSource implements HeaderSource {
     } else {
       this.file = null;
       this.headers = source;
-      this.name = 'headers in memory';
+      this.name = name ?? 'headers in memory';
     }
   }
 
@@ -162,7 +166,7 @@ export class EsploraSource implements HeaderSource {
     const url = new URL(baseUrl);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new RangeError(`esplora URL must be http(s): ${baseUrl}`);
     this.base = baseUrl;
-    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_SOURCE_TIMEOUT_MS;
     this.name = `esplora ${baseUrl}`;
   }
 
@@ -198,7 +202,7 @@ export class BitcoindRpcSource implements HeaderSource {
     url.username = '';
     url.password = '';
     this.url = url.toString();
-    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_SOURCE_TIMEOUT_MS;
     this.name = `bitcoind ${this.url}`; // never the password
   }
 

@@ -206,6 +206,9 @@ export const CONFIG_KEYS = [
   { key: 'nostr.backoffMs', schema: int(10, MS_DAY), default: 5000, env: 'AER1_NOSTR_BACKOFF_MS', doc: 'First retry delay; doubles per attempt.' },
   { key: 'nostr.backoffMaxMs', schema: int(10, MS_DAY), default: 600_000, env: 'AER1_NOSTR_BACKOFF_MAX_MS', doc: 'Cap of the retry delay.' },
   { key: 'nostr.rateLimitBackoffMs', schema: int(10, MS_DAY), default: 10_000, env: 'AER1_NOSTR_RATE_LIMIT_BACKOFF_MS', doc: 'A "rate-limited:" answer pauses that relay\'s whole queue this long (doubling while the relay keeps answering so, up to nostr.backoffMaxMs); the event is sent again without spending an attempt.' },
+  { key: 'nostr.powMaxDifficulty', schema: int(0, 64), default: 24, env: 'AER1_NOSTR_POW_MAX_DIFFICULTY', doc: 'Most NIP-13 proof of work (leading zero bits) mined for a relay that asks (NIP-11 min_pow_difficulty or a "pow:" answer naming it); a relay asking more is marked failed for the event. Each bit doubles the work.' },
+  { key: 'nostr.powBudgetMs', schema: int(10, MS_DAY), default: 120_000, env: 'AER1_NOSTR_POW_BUDGET_MS', doc: 'Longest time spent mining one event\'s proof of work for one relay (in slices, off the intake path); over it that relay is marked failed for the event.' },
+  { key: 'nostr.relayInfoTtlMs', schema: int(1000, MS_DAY), default: 3_600_000, env: 'AER1_NOSTR_RELAY_INFO_TTL_MS', doc: 'How long a relay\'s NIP-11 document (its stated limits) is kept before it is fetched again.' },
   { key: 'nostr.readBack', schema: bool(), default: false, env: 'AER1_NOSTR_READ_BACK', doc: 'After acceptance, read the event back by id and mark the relay "stored" when the bytes match.' },
   { key: 'nostr.batchMaxSize', schema: int(1, 1_000_000), default: 10_000, env: 'AER1_NOSTR_BATCH_MAX_SIZE', doc: 'Batch mode: most subjects per event.' },
   { key: 'nostr.batchWindowMs', schema: int(10, MS_DAY), default: 10_000, env: 'AER1_NOSTR_BATCH_WINDOW_MS', doc: 'Batch mode: longest a subject waits for its batch.' },
@@ -240,6 +243,7 @@ export const CONFIG_KEYS = [
   { key: 'webhooks', schema: webhooks(), default: [], env: 'AER1_WEBHOOKS', doc: 'POST every state change to these: [{"url", "secret", "headers"?}] (JSON in the environment). URLs with user:password@ are refused: put credentials in "headers".' },
 
   { key: 'log.level', schema: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), default: 'info', env: 'AER1_LOG_LEVEL', doc: 'Log level (pino).' },
+  { key: 'log.format', schema: oneOf(['auto', 'json', 'pretty']), default: 'auto', env: 'AER1_LOG_FORMAT', doc: 'auto: human-readable lines when stderr is a terminal, JSON lines otherwise (pipe, file, journald, docker logs); json or pretty force one.' },
 ] as const satisfies readonly KeySpec[];
 
 type Entry = (typeof CONFIG_KEYS)[number];

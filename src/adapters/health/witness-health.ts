@@ -19,7 +19,12 @@ export interface EndpointHealth {
   lastSuccessAt: string | null;
   lastError: { at: string; message: string } | null;
   consecutiveFailures: number;
+  /** Attempts and failures over the last `windowSeconds` (15 minutes): the error rate. */
+  recent: { windowSeconds: number; attempts: number; failures: number };
 }
+
+/** The error-rate window: per-minute counts over the last 15 minutes. */
+export const RECENT_WINDOW_MINUTES = 15;
 
 export interface WitnessHealthOptions {
   /** Consecutive failures that turn an endpoint `failing` (default 3). */
@@ -37,6 +42,8 @@ interface Entry {
   /** The configured URL (may carry credentials): only for scrubbing error text, never shown. */
   configured: string;
   lastLogMs: number;
+  /** Per minute (epoch minute → attempts, failures), the last RECENT_WINDOW_MINUTES only. */
+  minutes: Map<number, { attempts: number; failures: number }>;
 }
 
 export class WitnessHealth {
@@ -63,6 +70,7 @@ export class WitnessHealth {
     const r = e.record;
     const was = r.state;
     const failures = r.consecutiveFailures;
+    this.count(e, false);
     r.state = 'ok';
     r.consecutiveFailures = 0;
     r.lastSuccessAt = new Date(this.now()).toISOString();
@@ -76,6 +84,7 @@ export class WitnessHealth {
     const e = this.entry(kind, url);
     const r = e.record;
     const at = this.now();
+    this.count(e, true);
     r.consecutiveFailures += 1;
     r.lastError = { at: new Date(at).toISOString(), message: boundedError(scrubUrl(message, e.configured)) };
     if (r.state !== 'failing' && r.consecutiveFailures >= this.failAfter) {
@@ -96,7 +105,7 @@ export class WitnessHealth {
 
   /** Every endpoint, relays first, in the order they became known. */
   snapshot(): EndpointHealth[] {
-    const all = [...this.entries.values()].map((e) => ({ ...e.record, lastError: e.record.lastError && { ...e.record.lastError } }));
+    const all = [...this.entries.values()].map((e) => ({ ...e.record, lastError: e.record.lastError && { ...e.record.lastError }, recent: this.recent(e) }));
     return [...all.filter((r) => r.kind === 'relay'), ...all.filter((r) => r.kind === 'calendar')];
   }
 
@@ -105,11 +114,40 @@ export class WitnessHealth {
     return this.snapshot().filter((r) => r.state === 'failing');
   }
 
+  private count(e: Entry, failed: boolean): void {
+    const minute = Math.floor(this.now() / 60_000);
+    let m = e.minutes.get(minute);
+    if (!m) {
+      m = { attempts: 0, failures: 0 };
+      e.minutes.set(minute, m);
+      for (const k of e.minutes.keys()) if (k <= minute - RECENT_WINDOW_MINUTES) e.minutes.delete(k);
+    }
+    m.attempts += 1;
+    if (failed) m.failures += 1;
+  }
+
+  private recent(e: Entry): EndpointHealth['recent'] {
+    const from = Math.floor(this.now() / 60_000) - RECENT_WINDOW_MINUTES;
+    let attempts = 0;
+    let failures = 0;
+    for (const [k, m] of e.minutes) {
+      if (k <= from) continue;
+      attempts += m.attempts;
+      failures += m.failures;
+    }
+    return { windowSeconds: RECENT_WINDOW_MINUTES * 60, attempts, failures };
+  }
+
   private entry(kind: EndpointKind, url: string): Entry {
     const id = `${kind} ${url}`;
     let e = this.entries.get(id);
     if (!e) {
-      e = { configured: url, lastLogMs: 0, record: { kind, url: displayUrl(url), state: 'unknown', lastSuccessAt: null, lastError: null, consecutiveFailures: 0 } };
+      e = {
+        configured: url,
+        lastLogMs: 0,
+        minutes: new Map(),
+        record: { kind, url: displayUrl(url), state: 'unknown', lastSuccessAt: null, lastError: null, consecutiveFailures: 0, recent: { windowSeconds: RECENT_WINDOW_MINUTES * 60, attempts: 0, failures: 0 } },
+      };
       this.entries.set(id, e);
     }
     return e;

@@ -41,6 +41,7 @@ export class RequestRedis {
       metrics: daemon.metrics,
       health: daemon.health,
       witnesses: daemon.witnesses,
+      signerPubkey: daemon.signerPubkey ?? null,
       intakeQueue,
       queues,
       get running() {

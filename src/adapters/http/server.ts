@@ -21,6 +21,7 @@ import { HttpError, JSON_TYPE, json, refusalError, send, sendError, type Reply }
 import { checkQuery, findRoute, splitUrl, type RequestContext, type Route } from './router.js';
 import { streamEvents, type LiveStream } from './sse.js';
 import { collectStats, gaugeSource } from './stats.js';
+import { collectTimeline, daemonInfo, parseMinutes } from './overview.js';
 import { loadStaticFiles, type StaticFile } from './static-files.js';
 import { EventSocketServer } from './ws.js';
 import { WebhookLog } from '../webhooks/delivery-log.js';
@@ -75,7 +76,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   const readiness = new Readiness(requests.redis, daemon.store.keys.probe, cfg.redisTimeoutMs);
   const anchors = new AnchorRoutes(view, { onWriteRefused: (r) => readiness.noteRefusal(r) });
   const webhookLog = new WebhookLog(requests.redis, daemon.store.keys.base);
-  const gauges = gaugeSource(view);
+  const gauges = { ...gaugeSource(view), redisWritable: async () => (await readiness.redisProblem()) === null };
   const live = new LiveClients(cfg.maxLiveClients, daemon.metrics.registry);
 
   const staticRoute = (path: string): Route => ({
@@ -90,6 +91,9 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     staticRoute('/app.js'),
     staticRoute('/style.css'),
     staticRoute('/openapi.json'),
+    staticRoute('/verify'),
+    staticRoute('/verify.js'),
+    staticRoute('/verify.bundle.js'),
     { method: 'GET', path: '/livez', access: 'public', handler: async () => json(200, { status: 'ok' }) },
     {
       method: 'GET',
@@ -119,6 +123,8 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       },
     },
     { method: 'GET', path: '/v1/stats', access: 'read', handler: async () => json(200, await collectStats(view)) },
+    { method: 'GET', path: '/v1/info', access: 'read', handler: async () => json(200, daemonInfo(view)) },
+    { method: 'GET', path: '/v1/timeline', access: 'read', query: ['minutes'], handler: async ({ query }) => json(200, await collectTimeline(view, parseMinutes(query.get('minutes')))) },
     { method: 'GET', path: '/v1/anchors', access: 'read', query: ['status', 'witness', 'backend', 'cursor', 'limit'], handler: (c) => anchors.list(c) },
     { method: 'POST', path: '/v1/anchors', access: 'write', handler: (c) => anchors.post(c) },
     { method: 'GET', path: '/v1/anchors/{key}', access: 'read', handler: (c) => anchors.get(c) },
@@ -293,7 +299,7 @@ async function drain(server: Server, inFlight: InFlight): Promise<{ closed: Prom
 function serveStatic(req: IncomingMessage, file: StaticFile): Reply {
   const headers: Record<string, string> = { 'Content-Type': file.type, ETag: file.etag, 'Cache-Control': 'no-cache' };
   if (file.type.startsWith('text/html')) {
-    headers['Content-Security-Policy'] = PAGE_CSP;
+    headers['Content-Security-Policy'] = file.csp ?? PAGE_CSP;
     headers['Referrer-Policy'] = 'no-referrer';
   }
   if (req.headers['if-none-match'] === file.etag) return { status: 304, body: '', headers };

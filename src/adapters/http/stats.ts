@@ -7,6 +7,8 @@ import type { GaugeSource } from '../metrics/metrics.js';
 import type { WitnessName } from '../state/keys.js';
 import type { DaemonView } from '../view/daemon-view.js';
 import type { EndpointHealth } from '../health/witness-health.js';
+import { displayUrl } from '../config/display-url.js';
+import { relayQueueName } from '../queue/names.js';
 
 export interface QueueCounts {
   waiting: number;
@@ -29,8 +31,30 @@ export interface Stats {
   oldestPending: { key: string; since: string; ageSeconds: number } | null;
   witnesses: Partial<Record<WitnessName, WitnessStats>>;
   queue: QueueCounts;
-  /** Each relay's and calendar's health as this daemon process saw it. */
-  health: EndpointHealth[];
+  /** Each relay's and calendar's health as this daemon process saw it, with what waits on it. */
+  health: EndpointWaiting[];
+}
+
+/**
+ * An endpoint's health plus `waiting`: for a relay, the events not yet answered for good by it
+ * (its queue's waiting, delayed and active jobs: one per subject in envelope mode, one per batch
+ * in batch mode); for a calendar, the subjects whose OTS witness is pending or partial (the
+ * calendars hold the batches together, m of n). Null when it could not be counted.
+ */
+export type EndpointWaiting = EndpointHealth & { waiting: number | null };
+
+/** Jobs a relay's queue still holds: events that relay has not answered for good. */
+async function relayWaiting(daemon: DaemonView): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  if (!daemon.config.nostr.enabled) return out;
+  const byName = new Map(daemon.queues.map((q) => [q.name, q]));
+  await Promise.all(daemon.config.nostr.relays.map(async (url) => {
+    const q = byName.get(relayQueueName(daemon.config.queue.name, url));
+    if (!q) return;
+    const c = await q.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused');
+    out.set(displayUrl(url), Object.values(c).reduce((a, b) => a + b, 0));
+  }));
+  return out;
 }
 
 
@@ -50,11 +74,12 @@ async function oldestOverall(daemon: DaemonView): Promise<{ key: string; ms: num
 
 export async function collectStats(daemon: DaemonView, now: () => number = Date.now): Promise<Stats> {
   const store = daemon.store;
-  const [byStatus, byWitness, queue, oldest] = await Promise.all([
+  const [byStatus, byWitness, queue, oldest, relays] = await Promise.all([
     store.countByStatus(),
     store.countByWitness(daemon.witnesses),
     daemon.queueCounts(),
     oldestOverall(daemon),
+    relayWaiting(daemon),
   ]);
   const at = now();
   const witnesses: Stats['witnesses'] = {};
@@ -72,7 +97,10 @@ export async function collectStats(daemon: DaemonView, now: () => number = Date.
     oldestPending: oldest === null ? null : { key: oldest.key, since: isoSeconds(oldest.ms), ageSeconds: age(oldest.ms, at) },
     witnesses,
     queue,
-    health: daemon.health.snapshot(),
+    health: daemon.health.snapshot().map((h) => ({
+      ...h,
+      waiting: h.kind === 'relay' ? (relays.get(h.url) ?? null) : byWitness.ots ? (byWitness.ots.pending ?? 0) + (byWitness.ots.partial ?? 0) : null,
+    })),
   };
 }
 

@@ -3,12 +3,15 @@
  * relays, calendars and statuses; never a subject.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EndpointHealth } from '../health/witness-health.js';
 
 export interface GaugeSource {
   countByWitness(): Promise<Record<string, Record<string, number>>>;
   countByStatus(): Promise<Record<string, number>>;
   oldestUnconfirmedSeconds(): Promise<Record<string, number>>;
   queueCounts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }>;
+  /** Does Redis take writes now (the `/readyz` probe)? Absent: the gauge is not reported. */
+  redisWritable?(): Promise<boolean>;
 }
 
 export class DaemonMetrics {
@@ -19,6 +22,7 @@ export class DaemonMetrics {
   private readonly intakeTotal: Counter<'result'>;
   private readonly repairsTotal: Counter<'kind'>;
   private source: GaugeSource | null = null;
+  private health: (() => EndpointHealth[]) | null = null;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -90,6 +94,42 @@ export class DaemonMetrics {
         for (const [state, n] of Object.entries(c)) queue.set({ state }, n);
       },
     });
+    new Gauge({
+      name: 'aer1_witness_endpoint_failing',
+      help: 'Relays and calendars this daemon saw fail several attempts in a row (1 failing, 0 ok or not used yet); the same state as /readyz "failing".',
+      labelNames: ['kind', 'url'],
+      registers: [this.registry],
+      collect() {
+        if (!self.health) return;
+        this.reset();
+        for (const e of self.health()) this.set({ kind: e.kind, url: e.url }, e.state === 'failing' ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'aer1_witness_endpoint_consecutive_failures',
+      help: 'Attempts in a row that failed, per relay and calendar (0 after a success).',
+      labelNames: ['kind', 'url'],
+      registers: [this.registry],
+      collect() {
+        if (!self.health) return;
+        this.reset();
+        for (const e of self.health()) this.set({ kind: e.kind, url: e.url }, e.consecutiveFailures);
+      },
+    });
+    new Gauge({
+      name: 'aer1_redis_writable',
+      help: 'Whether Redis takes writes (1) or refuses them (0: OOM at maxmemory, READONLY replica, MISCONF, a refusal still within its Retry-After); the /readyz probe.',
+      registers: [this.registry],
+      async collect() {
+        if (!self.source?.redisWritable) return;
+        this.set((await self.source.redisWritable()) ? 1 : 0);
+      },
+    });
+  }
+
+  /** What the endpoint gauges read at scrape time (the daemon's witness health). */
+  attachHealth(read: () => EndpointHealth[]): void {
+    this.health = read;
   }
 
   /** Where the gauges read their numbers at scrape time. */

@@ -17,6 +17,7 @@ import { BatchTree } from '../../core/batch/batch-tree.js';
 import { batchEvent, envelopeEvent, serializeEvent, sameSignedEvent, type SignedEvent } from '../../core/nostr/events.js';
 import type { SigningKey } from '../../core/nostr/keys.js';
 import { RelayClient } from './relay-client.js';
+import { PolicyPublisher } from './relay-policy.js';
 
 /** The `nostr` settings (quorum resolved: 0 → a majority of the relays) plus where its queues live. */
 export type NostrWitnessOptions = Omit<Config['nostr'], 'enabled' | 'keyFile' | 'keyEnv' | 'batchMaxSize' | 'batchWindowMs'> & {
@@ -93,6 +94,8 @@ export class NostrWitness {
   /** Per relay: `rate-limited:` pauses in a row (reset by an acceptance) and when the current one ends. */
   private readonly pauses = new Map<string, { streak: number; until: number }>();
   private batchQueue: Queue | null = null;
+  /** NIP-11 limits, NIP-13 copies: what each relay is sent (relay-policy.ts). */
+  private readonly policy: PolicyPublisher;
 
   constructor(opts: NostrWitnessOptions, store: AnchorStore, key: SigningKey, log: Logger, hooks: NostrWitnessHooks = {}) {
     this.opts = opts;
@@ -100,6 +103,7 @@ export class NostrWitness {
     this.key = key;
     this.log = log.child({ witness: 'nostr' });
     this.hooks = hooks;
+    this.policy = new PolicyPublisher(store, key, opts);
     for (const url of opts.relays) {
       this.queues.set(url, new Queue<RelayJobData>(relayQueueName(opts.queueBase, url), { connection: opts.connection, prefix: opts.bullPrefix }));
     }
@@ -116,6 +120,8 @@ export class NostrWitness {
   /** Starts the relay workers (and the batch worker in batch mode). */
   start(): void {
     for (const url of this.opts.relays) {
+      // read each relay's NIP-11 limits ahead of its first job (never rejects)
+      void this.policy.policies.get(url);
       const worker = new Worker<RelayJobData>(relayQueueName(this.opts.queueBase, url), boundedFailures((job) => this.publishJob(url, job), this.log), {
         connection: this.opts.connection,
         prefix: this.opts.bullPrefix,
@@ -155,13 +161,13 @@ export class NostrWitness {
   async ensurePublishing(eventId: string): Promise<void> {
     const reports = await this.store.relayReports(eventId);
     const done = new Set(reports.filter((r) => r.final).map((r) => r.url));
-    await Promise.all(
-      [...this.queues.entries()]
-        .filter(([url]) => !done.has(url))
-        .map(([, q]) =>
-          q.add('publish', { eventId }, { jobId: eventId, attempts: this.opts.maxAttempts, backoff: { type: 'custom' } }),
-        ),
-    );
+    const todo = [...this.queues.entries()].filter(([url]) => !done.has(url));
+    // Recorded alongside the jobs (concurrently, no round trip added in sequence) so the
+    // subject's view lists the relays it was sent to, whatever the config says later.
+    await Promise.all([
+      this.store.markRelaysSent(eventId, todo.map(([url]) => url)),
+      ...todo.map(([, q]) => q.add('publish', { eventId }, { jobId: eventId, attempts: this.opts.maxAttempts, backoff: { type: 'custom' } })),
+    ]);
   }
 
   /**
@@ -182,17 +188,19 @@ export class NostrWitness {
     if (accepted >= this.opts.quorum) return out;
     // Final refusals (invalid:, blocked:, restricted:, ...) are never sent again; when they alone
     // put the quorum out of reach, reopening the relays given up on cannot help either.
-    const refused = reports.filter((r) => r.final && r.status === 'rejected').length;
+    const refused = reports.filter((r) => r.final && (r.status === 'rejected' || r.prefix === 'policy')).length;
     if (this.opts.relays.length - refused < this.opts.quorum) return out;
     const open = this.opts.relays.filter((url) => !byUrl.get(url)?.final).length;
     for (const [url, q] of this.queues) {
       const r = byUrl.get(url);
-      const reopen = r?.final === true && r.status === 'failed' && accepted + open < this.opts.quorum && Date.parse(r.at) < reopenBeforeMs;
+      // a relay whose stated policy can never take the event (prefix policy) is not sent it again
+      const reopen = r?.final === true && r.status === 'failed' && r.prefix !== 'policy' && accepted + open < this.opts.quorum && Date.parse(r.at) < reopenBeforeMs;
       if (r?.final && !reopen) continue;
       if (await this.store.redis.exists(q.toKey(eventId))) continue;
       // Read again: the job may have recorded its final answer and ended since the first read.
       const now = (await this.store.relayReports(eventId)).find((x) => x.url === url);
       if (JSON.stringify(now) !== JSON.stringify(r)) continue;
+      await this.store.markRelaysSent(eventId, [url]);
       await q.add('publish', { eventId, ...(reopen ? { reopen: true } : {}) }, { jobId: eventId, attempts: this.opts.maxAttempts, backoff: { type: 'custom' } });
       if (reopen) out.reopened++;
       else out.missing++;
@@ -242,7 +250,7 @@ export class NostrWitness {
   private client(url: string): RelayClient {
     let c = this.clients.get(url);
     if (!c) {
-      c = new RelayClient(url, { publishTimeoutMs: this.opts.publishTimeoutMs });
+      c = new RelayClient(url, { publishTimeoutMs: this.opts.publishTimeoutMs, signAuth: (t) => this.key.sign(t) });
       this.clients.set(url, c);
     }
     return c;
@@ -264,7 +272,16 @@ export class NostrWitness {
     }
     const event = JSON.parse(json) as SignedEvent;
     const attempt = job.attemptsMade + 1;
-    const result = await this.client(url).publish(event, { timeoutMs: this.opts.publishTimeoutMs });
+    const outcome = await this.policy.publish(url, this.client(url), event);
+    if ('final' in outcome) {
+      // The relay's stated policy can never take this event (payment, restricted writes, too long, proof of work over the cap)
+      this.hooks.onPublish?.(url, 'rejected:policy', outcome.final);
+      await this.record(eventId, { url, status: 'failed', message: outcome.final, at: outcome.at, attempts: attempt, final: true, prefix: 'policy', ...(outcome.pow ? { pow: outcome.pow } : {}) }, existing);
+      return;
+    }
+    const { result, sent } = outcome;
+    // the copy this relay was sent (mined or re-dated), when not the event itself
+    const copy = sent.id !== event.id ? { copyId: sent.id, ...(outcome.pow > 0 ? { pow: outcome.pow } : {}) } : {};
     this.hooks.onPublish?.(url, result.status === 'rejected' ? `rejected:${result.prefix ?? 'unknown'}` : result.status, result.message);
     if (result.status === 'accepted') {
       this.pauses.delete(url);
@@ -275,14 +292,14 @@ export class NostrWitness {
         let back: string | null = null;
         let failure = '';
         try {
-          back = await this.client(url).fetchById(eventId, { timeoutMs: this.opts.publishTimeoutMs });
+          back = await this.client(url).fetchById(sent.id, { timeoutMs: this.opts.publishTimeoutMs });
         } catch (err) {
           failure = (err as Error).message;
         }
-        if (back !== null && sameSignedEvent(back, event)) status = 'stored';
+        if (back !== null && sameSignedEvent(back, sent)) status = 'stored';
         else message = `${message}${message ? '; ' : ''}read-back ${failure ? `failed: ${failure}` : back === null ? 'found nothing' : 'differs'}`;
       }
-      await this.record(eventId, { url, status, message, at: result.at, attempts: attempt, final: true }, existing);
+      await this.record(eventId, { url, status, message, at: result.at, attempts: attempt, final: true, ...copy }, existing);
       return;
     }
     if (result.status === 'rejected' && result.prefix === 'rate-limited') {
@@ -293,7 +310,7 @@ export class NostrWitness {
       throw Worker.RateLimitError();
     }
     if (result.retryable && attempt < this.opts.maxAttempts) {
-      await this.record(eventId, { url, status: result.status, message: result.message, at: result.at, attempts: attempt, final: false, ...(result.prefix ? { prefix: result.prefix } : {}) }, existing);
+      await this.record(eventId, { url, status: result.status, message: result.message, at: result.at, attempts: attempt, final: false, ...(result.prefix ? { prefix: result.prefix } : {}), ...copy }, existing);
       throw new Error(`${result.status}: ${result.message}`);
     }
     // Not retryable (invalid:, blocked:, ...) or out of attempts: final for this relay.
@@ -305,6 +322,7 @@ export class NostrWitness {
       attempts: attempt,
       final: true,
       ...(result.prefix ? { prefix: result.prefix } : {}),
+      ...copy,
     }, existing);
   }
 
@@ -372,6 +390,7 @@ export class NostrWitness {
 
   /** Stops taking jobs; in-flight publishes finish (or go back to the queue) first. */
   async close(): Promise<void> {
+    this.policy.stop();
     await Promise.all(this.workers.map((w) => w.close()));
     await Promise.all([...this.queues.values()].map((q) => q.close()));
     await this.batchQueue?.close();

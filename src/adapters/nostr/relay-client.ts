@@ -8,7 +8,7 @@
 import WebSocket from 'ws';
 import { AbstractRelay, type Subscription } from 'nostr-tools/abstract-relay';
 import { verifyEvent } from 'nostr-tools/pure';
-import type { Event as NostrEvent } from 'nostr-tools/core';
+import type { Event as NostrEvent, EventTemplate, VerifiedEvent } from 'nostr-tools/core';
 import type { Filter } from 'nostr-tools/filter';
 import type { SignedEvent } from '../../core/nostr/keys.js';
 import { eventFields } from '../../core/nostr/events.js';
@@ -35,14 +35,17 @@ export interface PublishResult {
 export const REJECTION_RETRYABLE: Readonly<Record<string, boolean>> = {
   'rate-limited': true,
   error: true,
-  // nos.lol asks for proof of work when a key writes too fast; slower, it passes
+  // the publish job mines a copy when the answer names a difficulty (within nostr.powMaxDifficulty);
+  // nos.lol asks for proof of work when a key writes too fast, and slower it passes
   pow: true,
   invalid: false,
   blocked: false,
   restricted: false,
   mute: false,
-  // NIP-42 AUTH is not implemented: sending again unauthenticated cannot pass
-  'auth-required': false,
+  // a client with a signer authenticates (NIP-42) and sends again within the same call; an
+  // answer still auth-required after that (or from a client without a signer) can pass on a
+  // fresh connection, which authenticates anew
+  'auth-required': true,
   // never a rejection: `OK false "duplicate:"` is answered as accepted
   duplicate: false,
 };
@@ -61,6 +64,12 @@ export interface RelayClientOptions {
   now?: () => Date;
   /** WebSocket ping every 29 s to notice dead connections (default true). */
   ping?: boolean;
+  /**
+   * NIP-42: signs a relay's kind 22242 AUTH event (the daemon's key). With it the client
+   * answers a relay's `["AUTH", challenge]` once per connection, and after an
+   * `auth-required:` answer authenticates and sends the event again.
+   */
+  signAuth?: (template: EventTemplate) => SignedEvent;
 }
 
 
@@ -94,6 +103,7 @@ export class RelayClient {
   readonly #fetchTimeoutMs: number;
   readonly #now: () => Date;
   readonly #ping: boolean;
+  readonly #signAuth: ((template: EventTemplate) => SignedEvent) | undefined;
   #relay: AbstractRelay | undefined;
   #connecting: Promise<AbstractRelay> | undefined;
   #closed = false;
@@ -123,6 +133,7 @@ export class RelayClient {
     this.#fetchTimeoutMs = positive(options.fetchTimeoutMs ?? 10_000, 'fetchTimeoutMs');
     this.#now = options.now ?? (() => new Date());
     this.#ping = options.ping ?? true;
+    this.#signAuth = options.signAuth;
   }
 
   /** True while a connection is open. */
@@ -272,8 +283,24 @@ export class RelayClient {
     } catch (err) {
       failure = describe(err);
     }
-    const ok = this.#okFrames.get(event.id);
+    let ok = this.#okFrames.get(event.id);
     this.#okFrames.delete(event.id);
+    if (ok && !ok.ok && prefixOf(ok.message) === 'auth-required' && this.#signAuth && relay.connected) {
+      // NIP-42: authenticate on this connection (once: AbstractRelay keeps the AUTH promise), send again
+      const auth = await this.#authenticate(relay, deadline);
+      if (auth !== undefined) return this.#result('rejected', auth.message, auth.prefix, auth.retryable);
+      const left = deadline - Date.now();
+      if (left <= 0) return this.#result('timeout', `no OK within ${timeoutMs} ms (after AUTH)`, undefined, true);
+      relay.publishTimeout = left;
+      failure = undefined;
+      try {
+        await withDeadline(relay.publish(wire), left + 250);
+      } catch (err) {
+        failure = describe(err);
+      }
+      ok = this.#okFrames.get(event.id);
+      this.#okFrames.delete(event.id);
+    }
     if (ok) {
       const prefix = prefixOf(ok.message);
       // `OK false "duplicate: …"` (some relays): it already holds the event, an acceptance.
@@ -288,6 +315,23 @@ export class RelayClient {
       return this.#result('timeout', `no OK within ${timeoutMs} ms${notice}`, undefined, true);
     }
     return this.#result('error', failure ?? 'publish ended without an OK', undefined, true);
+  }
+
+  /** NIP-42 on `relay` within `deadline`: undefined once authenticated, else the refusal to report. */
+  async #authenticate(relay: AbstractRelay, deadline: number): Promise<{ message: string; prefix: string; retryable: boolean } | undefined> {
+    const sign = this.#signAuth!;
+    relay.publishTimeout = Math.max(1, deadline - Date.now());
+    try {
+      await withDeadline(relay.auth(async (t) => sign(t) as VerifiedEvent), Math.max(1, deadline - Date.now()));
+      return undefined;
+    } catch (err) {
+      const message = describe(err);
+      const prefix = prefixOf(message);
+      // a new connection gets a new challenge: the next attempt authenticates afresh
+      if (this.#relay === relay) this.#drop();
+      if (prefix === 'restricted' || prefix === 'blocked') return { message: `AUTH refused: ${message}`, prefix, retryable: false };
+      return { message: `auth-required: AUTH failed: ${message}`, prefix: 'auth-required', retryable: true };
+    }
   }
 
   #result(status: PublishStatus, message: string, prefix: string | undefined, retryable: boolean): PublishResult {
@@ -331,9 +375,15 @@ export class RelayClient {
       if (this.#relay === relay) this.#relay = undefined;
     };
     const original = relay._onmessage.bind(relay);
+    const sign = this.#signAuth;
     relay._onmessage = (ev: MessageEvent) => {
       if (typeof ev.data === 'string') this.#inspectFrame(ev.data);
       original(ev);
+      // NIP-42: answer the relay's challenge at once (AbstractRelay keeps one AUTH per
+      // connection). Not through its `onauth`, which rethrows a refused AUTH unhandled.
+      if (sign && typeof ev.data === 'string' && ev.data.slice(0, 12).includes('"AUTH"') && relay.connected) {
+        relay.auth(async (t) => sign(t) as VerifiedEvent).catch(() => undefined);
+      }
     };
     this.#relay = relay;
     try {

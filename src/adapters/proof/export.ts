@@ -9,6 +9,7 @@ import type { WitnessName } from '../state/keys.js';
 import { parseTimestamp, serializeDetached } from '../../core/ots/codec.js';
 import { proofForSubject } from '../../core/ots/batch-proof.js';
 import type { CalendarState } from '../ots/ots-witness.js';
+import { relayCopyJson } from '../nostr/relay-policy.js';
 import { PROOF_VERSION, type AnchorProof, type NostrEventJson, type NostrProof, type OtsProof, type WitnessStatus } from '../../core/proof/format.js';
 
 export interface ProofSources {
@@ -90,10 +91,13 @@ export class ProofExporter {
     }
     const event = eventJson ? (JSON.parse(eventJson) as NostrEventJson) : null;
     const reports = event ? await this.store.relayReports(event.id) : [];
-    const relays = this.sources.relays.map((url) => {
+    const relays = await Promise.all(this.sources.relays.map(async (url) => {
       const r = reports.find((x) => x.url === url);
-      return { url, status: r?.status ?? 'pending', message: r?.message ?? '', at: r?.at ?? '' };
-    });
+      // a relay that was sent a copy (NIP-13 proof of work, re-dated) holds that copy: the proof carries it
+      const copy = r?.copyId && event ? await relayCopyJson(this.store, event.id, url) : null;
+      const copied = copy ? (JSON.parse(copy) as NostrEventJson) : null;
+      return { url, status: r?.status ?? 'pending', message: r?.message ?? '', at: r?.at ?? '', ...(copied && copied.id === r?.copyId ? { event: copied } : {}) };
+    }));
     return { status, event, relays, ...(batch ? { batch } : {}) };
   }
 

@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { StateKeys, type WitnessName } from './keys.js';
-import { ACCEPT, CUT_BATCH, REJECT, SET_RELAY, SET_WITNESS } from './scripts.js';
+import { ACCEPT, CUT_BATCH, MARK_SENT, REJECT, SET_RELAY, SET_WITNESS } from './scripts.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
 
@@ -55,6 +55,10 @@ export interface RelayReportRecord {
   prefix?: string;
   /** The relay has answered for good (accepted, stored, refused without retry, or given up). */
   final?: boolean;
+  /** The id of the copy this relay was sent instead of the event (NIP-13 proof of work, or re-dated for its created_at window). */
+  copyId?: string;
+  /** Leading zero bits (NIP-13) of what was sent or asked, when proof of work was involved. */
+  pow?: number;
 }
 
 export interface SubjectRecord {
@@ -369,10 +373,33 @@ export class AnchorStore {
   }
 
   async relayReports(eventId: string): Promise<RelayReportRecord[]> {
+    return (await this.eventRelays(eventId)).reports;
+  }
+
+  /**
+   * Records that the event was handed to these relays (a publish job queued for each), so
+   * the subject's view lists where it was actually sent, whatever the config says later.
+   */
+  async markRelaysSent(eventId: string, urls: readonly string[]): Promise<void> {
+    if (urls.length === 0) return;
+    await this.run(MARK_SENT, [this.keys.event(eventId)], [...urls]);
+  }
+
+  /**
+   * The relays the event went to, as the state records them: the ones it was handed to, in
+   * that order, then any other relay that reported on it (events from before `to` was
+   * recorded); and every report.
+   */
+  async eventRelays(eventId: string): Promise<{ relays: string[]; reports: RelayReportRecord[] }> {
     const h = await this.redis.hgetall(this.keys.event(eventId));
-    return Object.entries(h)
-      .filter(([f]) => f.startsWith('r:'))
-      .map(([, v]) => JSON.parse(v) as RelayReportRecord);
+    const relays: string[] = [];
+    const reports: RelayReportRecord[] = [];
+    for (const [f, v] of Object.entries(h)) {
+      if (f === 'to') relays.push(...(JSON.parse(v) as string[]));
+      else if (f.startsWith('r:')) reports.push(JSON.parse(v) as RelayReportRecord);
+    }
+    for (const r of reports) if (!relays.includes(r.url)) relays.push(r.url);
+    return { relays, reports };
   }
 
   // ---- Batches
@@ -440,6 +467,18 @@ export class AnchorStore {
     return out;
   }
 
+  /**
+   * The calendars an OTS batch was submitted to, as its `cal:<url>` fields record them
+   * (sorted by URL), with each one's raw state; never reads the digests.
+   */
+  async batchCalendars(id: string): Promise<Array<{ url: string; state: string }>> {
+    const k = this.keys.batch('ots', id);
+    const names = (await this.redis.hkeys(k)).filter((f) => f.startsWith('cal:')).sort();
+    if (names.length === 0) return [];
+    const values = await this.redis.hmget(k, ...names);
+    return names.flatMap((f, i) => (values[i] ? [{ url: f.slice(4), state: values[i]! }] : []));
+  }
+
   async batchField(witness: WitnessName, id: string, field: string): Promise<string | null> {
     return this.redis.hget(this.keys.batch(witness, id), field);
   }
@@ -453,6 +492,7 @@ const SCRIPTS: ReadonlyArray<[string, number]> = [
   [REJECT, 3],
   [SET_WITNESS, 3],
   [SET_RELAY, 1],
+  [MARK_SENT, 1],
   [CUT_BATCH, 3],
 ];
 

@@ -68,6 +68,13 @@ export class StateKeys {
   get reconcile(): string {
     return `${this.base}:reconcile`;
   }
+  /**
+   * One minute of the timeline (`minute`: ms since the epoch / 60000): confirmations per
+   * witness and per subject, and their summed and longest time to confirm. Expires after 2 h.
+   */
+  timeline(minute: number): string {
+    return `${this.base}:tl:${minute}`;
+  }
   /** Last confirmation time per witness, counters. */
   get meta(): string {
     return `${this.base}:meta`;

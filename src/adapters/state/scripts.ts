@@ -68,9 +68,19 @@ local created = cur[4]
 redis.call('HSET', s, 'w:' .. w, new, 'updated', now)
 redis.call('ZREM', base .. ':idx:w:' .. w .. ':' .. old, key)
 redis.call('ZADD', base .. ':idx:w:' .. w .. ':' .. new, created, key)
+-- the last hour's timeline (GET /v1/timeline): per minute, confirmations and their time to confirm
+local function tally(field)
+  local tl = base .. ':tl:' .. math.floor(tonumber(now) / 60000)
+  local took = tonumber(now) - tonumber(created)
+  -- the expiry is set when the minute's first count of a field is made, not on every count
+  if redis.call('HINCRBY', tl, 'n:' .. field, 1) == 1 then redis.call('PEXPIRE', tl, 7200000) end
+  redis.call('HINCRBY', tl, 't:' .. field, took)
+  if took > tonumber(redis.call('HGET', tl, 'm:' .. field) or '-1') then redis.call('HSET', tl, 'm:' .. field, took) end
+end
 if new == 'confirmed' then
   redis.call('HSET', s, 'confirmed:' .. w, now)
   redis.call('HSET', base .. ':meta', 'last_confirmed:' .. w, now)
+  tally(w)
 end
 local n, nconf, nfail, nprog = 0, 0, 0, 0
 for ww in string.gmatch(cur[5], '[^,]+') do
@@ -89,6 +99,7 @@ if overall ~= oldOverall then
   redis.call('HSET', s, 'status', overall)
   redis.call('ZREM', base .. ':idx:st:' .. oldOverall, key)
   redis.call('ZADD', base .. ':idx:st:' .. overall, created, key)
+  if overall == 'confirmed' then tally('subject') end
 end
 local entry = {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = overall}
 if detail ~= '' then entry.detail = detail end
@@ -97,6 +108,28 @@ redis.call('RPUSH', KEYS[2], text)
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', maxlen, '*', 'data',
   cjson.encode({type = 'state', key = key, witness = w, from = old, to = new, status = overall, previous = oldOverall, at = nowIso, detail = detail}))
 return {1, overall, created}
+`;
+
+/**
+ * KEYS: event hash. Adds the relay URLs in ARGV to the event's `to` field (a JSON array,
+ * one field for all: a field per relay costs Redis ~100 bytes each), skipping those already
+ * listed. Atomic, so two daemons adding relays at once lose none.
+ */
+export const MARK_SENT = `
+local cur = redis.call('HGET', KEYS[1], 'to')
+local list = cur and cjson.decode(cur) or {}
+local seen = {}
+for _, u in ipairs(list) do seen[u] = true end
+local added = false
+for _, u in ipairs(ARGV) do
+  if not seen[u] then
+    table.insert(list, u)
+    seen[u] = true
+    added = true
+  end
+end
+if added then redis.call('HSET', KEYS[1], 'to', cjson.encode(list)) end
+return added and 1 or 0
 `;
 
 /**

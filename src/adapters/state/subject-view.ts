@@ -21,6 +21,10 @@ export interface RelayView {
   attempts?: number;
   prefix?: string;
   final?: boolean;
+  /** The id of the copy this relay was sent instead of the event (NIP-13 proof of work, re-dated). */
+  copyId?: string;
+  /** NIP-13 leading zero bits mined for this relay. */
+  pow?: number;
 }
 
 export interface CalendarView {
@@ -100,6 +104,8 @@ function relayView(url: string, r: RelayReportRecord | undefined): RelayView {
     ...(r.attempts !== undefined ? { attempts: r.attempts } : {}),
     ...(r.prefix !== undefined ? { prefix: r.prefix } : {}),
     ...(r.final !== undefined ? { final: r.final } : {}),
+    ...(r.copyId !== undefined ? { copyId: r.copyId } : {}),
+    ...(r.pow !== undefined ? { pow: r.pow } : {}),
   };
 }
 
@@ -114,10 +120,10 @@ async function nostrView(store: AnchorStore, config: Config, record: SubjectReco
     eventId = parseJson<{ id?: string }>(eventJson)?.id ?? null;
     batch = { id: link.id, index: link.index, size: size === null ? null : Number(size) };
   }
-  const reports = eventId ? await store.relayReports(eventId) : [];
-  const configured = config.nostr.relays;
-  const relays = configured.map((url) => relayView(url, reports.find((r) => r.url === url)));
-  for (const r of reports) if (!configured.includes(r.url)) relays.push(relayView(r.url, r));
+  // The relays the state says the event went to, never the current config's: a subject
+  // anchored with relays A and B keeps showing A and B after the config moves to C.
+  const sent = eventId ? await store.eventRelays(eventId) : { relays: [], reports: [] };
+  const relays = sent.relays.map((url) => relayView(url, sent.reports.find((r) => r.url === url)));
   return {
     status: w.status,
     confirmedAt: w.confirmedMs === null ? null : isoSeconds(w.confirmedMs),
@@ -128,6 +134,22 @@ async function nostrView(store: AnchorStore, config: Config, record: SubjectReco
   };
 }
 
+function calendarView(url: string, raw: string | null | undefined): CalendarView {
+  const cal = parseJson<{ status?: string; message?: string; at?: string; polls?: number }>(raw);
+  return {
+    url,
+    status: cal?.status ?? 'unsubmitted',
+    message: cal?.message ?? '',
+    at: cal?.at || null,
+    ...(cal?.polls !== undefined ? { polls: cal.polls } : {}),
+  };
+}
+
+/**
+ * The calendars come from the batch's state: each one it was submitted to (or failed on).
+ * Until the batch is submitted, the configured calendars it is still to go to are listed
+ * as `unsubmitted`; once it is, only the ones the state names.
+ */
 async function otsView(store: AnchorStore, config: Config, record: SubjectRecord): Promise<OtsView | undefined> {
   const w = record.witnesses.ots;
   if (!w) return undefined;
@@ -136,26 +158,21 @@ async function otsView(store: AnchorStore, config: Config, record: SubjectRecord
     status: w.status,
     confirmedAt: w.confirmedMs === null ? null : isoSeconds(w.confirmedMs),
     batch: null,
-    calendars: config.ots.calendars.map((url) => ({ url, status: 'unsubmitted', message: '', at: null })),
+    calendars: config.ots.calendars.map((url) => calendarView(url, null)),
     bitcoin: null,
   };
   if (!link) return view;
-  const names = ['size', 'anchored_at', 'submitted', 'bitcoin', ...config.ots.calendars.map((url) => `cal:${url}`)];
-  const fields = await store.batchFields('ots', link.id, names);
-  const values = names.map((f) => fields[f] ?? null);
-  const [size, anchoredAt, submitted, bitcoin] = values;
-  view.batch = { id: link.id, index: link.index, size: size ? Number(size) : null, anchoredAt: anchoredAt ?? null, submitted: submitted === '1' };
-  view.calendars = config.ots.calendars.map((url, i) => {
-    const cal = parseJson<{ status?: string; message?: string; at?: string; polls?: number }>(values[4 + i]);
-    return {
-      url,
-      status: cal?.status ?? 'unsubmitted',
-      message: cal?.message ?? '',
-      at: cal?.at ?? null,
-      ...(cal?.polls !== undefined ? { polls: cal.polls } : {}),
-    };
-  });
-  view.bitcoin = parseJson<OtsView['bitcoin']>(bitcoin);
+  const [fields, recorded] = await Promise.all([
+    store.batchFields('ots', link.id, ['size', 'anchored_at', 'submitted', 'bitcoin']),
+    store.batchCalendars(link.id),
+  ]);
+  const submitted = fields.submitted === '1';
+  view.batch = { id: link.id, index: link.index, size: fields.size ? Number(fields.size) : null, anchoredAt: fields.anchored_at ?? null, submitted };
+  view.calendars = recorded.map((c) => calendarView(c.url, c.state));
+  if (!submitted) {
+    for (const url of config.ots.calendars) if (!recorded.some((c) => c.url === url)) view.calendars.push(calendarView(url, null));
+  }
+  view.bitcoin = parseJson<OtsView['bitcoin']>(fields.bitcoin);
   return view;
 }
 

@@ -17,6 +17,8 @@ export interface DaemonView {
   readonly metrics: DaemonMetrics;
   readonly health: WitnessHealth;
   readonly witnesses: readonly WitnessName[];
+  /** The Nostr signing key's x-only public key, for `GET /v1/info` (absent or null: not known here). */
+  readonly signerPubkey?: string | null;
   readonly intakeQueue: Queue;
   /** The intake and witness queues (the HTTP server counts their jobs on its own connection). */
   readonly queues: readonly Queue[];

@@ -20,21 +20,18 @@ const USAGE = `usage: aer1-anchor demo [--out DIR] [--json]
   --out DIR   where the files go (default: a new folder ./aer1-demo-<timestamp>); must be empty
   --json      print a machine-readable summary on stdout (progress goes to stderr)`;
 
+/** Unknown or malformed flags are usage errors (exit 2, one line): runMain maps parseArgs' errors. */
 function parseFlags(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      allowPositionals: false,
-      strict: true,
-      options: {
-        out: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError(`demo: ${(err as Error).message} (see --help)`);
-  }
+  return parseArgs({
+    args: argv,
+    allowPositionals: false,
+    strict: true,
+    options: {
+      out: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
 }
 
 function timestamp(d: Date): string {

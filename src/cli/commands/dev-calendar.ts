@@ -21,27 +21,23 @@ function intFlag(name: string, value: string | undefined, min: number, max: numb
 }
 
 export async function run(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        port: { type: 'string' },
-        host: { type: 'string' },
-        'headers-out': { type: 'string' },
-        'public-url': { type: 'string' },
-        'base-path': { type: 'string' },
-        'aggregation-ms': { type: 'string' },
-        'start-height': { type: 'string' },
-        'mine-every': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n${USAGE}`);
-  }
+  // Unknown or malformed flags are usage errors (exit 2, one line): runMain maps parseArgs' errors.
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'headers-out': { type: 'string' },
+      'public-url': { type: 'string' },
+      'base-path': { type: 'string' },
+      'aggregation-ms': { type: 'string' },
+      'start-height': { type: 'string' },
+      'mine-every': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
   if (values.help) {
     process.stdout.write(USAGE + '\n');
     return 0;

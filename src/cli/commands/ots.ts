@@ -32,12 +32,8 @@ function readBytes(file: string, what: string): Buffer {
 }
 
 function parse(argv: string[], options: ParseArgsConfig['options']): { values: Record<string, string | boolean | undefined>; file: string } {
-  let parsed: ReturnType<typeof parseArgs>;
-  try {
-    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
-  } catch (err) {
-    throw new UsageError(`${(err as Error).message}\n${USAGE}`);
-  }
+  // Unknown or malformed flags are usage errors (exit 2, one line): runMain maps parseArgs' errors.
+  const parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   const [file, ...extra] = parsed.positionals;
   if (file === undefined) throw new UsageError(`missing FILE\n${USAGE}`);
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'\n${USAGE}`);

@@ -13,6 +13,7 @@ import { BITCOIN_NETWORKS, type BitcoinNetwork } from '../../core/bitcoin/header
 import { BitcoindRpcSource, EsploraSource, HeadersFileSource, parseHeadersJson, type HeaderSource } from '../../adapters/bitcoin/sources.js';
 import { BitcoinCheckCache } from '../../core/verify/bitcoin.js';
 import { EventCheckCache, parseExpectedPubkey } from '../../core/verify/nostr.js';
+import { parseTrustText } from '../../core/verify/trust.js';
 import type { RelayFetcher } from '../../core/verify/online.js';
 import { RelayClientFetcher } from '../../adapters/nostr/relay-fetcher.js';
 import { verifyAnchor, type VerifyOptions } from '../../core/verify/pipeline.js';
@@ -120,19 +121,7 @@ export function readTrustFile(file: string): string[] {
   } catch (err) {
     throw new UsageError(`cannot read trust file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'unreadable');
   }
-  const keys: string[] = [];
-  const lines = text.split(/\r?\n/);
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.replace(/#.*$/, '').trim();
-    if (line === '') continue;
-    try {
-      keys.push(parseExpectedPubkey(line));
-    } catch (err) {
-      throw new UsageError(`trust file ${file} line ${i + 1}: ${(err as Error).message.replace(/^--expected-pubkey /, '')}`);
-    }
-  }
-  if (keys.length === 0) throw new UsageError(`trust file ${file} names no key`);
-  return keys;
+  return parseTrustText(text, file);
 }
 
 function network(value: string | undefined): BitcoinNetwork {

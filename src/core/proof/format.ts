@@ -20,6 +20,12 @@ export interface RelayReport {
   status: string;
   message: string;
   at: string;
+  /**
+   * The copy of `nostr.event` this relay was sent instead, when it is not that event: the
+   * same content, tags and signer with a NIP-13 `nonce` tag mined for a relay that asked
+   * for proof of work, and/or `created_at` moved into the relay's window.
+   */
+  event?: NostrEventJson;
 }
 
 export interface BatchInclusion {
@@ -122,6 +128,7 @@ function parseNostr(v: unknown): NostrProof {
         status: str(r.status, `${f}.relays[${i}].status`),
         message: typeof r.message === 'string' ? r.message : '',
         at: typeof r.at === 'string' ? r.at : '',
+        ...(r.event !== undefined && r.event !== null ? { event: parseEvent(r.event, `${f}.relays[${i}].event`)! } : {}),
       };
     }),
   };

@@ -12,6 +12,7 @@ import { UsageError } from '../errors/errors.js';
 import type { NostrEventJson } from '../proof/format.js';
 import { canonicalEventJson, verifySignedEvent, type VerifiedEventResult } from '../nostr/events.js';
 import { npub } from '../nostr/keys.js';
+import { getPow } from '../nostr/pow.js';
 import { fail, pass, skip, type CheckResult, type PreparedInput } from './types.js';
 
 /**
@@ -92,11 +93,44 @@ export function checkEvent(input: PreparedInput | null, cache: EventCheckCache):
   }
   const result = cache.verify(event, rawEventJson(input));
   if (!result.ok) return { check: fail('nostr-event', result.reason), event, valid: false };
+  const copies = checkRelayCopies(input, event, cache);
+  if (!copies.ok) return { check: fail('nostr-event', copies.reason), event, valid: false };
   return {
-    check: pass('nostr-event', `event ${event.id} (kind ${event.kind}): id recomputed, BIP-340 signature valid`),
+    check: pass('nostr-event', `event ${event.id} (kind ${event.kind}): id recomputed, BIP-340 signature valid${copies.detail}`),
     event,
     valid: true,
   };
+}
+
+/**
+ * The copies of the event some relays were sent instead (`relays[i].event`: a NIP-13 nonce
+ * tag mined for a relay that asked for proof of work, or `created_at` moved into a relay's
+ * window): each must verify on its own, be signed by the same key, and carry the same kind,
+ * content and tags, a `nonce` tag aside. Then it witnesses the same envelope.
+ */
+function checkRelayCopies(input: PreparedInput, event: NostrEventJson, cache: EventCheckCache): { ok: true; detail: string } | { ok: false; reason: string } {
+  const relays = input.proof.nostr?.relays ?? [];
+  const rawRelays = (input.rawProof.nostr as Record<string, unknown>).relays as Array<Record<string, unknown>> | undefined;
+  const notes: string[] = [];
+  const base = JSON.stringify(withoutNonceTags(event.tags));
+  for (let i = 0; i < relays.length; i++) {
+    const copy = relays[i]!.event;
+    if (!copy) continue;
+    const where = `relays[${i}].event (${relays[i]!.url})`;
+    const result = cache.verify(copy, JSON.stringify(rawRelays?.[i]?.event));
+    if (!result.ok) return { ok: false, reason: `${where}: ${result.reason}` };
+    if (copy.pubkey !== event.pubkey) return { ok: false, reason: `${where} is signed by ${copy.pubkey}, not by the event's signer ${event.pubkey}` };
+    if (copy.kind !== event.kind || copy.content !== event.content) return { ok: false, reason: `${where} has another kind or content than the event` };
+    if (JSON.stringify(withoutNonceTags(copy.tags)) !== base) return { ok: false, reason: `${where} has other tags than the event (only a nonce tag may differ)` };
+    const bits = getPow(copy.id);
+    const what = [copy.tags.some((t) => t[0] === 'nonce') ? `proof of work ${bits} bits` : '', copy.created_at !== event.created_at ? `created_at ${copy.created_at}` : ''].filter(Boolean).join(', ');
+    notes.push(`${relays[i]!.url} took copy ${copy.id}${what ? ` (${what})` : ''}`);
+  }
+  return { ok: true, detail: notes.length ? `; ${notes.join('; ')}: id recomputed, signature valid, same signer, kind, content and tags` : '' };
+}
+
+function withoutNonceTags(tags: readonly string[][]): string[][] {
+  return tags.filter((t) => t[0] !== 'nonce');
 }
 
 /** Values of the event's `x` tags. */

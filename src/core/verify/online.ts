@@ -32,7 +32,11 @@ export interface OnlineOutcome {
   holders: string[];
 }
 
-export async function checkOnline(event: NostrEventJson | null, relays: OnlineRelays, fetcher: RelayFetcher | null): Promise<OnlineOutcome> {
+/**
+ * `copies`: per relay URL, the copy of the event the proof says that relay was sent instead
+ * (proof of work, re-dated); that relay is asked for the copy's id and compared with it.
+ */
+export async function checkOnline(event: NostrEventJson | null, relays: OnlineRelays, fetcher: RelayFetcher | null, copies: ReadonlyMap<string, NostrEventJson> = new Map()): Promise<OnlineOutcome> {
   const none = (check: CheckResult): OnlineOutcome => ({ check, found: false, holders: [] });
   if (!fetcher) return none(skip('online', 'offline (give --online --relay URL to fetch the event back from relays you name)'));
   if (!event) return none(skip('online', 'no event to fetch'));
@@ -42,9 +46,10 @@ export async function checkOnline(event: NostrEventJson | null, relays: OnlineRe
   const origin = fromProofOnly.length ? ` (${fromProofOnly.length === urls.length ? 'all' : fromProofOnly.length} taken from the proof itself, --use-proof-relays)` : '';
   const answers = await Promise.all(urls.map(async (url) => {
     try {
-      const json = await fetcher.fetch(url, event.id);
+      const wanted = copies.get(url) ?? event;
+      const json = await fetcher.fetch(url, wanted.id);
       if (json === null) return { url, state: 'missing' as const };
-      return { url, state: sameSignedEvent(json, event) ? ('same' as const) : ('different' as const) };
+      return { url, state: sameSignedEvent(json, wanted) ? ('same' as const) : ('different' as const) };
     } catch (err) {
       return { url, state: 'unreachable' as const, reason: (err as Error).message };
     }
@@ -59,7 +64,8 @@ export async function checkOnline(event: NostrEventJson | null, relays: OnlineRe
     unreachable.length ? `unreachable: ${unreachable.join(', ')}` : '',
   ].filter(Boolean).join('; ');
   const more = `${tail ? `; ${tail}` : ''}${origin}`;
-  if (different.length) return { check: fail('online', `${different.join(', ')} serve${different.length === 1 ? 's' : ''} a different event under id ${event.id}${more}`), found: same.length > 0, holders: same };
+  const asked = [...new Set(different.map((u) => (copies.get(u) ?? event).id))].join(', ');
+  if (different.length) return { check: fail('online', `${different.join(', ')} serve${different.length === 1 ? 's' : ''} a different event under id ${asked}${more}`), found: same.length > 0, holders: same };
   if (same.length) return { check: pass('online', `identical event served by ${same.join(', ')}${more}`), found: true, holders: same };
   if (missing.length) return { check: fail('online', `event ${event.id} not found: ${tail}${origin}`), found: false, holders: [] };
   return none(skip('online', `no relay could be asked: ${tail}${origin}`));

@@ -103,7 +103,7 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
   const online = await checkOnline(event.event, {
     named: options.relays ?? [],
     fromProof: options.useProofRelays === true ? nostrProof?.relays.map((r) => r.url) ?? [] : [],
-  }, options.relayFetcher ?? null);
+  }, options.relayFetcher ?? null, new Map((event.valid ? nostrProof?.relays ?? [] : []).flatMap((r) => (r.event ? [[r.url, r.event] as const] : []))));
 
   const checks: CheckResult[] = [
     inputOutcome.check, recomputed.check, envelope.check, digest.check,

@@ -6,16 +6,26 @@
  * before the relay's own duplicate check, as strfry does), and simple fault switches
  * make it refuse (`beforeEvent`), stay silent, or drop the connection.
  *
+ * Profiles make it behave as public relays do (see relay-profiles.ts): `damus`
+ * (rate-limited per key), `pow` (NIP-13), `auth` (NIP-42 for writes), `strict` (message
+ * cap, created_at window, unknown kinds restricted), `paid` and `restricted`. Each serves
+ * a truthful NIP-11 document on the same port (HTTP GET with
+ * `Accept: application/nostr+json`).
+ *
  * The @nostr-relay packages are optional dependencies, loaded on first use.
  */
 import type { AddressInfo } from 'node:net';
+import { createServer, type Server } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { NostrRelay as NostrRelayType } from '@nostr-relay/core';
 import type { MemoryEventRepository as MemoryEventRepositoryType } from './memory-event-repository.js';
 import type { Validator as ValidatorType } from '@nostr-relay/validator';
-import type { Event as RelayEvent, IncomingMessage, Logger } from '@nostr-relay/common';
+import type { ClientContext, Event as RelayEvent, HandleMessageResult, IncomingMessage, Logger } from '@nostr-relay/common';
+import { RelayProfileState, relayInfoDocument, type RelayProfileCounters, type RelayProfileName, type RelayProfileOptions } from './relay-profiles.js';
 import { UsageError } from '../../core/errors/errors.js';
 import type { SignedEvent } from '../../core/nostr/keys.js';
+
+export { RELAY_PROFILES, type RelayProfileName, type RelayProfileOptions, type RelayProfileCounters } from './relay-profiles.js';
 
 /** What `beforeEvent` returns to refuse an event; `undefined` lets it through. */
 export interface BeforeEventRefusal {
@@ -48,6 +58,10 @@ export interface DevRelayOptions {
   dropOnEvent?: boolean;
   /** Receives the relay library's log lines; silent by default. */
   log?: (line: string) => void;
+  /** Behave as a public relay does (default `open`: takes whatever it is sent). */
+  profile?: RelayProfileName;
+  /** The profile's numbers (rate, difficulty, limits), each with a default. */
+  profileOptions?: RelayProfileOptions;
 }
 
 export interface DevRelay {
@@ -71,6 +85,12 @@ export interface DevRelay {
   eventCount(): number;
   /** Every stored event, oldest first (then by id). */
   events(): SignedEvent[];
+  /** The profile this relay plays. */
+  readonly profile: RelayProfileName;
+  /** Its counters: refusals by prefix, connections, NIP-42 AUTH successes per connection. */
+  counters(): RelayProfileCounters;
+  /** The NIP-11 document it serves. */
+  readonly info: Record<string, unknown>;
 }
 
 interface RelayPackages {
@@ -154,20 +174,40 @@ export async function startDevRelay(options: DevRelayOptions = {}): Promise<DevR
   }
   const repository = new pkgs.MemoryEventRepository(options.eventsFile !== undefined ? { file: options.eventsFile } : {});
   await repository.init();
+  const profile = new RelayProfileState(options.profile ?? 'open', options.profileOptions ?? {});
   const relay = new pkgs.NostrRelay(repository, {
     // with either cache on, a tampered event whose id was seen is answered `duplicate`
     eventHandlingResultCacheTtl: 0,
     filterResultCacheTtl: 0,
     logger: quietLogger(options.log),
+    // NIP-42 as @nostr-relay/core has it: an AUTH challenge on connect, kind 22242 checked
+    // (challenge, relay host, created_at within 10 minutes); the profile requires it for writes
+    ...(profile.name === 'auth' ? { hostname: host } : {}),
   });
   const validator = new pkgs.Validator();
   const state: { beforeEvent: BeforeEventHook | undefined } = { beforeEvent: options.beforeEvent };
   relay.register({
-    beforeHandleEvent: (event: RelayEvent) => {
-      const verdict = state.beforeEvent?.(toSignedEvent(event));
-      return verdict && verdict.accept === false ? { canHandle: false, message: verdict.message } : { canHandle: true };
+    handleMessage: async (ctx: ClientContext, message: IncomingMessage, next: () => Promise<HandleMessageResult>): Promise<HandleMessageResult> => {
+      if (message[0] === 'EVENT' && profile.name === 'auth' && ctx.pubkey === undefined) {
+        profile.refused('auth-required');
+        if (profile.authChallenge === 'demand') ctx.sendMessage(['AUTH', ctx.id]);
+        ctx.sendMessage(['OK', message[1].id, false, 'auth-required: this relay takes events from authenticated keys only (NIP-42)']);
+        return { messageType: 'EVENT', success: false } as HandleMessageResult;
+      }
+      const result = await next();
+      if (message[0] === 'AUTH' && (result as { success?: boolean }).success === true) profile.authenticated(ctx.id);
+      return result;
     },
   });
+  relay.register({
+    beforeHandleEvent: (event: RelayEvent) => {
+      const verdict = state.beforeEvent?.(toSignedEvent(event));
+      if (verdict && verdict.accept === false) return { canHandle: false, message: verdict.message };
+      const refusal = profile.check(toSignedEvent(event), repository.has(event.id));
+      return refusal ? { canHandle: false, message: refusal } : { canHandle: true };
+    },
+  });
+  const info = relayInfoDocument(profile);
   const faults: DevRelayFaults = { silent: options.silent === true, dropOnEvent: options.dropOnEvent === true };
 
   const send = (ws: WebSocket, message: unknown[]): void => {
@@ -183,6 +223,11 @@ export async function startDevRelay(options: DevRelayOptions = {}): Promise<DevR
       return;
     }
     const isEvent = Array.isArray(parsed) && parsed[0] === 'EVENT';
+    if (isEvent && profile.maxMessageLength !== undefined && Buffer.byteLength(text, 'utf8') > profile.maxMessageLength) {
+      profile.refused('invalid');
+      send(ws, ['OK', eventIdOf(parsed), false, `invalid: message over ${profile.maxMessageLength} bytes`]);
+      return;
+    }
     if (isEvent) {
       if (faults.dropOnEvent) {
         ws.terminate();
@@ -216,17 +261,42 @@ export async function startDevRelay(options: DevRelayOptions = {}): Promise<DevR
   };
 
   let server: WebSocketServer | undefined;
+  let http: Server | undefined;
   let port = requestedPort;
+  const infoText = JSON.stringify(info);
 
   const listen = async (): Promise<void> => {
-    const wss = new WebSocketServer({ host, port, maxPayload: 1024 * 1024 });
-    await new Promise<void>((resolve, reject) => {
-      wss.once('listening', resolve);
-      wss.once('error', reject);
+    // NIP-11 on the same port: GET with Accept: application/nostr+json
+    const httpServer = createServer((req, res) => {
+      const accept = String(req.headers.accept ?? '');
+      if (req.method === 'GET' && accept.includes('application/nostr+json')) {
+        res.writeHead(200, { 'content-type': 'application/nostr+json', 'access-control-allow-origin': '*', 'access-control-allow-headers': '*', 'access-control-allow-methods': 'GET' });
+        res.end(infoText);
+        return;
+      }
+      res.writeHead(426, { 'content-type': 'text/plain' });
+      res.end('a Nostr relay: connect with a WebSocket, or GET with Accept: application/nostr+json\n');
     });
+    await new Promise<void>((resolve, reject) => {
+      httpServer.once('listening', resolve);
+      httpServer.once('error', reject);
+      httpServer.listen(port, host);
+    });
+    httpServer.on('error', () => undefined);
+    const wss = new WebSocketServer({ server: httpServer, maxPayload: 1024 * 1024 });
     wss.on('error', () => undefined);
     wss.on('connection', (ws, req) => {
-      relay.handleConnection(ws, req.socket.remoteAddress);
+      profile.connected();
+      if (profile.name === 'auth' && profile.authChallenge === 'demand') {
+        // @nostr-relay/core sends its challenge on connect: hold that one back (it stays the
+        // connection's challenge, sent with the first auth-required: answer)
+        const send = ws.send.bind(ws);
+        ws.send = (() => undefined) as typeof ws.send;
+        relay.handleConnection(ws, req.socket.remoteAddress);
+        ws.send = send;
+      } else {
+        relay.handleConnection(ws, req.socket.remoteAddress);
+      }
       ws.on('message', (data, isBinary) => {
         const text = isBinary ? null : Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
         if (text === null) {
@@ -238,16 +308,21 @@ export async function startDevRelay(options: DevRelayOptions = {}): Promise<DevR
       ws.on('close', () => relay.handleDisconnect(ws));
       ws.on('error', () => undefined);
     });
-    port = (wss.address() as AddressInfo).port;
+    port = (httpServer.address() as AddressInfo).port;
     server = wss;
+    http = httpServer;
   };
 
   const stop = async (): Promise<void> => {
     const wss = server;
-    if (!wss) return;
+    const httpServer = http;
+    if (!wss || !httpServer) return;
     server = undefined;
+    http = undefined;
     for (const client of wss.clients) client.terminate();
     await new Promise<void>((resolve) => wss.close(() => resolve()));
+    httpServer.closeAllConnections();
+    await new Promise<void>((resolve) => httpServer.close(() => resolve()));
   };
 
   await listen();
@@ -290,6 +365,11 @@ export async function startDevRelay(options: DevRelayOptions = {}): Promise<DevR
     events() {
       return repository.all().map(toSignedEvent);
     },
+    profile: profile.name,
+    counters() {
+      return profile.counters();
+    },
+    info,
   };
   return devRelay;
 }

@@ -180,6 +180,11 @@ export class MemoryEventRepository extends EventRepository {
     // nothing to release: the file is appended synchronously, line by line
   }
 
+  /** True when an event with this id is stored. */
+  has(id: string): boolean {
+    return this.byId.has(id);
+  }
+
   /** Number of events stored. */
   count(): number {
     return this.byId.size;

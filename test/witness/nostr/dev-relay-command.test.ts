@@ -80,6 +80,17 @@ describe('aer1-anchor dev-relay', () => {
     expect(await exitOf(second.child)).toBe(0);
   });
 
+  it('plays a profile and serves its NIP-11 document; refuses an unknown profile with exit 2', async () => {
+    const { child, url } = await start(['--profile', 'pow', '--pow-difficulty', '12']);
+    const res = await fetch(url.replace('ws://', 'http://'), { headers: { Accept: 'application/nostr+json' } });
+    expect(((await res.json()) as { limitation: unknown }).limitation).toEqual({ min_pow_difficulty: 12 });
+    child.kill('SIGTERM');
+    expect(await exitOf(child)).toBe(0);
+    const bad = spawn(process.execPath, [bin, 'dev-relay', '--profile', 'nope'], { stdio: 'ignore' });
+    children.push(bad);
+    expect(await exitOf(bad)).toBe(2);
+  });
+
   it('refuses a bad port with exit 2', async () => {
     const child = spawn(process.execPath, [bin, 'dev-relay', '--port', '70000'], { stdio: 'ignore' });
     children.push(child);

@@ -81,7 +81,7 @@ describe('RelayClient against the dev relay', () => {
       blocked: false,
       restricted: false,
       mute: false,
-      'auth-required': false,
+      'auth-required': true,
       invalid: false,
     };
     const byId = new Map<string, string>();

@@ -14,6 +14,8 @@ export interface FakeBehaviour {
   hang?: boolean;
   /** Serve a header that does not hash to the announced block hash. */
   corrupt?: boolean;
+  /** Allow cross-origin reads (`Access-Control-Allow-Origin: *`), as public Esplora instances do, for a page to fetch from. */
+  cors?: boolean;
 }
 
 async function listen(handler: (req: IncomingMessage, body: string, res: ServerResponse) => void): Promise<{ server: Server; port: number }> {
@@ -51,6 +53,7 @@ export async function startEsplora(headers: Map<number, Buffer>, prefix = '/api'
   const { server, port } = await listen((req, _body, res) => {
     requests.push(`${req.method} ${req.url}`);
     if (b.hang) return;
+    if (b.cors) res.setHeader('access-control-allow-origin', '*');
     const url = req.url ?? '';
     const height = new RegExp(`^${prefix}/block-height/(\\d+)$`).exec(url);
     const header = new RegExp(`^${prefix}/block/([0-9a-f]{64})/header$`).exec(url);
