@@ -5,9 +5,13 @@
  * overrides (config.ts), the defaults (here, nowhere else), and the README's reference
  * table (scripts/config-reference.mjs).
  *
- * Adding a key: one row in CONFIG_KEYS with a schema built by the helpers below (string,
- * optionalString, int, bool, oneOf, urlList, optionalUrl, hostList, webhooks), then
- * `node scripts/config-reference.mjs --write`.
+ * Adding a key: one row in CONFIG_KEYS with a schema built by the helpers below, then
+ * `node scripts/config-reference.mjs --write`. A row of the former table ports by its
+ * `type`: { kind: 'string' } → string(), 'optional-string' → optionalString(),
+ * int(min, max) → int(min, max), 'bool' → bool(), { kind: 'enum', values } → oneOf(values),
+ * 'url-list' → urlList(protocols), 'optional-url' → optionalUrl(protocols), 'host-list' →
+ * hostList(), 'webhooks' → webhooks(). The helper also says how the environment variable
+ * is read (settingMeta) and gives the README its constraint text.
  */
 import { z } from 'zod';
 import { DEFAULT_LIMITS } from '../../core/aer1/limits.js';
