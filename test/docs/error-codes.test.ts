@@ -35,6 +35,11 @@ describe('error codes', () => {
     expect(sorted(codes)).toEqual(sorted(HTTP_ERROR_CODES));
   });
 
+  it('openapi.json\'s ErrorCode is the HTTP codes plus the intake\'s InputError codes (every answer in the HTTP tests is checked against it)', () => {
+    const schemas = (openapi as unknown as { components: { schemas: Record<string, { enum?: string[] }> } }).components.schemas;
+    expect(sorted(schemas.ErrorCode!.enum ?? [])).toEqual(sorted([...new Set([...HTTP_ERROR_CODES, ...INPUT_ERROR_CODES])]));
+  });
+
   it('docs/architecture.md lists exactly each error class\'s codes', () => {
     const block = between(read('docs/architecture.md'), '<!-- error-codes:start -->', '<!-- error-codes:end -->');
     const sections = new Map<string, string[]>();

@@ -30,6 +30,8 @@ describe('the openapi.json response checker', () => {
     expect(responseProblems('GET', '/v1/anchors/k', 404, JSON_TYPE, '{"error":{"code":"not_found"}}').join('\n')).toMatch(/body\/error must have required property 'message'/);
     expect(responseProblems('GET', '/v1/anchors/k', 404, JSON_TYPE, '{"error":{"code":7,"message":"m"}}').join('\n')).toMatch(/body\/error\/code must be/);
     expect(responseProblems('GET', '/v1/anchors/k', 404, JSON_TYPE, '{"error":{"code":"not_found","message":"m","stack":"at x"}}').join('\n')).toMatch(/unevaluated properties.*stack/);
+    // error codes are a closed set
+    expect(responseProblems('GET', '/v1/anchors/k', 404, JSON_TYPE, '{"error":{"code":"no_such_code","message":"m"}}').join('\n')).toMatch(/body\/error\/code must be equal to one of the allowed values/);
     // an allOf (error plus the enqueue results) is one object: members of either branch are described
     expect(responseProblems('GET', '/readyz', 503, JSON_TYPE, JSON.stringify({ error: { code: 'not_ready', message: 'm' }, failing: [], witnesses: [], extra: 1 })).join('\n')).toMatch(/unevaluated properties.*extra/);
     expect(responseProblems('GET', '/readyz', 503, JSON_TYPE, JSON.stringify({ error: { code: 'not_ready', message: 'm' }, failing: [], witnesses: [] }))).toEqual([]);
