@@ -61,6 +61,8 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { AER1_HTTP_PORT: '99999' } })).toThrow(/^config http\.port: must be between 0 and 65535, got 99999 \(from AER1_HTTP_PORT\)$/);
     expect(() => loadConfig({ env: { AER1_NOSTR_RELAYS: 'wss://a.example,https://b.example' } })).toThrow(/^config nostr\.relays\[1\]: URL must use ws: or wss:: "https:\/\/b\.example\/" \(from AER1_NOSTR_RELAYS\)$/);
     expect(() => loadConfig({ file: file({ http: { port: 99999 } }), env: {} })).toThrow(/^config http\.port: must be between 0 and 65535, got 99999$/);
+    expect(() => loadConfig({ env: { AER1_NOSTR_QUORUM: '5' } })).toThrow(/^config nostr\.quorum: quorum 5 exceeds the 3 configured relays \(from AER1_NOSTR_QUORUM\)$/);
+    expect(() => loadConfig({ file: file({ nostr: { quorum: 5 } }), env: {} })).toThrow(/^config nostr\.quorum: quorum 5 exceeds the 3 configured relays$/);
     // the file's value is overridden by the environment: the environment's value is the one named
     expect(() => loadConfig({ file: file({ http: { port: 1 } }), env: { AER1_HTTP_PORT: '-1' } })).toThrow(/\(from AER1_HTTP_PORT\)$/);
   });

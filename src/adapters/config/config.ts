@@ -144,20 +144,21 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   }
   const result = configSchema.safeParse(root);
   if (!result.success) throw new UsageError(issueLine(result.error.issues[0]!, fromEnvVar), 'bad_config');
-  crossCheck(result.data);
+  crossCheck(result.data, (key, message) => bad(key, `${message}${fromEnvVar.has(key) ? ` (from ${fromEnvVar.get(key)})` : ''}`));
   return result.data;
 }
 
-function crossCheck(c: Config): void {
-  if (c.nostr.enabled && c.nostr.relays.length === 0) bad('nostr.relays', 'nostr is enabled but no relay is configured');
-  if (c.nostr.quorum > c.nostr.relays.length) bad('nostr.quorum', `quorum ${c.nostr.quorum} exceeds the ${c.nostr.relays.length} configured relays`);
-  if (c.ots.enabled && c.ots.calendars.length === 0) bad('ots.calendars', 'ots is enabled but no calendar is configured');
+/** Checks across keys; `fail` names the key (and its variable when the value came from the environment). */
+function crossCheck(c: Config, fail: (key: string, message: string) => never): void {
+  if (c.nostr.enabled && c.nostr.relays.length === 0) fail('nostr.relays', 'nostr is enabled but no relay is configured');
+  if (c.nostr.quorum > c.nostr.relays.length) fail('nostr.quorum', `quorum ${c.nostr.quorum} exceeds the ${c.nostr.relays.length} configured relays`);
+  if (c.ots.enabled && c.ots.calendars.length === 0) fail('ots.calendars', 'ots is enabled but no calendar is configured');
   if (c.ots.enabled && c.ots.minCalendars > c.ots.calendars.length) {
-    bad('ots.minCalendars', `m = ${c.ots.minCalendars} exceeds the ${c.ots.calendars.length} configured calendars`);
+    fail('ots.minCalendars', `m = ${c.ots.minCalendars} exceeds the ${c.ots.calendars.length} configured calendars`);
   }
-  if (!c.nostr.enabled && !c.ots.enabled) bad('nostr.enabled', 'no witness is enabled (nostr.enabled and ots.enabled are both false)');
-  if (c.nostr.backoffMaxMs < c.nostr.backoffMs) bad('nostr.backoffMaxMs', 'must be at least nostr.backoffMs');
-  if (c.ots.upgradeMaxMs < c.ots.upgradeInitialMs) bad('ots.upgradeMaxMs', 'must be at least ots.upgradeInitialMs');
+  if (!c.nostr.enabled && !c.ots.enabled) fail('nostr.enabled', 'no witness is enabled (nostr.enabled and ots.enabled are both false)');
+  if (c.nostr.backoffMaxMs < c.nostr.backoffMs) fail('nostr.backoffMaxMs', 'must be at least nostr.backoffMs');
+  if (c.ots.upgradeMaxMs < c.ots.upgradeInitialMs) fail('ots.upgradeMaxMs', 'must be at least ots.upgradeInitialMs');
 }
 
 /** The quorum in force: 0 (the default) means a majority of the configured relays, floor(n/2)+1. */
