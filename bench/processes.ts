@@ -246,8 +246,8 @@ export async function startDaemonChild(o: BenchDaemonOptions, redis: Redis): Pro
 async function waitForWorkers(config: Config, redis: Redis, child: ChildProcess, logTail: () => string): Promise<void> {
   const prefix = new StateKeys(config.redis.prefix).bullPrefix;
   const base = config.queue.name;
-  const names = [base, otsQueueName(base), ...config.nostr.relays.map((r) => relayQueueName(base, r))];
-  if (config.nostr.mode === 'batch') names.push(nostrBatchQueueName(base));
+  // the Nostr batch worker runs in every mode (auto and batch cut; envelope finishes leftovers)
+  const names = [base, otsQueueName(base), nostrBatchQueueName(base), ...config.nostr.relays.map((r) => relayQueueName(base, r))];
   const queues = names.map((n) => new Queue(n, { connection: redis, prefix }));
   try {
     const deadline = Date.now() + 30_000;

@@ -12,6 +12,7 @@ import { Batcher } from '../adapters/batch/batcher.js';
 import { IntakeProcessor, startIntakeWorker } from '../adapters/queue/intake.js';
 import { queueDepth, type QueueDepth } from '../adapters/queue/depth.js';
 import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
+import { autoBudget } from '../core/nostr/auto-mode.js';
 import { OtsWitness } from '../adapters/ots/ots-witness.js';
 import { serializeEvent } from '../core/nostr/events.js';
 import type { SigningKey } from '../core/nostr/keys.js';
@@ -97,14 +98,31 @@ export class Daemon {
             else this.health.failure('relay', relay, `${result}: ${message}`);
           },
           onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('nostr', status, createdMs),
+          onModeDecision: (mode, subjects) => this.metrics.nostrModeDecision(mode, subjects),
         },
       );
-      if (config.nostr.mode === 'batch') {
-        const nostr = this.nostr;
-        this.batchers.push(
-          new Batcher('nostr', this.store, { maxSize: config.nostr.batchMaxSize, windowMs: config.nostr.batchWindowMs, handOver: (id) => nostr.enqueueBatch(id) }, log),
-        );
-      }
+      // Auto and batch mode cut the inbox; in envelope mode it is empty unless the mode was
+      // switched with subjects waiting, which this batcher then finishes (as envelope events).
+      const nostr = this.nostr;
+      const budget = autoBudget(config.nostr.ratePerMinute, config.nostr.autoHorizonMs);
+      this.batchers.push(
+        new Batcher('nostr', this.store, {
+          maxSize: config.nostr.batchMaxSize,
+          windowMs: config.nostr.batchWindowMs,
+          handOver: (id) => nostr.enqueueBatch(id),
+          // Auto mode: subjects that would get their own events anyway are cut at once, so a
+          // quiet issuer waits no window (the cut's batch job still decides, by the same rule).
+          ...(config.nostr.mode === 'auto'
+            ? {
+                cutEarly: async (waiting: number) => {
+                  if (waiting > budget) return false;
+                  const { backlog, recent } = await nostr.load();
+                  return waiting + Math.max(backlog, recent) <= budget;
+                },
+              }
+            : {}),
+        }, log),
+      );
     }
     if (config.ots.enabled) {
       this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs }, this.store, log, {
@@ -135,7 +153,8 @@ export class Daemon {
   intakeProcessor(): IntakeProcessor {
     const nostr = this.nostr;
     const inboxes: WitnessName[] = [];
-    if (this.config.nostr.enabled && this.config.nostr.mode === 'batch') inboxes.push('nostr');
+    // Auto mode decides per cut (docs/nostr.md), so its subjects wait in the inbox like batch mode's.
+    if (this.config.nostr.enabled && this.config.nostr.mode !== 'envelope') inboxes.push('nostr');
     if (this.config.ots.enabled) inboxes.push('ots');
     const envelopeMode = nostr !== null && this.config.nostr.mode === 'envelope';
     return new IntakeProcessor(

@@ -10,6 +10,7 @@ import { loadConfig, nostrQuorum, type Config } from '../adapters/config/config.
 import { UsageError } from '../core/errors/errors.js';
 import { VERSION } from '../version.js';
 import { type SigningKey } from '../core/nostr/keys.js';
+import { autoBudget } from '../core/nostr/auto-mode.js';
 import { loadSigningKey, writeKeyFile } from '../adapters/nostr/key-file.js';
 import { Daemon } from './daemon.js';
 import { openEmbeddedRedis, INSTALL_HINT, type DaemonRedis } from './embedded-redis.js';
@@ -73,7 +74,7 @@ export async function runDaemon(config: Config, log: Logger): Promise<RunningDae
   if (config.nostr.enabled) {
     log.info(
       { mode: config.nostr.mode, relays: config.nostr.relays.map(displayUrl), quorum: nostrQuorum(config), npub: signingKey?.npub },
-      `witness nostr: ${config.nostr.mode} mode, ${config.nostr.relays.length} relays, signing as ${signingKey?.npub}`,
+      `witness nostr: ${config.nostr.mode} mode${config.nostr.mode === 'auto' ? ` (one event per subject while a cut fits the budget of ${autoBudget(config.nostr.ratePerMinute, config.nostr.autoHorizonMs)} events per ${config.nostr.autoHorizonMs} ms beside what the relays already carry, else batch events)` : ''}, ${config.nostr.relays.length} relays, signing as ${signingKey?.npub}`,
     );
   }
   if (config.ots.enabled) {

@@ -4,6 +4,8 @@
  * indexes, oldest first, resuming where the last pass stopped) and re-creates, idempotently,
  * every job their next step needs and no longer has:
  *   - accepted, batched witness, neither batched nor in the inbox → back into the inbox;
+ *   - a Nostr batch without its batch event, or decided `envelope` with subjects not yet
+ *     signed, whose batch job died → the job again (the decision recorded on the batch stands);
  *   - signed, a relay without a final answer and without a publish job → the job again;
  *   - a relay given up on while the quorum cannot be met without it → a new round for it
  *     (also when that made the witness `failed`; a relay's final refusal is never reopened);
@@ -133,7 +135,8 @@ export class Reconciler {
               event = await nostr.batchEventId(batchId);
             }
             if (!event) {
-              if (!batchId && this.deps.config.nostr.mode === 'batch') await this.reinbox('nostr', key, repairs);
+              // Accepted into the inbox (auto or batch mode, perhaps before a switch to envelope) and never cut.
+              if (!batchId) await this.reinbox('nostr', key, repairs);
               return;
             }
             const r = await nostr.repairPublishing(event, status as WitnessStatus, reopenBefore);

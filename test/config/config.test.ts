@@ -21,6 +21,8 @@ describe('configuration', () => {
     expect(c.nostr.relays.every((u) => u.startsWith('wss://'))).toBe(true);
     expect(c.ots.calendars.every((u) => u.startsWith('https://'))).toBe(true);
     expect(c.http.host).toBe('127.0.0.1');
+    // auto is the default
+    expect(c.nostr.mode).toBe('auto');
   });
 
   it('layers: defaults, then --config FILE, then environment variables', () => {
@@ -39,7 +41,7 @@ describe('configuration', () => {
       [{ queue: { concurrency: 'many' } }, {}, /config queue\.concurrency: expected an integer/],
       [{ queue: { concurrency: 0 } }, {}, /config queue\.concurrency: must be between 1 and 1000/],
       [{ ots: { calendars: ['ftp://x'] } }, {}, /config ots\.calendars\[0\]: URL must use http: or https:/],
-      [{ nostr: { mode: 'both' } }, {}, /config nostr\.mode: must be one of envelope, batch/],
+      [{ nostr: { mode: 'both' } }, {}, /config nostr\.mode: must be one of auto, envelope, batch/],
       [{}, { AER1_HTTP_PORT: 'eighty' }, /config http\.port: AER1_HTTP_PORT must be an integer/],
       [{}, { AER1_NOSTR_ENABLED: 'maybe' }, /config nostr\.enabled: AER1_NOSTR_ENABLED must be true or false/],
       [{ ots: { minCalendars: 9 } }, {}, /config ots\.minCalendars: m = 9 exceeds the 4 configured calendars/],

@@ -28,7 +28,8 @@ describe('envelope mode', () => {
   const subjects = Array.from({ length: 200 }, () => receiptFields());
 
   beforeAll(async () => {
-    const config = testConfig({ relays });
+    // pinned: auto (the default) is test/daemon/nostr-auto-mode.test.ts
+    const config = testConfig({ relays, overrides: { nostr: { mode: 'envelope' } } });
     daemon = await startDaemon(config);
     issuer = new Issuer(config);
   });

@@ -2,6 +2,8 @@
  * The reconciler: state is the truth, jobs are derived from it. Each case kills the job a
  * subject's next step depends on (the way a full Redis, a crash or a bug would) and sees the
  * subject finish anyway, with the repair counted in `aer1_reconciler_repairs_total`.
+ * The relay cases pin nostr.mode envelope: they kill the publish job of a subject's own
+ * event, signed at intake (auto mode's repairs: test/daemon/nostr-auto-mode.test.ts).
  */
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
@@ -29,7 +31,7 @@ describe('reconciler', () => {
     const [relay] = await startRelays(1);
     cleanups.push(() => relay!.close());
     relay!.faults.silent = true;
-    const config = testConfig({ relays: [relay!], overrides: { ...FAST, nostr: { publishTimeoutMs: 1500, backoffMs: 60_000, backoffMaxMs: 60_000 } } });
+    const config = testConfig({ relays: [relay!], overrides: { ...FAST, nostr: { mode: 'envelope', publishTimeoutMs: 1500, backoffMs: 60_000, backoffMaxMs: 60_000 } } });
     const daemon = await startDaemon(config);
     cleanups.push(() => daemon.stop());
     const issuer = new Issuer(config);
@@ -61,7 +63,7 @@ describe('reconciler', () => {
     const [good, busy] = [relays[0]!, relays[1]!];
     // error: is retried with attempts (rate-limited: pauses the queue without spending any)
     busy.beforeEvent = () => ({ accept: false, message: 'error: try again later' });
-    const config = testConfig({ relays, overrides: { reconcile: { intervalMs: 500, reopenAfterMs: 1500 }, nostr: { maxAttempts: 2, backoffMs: 50, backoffMaxMs: 50 } } });
+    const config = testConfig({ relays, overrides: { reconcile: { intervalMs: 500, reopenAfterMs: 1500 }, nostr: { mode: 'envelope', maxAttempts: 2, backoffMs: 50, backoffMaxMs: 50 } } });
     const daemon = await startDaemon(config);
     cleanups.push(() => daemon.stop());
     const issuer = new Issuer(config);
@@ -143,7 +145,7 @@ describe('reconciler', () => {
     const [calendar] = await startCalendars(1, headersFile);
     cleanups.push(() => calendar!.close());
     // A slow relay (publishes wait their turn) and a long poll interval: every next step has a live job.
-    const config = testConfig({ relays: [relay!], calendars: [calendar!], headersFile, overrides: { nostr: { ratePerMinute: 60 }, ots: { upgradeInitialMs: 600_000, upgradeMaxMs: 600_000 } } });
+    const config = testConfig({ relays: [relay!], calendars: [calendar!], headersFile, overrides: { nostr: { mode: 'envelope', ratePerMinute: 60 }, ots: { upgradeInitialMs: 600_000, upgradeMaxMs: 600_000 } } });
     const daemon = await startDaemon(config);
     cleanups.push(() => daemon.stop());
     const issuer = new Issuer(config);

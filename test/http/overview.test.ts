@@ -38,7 +38,8 @@ describe('GET /v1/info', () => {
     expect(info.nostr?.pubkey).toBe(s.daemon.signerPubkey);
     expect(info.nostr?.pubkey).toMatch(/^[0-9a-f]{64}$/);
     expect(decode(info.nostr!.npub!)).toEqual({ type: 'npub', data: info.nostr!.pubkey });
-    expect(info.nostr).toMatchObject({ mode: 'envelope', relays: s.relays.map((r) => `${r.url}/`), quorum: 2 });
+    // auto is the default nostr.mode (docs/nostr.md)
+    expect(info.nostr).toMatchObject({ mode: 'auto', relays: s.relays.map((r) => `${r.url}/`), quorum: 2 });
     expect(info.ots).toEqual({ network: 'regtest', calendars: s.calendars.map((c) => `${c.url}/`), minCalendars: 1 });
     expect(info.readsRequireToken).toBe(false);
   });

@@ -72,7 +72,8 @@ describe('the status page with a relay down', () => {
     // identity: version, signer, mode, network
     const identity = (await page.locator('#identity').textContent()) ?? '';
     expect(identity).toMatch(/^v\d+\.\d+\.\d+/);
-    expect(identity).toContain('nostr envelope mode, quorum 2 of 2');
+    // auto is the default (docs/nostr.md)
+    expect(identity).toContain('nostr auto mode, quorum 2 of 2');
     expect(identity).toContain('ots regtest');
     expect(await page.locator('#identity [data-npub]').getAttribute('data-npub')).toMatch(/^npub1/);
 

@@ -22,7 +22,11 @@ describe('killed between a relay report and the witness move', () => {
     try {
       const s = receiptFields();
       await issuer.enqueue(s, s.receipt_uuid);
-      const record = await waitFor('accepted', () => issuer.store.getRecord(s.receipt_uuid));
+      // signed at its cut under auto mode (the default), at intake under envelope mode
+      const record = await waitFor('accepted and signed', async () => {
+        const r = await issuer.store.getRecord(s.receipt_uuid);
+        return r?.nostrEventId ? r : null;
+      });
       const eventId = record!.nostrEventId!;
       await waitFor('a first failed attempt', async () => (await issuer.store.relayReports(eventId)).length > 0, 30_000);
       // What a crash right after SET_RELAY leaves: the relay's final report, the witness not moved.
@@ -65,7 +69,10 @@ describe('killed twice while the same publish is in flight', () => {
         child.stderr?.on('data', (d: Buffer) => {
           stderr = (stderr + d.toString('utf8')).slice(-2000);
         });
-        const record = await waitFor('accepted', () => issuer.store.getRecord(s.receipt_uuid), 30_000);
+        const record = await waitFor('accepted and signed', async () => {
+        const r = await issuer.store.getRecord(s.receipt_uuid);
+        return r?.nostrEventId ? r : null;
+      }, 30_000);
         const eventId = record!.nostrEventId!;
         // in flight: active, and (after the first kill) handed back once already
         let seen = '';

@@ -2,7 +2,9 @@
  * Two daemon instances on one Redis (same prefix and queues, each with its own signing key,
  * so an event signed twice for one subject would show as two events with its `x` tag).
  * Every subject is enqueued twice by two issuers. Both daemons take work; every subject
- * confirms once, with one event per relay, in envelope mode and in batch mode.
+ * confirms once, with one event per relay, in envelope mode, in batch mode, and in auto mode
+ * (each cut decided once, whichever daemon takes it: one event per own-event subject plus one
+ * per batch-event cut).
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -15,12 +17,12 @@ async function counter(daemon: Daemon, name: string): Promise<number> {
   return (metric?.values ?? []).reduce((n, v) => n + v.value, 0);
 }
 
-async function twoDaemons(name: string, n: number, mode: 'envelope' | 'batch'): Promise<void> {
+async function twoDaemons(name: string, n: number, mode: 'envelope' | 'batch' | 'auto', nostr: Record<string, unknown> = {}): Promise<void> {
   const relays = await startRelays(2);
   const taps = relays.map(tapRelay);
   const headersFile = join(tempDir('headers'), 'headers.json');
   const calendars = await startCalendars(1, headersFile);
-  const config = testConfig({ relays, calendars, headersFile, overrides: { nostr: { mode, batchWindowMs: 200, batchMaxSize: 100 }, ots: { batchWindowMs: 200, batchMaxSize: 100 } } });
+  const config = testConfig({ relays, calendars, headersFile, overrides: { nostr: { mode, batchWindowMs: 200, batchMaxSize: 100, ...nostr }, ots: { batchWindowMs: 200, batchMaxSize: 100 } } });
   const daemons = await Promise.all([startDaemon(config), startDaemon(config)]);
   const issuers = [new Issuer(config), new Issuer(config)];
   try {
@@ -47,6 +49,14 @@ async function twoDaemons(name: string, n: number, mode: 'envelope' | 'batch'): 
     // batch mode: as many events per relay as batches (each batch published once)
     const batches = new Set((await issuers[0]!.store.getRecords(keys)).map((r) => r!.batches.nostr?.id));
     if (mode === 'batch') for (const relay of relays) expect(relay.eventCount()).toBe(batches.size);
+    // auto mode: an event per subject that got its own, one per cut decided batch; nothing twice
+    const records = await issuers[0]!.store.getRecords(keys);
+    const own = records.filter((r) => r!.nostrEventId).length;
+    const batchEvents = new Set(records.filter((r) => !r!.nostrEventId).map((r) => r!.batches.nostr?.id));
+    if (mode === 'auto') {
+      expect(own + batchEvents.size).toBeLessThan(n);
+      for (const relay of relays) expect(relay.eventCount()).toBe(own + batchEvents.size);
+    }
     report(result, { mode, intakeA: intake[0]!, intakeB: intake[1]!, publishesA: publishes[0]!, publishesB: publishes[1]!, eventsPerRelay: relays[0]!.eventCount() });
   } finally {
     await Promise.all(daemons.map((d) => d.stop()));
@@ -62,5 +72,10 @@ describe('two daemon instances on one Redis', () => {
 
   it('batch mode: each batch cut once and published once per relay', { timeout: 180_000 }, async () => {
     await twoDaemons('two-daemons-batch', 600, 'batch');
+  });
+
+  it('auto mode over its budget: each cut decided once, each subject in exactly one event per relay', { timeout: 180_000 }, async () => {
+    // budget 10 events per second: a 600-subject burst is mostly batch events
+    await twoDaemons('two-daemons-auto', 600, 'auto', { ratePerMinute: 600, autoHorizonMs: 1000 });
   });
 });

@@ -14,6 +14,11 @@ export interface BatcherOptions {
   windowMs: number;
   /** Hands a batch to its witness; must be idempotent per batch id. */
   handOver: (batchId: string) => Promise<void>;
+  /**
+   * Asked after subjects arrive, with how many wait: true cuts them now instead of at the
+   * next tick (Nostr auto mode, while they would get their own events anyway).
+   */
+  cutEarly?: (waiting: number) => Promise<boolean>;
 }
 
 const MAX_CUTS_PER_TICK = 1000;
@@ -41,10 +46,11 @@ export class Batcher {
     void this.tick(true);
   }
 
-  /** Called after subjects arrive: cuts at once when a full batch waits. */
+  /** Called after subjects arrive: cuts at once when a full batch waits, or when `cutEarly` says so. */
   async poke(): Promise<void> {
     const waiting = await this.store.inboxLength(this.witness);
     if (waiting >= this.opts.maxSize) await this.tick(false);
+    else if (waiting > 0 && this.opts.cutEarly && (await this.opts.cutEarly(waiting))) await this.tick(true);
   }
 
   /** One pass: hand over open batches, then cut (all that waits, or only full batches). */

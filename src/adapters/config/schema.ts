@@ -198,7 +198,7 @@ export const CONFIG_KEYS = [
   { key: 'limits.maxEntries', schema: int(1, 10_000_000), default: DEFAULT_LIMITS.maxEntries, env: 'AER1_LIMIT_MAX_ENTRIES', doc: 'Most entries in one job timeline.' },
 
   { key: 'nostr.enabled', schema: bool(), default: true, env: 'AER1_NOSTR_ENABLED', doc: 'Publish signed envelopes (or batch roots) to Nostr relays.' },
-  { key: 'nostr.mode', schema: oneOf(['envelope', 'batch']), default: 'envelope', env: 'AER1_NOSTR_MODE', doc: '"envelope": one event per subject; "batch": one event per batch (RFC 6962 root).' },
+  { key: 'nostr.mode', schema: oneOf(['auto', 'envelope', 'batch']), default: 'auto', env: 'AER1_NOSTR_MODE', doc: '"auto": one event per subject while a cut, on top of the relays\' backlog or the events queued within nostr.autoHorizonMs, fits in what nostr.ratePerMinute sends in that time; else one batch event per cut (docs/nostr.md); "envelope": always one event per subject; "batch": always one event per batch (RFC 6962 root).' },
   { key: 'nostr.relays', schema: urlList(['ws:', 'wss:']), default: ['wss://relay.damus.io', 'wss://nos.lol', 'wss://relay.nostr.band'], env: 'AER1_NOSTR_RELAYS', doc: 'Relays to publish to (comma-separated in the environment).' },
   { key: 'nostr.quorum', schema: int(0, 100), default: 0, env: 'AER1_NOSTR_QUORUM', doc: 'Relays that must accept before the witness is confirmed; 0 means a majority, floor(n/2)+1 (not all: one relay refusing or down for good would keep every subject short of confirmed). Set it to the relay count to require all.' },
   { key: 'nostr.kind', schema: int(1000, 9999), default: DEFAULT_EVENT_KIND, env: 'AER1_NOSTR_KIND', doc: 'Event kind (a regular, stored kind).' },
@@ -214,8 +214,9 @@ export const CONFIG_KEYS = [
   { key: 'nostr.powBudgetMs', schema: int(10, MS_DAY), default: 120_000, env: 'AER1_NOSTR_POW_BUDGET_MS', doc: 'Longest time spent mining one event\'s proof of work for one relay (in slices, off the intake path); over it that relay is marked failed for the event.' },
   { key: 'nostr.relayInfoTtlMs', schema: int(1000, MS_DAY), default: 3_600_000, env: 'AER1_NOSTR_RELAY_INFO_TTL_MS', doc: 'How long a relay\'s NIP-11 document (its stated limits) is kept before it is fetched again.' },
   { key: 'nostr.readBack', schema: bool(), default: false, env: 'AER1_NOSTR_READ_BACK', doc: 'After acceptance, read the event back by id and mark the relay "stored" when the bytes match.' },
-  { key: 'nostr.batchMaxSize', schema: int(1, 1_000_000), default: 10_000, env: 'AER1_NOSTR_BATCH_MAX_SIZE', doc: 'Batch mode: most subjects per event.' },
-  { key: 'nostr.batchWindowMs', schema: int(10, MS_DAY), default: 10_000, env: 'AER1_NOSTR_BATCH_WINDOW_MS', doc: 'Batch mode: longest a subject waits for its batch.' },
+  { key: 'nostr.batchMaxSize', schema: int(1, 1_000_000), default: 10_000, env: 'AER1_NOSTR_BATCH_MAX_SIZE', doc: 'Batch and auto mode: most subjects per cut (per batch event).' },
+  { key: 'nostr.batchWindowMs', schema: int(10, MS_DAY), default: 10_000, env: 'AER1_NOSTR_BATCH_WINDOW_MS', doc: 'Batch and auto mode: longest a subject waits for its cut (and, in auto mode, the decision).' },
+  { key: 'nostr.autoHorizonMs', schema: int(1000, MS_DAY), default: 60_000, env: 'AER1_NOSTR_AUTO_HORIZON_MS', doc: 'Auto mode: the window of the rate budget (nostr.ratePerMinute × this / 60 s events, at least one) that per-subject events, the slowest relay\'s backlog and the events queued within it must fit in.' },
   { key: 'nostr.concurrency', schema: int(1, 1000), default: 16, env: 'AER1_NOSTR_CONCURRENCY', doc: 'Publishes in flight per relay.' },
 
   { key: 'ots.enabled', schema: bool(), default: true, env: 'AER1_OTS_ENABLED', doc: 'Timestamp batch roots with OpenTimestamps calendars.' },

@@ -16,7 +16,7 @@ import { HttpError } from './respond.js';
 export interface DaemonInfo {
   version: string;
   witnesses: string[];
-  nostr: { mode: 'envelope' | 'batch'; pubkey: string | null; npub: string | null; relays: string[]; quorum: number } | null;
+  nostr: { mode: 'auto' | 'envelope' | 'batch'; pubkey: string | null; npub: string | null; relays: string[]; quorum: number } | null;
   ots: { network: 'mainnet' | 'regtest'; calendars: string[]; minCalendars: number } | null;
   readsRequireToken: boolean;
 }

@@ -21,6 +21,7 @@ export class DaemonMetrics {
   private readonly timeToConfirm: Histogram<'witness'>;
   private readonly intakeTotal: Counter<'result'>;
   private readonly repairsTotal: Counter<'kind'>;
+  private readonly nostrModeSubjects: Counter<'mode'>;
   private source: GaugeSource | null = null;
   private health: (() => EndpointHealth[]) | null = null;
 
@@ -55,6 +56,12 @@ export class DaemonMetrics {
       name: 'aer1_reconciler_repairs_total',
       help: 'Jobs the reconciler re-created because the state needed them and none was live, by kind (inbox, relay-publish, relay-reopen, nostr-witness, nostr-batch, ots-submit, ots-poll).',
       labelNames: ['kind'],
+      registers: [this.registry],
+    });
+    this.nostrModeSubjects = new Counter({
+      name: 'aer1_nostr_mode_subjects_total',
+      help: 'Subjects of cut Nostr batches by the kind of event decided for them (envelope: one event each; batch: one batch event per cut); auto mode switches between them.',
+      labelNames: ['mode'],
       registers: [this.registry],
     });
     const self = this;
@@ -147,6 +154,10 @@ export class DaemonMetrics {
 
   witnessChange(witness: string, status: string, createdMs: number): void {
     if (status === 'confirmed' && createdMs > 0) this.timeToConfirm.observe({ witness }, Math.max(0, (Date.now() - createdMs) / 1000));
+  }
+
+  nostrModeDecision(mode: string, subjects: number): void {
+    this.nostrModeSubjects.inc({ mode }, subjects);
   }
 
   reconcilerRepairs(kind: string, n: number): void {

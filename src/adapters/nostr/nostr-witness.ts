@@ -3,6 +3,8 @@
  * One BullMQ queue per relay carries one job per event (job id = event id), so the
  * relay's rate limit holds across daemon instances, retries back off and survive
  * restarts, and an event already accepted by a relay is never sent to it again.
+ * Cut batches (auto and batch mode) go through one batch job each, which decides, once and
+ * durably, whether the batch gets one batch event or one event per subject.
  */
 import { Queue, Worker, type Job, type ConnectionOptions } from 'bullmq';
 import type { Logger } from 'pino';
@@ -14,6 +16,7 @@ import { nostrBatchQueueName, relayQueueName } from '../queue/names.js';
 import { boundedFailures } from '../queue/failed-attempts.js';
 import { stalledJobOptions } from '../queue/stalled.js';
 import { BatchTree } from '../../core/batch/batch-tree.js';
+import { autoMode, type NostrEventMode } from '../../core/nostr/auto-mode.js';
 import { batchEvent, envelopeEvent, serializeEvent, sameSignedEvent, type SignedEvent } from '../../core/nostr/events.js';
 import type { SigningKey } from '../../core/nostr/keys.js';
 import { RelayClient } from './relay-client.js';
@@ -33,6 +36,19 @@ export interface NostrWitnessHooks {
   onPublish?: (relay: string, result: string, message: string) => void;
   /** Called when a subject's witness status changes (metrics). */
   onWitnessChange?: (key: string, status: WitnessStatus, createdMs: number) => void;
+  /** Called once per batch when its kind of event is decided (metrics). */
+  onModeDecision?: (mode: NostrEventMode, subjects: number) => void;
+}
+
+/** What a batch job decided for its batch (the batch hash's `mode` field), with what the rule saw. */
+export interface ModeDecision {
+  mode: NostrEventMode;
+  /** Subjects in the cut. */
+  size: number;
+  /** Auto mode: the slowest relay's backlog, the events queued within the horizon, and the budget they were held against. */
+  backlog?: number;
+  recent?: number;
+  budget?: number;
 }
 
 
@@ -93,7 +109,11 @@ export class NostrWitness {
   private readonly clients = new Map<string, RelayClient>();
   /** Per relay: `rate-limited:` pauses in a row (reset by an acceptance) and when the current one ends. */
   private readonly pauses = new Map<string, { streak: number; until: number }>();
-  private batchQueue: Queue | null = null;
+  private readonly batchQueue: Queue;
+  /** Decisions (and the per-subject publishes they queue) run one at a time in this process, so two see each other's backlog. */
+  private deciding: Promise<unknown> = Promise.resolve();
+  /** The last auto-mode decision, to log switches. */
+  private lastMode: NostrEventMode | null = null;
   /** NIP-11 limits, NIP-13 copies: what each relay is sent (relay-policy.ts). */
   private readonly policy: PolicyPublisher;
 
@@ -107,17 +127,16 @@ export class NostrWitness {
     for (const url of opts.relays) {
       this.queues.set(url, new Queue<RelayJobData>(relayQueueName(opts.queueBase, url), { connection: opts.connection, prefix: opts.bullPrefix }));
     }
-    if (opts.mode === 'batch') {
-      this.batchQueue = new Queue(nostrBatchQueueName(opts.queueBase), { connection: opts.connection, prefix: opts.bullPrefix });
-    }
+    // In every mode: batches cut under auto or batch mode are finished after a switch to envelope.
+    this.batchQueue = new Queue(nostrBatchQueueName(opts.queueBase), { connection: opts.connection, prefix: opts.bullPrefix });
   }
 
-  /** The signed envelope event for a subject (envelope mode); created_at = anchored_at keeps its id stable. */
+  /** The signed envelope event for a subject (envelope mode, and auto mode's per-subject events); created_at = anchored_at keeps its id stable. */
   signEnvelope(canonical: string, digestHex: string): SignedEvent {
     return envelopeEvent({ canonical, digestHex, kind: this.opts.kind }, this.key);
   }
 
-  /** Starts the relay workers (and the batch worker in batch mode). */
+  /** Starts the relay workers and the batch worker. */
   start(): void {
     for (const url of this.opts.relays) {
       // read each relay's NIP-11 limits ahead of its first job (never rejects)
@@ -138,7 +157,7 @@ export class NostrWitness {
       });
       this.workers.push(worker);
     }
-    if (this.batchQueue) {
+    {
       const worker = new Worker(nostrBatchQueueName(this.opts.queueBase), boundedFailures((job: Job<{ batchId: string | number }>) => this.batchJob(String(job.data.batchId)), this.log), {
         connection: this.opts.connection,
         prefix: this.opts.bullPrefix,
@@ -154,11 +173,12 @@ export class NostrWitness {
 
   /** Resolves once every queue and worker has its Redis connections (so a fast stop closes cleanly). */
   async waitUntilReady(): Promise<void> {
-    await Promise.all([...this.workers, ...this.queues.values(), ...(this.batchQueue ? [this.batchQueue] : [])].map((x) => x.waitUntilReady()));
+    await Promise.all([...this.workers, ...this.queues.values(), this.batchQueue].map((x) => x.waitUntilReady()));
   }
 
   /** Makes sure every relay has a job for this event unless it already answered for good. */
   async ensurePublishing(eventId: string): Promise<void> {
+    if (this.opts.mode === 'auto') await this.store.noteNostrQueued(eventId, Date.now(), this.opts.autoHorizonMs);
     const reports = await this.store.relayReports(eventId);
     const done = new Set(reports.filter((r) => r.final).map((r) => r.url));
     const todo = [...this.queues.entries()].filter(([url]) => !done.has(url));
@@ -208,15 +228,19 @@ export class NostrWitness {
     return out;
   }
 
-  /** Batch mode: the event of a batch, or null when its batch job has not made one yet. */
+  /** The batch event of a batch, or null when it has none (not decided yet, not made yet, or decided `envelope`). */
   async batchEventId(batchId: string): Promise<string | null> {
     const json = await this.store.batchField('nostr', batchId, 'event');
     return json ? (JSON.parse(json) as SignedEvent).id : null;
   }
 
-  /** Batch mode: re-creates the batch job of a batch that has no event and no job; true when it did. */
+  /**
+   * Re-creates the batch job of a batch that has no batch event and no job; true when it did.
+   * A batch decided `envelope` whose subjects are not all signed gets its job again too (the
+   * caller asks only for subjects without an event): the job signs the rest.
+   */
   async repairBatch(batchId: string): Promise<boolean> {
-    if (!this.batchQueue || (await this.batchEventId(batchId)) !== null) return false;
+    if ((await this.batchEventId(batchId)) !== null) return false;
     const jobId = `nostr-batch-${batchId}`;
     const state = await this.batchQueue.getJobState(jobId);
     if (state !== 'unknown' && state !== 'failed' && state !== 'completed') return false;
@@ -225,15 +249,71 @@ export class NostrWitness {
     return true;
   }
 
-  /** Batch mode: hands a cut batch to the batch worker (idempotent by batch id). */
+  /** Hands a cut batch to the batch worker (idempotent by batch id). */
   async enqueueBatch(batchId: string): Promise<void> {
-    if (!this.batchQueue) throw new Error('enqueueBatch is for batch mode');
     await this.batchQueue.add('batch', { batchId }, { jobId: `nostr-batch-${batchId}`, attempts: 1000, backoff: { type: 'exponential', delay: 1000 } });
+  }
+
+  /** The relay queue with the most events still to send: jobs waiting, delayed (retries), active or paused. */
+  async backlog(): Promise<number> {
+    const counts = await Promise.all([...this.queues.values()].map((q) => q.getJobCounts('waiting', 'delayed', 'active', 'prioritized', 'paused', 'waiting-children')));
+    return Math.max(0, ...counts.map((c) => Object.values(c).reduce((a, b) => a + b, 0)));
+  }
+
+  /** Auto mode: what the relays already carry against the budget (docs/nostr.md): the backlog and the events queued within the horizon. */
+  async load(): Promise<{ backlog: number; recent: number }> {
+    const [backlog, recent] = await Promise.all([this.backlog(), this.store.recentNostrQueued(Date.now(), this.opts.autoHorizonMs)]);
+    return { backlog, recent };
+  }
+
+  /**
+   * The batch's kind of event, decided once: the batch hash's `mode` field is written with
+   * HSETNX, so a retry, a restart or a second daemon keeps the first decision. A batch that
+   * already has a batch event (cut before modes were recorded) is `batch`.
+   */
+  async decideMode(batchId: string, size: number, fields: Record<string, string>): Promise<ModeDecision> {
+    const recorded = fields.mode === 'envelope' || fields.mode === 'batch' ? fields.mode : fields.event ? 'batch' : null;
+    if (recorded) return { mode: recorded, size };
+    let decision: ModeDecision;
+    if (this.opts.mode === 'auto') {
+      const { backlog, recent } = await this.load();
+      const { mode, budget } = autoMode({ cutSize: size, backlog, recent, ratePerMinute: this.opts.ratePerMinute, horizonMs: this.opts.autoHorizonMs });
+      decision = { mode, size, backlog, recent, budget };
+    } else {
+      decision = { mode: this.opts.mode, size };
+    }
+    const inForce = (await this.store.setBatchFieldOnce('nostr', batchId, 'mode', decision.mode)) as NostrEventMode;
+    if (inForce !== decision.mode) return { mode: inForce, size };
+    this.hooks.onModeDecision?.(decision.mode, size);
+    if (this.opts.mode === 'auto' && this.lastMode !== null && this.lastMode !== decision.mode) {
+      this.log.info({ batch: batchId, ...decision }, decision.mode === 'batch' ? 'nostr auto mode: backlog over the rate budget, publishing batch events' : 'nostr auto mode: backlog drained, publishing one event per subject');
+    } else {
+      this.log.debug({ batch: batchId, ...decision }, 'nostr mode decided');
+    }
+    this.lastMode = decision.mode;
+    return decision;
+  }
+
+  /** Runs `fn` after every decision this process started before it (one at a time). */
+  private serialized<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.deciding.then(fn, fn);
+    this.deciding = run.catch(() => undefined);
+    return run;
   }
 
   private async batchJob(batchId: string): Promise<void> {
     const batch = await this.store.getBatch('nostr', batchId);
     if (!batch) {
+      await this.store.closeBatch('nostr', batchId);
+      return;
+    }
+    const mode = await this.serialized(async () => {
+      const decision = await this.decideMode(batchId, batch.size, batch.fields);
+      // The per-subject publishes are queued before the next decision reads the backlog.
+      if (decision.mode === 'envelope') await this.publishEnvelopes(batchId);
+      return decision.mode;
+    });
+    if (mode === 'envelope') {
       await this.store.closeBatch('nostr', batchId);
       return;
     }
@@ -245,6 +325,32 @@ export class NostrWitness {
     await this.store.storeEvent(event.id, json, { batch: batchId });
     await this.ensurePublishing(event.id);
     await this.store.closeBatch('nostr', batchId);
+  }
+
+  /**
+   * A batch decided `envelope`: signs each subject's envelope event, links it to the subject
+   * unless it has one (a retry keeps the copy stored first), and queues it on every relay.
+   */
+  private async publishEnvelopes(batchId: string): Promise<void> {
+    const keys = await this.store.batchKeys('nostr', batchId);
+    for (let i = 0; i < keys.length; i += 500) {
+      const chunk = keys.slice(i, i + 500);
+      const records = await this.store.getRecords(chunk);
+      const items: Array<{ key: string; id: string; json: string }> = [];
+      for (const r of records) {
+        if (!r || !r.envelopeCanonical || !r.digest) continue;
+        if (r.nostrEventId) {
+          items.push({ key: r.key, id: r.nostrEventId, json: '' });
+          continue;
+        }
+        const ev = this.signEnvelope(r.envelopeCanonical, r.digest);
+        items.push({ key: r.key, id: ev.id, json: serializeEvent(ev) });
+      }
+      const fresh = items.filter((it) => it.json !== '');
+      const stored = await this.store.setSubjectEvents(fresh);
+      const ids = [...items.filter((it) => it.json === '').map((it) => it.id), ...stored.filter((x): x is string => x !== null)];
+      for (let j = 0; j < ids.length; j += 50) await Promise.all(ids.slice(j, j + 50).map((id) => this.ensurePublishing(id)));
+    }
   }
 
   private client(url: string): RelayClient {
@@ -385,7 +491,7 @@ export class NostrWitness {
 
   /** Every queue this witness works from (for queue depth). */
   get allQueues(): Queue[] {
-    return [...this.queues.values(), ...(this.batchQueue ? [this.batchQueue] : [])];
+    return [...this.queues.values(), this.batchQueue];
   }
 
   /** Stops taking jobs; in-flight publishes finish (or go back to the queue) first. */
@@ -393,7 +499,7 @@ export class NostrWitness {
     this.policy.stop();
     await Promise.all(this.workers.map((w) => w.close()));
     await Promise.all([...this.queues.values()].map((q) => q.close()));
-    await this.batchQueue?.close();
+    await this.batchQueue.close();
     for (const c of this.clients.values()) c.close();
   }
 }

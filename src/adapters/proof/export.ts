@@ -1,6 +1,7 @@
 /**
  * Builds a subject's `aer1-anchor-proof-v1` from the daemon's state: its envelope, the
- * signed Nostr event (and batch inclusion path in batch mode), and its own detached
+ * signed Nostr event (its own envelope event, or its batch's event with the inclusion path;
+ * `nostr.mode` says which, as recorded on its batch in auto mode), and its own detached
  * `.ots` (file digest = the envelope digest) assembled from the batch's root timestamp.
  */
 import { BatchTree } from '../../core/batch/batch-tree.js';
@@ -10,7 +11,7 @@ import { parseTimestamp, serializeDetached } from '../../core/ots/codec.js';
 import { proofForSubject } from '../../core/ots/batch-proof.js';
 import type { CalendarState } from '../ots/ots-witness.js';
 import { relayCopyJson } from '../nostr/relay-policy.js';
-import { PROOF_VERSION, type AnchorProof, type NostrEventJson, type NostrProof, type OtsProof, type WitnessStatus } from '../../core/proof/format.js';
+import { PROOF_VERSION, type AnchorProof, type NostrEventJson, type NostrProof, type NostrProofMode, type OtsProof, type WitnessStatus } from '../../core/proof/format.js';
 
 export interface ProofSources {
   relays: readonly string[];
@@ -68,7 +69,7 @@ export class ProofExporter {
 
   /** The batch's tree (cached) and its current fields (read fresh: answers and upgrades change them). */
   private async tree(witness: WitnessName, id: string): Promise<CachedBatch | null> {
-    const names = ['event', 'ts', 'bitcoin', ...this.sources.calendars.map((url) => `cal:${url}`)];
+    const names = ['event', 'mode', 'ts', 'bitcoin', ...this.sources.calendars.map((url) => `cal:${url}`)];
     const [tree, fields] = await Promise.all([
       this.trees.get(`${witness}:${id}`, async () => (await this.store.getBatch(witness, id))?.digests ?? null),
       this.store.batchFields(witness, id, names),
@@ -79,12 +80,17 @@ export class ProofExporter {
   private async nostr(record: SubjectRecord, status: WitnessStatus): Promise<NostrProof> {
     let eventJson: string | null = null;
     let batch: NostrProof['batch'];
+    let mode: NostrProofMode | undefined;
     const link = record.batches.nostr;
     if (record.nostrEventId) {
+      mode = 'envelope';
       eventJson = await this.store.eventJson(record.nostrEventId);
     } else if (link) {
       const b = await this.tree('nostr', link.id);
-      if (b) {
+      // A batch decided `envelope` whose subject is not signed yet: envelope, no event yet.
+      if (b?.fields.mode === 'envelope') mode = 'envelope';
+      else if (b && (b.fields.mode === 'batch' || b.fields.event)) {
+        mode = 'batch';
         eventJson = b.fields.event ?? null;
         batch = { index: link.index, size: b.tree.size, path: b.tree.path(link.index).map((h) => h.toString('hex')) };
       }
@@ -98,7 +104,7 @@ export class ProofExporter {
       const copied = copy ? (JSON.parse(copy) as NostrEventJson) : null;
       return { url, status: r?.status ?? 'pending', message: r?.message ?? '', at: r?.at ?? '', ...(copied && copied.id === r?.copyId ? { event: copied } : {}) };
     }));
-    return { status, event, relays, ...(batch ? { batch } : {}) };
+    return { status, ...(mode ? { mode } : {}), event, relays, ...(batch ? { batch } : {}) };
   }
 
   private async ots(record: SubjectRecord, status: WitnessStatus): Promise<OtsProof> {

@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { StateKeys, type WitnessName } from './keys.js';
-import { ACCEPT, CUT_BATCH, MARK_SENT, REJECT, SET_RELAY, SET_WITNESS } from './scripts.js';
+import { ACCEPT, CUT_BATCH, MARK_SENT, REJECT, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS } from './scripts.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
 
@@ -359,6 +359,34 @@ export class AnchorStore {
     await this.redis.hset(this.keys.event(eventId), ...fields);
   }
 
+  /**
+   * Auto mode: links each subject to its own signed event unless it has one already (the
+   * first stored copy wins). Returns, per item, the id of the subject's event in force, or
+   * null when the subject is gone. Pipelined.
+   */
+  async setSubjectEvents(items: ReadonlyArray<{ key: string; id: string; json: string }>): Promise<Array<string | null>> {
+    if (items.length === 0) return [];
+    const pipe = this.redis.pipeline();
+    for (const it of items) scriptCommand(pipe, SET_SUBJECT_EVENT)(this.keys.subject(it.key), this.keys.event(it.id), it.id, it.json, it.key);
+    const res = (await pipe.exec()) ?? [];
+    return res.map(([err, v]) => {
+      if (err) throw err;
+      return typeof v === 'string' ? v : null;
+    });
+  }
+
+  /** Nostr auto mode: notes an event queued for the relays at `nowMs` (once per event), forgetting those older than the horizon. */
+  async noteNostrQueued(eventId: string, nowMs: number, horizonMs: number): Promise<void> {
+    await this.redis.multi().zadd(this.keys.nostrRecent, 'NX', nowMs, eventId).zremrangebyscore(this.keys.nostrRecent, '-inf', `(${nowMs - horizonMs}`).exec();
+  }
+
+  /** Nostr auto mode: how many events were queued for the relays within the horizon before `nowMs`. */
+  async recentNostrQueued(nowMs: number, horizonMs: number): Promise<number> {
+    const [, count] = (await this.redis.multi().zremrangebyscore(this.keys.nostrRecent, '-inf', `(${nowMs - horizonMs}`).zcard(this.keys.nostrRecent).exec()) ?? [];
+    if (count?.[0]) throw count[0];
+    return Number(count?.[1] ?? 0);
+  }
+
   async eventOwner(eventId: string): Promise<{ subject: string | null; batch: string | null }> {
     const [subject, batch] = await this.redis.hmget(this.keys.event(eventId), 'subject', 'batch');
     return { subject: subject ?? null, batch: batch ?? null };
@@ -494,6 +522,7 @@ const SCRIPTS: ReadonlyArray<[string, number]> = [
   [SET_RELAY, 1],
   [MARK_SENT, 1],
   [CUT_BATCH, 3],
+  [SET_SUBJECT_EVENT, 2],
 ];
 
 const COMMAND_NAMES = new Map<string, string>();

@@ -55,6 +55,10 @@ export class StateKeys {
   batchSeq(witness: WitnessName): string {
     return `${this.base}:bseq:${witness}`;
   }
+  /** Nostr auto mode: events queued for the relays, scored by when (ms), trimmed to the horizon. */
+  get nostrRecent(): string {
+    return `${this.base}:nostr:recent`;
+  }
   /** Batches cut but not yet handed to their witness (resumed on restart). */
   openBatches(witness: WitnessName): string {
     return `${this.base}:bopen:${witness}`;

@@ -217,3 +217,21 @@ redis.call('XADD', KEYS[3], 'MAXLEN', '~', maxlen, '*', 'data',
   cjson.encode({type = code, key = key, status = 'rejected', at = nowIso, reason = reason}))
 return 1
 `;
+
+/**
+ * KEYS: subject, event hash. Auto mode's per-subject event for a subject of a batch decided
+ * `envelope`: stored and linked only when the subject has none yet, so a retry or a second
+ * daemon signing again (a new signature, the same id) never replaces the copy published.
+ * ARGV: event id, event JSON, subject key. Returns the id of the subject's event in force,
+ * or false when the subject is gone.
+ */
+export const SET_SUBJECT_EVENT = `
+local s, ev = KEYS[1], KEYS[2]
+local id, json, key = ARGV[1], ARGV[2], ARGV[3]
+local cur = redis.call('HMGET', s, 'nostr:event', 'status')
+if not cur[2] then return false end
+if cur[1] then return cur[1] end
+redis.call('HSET', ev, 'json', json, 'subject', key)
+redis.call('HSET', s, 'nostr:event', id)
+return id
+`;

@@ -38,7 +38,8 @@ export interface CalendarView {
 export interface NostrView {
   status: string;
   confirmedAt: string | null;
-  mode: 'envelope' | 'batch';
+  /** The kind of event the subject got (auto mode decides per cut); null while not decided. */
+  mode: 'envelope' | 'batch' | null;
   eventId: string | null;
   batch: { id: string; index: number; size: number | null } | null;
   relays: RelayView[];
@@ -114,11 +115,18 @@ async function nostrView(store: AnchorStore, config: Config, record: SubjectReco
   if (!w) return undefined;
   let eventId = record.nostrEventId;
   let batch: NostrView['batch'] = null;
+  let mode: NostrView['mode'] = eventId ? 'envelope' : null;
   const link = record.batches.nostr;
   if (!eventId && link) {
-    const { event: eventJson, size } = await store.batchFields('nostr', link.id, ['event', 'size']);
-    eventId = parseJson<{ id?: string }>(eventJson)?.id ?? null;
-    batch = { id: link.id, index: link.index, size: size === null ? null : Number(size) };
+    const { event: eventJson, size, mode: decided } = await store.batchFields('nostr', link.id, ['event', 'size', 'mode']);
+    // Decided `envelope`: the subject's own event is on its way (the batch is only how it was cut).
+    if (decided === 'envelope') mode = 'envelope';
+    else {
+      // Not decided yet (mode null) or a batch event: the subject's place in its batch.
+      if (decided === 'batch' || eventJson) mode = 'batch';
+      eventId = parseJson<{ id?: string }>(eventJson)?.id ?? null;
+      batch = { id: link.id, index: link.index, size: size === undefined ? null : Number(size) };
+    }
   }
   // The relays the state says the event went to, never the current config's: a subject
   // anchored with relays A and B keeps showing A and B after the config moves to C.
@@ -127,7 +135,7 @@ async function nostrView(store: AnchorStore, config: Config, record: SubjectReco
   return {
     status: w.status,
     confirmedAt: w.confirmedMs === null ? null : isoSeconds(w.confirmedMs),
-    mode: record.nostrEventId ? 'envelope' : link ? 'batch' : config.nostr.mode,
+    mode,
     eventId,
     batch,
     relays,

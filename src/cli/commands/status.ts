@@ -11,7 +11,7 @@ function render(v: AnchorDetail): string {
   if (v.digest) lines.push(`  digest: ${v.digest}`);
   const n = v.witnesses.nostr;
   if (n) {
-    lines.push(`  nostr: ${n.status}${n.eventId ? `  event ${n.eventId}` : ''}${n.batch ? `  batch ${n.batch.id} #${n.batch.index}` : ''}`);
+    lines.push(`  nostr: ${n.status}${n.mode ? `  ${n.mode} mode` : ''}${n.eventId ? `  event ${n.eventId}` : ''}${n.batch ? `  batch ${n.batch.id} #${n.batch.index}` : ''}`);
     for (const r of n.relays) lines.push(`    ${r.url}: ${r.status}${r.message ? ` (${r.message})` : ''}`);
   }
   const o = v.witnesses.ots;

@@ -34,8 +34,17 @@ export interface BatchInclusion {
   path: string[];
 }
 
+/** Which kind of event anchors the subject: its own envelope event, or a batch event (with `batch`). */
+export type NostrProofMode = 'envelope' | 'batch';
+
 export interface NostrProof {
   status: WitnessStatus;
+  /**
+   * Optional, informative (docs/nostr.md, auto mode): the kind of event the daemon gave the
+   * subject; absent while not decided. The verifier goes by the proof's shape (`batch`
+   * present or not) and refuses a `mode` that contradicts it.
+   */
+  mode?: NostrProofMode;
   event: NostrEventJson | null;
   relays: RelayReport[];
   batch?: BatchInclusion;
@@ -139,6 +148,13 @@ function parseNostr(v: unknown): NostrProof {
       fail(`${f}.batch.path`, 'expected a list of 64-hex hashes');
     }
     out.batch = { index: nonNegInt(b.index, `${f}.batch.index`), size: nonNegInt(b.size, `${f}.batch.size`), path: b.path as string[] };
+  }
+  if (v.mode !== undefined) {
+    if (v.mode !== 'envelope' && v.mode !== 'batch') fail(`${f}.mode`, 'expected "envelope" or "batch"');
+    if ((v.mode === 'batch') !== (out.batch !== undefined)) {
+      fail(`${f}.mode`, v.mode === 'batch' ? 'mode "batch" needs the batch inclusion path (nostr.batch)' : 'mode "envelope" with a batch inclusion path (nostr.batch): the proof contradicts itself');
+    }
+    out.mode = v.mode;
   }
   return out;
 }

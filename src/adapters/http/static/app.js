@@ -129,7 +129,7 @@
     if (i.ots) parts.push(el('span', { 'data-network': i.ots.network }, `ots ${i.ots.network}, ${i.ots.minCalendars} of ${i.ots.calendars.length} calendar${i.ots.calendars.length === 1 ? '' : 's'}`));
     if (i.readsRequireToken) parts.push(el('span', {}, 'reads need a token'));
     $('#identity').replaceChildren(...parts.flatMap((p, n) => (n ? [' · ', p] : [p])));
-    $('#relay-unit').textContent = i.nostr?.mode === 'batch' ? 'one per batch in batch mode' : 'one per subject in envelope mode';
+    $('#relay-unit').textContent = i.nostr?.mode === 'batch' ? 'one per batch in batch mode' : i.nostr?.mode === 'auto' ? 'one per subject within the rate budget, one per batch beyond, in auto mode' : 'one per subject in envelope mode';
     const sel = $('#ttc-series');
     const want = ['subject', ...i.witnesses];
     if (sel.options.length !== want.length) sel.replaceChildren(...want.map((w) => el('option', { value: w }, w === 'subject' ? 'subject (all witnesses)' : w)));
@@ -422,7 +422,7 @@
     if (n) {
       parts.push(el('h4', { 'data-witness': 'nostr' }, 'Nostr', badge(n.status), n.confirmedAt ? el('span', { class: 'muted small' }, `confirmed ${when(n.confirmedAt)}`) : null));
       parts.push(el('dl', {},
-        el('dt', {}, 'mode'), el('dd', {}, n.mode ?? '–'),
+        el('dt', {}, 'mode'), el('dd', { 'data-mode': n.mode ?? 'undecided' }, n.mode === 'batch' ? 'batch event' : n.mode === 'envelope' ? 'own event' : 'not decided yet'),
         el('dt', {}, 'event'), el('dd', { class: 'mono' }, n.eventId ?? '–'),
         n.batch ? el('dt', {}, 'batch') : null, n.batch ? el('dd', {}, `#${n.batch.id}, leaf ${n.batch.index} of ${n.batch.size ?? '?'}`) : null));
       parts.push(el('table', { class: 'grid' },
