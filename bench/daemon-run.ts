@@ -119,28 +119,48 @@ export interface ProofExport {
  * a subject is OTS "pending" from acceptance on; its batch gets `submitted = 1` once m
  * calendars answered. Batches are numbered 1.. by the batch sequence.
  */
+/**
+ * Counts subjects whose OTS batch the calendars hold (the batch's `submitted` flag). Batch ids
+ * are `<sequence>-<nonce>`, so they are found through the subjects: the first subject (in
+ * enqueue order) not yet seen in a batch names its batch, whose key list covers its members.
+ */
 class OtsSubmissions {
-  private seen = 0;
   private submitted = 0;
-  /** GET and HMGET calls made here (subtracted from the daemon's command counts). */
-  gets = 0;
+  /** HGET, LRANGE and HMGET calls made here (subtracted from the daemon's command counts). */
+  hgets = 0;
+  lranges = 0;
   hmgets = 0;
-  private readonly open = new Set<number>();
+  private next = 0;
+  private readonly covered = new Set<string>();
+  private readonly known = new Set<string>();
+  private readonly open = new Set<string>();
   constructor(
     private readonly redis: Redis,
     private readonly store: AnchorStore,
+    private readonly keys: readonly string[],
   ) {}
 
   async count(): Promise<number> {
-    const seq = Number((await this.redis.get(this.store.keys.batchSeq('ots'))) ?? 0);
-    this.gets++;
-    for (let id = this.seen + 1; id <= seq; id++) this.open.add(id);
-    this.seen = Math.max(this.seen, seq);
+    for (let i = 0; i < 100 && this.next < this.keys.length; i++) {
+      while (this.next < this.keys.length && this.covered.has(this.keys[this.next]!)) this.next++;
+      const key = this.keys[this.next];
+      if (key === undefined) break;
+      const id = await this.redis.hget(this.store.keys.subject(key), 'ots:batch');
+      this.hgets++;
+      if (id === null) break;
+      this.covered.add(key);
+      if (this.known.has(id)) continue;
+      this.known.add(id);
+      this.open.add(id);
+      const members = await this.redis.lrange(this.store.keys.batchKeys('ots', id), 0, -1);
+      this.lranges++;
+      for (const m of members) this.covered.add(m);
+    }
     if (this.open.size === 0) return this.submitted;
     const ids = [...this.open];
     this.hmgets += ids.length;
     const pipe = this.redis.pipeline();
-    for (const id of ids) pipe.hmget(this.store.keys.batch('ots', String(id)), 'submitted', 'size');
+    for (const id of ids) pipe.hmget(this.store.keys.batch('ots', id), 'submitted', 'size');
     const res = (await pipe.exec()) ?? [];
     res.forEach(([err, v], i) => {
       if (err) throw err;
@@ -222,7 +242,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     let done = 0;
     let accepted = 0;
     const progress: Array<[number, number]> = [];
-    const ots = new OtsSubmissions(redis, store);
+    const ots = new OtsSubmissions(redis, store, subjects.map((x) => x.key));
     const deadline = t0 + o.timeoutMs;
     const maxPolls = Math.ceil(o.timeoutMs / 20) + 10;
     for (let i = 0; i < maxPolls; i++) {
@@ -274,7 +294,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       peers: perSubjectCpu(cpu0.peers, cpu1.peers),
       bench: (cpu1.bench.user + cpu1.bench.system) / 1000 / counted,
     };
-    const own: Record<string, number> = { get: ots.gets, hmget: ots.hmgets };
+    const own: Record<string, number> = { hget: ots.hgets, lrange: ots.lranges, hmget: ots.hmgets };
     const cmds = [...stats]
       .filter(([name]) => !BENCH_ONLY_COMMANDS.has(name))
       .map(([name, v]): [string, { calls: number; usec: number }] => [name, { calls: Math.max(0, v.calls - (own[name] ?? 0)), usec: v.usec }]);

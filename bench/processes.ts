@@ -148,6 +148,8 @@ export interface BenchDaemonOptions {
   mode: 'batch' | 'envelope';
   windowMs: number;
   ratePerMinute: number;
+  /** Most subjects per Nostr event and per calendar submission (default: the daemon's). */
+  batchMaxSize?: number;
 }
 
 export const BENCH_PREFIX = 'bench';
@@ -170,12 +172,14 @@ export function benchConfig(o: BenchDaemonOptions & { keyFile: string }): Config
         backoffMs: 200,
         backoffMaxMs: 2000,
         batchWindowMs: o.windowMs,
+        ...(o.batchMaxSize !== undefined ? { batchMaxSize: o.batchMaxSize } : {}),
       },
       ots: {
         enabled: true,
         calendars: o.peers.calendars,
         minCalendars: o.peers.calendars.length,
         batchWindowMs: o.windowMs,
+        ...(o.batchMaxSize !== undefined ? { batchMaxSize: o.batchMaxSize } : {}),
         submitBackoffMs: 200,
         upgradeInitialMs: 500,
         upgradeMaxMs: 2000,

@@ -12,10 +12,17 @@ import { naiveRun, type NaiveResult } from './naive.js';
 import { killAllTracked, removeTempDir, startPeers, type Peers } from './processes.js';
 import { figure, load, machine, median, round, table, type Figure } from './report.js';
 import { firstProof, verifyDir, verifyOneCold } from './verify-run.js';
+import { intakeRun, type IntakeRunResult } from './intake-run.js';
 
-const USAGE = `usage: npm run bench [-- [--json] [--quick] [--round-ms MS] [--window-ms MS] [--naive-concurrency N]]
-  --json               one JSON object per figure on stdout (progress and the table go to stderr)
+/** Subjects per bulk job in the intake comparison (queue.maxSubjectsPerJob's default). */
+const BULK_PER_JOB = 1000;
+
+const USAGE = `usage: npm run bench [-- [--json] [--quick] [--intake-only] [--intake-large] [--round-ms MS] [--window-ms MS] [--naive-concurrency N]]
+  --json               one JSON object per figure on stdout, nothing else (progress and the table go
+                       to stderr; run it as \`npm run --silent bench -- --json\`, or npm prints its banner first)
   --quick              smaller N and a 45 s budget (under a minute with the build), for development
+  --intake-only        only the intake comparison: single-subject jobs against bulk jobs
+  --intake-large       that comparison at N = 100,000 rather than 10,000 (about a minute more)
   --round-ms MS        dev calendars' aggregation round (default 1000, as the real server)
   --window-ms MS       the daemon's batch window, Nostr and OTS (default 250)
   --naive-concurrency  subjects in flight in the naive baseline (default 32)`;
@@ -30,11 +37,13 @@ interface Plan {
   /** Cost-growth sizes (batchN among them); the largest runs last, with what budget is left. */
   growth: number[];
   coldStarts: number;
+  /** Subjects in the intake comparison (single-subject jobs against bulk jobs). */
+  intakeN: number;
 }
 
 // budgets leave room for the `tsc` build `npm run bench` runs first (about 15 s of CPU)
-const FULL: Plan = { label: 'full', budgetMs: 265_000, batchN: 10_000, envelopeN: 1_000, naiveN: 1_000, growth: [1_000, 10_000, 100_000], coldStarts: 5 };
-const QUICK: Plan = { label: 'quick', budgetMs: 45_000, batchN: 1_000, envelopeN: 200, naiveN: 100, growth: [200, 1_000, 2_000], coldStarts: 3 };
+const FULL: Plan = { label: 'full', budgetMs: 265_000, batchN: 10_000, envelopeN: 1_000, naiveN: 1_000, growth: [1_000, 10_000, 100_000], coldStarts: 5, intakeN: 10_000 };
+const QUICK: Plan = { label: 'quick', budgetMs: 45_000, batchN: 1_000, envelopeN: 200, naiveN: 100, growth: [200, 1_000, 2_000], coldStarts: 3, intakeN: 2_000 };
 /** A run shorter than this is repeated up to 3 times, budget permitting. */
 const SHORT_MS = 10_000;
 const MB = 1024 * 1024;
@@ -88,6 +97,8 @@ async function main(): Promise<number> {
       'round-ms': { type: 'string' },
       'window-ms': { type: 'string' },
       'naive-concurrency': { type: 'string' },
+      'intake-only': { type: 'boolean' },
+      'intake-large': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -95,7 +106,8 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const plan = values.quick ? QUICK : FULL;
+  const plan = { ...(values.quick ? QUICK : FULL) };
+  if (values['intake-large']) plan.intakeN = 100_000;
   const roundMs = intFlag(values['round-ms'], 1000, 'round-ms', 0);
   const windowMs = intFlag(values['window-ms'], 250, 'window-ms', 10);
   const naiveConcurrency = intFlag(values['naive-concurrency'], 32, 'naive-concurrency', 1);
@@ -110,6 +122,12 @@ async function main(): Promise<number> {
   progress(`peers: ${peers.relays.length} relays, ${peers.calendars.length} calendars (round ${roundMs} ms) in pid ${peers.pid}`);
   const proofDirs: string[] = [];
   try {
+    if (values['intake-only']) {
+      const figures = await intakeFigures(plan.intakeN, peers, 600_000);
+      const lines = [`aer1-anchor bench, intake only — ${new Date().toISOString()}`, `machine: ${mc.cores} cores, ${mc.cpu}, Node ${mc.node}; load average at start ${loadAtStart.join(' ')}`, '', table(figures)];
+      emit(figures, lines, values.json === true);
+      return 0;
+    }
     const base = { peers, windowMs, ratePerMinute, confirmTimeoutMs: 60_000 };
     /** Generous for a run of n at `perSecond`, never past the budget. */
     const limit = (n: number, perSecond: number, reserveMs = 0): number =>
@@ -146,6 +164,9 @@ async function main(): Promise<number> {
       describeRun(run);
       growthRuns.set(n, [run]);
     }
+
+    // 3b. Intake alone: single-subject jobs against bulk jobs, side by side.
+    const intake = await intakeFigures(plan.intakeN, peers, Math.max(20_000, Math.min(120_000, budget.remaining() - naiveReserve - 60_000)));
 
     // 4. Verification of the batch-mode proofs, and single-proof cold starts.
     const verifyFigures: Figure[] = [];
@@ -218,6 +239,7 @@ async function main(): Promise<number> {
     const figures = [
       ...throughputFigures(plan, peers, roundMs, naiveConcurrency, batchRuns, envRuns, naiveRuns),
       ...growthFigures([...plan.growth].sort((a, b) => a - b), growthRuns),
+      ...intake,
       ...verifyFigures,
     ];
     const loadAtEnd = load();
@@ -232,19 +254,61 @@ async function main(): Promise<number> {
       skipped.length ? `repeats skipped to stay in the time budget (runs shorter than 10 s should be 3): ${skipped.join('; ')}` : 'every run shorter than 10 s was repeated to 3 runs (median shown)',
       `total ${sec(elapsed)}`,
     ];
-    if (values.json) {
-      // figures for tools on stdout; the same table for people on stderr
-      for (const f of figures) process.stdout.write(`${JSON.stringify(f)}\n`);
-      process.stderr.write(`${lines.join('\n')}\n`);
-    } else {
-      process.stdout.write(`${lines.join('\n')}\n`);
-    }
+    emit(figures, lines, values.json === true);
     progress(`done in ${sec(elapsed)}; load average ${loadAtEnd.join(' ')}`);
     return 0;
   } finally {
     await peers.stop();
     for (const d of proofDirs) removeTempDir(d);
   }
+}
+
+/** Figures for tools on stdout (one JSON object a line, nothing else) and the table on stderr; or the table on stdout. */
+function emit(figures: Figure[], lines: string[], json: boolean): void {
+  if (json) {
+    for (const f of figures) process.stdout.write(`${JSON.stringify(f)}\n`);
+    process.stderr.write(`${lines.join('\n')}\n`);
+  } else {
+    process.stdout.write(`${lines.join('\n')}\n`);
+  }
+}
+
+/**
+ * Intake alone, at N: one subject per job against bulk jobs of BULK_PER_JOB. Redis commands
+ * per subject from INFO commandstats deltas (enqueue and intake phases), and intake
+ * throughput from a full queue, side by side.
+ */
+async function intakeFigures(n: number, peers: Peers, timeoutMs: number): Promise<Figure[]> {
+  const runs: Record<'single' | 'bulk', IntakeRunResult> = {
+    single: await intakeRun({ n, perJob: 1, peers, timeoutMs }),
+    bulk: await intakeRun({ n, perJob: BULK_PER_JOB, peers, timeoutMs }),
+  };
+  const out: Figure[] = [];
+  const label = { single: 'single-subject jobs', bulk: `bulk jobs of ${fmtN(BULK_PER_JOB)}` };
+  const top = (c: IntakeRunResult['intake']): string => c.top.slice(0, 5).map((t) => `${t.command} ${t.callsPerSubject.toFixed(2)}`).join(', ');
+  for (const mode of ['single', 'bulk'] as const) {
+    const r = runs[mode];
+    const partial = r.finished ? '' : `; DID NOT FINISH: ${fmtN(r.accepted)} of ${fmtN(r.n)} accepted in ${sec(r.intakeMs)}`;
+    progress(`intake, ${label[mode]}, N=${fmtN(n)}: ${Math.round(r.subjectsPerS)} subjects/s (enqueue ${sec(r.enqueueMs)}, intake ${sec(r.intakeMs)}); Redis calls/subject: enqueue ${r.enqueue.callsPerSubject.toFixed(2)}, intake ${r.intake.callsPerSubject.toFixed(2)}${partial}`);
+    out.push(
+      figure(`intake, ${label[mode]}: Redis commands per subject`, 'calls', [r.enqueue.callsPerSubject + r.intake.callsPerSubject], {
+        n,
+        load: r.load,
+        digits: 2,
+        note: `INFO commandstats deltas, scripts' inner commands included: enqueue ${r.enqueue.callsPerSubject.toFixed(2)} (${top(r.enqueue)}), intake ${r.intake.callsPerSubject.toFixed(2)} (${top(r.intake)})${partial}`,
+      }),
+      figure(`intake throughput, ${label[mode]}`, 'subjects/s', [r.subjectsPerS], {
+        n,
+        load: r.load,
+        note: `queue full (enqueued in ${sec(r.enqueueMs)} with the queue paused) → every subject accepted in state, batchers held back; aer1-anchord child, private redis-server${partial}`,
+      }),
+    );
+  }
+  out.push(
+    figure('intake throughput, bulk / single', '×', runs.single.subjectsPerS > 0 ? [runs.bulk.subjectsPerS / runs.single.subjectsPerS] : [], { n, digits: 2, note: 'same N, same machine, run one after the other' }),
+    figure('intake Redis commands, single / bulk', '×', [(runs.single.enqueue.callsPerSubject + runs.single.intake.callsPerSubject) / Math.max(1e-9, runs.bulk.enqueue.callsPerSubject + runs.bulk.intake.callsPerSubject)], { n, digits: 2 }),
+  );
+  return out;
 }
 
 function throughputFigures(

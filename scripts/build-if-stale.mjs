@@ -83,13 +83,14 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathS
   if (reason !== null) {
     process.stderr.write(`build: ${reason}; compiling (tsc -p tsconfig.json)\n`);
     const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    const r = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.json')], { stdio: 'inherit' });
+    // tsc's and the bundler's messages to stderr: `npm run bench -- --json` keeps stdout for JSON lines
+    const r = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.json')], { stdio: ['ignore', 2, 2] });
     if (r.status !== 0) process.exit(r.status ?? 1);
   }
   const bundle = bundleStaleReason();
   if (bundle !== null) {
     process.stderr.write(`build: ${bundle}; bundling the browser verifier (${BUNDLE_SCRIPT})\n`);
-    const r = spawnSync(process.execPath, [join(ROOT, BUNDLE_SCRIPT)], { stdio: 'inherit' });
+    const r = spawnSync(process.execPath, [join(ROOT, BUNDLE_SCRIPT)], { stdio: ['ignore', 2, 2] });
     process.exit(r.status ?? 1);
   }
 }

@@ -9,7 +9,7 @@ import { enabledWitnesses, nostrQuorum, type Config } from '../adapters/config/c
 import { AnchorStore } from '../adapters/state/anchor-store.js';
 import type { WitnessName } from '../adapters/state/keys.js';
 import { Batcher } from '../adapters/batch/batcher.js';
-import { IntakeProcessor, startIntakeWorker } from '../adapters/queue/intake.js';
+import { IntakeProcessor, startIntakeWorker, type BulkIntakeResult } from '../adapters/queue/intake.js';
 import { queueDepth, type QueueDepth } from '../adapters/queue/depth.js';
 import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
@@ -17,6 +17,8 @@ import { OtsWitness } from '../adapters/ots/ots-witness.js';
 import { serializeEvent } from '../core/nostr/events.js';
 import type { SigningKey } from '../core/nostr/keys.js';
 import { connectRedis } from '../adapters/redis/connection.js';
+import { checkSlotServed, describeClusterRedirect } from '../adapters/redis/cluster-redirect.js';
+import { UsageError } from '../core/errors/errors.js';
 import { DaemonMetrics } from '../adapters/metrics/metrics.js';
 import { WitnessHealth } from '../adapters/health/witness-health.js';
 import { probeWitnesses, type ProbeOutcome } from '../adapters/health/witness-probe.js';
@@ -159,7 +161,7 @@ export class Daemon {
     const envelopeMode = nostr !== null && this.config.nostr.mode === 'envelope';
     return new IntakeProcessor(
       this.store,
-      { maxJobBytes: this.config.limits.maxJobBytes, maxSteps: this.config.limits.maxSteps, maxEntries: this.config.limits.maxEntries },
+      { maxJobBytes: this.config.limits.maxJobBytes, maxSteps: this.config.limits.maxSteps, maxEntries: this.config.limits.maxEntries, maxSubjectsPerJob: this.config.queue.maxSubjectsPerJob },
       {
         witnesses: this.witnesses,
         inboxes,
@@ -171,9 +173,10 @@ export class Daemon {
               },
             }
           : {}),
-        afterAccept: async (_key, eventId) => {
-          if (envelopeMode && eventId) await nostr.ensurePublishing(eventId);
-          await Promise.all(this.batchers.map((b) => b.poke()));
+        afterAccept: async ({ subjects, inboxLengths }) => {
+          if (envelopeMode) await Promise.all(subjects.flatMap((s) => (s.nostrEventId ? [nostr.ensurePublishing(s.nostrEventId)] : [])));
+          // the accept script said how long each inbox is: only a full one needs a pass now
+          await Promise.all(this.batchers.map((b) => b.poke(inboxLengths[b.witness] ?? null)));
         },
       },
       this.log,
@@ -182,6 +185,13 @@ export class Daemon {
 
   async start(): Promise<void> {
     await Promise.all([this.redis.ping(), this.storeRedis.ping()]);
+    // a Redis Cluster node that does not serve our slot answers MOVED to everything: refuse to start
+    const redirect = await checkSlotServed(this.storeRedis, this.store.keys.probe);
+    if (redirect) {
+      await this.stop();
+      const where = `Redis at ${this.storeRedis.options.host}:${this.storeRedis.options.port}`;
+      throw new UsageError(describeClusterRedirect(redirect, this.store.keys.base, where), 'redis_cluster');
+    }
     this.nostr?.start();
     this.ots?.start();
     for (const b of this.batchers) b.start();
@@ -197,7 +207,12 @@ export class Daemon {
       this.log,
     );
     await this.reconciler.start();
-    this.intakeWorker.on('completed', () => this.metrics.intake('accepted'));
+    this.intakeWorker.on('completed', (_job, rv: unknown) => {
+      const bulk = rv as BulkIntakeResult | undefined;
+      if (bulk?.bulk !== true) return this.metrics.intake('accepted');
+      this.metrics.intake('accepted', bulk.created + bulk.duplicate);
+      this.metrics.intake('refused', bulk.conflict + bulk.refused);
+    });
     this.intakeWorker.on('failed', () => this.metrics.intake('refused'));
     await Promise.all([this.intakeWorker.waitUntilReady(), this.intakeQueue.waitUntilReady(), this.nostr?.waitUntilReady(), this.ots?.waitUntilReady()]);
   }

@@ -2,7 +2,18 @@
  * The package's main entry (`import … from 'aer1-anchor'`): what an issuer calls to
  * enqueue a document the daemon anchors, and the proof format it gets back.
  */
-export { enqueueAnchor, usableAsJobId, ANCHOR_JOB_OPTIONS, type EnqueueOutcome } from '../adapters/queue/producer.js';
+export {
+  enqueueAnchor,
+  enqueueAnchors,
+  bulkJobId,
+  usableAsJobId,
+  ANCHOR_JOB_OPTIONS,
+  DEFAULT_MAX_SUBJECTS_PER_JOB,
+  type EnqueueOutcome,
+  type BulkEnqueueOutcome,
+  type BulkEnqueueOptions,
+} from '../adapters/queue/producer.js';
+export type { BulkIntakeResult, BulkSubjectResult } from '../adapters/queue/intake.js';
 export { ANCHOR_JOB } from '../adapters/queue/names.js';
 export type { JobLimits } from '../adapters/queue/job-data.js';
 export { AnchorStore } from '../adapters/state/anchor-store.js';

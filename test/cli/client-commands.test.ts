@@ -137,7 +137,31 @@ describe('client commands against a running daemon', () => {
       expect(unknown.status).toBe(1);
     });
   });
+  it('enqueues several files as one bulk job, each file reported in its place', async () => {
+    const good = [receiptFields(), receiptFields(), receiptFields()];
+    const files = good.map((g, i) => {
+      const f = join(dir, `bulk-${i}.json`);
+      writeFileSync(f, JSON.stringify(g));
+      return f;
+    });
+    const badFile = join(dir, 'bulk-bad.json');
+    writeFileSync(badFile, JSON.stringify({ subject: 'receipt', receipt_uuid: 'y', output_sha256: 'nothex' }));
+    const r = cli(['enqueue', files[0]!, badFile, files[1]!, files[2]!, '--json'], configFile);
+    expect(r.status).toBe(1); // one file refused
+    const out = JSON.parse(r.stdout) as Array<{ file: string; key?: string; result?: string; job?: string; error?: string }>;
+    expect(out.map((o) => o.file)).toEqual([files[0], badFile, files[1], files[2]]);
+    expect(out[1]!.error).toMatch(/output_sha256/);
+    const jobs = new Set(out.filter((o) => o.result === 'queued').map((o) => o.job));
+    expect(jobs.size).toBe(1);
+    expect([...jobs][0]).toMatch(/^bulk-/);
+    for (const g of good) await waitFor(`${g.receipt_uuid} accepted`, () => issuer.store.getRecord(g.receipt_uuid));
+    const text = cli(['enqueue', ...files], configFile);
+    expect(text.status).toBe(0);
+    expect(text.stdout.trim().split('\n')).toHaveLength(3);
+    expect(text.stdout).toMatch(/already anchored/);
+  });
 });
+
 
 describe('aer1-anchord and SIGTERM', () => {
   it('stops taking jobs, finishes what is in flight and exits 0; a restart finishes the rest', { timeout: 120_000 }, async () => {

@@ -1,7 +1,10 @@
 /**
  * The daemon end to end on Nostr: real Redis, three @nostr-relay dev relays on loopback.
  */
+import { QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
+import { ANCHOR_JOB_OPTIONS } from '../../src/adapters/queue/producer.js';
 import { verifySignedEvent } from '../../src/core/nostr/events.js';
 import { BatchTree } from '../../src/core/batch/batch-tree.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
@@ -89,6 +92,27 @@ describe('envelope mode', () => {
     expect(after?.status).toBe('confirmed');
   });
 
+  it('confirms the subjects of one bulk job, one signed envelope event each, the refused one reported', async () => {
+    const subjects = Array.from({ length: 30 }, () => receiptFields());
+    const events = new QueueEvents(issuer.queue.name, { connection: issuer.redis.duplicate(), prefix: issuer.store.keys.bullPrefix });
+    try {
+      await events.waitUntilReady();
+      const done = new Promise<unknown>((resolve) => events.on('completed', ({ jobId, returnvalue }) => jobId === 'bulk-env' && resolve(returnvalue)));
+      await issuer.queue.add(ANCHOR_JOB, { subjects: [...subjects, { subject: 'receipt', receipt_uuid: 'bad-bulk', output_sha256: 'xyz' }] }, { jobId: 'bulk-env', ...ANCHOR_JOB_OPTIONS });
+      const rv = (typeof (await done) === 'string' ? JSON.parse((await done) as string) : await done) as { created: number; refused: number; results: Array<{ index: number; result: string }> };
+      expect({ created: rv.created, refused: rv.refused }).toEqual({ created: 30, refused: 1 });
+      expect(rv.results[30]).toMatchObject({ index: 30, result: 'refused' });
+    } finally {
+      await events.close();
+    }
+    await waitFor('30 confirmed', async () => (await Promise.all(subjects.map((s) => issuer.store.getRecord(s.receipt_uuid)))).every((r) => r?.status === 'confirmed'), 60_000);
+    for (const s of subjects.slice(0, 5)) {
+      const record = await issuer.store.getRecord(s.receipt_uuid);
+      for (const relay of relays) expect(eventsWithTag(relay, 'x', record!.digest!)).toHaveLength(1);
+    }
+    expect(await issuer.store.getRecord('bad-bulk')).toBeNull();
+  });
+
   it('refuses a malformed job with its reason, not retried, and goes on with the others', async () => {
     const good = receiptFields();
     await issuer.enqueue({ subject: 'receipt', receipt_uuid: 'bad-1', output_sha256: 'xyz' }, 'bad-1');
@@ -139,5 +163,17 @@ describe('batch mode', () => {
         type: 'aer1-anchor-batch/1',
       });
     }
+  });
+
+  it('confirms the 500 subjects of two bulk jobs in a few batch events', async () => {
+    const subjects = Array.from({ length: 500 }, () => receiptFields());
+    const before = relays.map((r) => r.eventCount());
+    await issuer.queue.add(ANCHOR_JOB, { subjects: subjects.slice(0, 250) }, ANCHOR_JOB_OPTIONS);
+    await issuer.queue.add(ANCHOR_JOB, { subjects: subjects.slice(250) }, ANCHOR_JOB_OPTIONS);
+    await waitFor('500 confirmed', async () => (await Promise.all(subjects.map((s) => issuer.store.getRecord(s.receipt_uuid)))).every((r) => r?.status === 'confirmed'), 60_000);
+    for (const [i, relay] of relays.entries()) expect(relay.eventCount() - before[i]!).toBeLessThan(20);
+    const records = await issuer.store.getRecords(subjects.map((s) => s.receipt_uuid));
+    const batches = new Set(records.map((r) => r!.batches.nostr!.id));
+    expect(batches.size).toBeLessThan(20);
   });
 });

@@ -75,9 +75,18 @@ describe('POST /v1/anchors', () => {
     const head = { subject: 'chain-head', job_id: `job-${randomBytes(4).toString('hex')}`, final_entry_digest: 'ab'.repeat(32), entry_count: 3 };
     const res = await s.post('/v1/anchors', { subjects: [a, b, head] }, { auth: true });
     expect(res.status).toBe(202);
-    const body = (await res.json()) as { keys: string[]; results: Array<{ key: string; result: string }> };
+    const body = (await res.json()) as { keys: string[]; results: Array<{ key: string; result: string; job?: string }>; jobs: string[] };
     expect(body.keys).toEqual([a.receipt_uuid, b.receipt_uuid, head.job_id]);
     expect(body.results.map((r) => r.result)).toEqual(['queued', 'queued', 'queued']);
+    // several subjects ride in one bulk job, named in each result
+    expect(body.jobs).toHaveLength(1);
+    expect(body.jobs[0]).toMatch(/^bulk-[0-9a-f]{40}$/);
+    expect(body.results.map((r) => r.job)).toEqual([body.jobs[0], body.jobs[0], body.jobs[0]]);
+    for (const key of body.keys) await waitFor(`${key} accepted`, async () => (await s.daemon.store.getRecord(key))?.status === 'pending' || (await s.daemon.store.getRecord(key))?.status === 'partial');
+    // the same body again: all known now, no job added
+    const again = (await (await s.post('/v1/anchors', { subjects: [a, b, head] }, { auth: true })).json()) as { results: Array<{ result: string }>; jobs: string[] };
+    expect(again.results.map((r) => r.result)).toEqual(['known', 'known', 'known']);
+    expect(again.jobs).toEqual([]);
   });
 
   it('answers 401 without the token or with a wrong one, naming the Bearer scheme', async () => {

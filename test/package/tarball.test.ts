@@ -26,7 +26,7 @@ interface Packed { filename: string; size: number; unpackedSize: number; entryCo
 const ISSUER_TS = `
 import { Redis } from 'ioredis';
 import { Queue } from 'bullmq';
-import { ANCHOR_JOB, ANCHOR_JOB_OPTIONS, AnchorStore, enqueueAnchor, parseAnchorProof, type AnchorProof, type EnqueueOutcome } from 'aer1-anchor';
+import { ANCHOR_JOB, ANCHOR_JOB_OPTIONS, AnchorStore, enqueueAnchor, enqueueAnchors, parseAnchorProof, type AnchorProof, type BulkEnqueueOutcome, type EnqueueOutcome } from 'aer1-anchor';
 import { verifyAnchor, HeadersFileSource, type VerifyReport } from 'aer1-anchor/verify';
 
 export async function issue(redis: Redis, receipt: unknown): Promise<EnqueueOutcome> {
@@ -40,6 +40,11 @@ export async function issue(redis: Redis, receipt: unknown): Promise<EnqueueOutc
   void attempts; void name; void wrong;
   await queue.close();
   return outcome;
+}
+
+export async function issueMany(queue: Queue, store: AnchorStore, receipts: unknown[]): Promise<string[]> {
+  const outcomes: BulkEnqueueOutcome[] = await enqueueAnchors(queue, store, receipts, { maxJobBytes: 4 * 1024 * 1024 }, { maxSubjectsPerJob: 1000 });
+  return outcomes.flatMap((o) => ('error' in o ? [o.error.message] : [o.key]));
 }
 
 export async function audit(doc: unknown, proofJson: unknown): Promise<VerifyReport['verdict']> {
@@ -125,6 +130,7 @@ describe('the packed tarball, installed into an empty project', () => {
     expect(paths).toContain('dist/src/package/verify.js');
     expect(paths.filter((p) => p.startsWith('config/'))).toEqual([]);
     expect(paths).toContain('src/adapters/http/static/openapi.json');
+    for (const script of ['accept', 'reject', 'set-witness', 'set-relay', 'mark-sent', 'cut-batch']) expect(paths).toContain(`src/adapters/state/lua/${script}.lua`);
     // the /verify page and its bundle (built by npm run build, not kept in git)
     expect(paths).toContain('src/adapters/http/static/verify.html');
     expect(paths).toContain('src/adapters/http/static/verify.bundle.js');

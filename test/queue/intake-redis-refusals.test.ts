@@ -35,15 +35,15 @@ describe('intake while Redis refuses writes', () => {
       cleanups.push(() => redis.quit());
       const store = new AnchorStore(redis, prefix);
       let refusals = 3;
-      const accept = store.accept.bind(store);
-      store.accept = async (input) => {
+      const acceptMany = store.acceptMany.bind(store);
+      store.acceptMany = async (targets, subjects) => {
         if (refusals > 0) {
           refusals--;
           throw refusal();
         }
-        return accept(input);
+        return acceptMany(targets, subjects);
       };
-      const processor = new IntakeProcessor(store, { maxJobBytes: 1 << 20, maxSteps: 100, maxEntries: 100 }, { witnesses: ['ots'], inboxes: ['ots'], afterAccept: async () => undefined }, createLogger('silent'));
+      const processor = new IntakeProcessor(store, { maxJobBytes: 1 << 20, maxSteps: 100, maxEntries: 100, maxSubjectsPerJob: 1000 }, { witnesses: ['ots'], inboxes: ['ots'], afterAccept: async () => undefined }, createLogger('silent'));
       const queueName = 'aer1-anchor';
       const worker = startIntakeWorker({ queueName, bullPrefix: store.keys.bullPrefix, connection: redis, concurrency: 4, stalledIntervalMs: 1000 }, processor, createLogger('silent'));
       cleanups.push(() => worker.close());
@@ -65,7 +65,7 @@ describe('intake while Redis refuses writes', () => {
     const redis = connectRedis(SHARED_REDIS_URL);
     cleanups.push(() => redis.quit());
     const store = new AnchorStore(redis, prefix);
-    const processor = new IntakeProcessor(store, { maxJobBytes: 1 << 20, maxSteps: 100, maxEntries: 100 }, { witnesses: ['ots'], inboxes: ['ots'], afterAccept: async () => undefined }, createLogger('silent'));
+    const processor = new IntakeProcessor(store, { maxJobBytes: 1 << 20, maxSteps: 100, maxEntries: 100, maxSubjectsPerJob: 1000 }, { witnesses: ['ots'], inboxes: ['ots'], afterAccept: async () => undefined }, createLogger('silent'));
     const worker = startIntakeWorker({ queueName: 'aer1-anchor', bullPrefix: store.keys.bullPrefix, connection: redis, concurrency: 1, stalledIntervalMs: 1000 }, processor, createLogger('silent'));
     cleanups.push(() => worker.close());
     const queue = new Queue('aer1-anchor', { connection: redis, prefix: store.keys.bullPrefix });

@@ -11,6 +11,8 @@ import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
+import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
+import { ANCHOR_JOB_OPTIONS } from '../../src/adapters/queue/producer.js';
 import { Issuer, REPO_ROOT, privateRedis, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 import { audit, confirmAll, report, statusCounts, tapRelay } from './audit.js';
 
@@ -96,6 +98,59 @@ describe('the daemon SIGKILLed three times during 2,000 subjects', () => {
       const result = await audit('daemon-sigkill-x3', issuer, keys, taps, { historySample: 200 });
       for (const relay of relays) expect(relay.eventCount()).toBe(N);
       report(result, { phasesMs: phases.join('/'), kills: kills.length, ...Object.fromEntries(kills.map((k, i) => [`kill${i + 1}`, `${k.accepted}acc/${k.confirmed}conf`])) });
+    } finally {
+      await issuer.close();
+    }
+  });
+});
+
+describe('the daemon SIGKILLed in the middle of bulk jobs', () => {
+  let redis: EmbeddedRedis | null = null;
+  let relays: DevRelay[] = [];
+  let calendars: DevCalendar[] = [];
+  let child: ChildProcess | null = null;
+  afterAll(async () => {
+    if (child) await stopChild(child);
+    await redis?.stop();
+    await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
+  });
+
+  it('resumes the jobs: every subject accepted once and confirmed, none stored twice', { timeout: 240_000 }, async () => {
+    const n = 3000;
+    redis = await privateRedis(true);
+    relays = await startRelays(1);
+    const taps = relays.map(tapRelay);
+    const headersFile = join(tempDir('headers'), 'headers.json');
+    calendars = await startCalendars(1, headersFile);
+    const config = testConfig({
+      relays,
+      calendars,
+      headersFile,
+      overrides: { queue: { stalledIntervalMs: 1000, concurrency: 2 }, nostr: { mode: 'batch', maxAttempts: 1000, batchMaxSize: 1000 }, ots: { batchWindowMs: 300, batchMaxSize: 1000 } },
+    });
+    const keyFile = join(tempDir('key'), 'nostr.key');
+    writeKeyFile(keyFile);
+    const issuer = new Issuer(config, redis.url);
+    const subjects = Array.from({ length: n }, () => receiptFields());
+    const keys = subjects.map((s) => s.receipt_uuid);
+    try {
+      // three bulk jobs of 1,000 (four accept calls each)
+      for (let i = 0; i < n; i += 1000) await issuer.queue.add(ANCHOR_JOB, { subjects: subjects.slice(i, i + 1000) }, { jobId: `bulk-kill-${i}`, ...ANCHOR_JOB_OPTIONS });
+      child = spawnDaemon(config, redis.url, keyFile);
+      const accepted = async (): Promise<number> => issuer.redis.zcard(issuer.store.keys.all);
+      // some of a job's chunks in, not all of them
+      await waitFor('a bulk job part-way', async () => (await accepted()) % 1000 !== 0, 60_000, 5);
+      child.kill('SIGKILL');
+      await new Promise((r) => child!.once('exit', r));
+      child = null;
+      const atKill = await accepted();
+      child = spawnDaemon(config, redis.url, keyFile);
+      await waitFor(`all ${n} accepted after the restart`, async () => (await accepted()) === n, 90_000, 50);
+      await confirmAll(issuer, keys, calendars, 150_000);
+      await stopChild(child);
+      child = null;
+      const result = await audit('daemon-sigkill-bulk', issuer, keys, taps, { historySample: 300 });
+      report(result, { acceptedAtKill: atKill });
     } finally {
       await issuer.close();
     }

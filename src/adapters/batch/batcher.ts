@@ -46,11 +46,16 @@ export class Batcher {
     void this.tick(true);
   }
 
-  /** Called after subjects arrive: cuts at once when a full batch waits, or when `cutEarly` says so. */
-  async poke(): Promise<void> {
-    const waiting = await this.store.inboxLength(this.witness);
-    if (waiting >= this.opts.maxSize) await this.tick(false);
-    else if (waiting > 0 && this.opts.cutEarly && (await this.opts.cutEarly(waiting))) await this.tick(true);
+  /**
+   * Called after subjects arrive: cuts at once when a full batch waits, or when `cutEarly`
+   * says so. `waiting` is the inbox length the accept script saw (undefined: ask Redis;
+   * null: nothing arrived).
+   */
+  async poke(waiting?: number | null): Promise<void> {
+    if (waiting === null) return;
+    const n = waiting ?? (await this.store.inboxLength(this.witness));
+    if (n >= this.opts.maxSize) await this.tick(false);
+    else if (n > 0 && this.opts.cutEarly && (await this.opts.cutEarly(n))) await this.tick(true);
   }
 
   /** One pass: hand over open batches, then cut (all that waits, or only full batches). */

@@ -188,6 +188,7 @@ export const CONFIG_KEYS = [
   { key: 'queue.name', schema: string(), default: 'aer1-anchor', env: 'AER1_QUEUE_NAME', doc: 'BullMQ queue that issuers enqueue anchoring jobs on (job name "anchor").' },
   { key: 'queue.concurrency', schema: int(1, 1000), default: 32, env: 'AER1_QUEUE_CONCURRENCY', doc: 'Intake jobs processed at once by one daemon.' },
   { key: 'queue.stalledIntervalMs', schema: int(1000, 600_000), default: 30_000, env: 'AER1_QUEUE_STALLED_INTERVAL_MS', doc: 'How often a crashed daemon\'s in-flight jobs are looked for and handed back.' },
+  { key: 'queue.maxSubjectsPerJob', schema: int(1, 10_000), default: 1000, env: 'AER1_QUEUE_MAX_SUBJECTS_PER_JOB', doc: 'Most subjects one bulk job (`{"subjects": [...]}`) may carry; a bigger one is refused whole. Producers split longer lists into jobs of this size.' },
 
   { key: 'reconcile.intervalMs', schema: int(100, MS_DAY), default: 60_000, env: 'AER1_RECONCILE_INTERVAL_MS', doc: 'How often the reconciler re-creates jobs that died (one daemon at a time); subjects younger than this are left to intake.' },
   { key: 'reconcile.limit', schema: int(1, 1_000_000), default: 10_000, env: 'AER1_RECONCILE_LIMIT', doc: 'Subjects the reconciler checks per witness and status in one pass (it resumes where it stopped).' },

@@ -5,7 +5,7 @@
 import { redisRefusal, type RedisRefusal } from '../redis/redis-refusal.js';
 import { ConflictError, InputError } from '../../core/errors/errors.js';
 import { ProofExporter } from '../proof/export.js';
-import { enqueueAnchor, type EnqueueOutcome } from '../queue/producer.js';
+import { enqueueAnchor, enqueueAnchors, type BulkEnqueueOutcome, type EnqueueOutcome } from '../queue/producer.js';
 import { claimsFromJobData, type JobLimits } from '../queue/job-data.js';
 import { SUBJECT_STATUSES } from '../state/anchor-store.js';
 import { WITNESSES, type WitnessName } from '../state/keys.js';
@@ -97,6 +97,7 @@ export class AnchorRoutes {
     const body = await readJsonBody(req, this.daemon.config.http.maxBodyBytes);
     const { subjects, many } = subjectsOf(body);
     subjects.forEach((s, i) => this.validate(s, many ? i : null));
+    if (subjects.length > 1) return this.postBulk(subjects);
     const keys: string[] = [];
     const results: Array<EnqueueOutcome | { key: string; error: { code: HttpErrorCode; message: string } }> = [];
     let conflict: ConflictError | null = null;
@@ -122,6 +123,47 @@ export class AnchorRoutes {
       return json(409, { error: { code: 'conflict', message: conflict.message, ...(field ? { field } : {}) }, keys, results });
     }
     return json(202, { keys, results });
+  }
+
+  /**
+   * Several subjects: bulk jobs of up to queue.maxSubjectsPerJob each (every subject is valid
+   * by now). The answer lists each subject in order, with the bulk job it rides in; any
+   * conflict makes it a 409 naming the first, the others queued all the same.
+   */
+  private async postBulk(subjects: unknown[]): Promise<Reply> {
+    let outcomes: BulkEnqueueOutcome[];
+    const queued: BulkEnqueueOutcome[] = [];
+    try {
+      outcomes = await enqueueAnchors(this.daemon.intakeQueue, this.daemon.store, subjects, this.limits, {
+        maxSubjectsPerJob: this.daemon.config.queue.maxSubjectsPerJob,
+        onJobAdded: (added) => queued.push(...added),
+      });
+    } catch (err) {
+      const refusal = redisRefusal(err);
+      if (!refusal) throw err;
+      this.hooks.onWriteRefused?.(refusal);
+      return this.refusedBulk(refusal, queued);
+    }
+    const results = outcomes.map(({ index: _i, ...rest }) => rest);
+    const keys = outcomes.flatMap((o) => ('error' in o ? [] : [o.key]));
+    const jobs = [...new Set(outcomes.flatMap((o) => ('job' in o && o.job ? [o.job] : [])))];
+    const first = outcomes.find((o) => 'error' in o);
+    if (first && 'error' in first) {
+      return json(409, { error: { code: first.error.code, message: first.error.message, field: `subjects[${first.index}]` }, keys, results, jobs });
+    }
+    return json(202, { keys, results, jobs });
+  }
+
+  /**
+   * A bulk POST that met a Redis refusal: lists the subjects whose jobs were queued before it;
+   * the job being added may still land. POSTing the same body again is safe.
+   */
+  private refusedBulk(refusal: RedisRefusal, queued: BulkEnqueueOutcome[]): Reply {
+    const which = queued.length > 0 ? `the ${queued.length} subjects in keys were queued before it; the rest were not` : 'none of the subjects was queued';
+    const addendum = `; ${which}${refusal.maybeApplied ? ' (the job being added when Redis stopped answering may still be queued)' : ''}: POSTing the same subjects again is safe (idempotent by subject key)`;
+    const e = refusalError(refusal, this.daemon.config.http.redisTimeoutMs, addendum);
+    const results = queued.map(({ index: _i, ...rest }) => rest);
+    return json(503, { ...e.body(), keys: queued.flatMap((o) => ('error' in o ? [] : [o.key])), results }, e.headers);
   }
 
   /** 503 with Retry-After; lists what was queued before Redis refused, and says when the one being written may still land. */

@@ -3,9 +3,11 @@
  * check writes the probe key (SET with a short expiry) within `http.redisTimeoutMs`; a write
  * Redis refused, here or on `POST /v1/anchors`, keeps readiness red for as long as the 503
  * told clients to wait, so a Redis at its memory limit does not flap green between refusals.
+ * A Redis Cluster node that does not serve the prefix's slot (MOVED) is red, and says so.
  */
 import type { Redis } from 'ioredis';
 import { describeRefusal, redisRefusal, type RedisRefusal } from '../redis/redis-refusal.js';
+import { clusterRedirect, describeClusterRedirect } from '../redis/cluster-redirect.js';
 
 const PROBE_TTL_MS = 60_000;
 
@@ -33,6 +35,8 @@ export class Readiness {
     try {
       await this.redis.set(this.probeKey, String(this.now()), 'PX', PROBE_TTL_MS);
     } catch (err) {
+      const redirect = clusterRedirect(err);
+      if (redirect) return `redis: ${describeClusterRedirect(redirect, this.probeKey.slice(0, this.probeKey.indexOf('}') + 1), `Redis at ${this.redis.options.host}:${this.redis.options.port}`)}`;
       const refusal = redisRefusal(err);
       if (!refusal) return `redis: ${(err as Error).message.slice(0, 200)}`;
       this.noteRefusal(refusal);

@@ -48,7 +48,7 @@ export class DaemonMetrics {
     });
     this.intakeTotal = new Counter({
       name: 'aer1_intake_jobs_total',
-      help: 'Intake jobs processed by outcome (accepted includes duplicates; refused includes conflicts).',
+      help: 'Intake jobs processed by outcome, a bulk job counted once per subject (accepted includes duplicates; refused includes conflicts).',
       labelNames: ['result'],
       registers: [this.registry],
     });
@@ -164,7 +164,8 @@ export class DaemonMetrics {
     this.repairsTotal.inc({ kind }, n);
   }
 
-  intake(result: 'accepted' | 'refused'): void {
-    this.intakeTotal.inc({ result });
+  /** `n` subjects (a bulk job counts each of its subjects). */
+  intake(result: 'accepted' | 'refused', n = 1): void {
+    if (n > 0) this.intakeTotal.inc({ result }, n);
   }
 }

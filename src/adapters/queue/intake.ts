@@ -2,6 +2,9 @@
  * Intake: the BullMQ worker on the issuers' queue. Each job is validated once, turned
  * into an envelope, and accepted into state atomically; the job id is the subject key,
  * so a second job for the same root is a no-op and one for another root is a conflict.
+ * A bulk job (`{"subjects": [...]}`, up to queue.maxSubjectsPerJob) carries many subjects:
+ * each is validated on its own and accepted one script call per chunk, and the ones refused
+ * are reported per subject in the job's return value without failing the rest.
  * Refused jobs fail without retry, with the reason recorded in state. A job that met a Redis
  * refusing writes (full, read-only, unreachable) is not failed: it waits, delayed, and tries
  * again, however long Redis refuses, so it never spends its attempts and is never deleted
@@ -9,14 +12,14 @@
  */
 import { DelayedError, UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { Aer1Error } from '../../core/errors/errors.js';
+import { Aer1Error, InputError } from '../../core/errors/errors.js';
 import { canonicalJson } from '../../core/aer1/canonical-json.js';
 import { sha256Hex } from '../../core/aer1/hash.js';
 import { buildEnvelope, envelopeCanonical, subjectKey } from '../../core/envelope/envelope.js';
 import type { SubjectClaims } from '../../core/envelope/claims.js';
-import type { AnchorStore } from '../state/anchor-store.js';
+import type { AcceptSubject, AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
-import { claimsFromJobData, type JobLimits } from './job-data.js';
+import { bulkSubjectsOf, checkJobSize, claimsFromJobData, isBulkJobData, type JobLimits } from './job-data.js';
 import { backoffDelay } from './backoff.js';
 import { ANCHOR_JOB } from './names.js';
 import { boundedFailures } from './failed-attempts.js';
@@ -30,14 +33,43 @@ export interface IntakeResult {
   digest: string;
 }
 
+/** One subject of a bulk job: accepted (created or found again), or refused with the reason. */
+export type BulkSubjectResult =
+  | { index: number; key: string; result: 'created' | 'duplicate'; digest: string }
+  | { index: number; key: string; result: 'conflict'; digest: string; reason: string }
+  | { index: number; result: 'refused'; code: string; reason: string; field?: string };
+
+/** A bulk job's return value: counts, then one entry per subject in the job's order. */
+export interface BulkIntakeResult {
+  bulk: true;
+  subjects: number;
+  created: number;
+  duplicate: number;
+  conflict: number;
+  refused: number;
+  results: BulkSubjectResult[];
+}
+
+/** Subjects accepted (created or already there) and what the batchers need to hear. */
+export interface Accepted {
+  subjects: Array<{ key: string; nostrEventId: string | null }>;
+  /** Each inbox's length after new subjects went in (absent: none went in). */
+  inboxLengths: Partial<Record<WitnessName, number>>;
+}
+
 export interface Anchoring {
   witnesses: readonly WitnessName[];
   /** Batchers a new subject enters. */
   inboxes: readonly WitnessName[];
   /** Envelope mode: signs the subject's event (stored with it atomically). */
   signEnvelope?: (canonical: string, digestHex: string) => { id: string; json: string };
-  /** After a subject is accepted (or found again): make sure its witness work is queued. */
-  afterAccept: (key: string, nostrEventId: string | null) => Promise<void>;
+  /** After subjects are accepted (or found again): make sure their witness work is queued. */
+  afterAccept: (accepted: Accepted) => Promise<void>;
+}
+
+export interface IntakeLimits extends JobLimits {
+  /** Most subjects one bulk job may carry (queue.maxSubjectsPerJob). */
+  maxSubjectsPerJob: number;
 }
 
 /** The fingerprint of a subject's root: its claims without `anchored_at`. */
@@ -52,12 +84,12 @@ function isGeneratedJobId(id: string | undefined): boolean {
 
 export class IntakeProcessor {
   private readonly store: AnchorStore;
-  private readonly limits: JobLimits;
+  private readonly limits: IntakeLimits;
   private readonly anchoring: Anchoring;
   private readonly log: Logger;
   private readonly now: () => Date;
 
-  constructor(store: AnchorStore, limits: JobLimits, anchoring: Anchoring, log: Logger, now: () => Date = () => new Date()) {
+  constructor(store: AnchorStore, limits: IntakeLimits, anchoring: Anchoring, log: Logger, now: () => Date = () => new Date()) {
     this.store = store;
     this.limits = limits;
     this.anchoring = anchoring;
@@ -73,16 +105,14 @@ export class IntakeProcessor {
   }
 
   /** Validates and accepts one job's data under `jobId`; throws UnrecoverableError when refused. */
-  async process(jobId: string | undefined, data: unknown): Promise<IntakeResult> {
+  async process(jobId: string | undefined, data: unknown): Promise<IntakeResult | BulkIntakeResult> {
+    if (isBulkJobData(data)) return this.processBulk(jobId, data);
     let claims: SubjectClaims;
     try {
       claims = claimsFromJobData(data, this.limits);
     } catch (err) {
       if (!(err instanceof Aer1Error)) throw err;
-      const reason = err.message;
-      if (jobId !== undefined) await this.store.reject(jobId, reason);
-      this.log.warn({ jobId, reason }, 'job refused');
-      throw new UnrecoverableError(`refused: ${reason}`);
+      return this.refuse(jobId, err.message);
     }
     const key = subjectKey(claims);
     if (jobId !== undefined && jobId !== key && !isGeneratedJobId(jobId)) {
@@ -90,29 +120,81 @@ export class IntakeProcessor {
       await this.store.reject(jobId, reason);
       throw new UnrecoverableError(`refused: ${reason}`);
     }
+    const subject = this.prepare(claims);
+    const { results, inboxLengths } = await this.store.acceptMany(this.anchoring, [subject]);
+    const res = results[0]!;
+    if (res.result === 'conflict') {
+      // the accept script recorded it in the subject's history and on the stream
+      this.log.warn({ key }, 'conflicting root refused');
+      throw new UnrecoverableError(res.reason);
+    }
+    const eventId = res.result === 'created' ? (subject.nostrEvent?.id ?? null) : res.nostrEventId;
+    await this.anchoring.afterAccept({ subjects: [{ key, nostrEventId: eventId }], inboxLengths });
+    return { key, result: res.result, digest: res.result === 'created' ? subject.digest : res.digest };
+  }
+
+  /** The envelope of a validated subject, signed in envelope mode: what the accept script stores. */
+  private prepare(claims: SubjectClaims): AcceptSubject {
     const envelope = buildEnvelope(claims, this.now());
     const canonical = envelopeCanonical(envelope);
     const digest = sha256Hex(canonical);
-    const event = this.anchoring.signEnvelope?.(canonical, digest);
-    const res = await this.store.accept({
-      key,
+    return {
+      key: subjectKey(claims),
       kind: claims.subject,
       envelopeCanonical: canonical,
       digest,
       fingerprint: rootFingerprint(claims),
-      witnesses: this.anchoring.witnesses,
-      inboxes: this.anchoring.inboxes,
-      nostrEvent: event,
-    });
-    if (res.result === 'conflict') {
-      const reason = `conflict: subject ${key} is already anchored with another root (envelope digest ${res.digest}); refused, not re-anchored`;
-      await this.store.reject(key, reason, 'conflict');
-      this.log.warn({ key }, 'conflicting root refused');
-      throw new UnrecoverableError(reason);
+      nostrEvent: this.anchoring.signEnvelope?.(canonical, digest),
+    };
+  }
+
+  /**
+   * A bulk job: the wrapper is checked first (refused as a whole, recorded, never retried, when
+   * it is not `{"subjects": [1..maxSubjectsPerJob subjects]}` within limits.maxJobBytes); then
+   * each subject on its own.
+   * A retry (after a crash or a Redis refusal) accepts nothing twice: subjects already in state
+   * come back as duplicates, under the same conflict rules as single jobs.
+   */
+  private async processBulk(jobId: string | undefined, data: Record<string, unknown>): Promise<BulkIntakeResult> {
+    let list: unknown[];
+    try {
+      checkJobSize(data, this.limits.maxJobBytes);
+      list = bulkSubjectsOf(data, this.limits.maxSubjectsPerJob);
+    } catch (err) {
+      if (!(err instanceof Aer1Error)) throw err;
+      return this.refuse(jobId, err.message);
     }
-    const record = res.result === 'created' ? null : await this.store.getRecord(key);
-    await this.anchoring.afterAccept(key, res.result === 'created' ? (event?.id ?? null) : (record?.nostrEventId ?? null));
-    return { key, result: res.result, digest: res.result === 'created' ? digest : res.digest };
+    const results: Array<BulkSubjectResult | null> = list.map(() => null);
+    const valid: Array<{ index: number; subject: AcceptSubject }> = [];
+    list.forEach((item, index) => {
+      try {
+        valid.push({ index, subject: this.prepare(claimsFromJobData(item, this.limits)) });
+      } catch (err) {
+        if (!(err instanceof Aer1Error)) throw err;
+        const field = err instanceof InputError && err.field !== undefined && err.field !== '$' ? err.field : undefined;
+        results[index] = { index, result: 'refused', code: err.code, reason: err.message, ...(field !== undefined ? { field } : {}) };
+      }
+    });
+    const { results: accepted, inboxLengths } = valid.length > 0 ? await this.store.acceptMany(this.anchoring, valid.map((v) => v.subject)) : { results: [], inboxLengths: {} };
+    const after: Accepted['subjects'] = [];
+    accepted.forEach((res, i) => {
+      const { index, subject } = valid[i]!;
+      if (res.result === 'conflict') {
+        results[index] = { index, key: subject.key, result: 'conflict', digest: res.digest, reason: res.reason };
+        return;
+      }
+      results[index] = { index, key: subject.key, result: res.result, digest: res.result === 'created' ? subject.digest : res.digest };
+      after.push({ key: subject.key, nostrEventId: res.result === 'created' ? (subject.nostrEvent?.id ?? null) : res.nostrEventId });
+    });
+    if (after.length > 0) await this.anchoring.afterAccept({ subjects: after, inboxLengths });
+    const done = results as BulkSubjectResult[];
+    const count = (r: BulkSubjectResult['result']): number => done.filter((x) => x.result === r).length;
+    const out: BulkIntakeResult = { bulk: true, subjects: done.length, created: count('created'), duplicate: count('duplicate'), conflict: count('conflict'), refused: count('refused'), results: done };
+    if (out.conflict + out.refused > 0) {
+      const first = done.find((x) => x.result === 'conflict' || x.result === 'refused')!;
+      this.log.warn({ jobId, subjects: out.subjects, conflict: out.conflict, refused: out.refused, first: { index: first.index, reason: 'reason' in first ? first.reason : '' } }, 'bulk job: some subjects refused');
+    }
+    return out;
   }
 }
 

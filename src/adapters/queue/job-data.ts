@@ -72,3 +72,25 @@ function claimsFromJobDataUnchecked(data: unknown, limits: JobLimits): SubjectCl
   }
   return claimsFromInput(data, undefined, options);
 }
+
+/**
+ * A bulk job carries many subjects: `{"subjects": [...]}`, each element what a
+ * single-subject job carries. A top-level array stays one subject (a job timeline), and no
+ * single-subject form has a `subjects` member, so the member alone tells them apart.
+ */
+export function isBulkJobData(data: unknown): data is Record<string, unknown> {
+  return isObject(data) && Object.hasOwn(data, 'subjects');
+}
+
+/** The subjects of a bulk job; an InputError naming the member when the wrapper is wrong. */
+export function bulkSubjectsOf(data: Record<string, unknown>, maxSubjectsPerJob: number): unknown[] {
+  const extra = Object.keys(data).find((k) => k !== 'subjects');
+  if (extra !== undefined) throw new InputError('unknown_member', `unknown member next to "subjects" in a bulk job: ${JSON.stringify(extra.slice(0, 64))}`, extra.slice(0, 64));
+  const list = data.subjects;
+  if (!Array.isArray(list)) throw new InputError('bad_subjects', 'a bulk job\'s "subjects" must be an array of subjects', 'subjects');
+  if (list.length === 0) throw new InputError('bad_subjects', 'a bulk job\'s "subjects" is empty', 'subjects');
+  if (list.length > maxSubjectsPerJob) {
+    throw new InputError('too_many_subjects', `a bulk job holds ${list.length} subjects, over the limit queue.maxSubjectsPerJob = ${maxSubjectsPerJob}`, 'subjects');
+  }
+  return list;
+}

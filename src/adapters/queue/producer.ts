@@ -2,9 +2,11 @@
  * The producer side of the intake queue, shared by `aer1-anchor enqueue` and
  * `POST /v1/anchors`: validate first (so bad input is refused at once with a reason),
  * refuse a known key with another root, then add the job under the subject key.
+ * `enqueueAnchors` does the same for many subjects, as bulk jobs.
  */
+import { createHash } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import { ConflictError } from '../../core/errors/errors.js';
+import { Aer1Error, ConflictError, InputError } from '../../core/errors/errors.js';
 import { subjectKey } from '../../core/envelope/envelope.js';
 import type { SubjectClaims } from '../../core/envelope/claims.js';
 import type { AnchorStore } from '../state/anchor-store.js';
@@ -66,4 +68,106 @@ export async function enqueueAnchor(queue: Queue, store: AnchorStore, data: unkn
     return { key, result: 'in-queue', status: null };
   }
   return { key, result: 'queued', status: null };
+}
+
+/** `{"subjects":[]}` */
+const BULK_WRAPPER_BYTES = 15;
+
+/** queue.maxSubjectsPerJob's default: the most subjects a bulk job carries. */
+export const DEFAULT_MAX_SUBJECTS_PER_JOB = 1000;
+
+/** One subject of `enqueueAnchors`, in the order given: queued in a bulk job, already known, or refused. */
+export type BulkEnqueueOutcome =
+  | (EnqueueOutcome & { index: number; /** The bulk job it rides in (queued only). */ job?: string })
+  | { index: number; key?: string; error: { code: string; message: string; field?: string } };
+
+export interface BulkEnqueueOptions {
+  /** Most subjects per bulk job (the daemon's queue.maxSubjectsPerJob; default 1,000). */
+  maxSubjectsPerJob?: number;
+  /** Called after each bulk job is added, with its subjects' outcomes (what is queued should Redis fail later). */
+  onJobAdded?: (outcomes: BulkEnqueueOutcome[]) => void;
+}
+
+/**
+ * A bulk job's id: a digest of the subject keys and roots it carries, so adding the same
+ * list twice while the first job waits is one job (BullMQ keeps the first under an id).
+ */
+export function bulkJobId(items: ReadonlyArray<{ key: string; fingerprint: string }>): string {
+  const h = createHash('sha256');
+  for (const { key, fingerprint } of items) h.update(`${key.length}:${key}${fingerprint}`);
+  return `bulk-${h.digest('hex').slice(0, 40)}`;
+}
+
+/**
+ * Enqueues many subjects as bulk jobs (`{"subjects": [...]}`), up to `maxSubjectsPerJob` per
+ * job and `limits.maxJobBytes` of JSON per job.
+ * Each subject is validated on its own: a bad one is reported in its place and the rest go
+ * on; a key already anchored with this root is `known`, with another root a conflict. The
+ * same key twice in the list rides once. A Redis error stops the call and is thrown, with
+ * the jobs added before it still queued (adding the same list again is safe: the daemon
+ * accepts nothing twice).
+ */
+export async function enqueueAnchors(queue: Queue, store: AnchorStore, subjects: readonly unknown[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
+  const max = opts.maxSubjectsPerJob ?? DEFAULT_MAX_SUBJECTS_PER_JOB;
+  if (!Number.isInteger(max) || max < 1) throw new RangeError(`maxSubjectsPerJob must be a positive integer, got ${max}`);
+  const out: Array<BulkEnqueueOutcome | null> = subjects.map(() => null);
+  const parsed: Array<{ index: number; data: unknown; key: string; fingerprint: string }> = [];
+  subjects.forEach((data, index) => {
+    try {
+      const claims = claimsFromJobData(data, limits);
+      parsed.push({ index, data, key: subjectKey(claims), fingerprint: rootFingerprint(claims) });
+    } catch (err) {
+      if (!(err instanceof Aer1Error)) throw err;
+      const field = err instanceof InputError && err.field !== undefined ? { field: err.field } : {};
+      out[index] = { index, error: { code: err.code, message: err.message, ...field } };
+    }
+  });
+  const pipe = store.redis.pipeline();
+  for (const p of parsed) pipe.hmget(store.keys.subject(p.key), 'fp', 'status', 'digest');
+  const states = parsed.length > 0 ? ((await pipe.exec()) ?? []) : [];
+  const toQueue: typeof parsed = [];
+  const seen = new Map<string, { fingerprint: string; index: number }>();
+  parsed.forEach((p, i) => {
+    const [err, values] = states[i] ?? [null, []];
+    if (err) throw err;
+    const [fp, status, digest] = values as Array<string | null>;
+    if (status && status !== 'rejected') {
+      if (fp !== p.fingerprint) {
+        out[p.index] = { index: p.index, key: p.key, error: { code: 'conflict', message: `conflict: subject ${p.key} is already anchored with another root (envelope digest ${digest}); refused, not re-anchored` } };
+      } else {
+        out[p.index] = { index: p.index, key: p.key, result: 'known', status };
+      }
+      return;
+    }
+    const first = seen.get(p.key);
+    if (first && first.fingerprint !== p.fingerprint) {
+      out[p.index] = { index: p.index, key: p.key, error: { code: 'conflict', message: `conflict: subjects[${first.index}] has the same key ${p.key} with another root; refused` } };
+      return;
+    }
+    if (!first) {
+      seen.set(p.key, { fingerprint: p.fingerprint, index: p.index });
+      toQueue.push(p);
+    } else {
+      out[p.index] = { index: p.index, key: p.key, result: 'queued', status: null };
+    }
+  });
+  const jobOf = new Map<string, string>();
+  // a job closes at `max` subjects or at limits.maxJobBytes of JSON (the daemon holds a bulk job to it as a whole)
+  const sizes = toQueue.map((p) => Buffer.byteLength(JSON.stringify(p.data), 'utf8') + 1);
+  for (let i = 0; i < toQueue.length; ) {
+    let j = i;
+    let bytes = BULK_WRAPPER_BYTES;
+    while (j < toQueue.length && j - i < max && (j === i || bytes + sizes[j]! <= limits.maxJobBytes)) bytes += sizes[j++]!;
+    const chunk = toQueue.slice(i, j);
+    i = j;
+    const job = bulkJobId(chunk);
+    await queue.add(ANCHOR_JOB, { subjects: chunk.map((p) => p.data) }, { jobId: job, ...ANCHOR_JOB_OPTIONS });
+    for (const p of chunk) {
+      out[p.index] = { index: p.index, key: p.key, result: 'queued', status: null, job };
+      jobOf.set(p.key, job);
+    }
+    opts.onJobAdded?.(chunk.map((p) => out[p.index]!));
+  }
+  // repeats of a key ride in its first one's job
+  return out.map((o) => (o && !('error' in o) && o.result === 'queued' && o.job === undefined ? { ...o, job: jobOf.get(o.key)! } : o!));
 }

@@ -4,10 +4,11 @@
  * event and its batches, and a timestamped history; indexes by status and witness;
  * a stream of state changes for live consumers.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { StateKeys, type WitnessName } from './keys.js';
-import { ACCEPT, CUT_BATCH, MARK_SENT, REJECT, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS } from './scripts.js';
+import { ACCEPT, CUT_BATCH, MARK_SENT, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
+import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
 
@@ -16,23 +17,42 @@ export const SUBJECT_STATUSES: readonly SubjectStatus[] = ['pending', 'partial',
 
 const EVENTS_MAXLEN = 100_000;
 
-export interface AcceptInput {
+/** One subject to accept: what the accept script stores. */
+export interface AcceptSubject {
   key: string;
   kind: string;
   envelopeCanonical: string;
   digest: string;
   /** Fingerprint of the subject's root (the envelope without anchored_at): same key + other fp = conflict. */
   fingerprint: string;
-  witnesses: readonly WitnessName[];
-  /** Witness batchers the subject enters. */
-  inboxes: readonly WitnessName[];
   nostrEvent?: { id: string; json: string } | undefined;
 }
 
+/** What every subject of one accept call shares. */
+export interface AcceptTargets {
+  witnesses: readonly WitnessName[];
+  /** Witness batchers the subject enters. */
+  inboxes: readonly WitnessName[];
+}
+
+export interface AcceptInput extends AcceptSubject, AcceptTargets {}
+
 export type AcceptResult =
   | { result: 'created' }
-  | { result: 'duplicate'; digest: string }
-  | { result: 'conflict'; digest: string };
+  /** Already accepted with this root; its Nostr event (envelope mode), if any. */
+  | { result: 'duplicate'; digest: string; nostrEventId: string | null }
+  /** Accepted with another root: refused, and recorded in that subject's history (`reason`). */
+  | { result: 'conflict'; digest: string; reason: string };
+
+export interface AcceptManyResult {
+  /** One per subject, in order. */
+  results: AcceptResult[];
+  /** Each inbox's length after the last new subject went in; absent when none went in. */
+  inboxLengths: Partial<Record<WitnessName, number>>;
+}
+
+/** Most subjects and envelope bytes per accept call: bounds how long one script holds Redis. */
+export const ACCEPT_CHUNK = { subjects: 250, bytes: 1024 * 1024 } as const;
 
 export interface HistoryEntry {
   at: string;
@@ -115,41 +135,72 @@ export class AnchorStore {
     defineScripts(redis);
   }
 
-  private run(script: string, keys: string[], args: Array<string | number>): Promise<unknown> {
-    return scriptCommand(this.redis, script)(...keys, ...args.map(String));
+  private run(script: LuaScript, keys: string[], args: Array<string | number>): Promise<unknown> {
+    return scriptCommand(this.redis, script)(String(keys.length), ...keys, ...args.map(String));
   }
 
   async accept(input: AcceptInput): Promise<AcceptResult> {
+    const { witnesses, inboxes, ...subject } = input;
+    return (await this.acceptMany({ witnesses, inboxes }, [subject])).results[0]!;
+  }
+
+  /**
+   * Accepts many subjects, one script call per chunk (ACCEPT_CHUNK), each subject on its own
+   * terms: new ones are stored, the same root again is a duplicate, another root under a known
+   * key is a conflict recorded in that subject's history. Safe to repeat: a second call
+   * accepts nothing twice.
+   */
+  async acceptMany(targets: AcceptTargets, subjects: readonly AcceptSubject[]): Promise<AcceptManyResult> {
+    const results: AcceptResult[] = [];
+    const inboxLengths: Partial<Record<WitnessName, number>> = {};
+    for (let i = 0; i < subjects.length; ) {
+      let bytes = 0;
+      let j = i;
+      while (j < subjects.length && j - i < ACCEPT_CHUNK.subjects && (j === i || bytes + subjects[j]!.envelopeCanonical.length <= ACCEPT_CHUNK.bytes)) {
+        bytes += subjects[j]!.envelopeCanonical.length;
+        j++;
+      }
+      const chunk = subjects.slice(i, j);
+      const res = await this.acceptChunk(targets, chunk);
+      results.push(...res.results);
+      Object.assign(inboxLengths, res.inboxLengths);
+      i = j;
+    }
+    return { results, inboxLengths };
+  }
+
+  private async acceptChunk(targets: AcceptTargets, chunk: readonly AcceptSubject[]): Promise<AcceptManyResult> {
     const now = this.now();
-    const res = (await this.run(ACCEPT, [this.keys.subject(input.key), this.keys.history(input.key), this.keys.events], [
-      input.key,
-      input.kind,
-      input.envelopeCanonical,
-      input.digest,
-      input.fingerprint,
-      now,
-      nowIso(now),
-      this.keys.base,
-      input.witnesses.join(','),
-      input.inboxes.join(','),
-      input.nostrEvent?.id ?? '',
-      input.nostrEvent?.json ?? '',
-      EVENTS_MAXLEN,
-    ])) as string[];
-    if (res[0] === 'created') return { result: 'created' };
-    if (res[0] === 'duplicate') return { result: 'duplicate', digest: res[1] ?? '' };
-    return { result: 'conflict', digest: res[1] ?? '' };
+    const k = this.keys;
+    const keys = [k.events, k.all, k.byStatus('pending'), k.byStatus('rejected'), ...targets.witnesses.map((w) => k.byWitness(w, 'pending')), ...targets.inboxes.map((w) => k.inbox(w))];
+    const args: Array<string | number> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length];
+    for (const s of chunk) {
+      keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
+      args.push(s.key, s.kind, s.envelopeCanonical, s.digest, s.fingerprint, s.nostrEvent?.id ?? '', s.nostrEvent?.json ?? '');
+    }
+    const flat = (await this.run(ACCEPT, keys, args)) as Array<string | number>;
+    const results: AcceptResult[] = chunk.map((_s, i) => {
+      const [result, digest, third] = [String(flat[3 * i]), String(flat[3 * i + 1] ?? ''), String(flat[3 * i + 2] ?? '')];
+      if (result === 'created') return { result: 'created' };
+      if (result === 'duplicate') return { result: 'duplicate', digest, nostrEventId: third === '' ? null : third };
+      return { result: 'conflict', digest, reason: third };
+    });
+    const inboxLengths: Partial<Record<WitnessName, number>> = {};
+    targets.inboxes.forEach((w, i) => {
+      const n = Number(flat[3 * chunk.length + i]);
+      if (n >= 0) inboxLengths[w] = n;
+    });
+    return { results, inboxLengths };
   }
 
   /** Records a refused job (`rejected`) or a conflicting one (`conflict`) with its reason. */
   async reject(key: string, reason: string, code: 'rejected' | 'conflict' = 'rejected'): Promise<void> {
     const now = this.now();
-    await this.run(REJECT, [this.keys.subject(key), this.keys.history(key), this.keys.events], [
+    await this.run(REJECT, [this.keys.subject(key), this.keys.history(key), this.keys.events, this.keys.all, this.keys.byStatus('rejected')], [
       key,
       reason,
       now,
       nowIso(now),
-      this.keys.base,
       EVENTS_MAXLEN,
       code,
     ]);
@@ -157,18 +208,22 @@ export class AnchorStore {
 
   async setWitness(key: string, witness: WitnessName, status: WitnessStatus, progress: number, detail = ''): Promise<WitnessChange> {
     const now = this.now();
-    const res = (await this.run(SET_WITNESS, [this.keys.subject(key), this.keys.history(key), this.keys.events], [
-      key,
-      witness,
-      status,
-      progress,
-      now,
-      nowIso(now),
-      this.keys.base,
-      detail,
-      EVENTS_MAXLEN,
-    ])) as [number, string, string];
+    const res = (await this.run(SET_WITNESS, this.setWitnessKeys(key, witness, now), [key, witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN])) as [number, string, string];
     return { changed: res[0] === 1, overall: res[1], createdMs: Number(res[2]) };
+  }
+
+  /** Every key set-witness.lua may touch, in its order (the timeline minute is that of `now`). */
+  private setWitnessKeys(key: string, witness: WitnessName, now: number): string[] {
+    const k = this.keys;
+    return [
+      k.subject(key),
+      k.history(key),
+      k.events,
+      ...WITNESS_STATUSES.map((st) => k.byWitness(witness, st)),
+      ...WITNESS_STATUSES.map((st) => k.byStatus(st)),
+      k.meta,
+      k.timeline(Math.floor(now / 60_000)),
+    ];
   }
 
   /** The same transition for many subjects (a batch), pipelined. */
@@ -178,7 +233,8 @@ export class AnchorStore {
     for (let i = 0; i < keys.length; i += 1000) {
       const pipe = this.redis.pipeline();
       for (const key of keys.slice(i, i + 1000)) {
-        scriptCommand(pipe, SET_WITNESS)(this.keys.subject(key), this.keys.history(key), this.keys.events, key, witness, status, String(progress), String(now), nowIso(now), this.keys.base, detail, String(EVENTS_MAXLEN));
+        const scriptKeys = this.setWitnessKeys(key, witness, now);
+        scriptCommand(pipe, SET_WITNESS)(String(scriptKeys.length), ...scriptKeys, key, witness, status, String(progress), String(now), nowIso(now), detail, String(EVENTS_MAXLEN));
       }
       const results = (await pipe.exec()) ?? [];
       for (const [err, res] of results) {
@@ -367,7 +423,7 @@ export class AnchorStore {
   async setSubjectEvents(items: ReadonlyArray<{ key: string; id: string; json: string }>): Promise<Array<string | null>> {
     if (items.length === 0) return [];
     const pipe = this.redis.pipeline();
-    for (const it of items) scriptCommand(pipe, SET_SUBJECT_EVENT)(this.keys.subject(it.key), this.keys.event(it.id), it.id, it.json, it.key);
+    for (const it of items) scriptCommand(pipe, SET_SUBJECT_EVENT)('2', this.keys.subject(it.key), this.keys.event(it.id), it.id, it.json, it.key);
     const res = (await pipe.exec()) ?? [];
     return res.map(([err, v]) => {
       if (err) throw err;
@@ -436,18 +492,28 @@ export class AnchorStore {
     return this.redis.llen(this.keys.inbox(witness));
   }
 
-  /** Cuts the next batch of up to `max` subjects; null when none wait. Ids are `<sequence>-<random>`. */
+  /**
+   * Cuts the next batch of up to `max` subjects; null when none wait. Ids are `<sequence>-<random>`.
+   * Reads the inbox head and the sequence, then proposes the cut to the script (which checks
+   * both did not move); another daemon cutting at the same moment makes it read again.
+   */
   async cutBatch(witness: WitnessName, max: number): Promise<{ id: string; size: number } | null> {
-    const now = this.now();
-    const res = (await this.run(CUT_BATCH, [this.keys.inbox(witness), this.keys.batchSeq(witness), this.keys.openBatches(witness)], [
-      max,
-      this.keys.base,
-      witness,
-      now,
-      nowIso(now),
-      randomBytes(6).toString('hex'),
-    ])) as [string, number] | null;
-    return res ? { id: String(res[0]), size: Number(res[1]) } : null;
+    const k = this.keys;
+    for (let attempt = 0; attempt < CUT_TRIES; attempt++) {
+      const [[headErr, head], [seqErr, seqText]] = ((await this.redis.pipeline().lrange(k.inbox(witness), 0, max - 1).get(k.batchSeq(witness)).exec()) ?? []) as Array<[Error | null, unknown]> as [[Error | null, string[]], [Error | null, string | null]];
+      if (headErr) throw headErr;
+      if (seqErr) throw seqErr;
+      if (head.length === 0) return null;
+      const seq = Number(seqText ?? 0) + 1;
+      const id = `${seq}-${randomBytes(6).toString('hex')}`;
+      const now = this.now();
+      const keys = [k.inbox(witness), k.batchSeq(witness), k.openBatches(witness), k.batch(witness, id), k.batchKeys(witness, id), ...head.map((key) => k.subject(key))];
+      const res = (await this.run(CUT_BATCH, keys, [witness, now, nowIso(now), id, seq, ...head])) as [string, number] | null;
+      if (res === null) return null;
+      if (res[0] === 'retry') continue;
+      return { id: String(res[0]), size: Number(res[1]) };
+    }
+    throw new Error(`batch cut of ${witness}: the inbox head moved under ${CUT_TRIES} tries in a row (another daemon cutting); trying again next tick`);
   }
 
   async openBatchIds(witness: WitnessName): Promise<string[]> {
@@ -515,38 +581,30 @@ export class AnchorStore {
 type ScriptFn = (...args: string[]) => Promise<unknown>;
 type Commander = Redis | ReturnType<Redis['pipeline']>;
 
-const SCRIPTS: ReadonlyArray<[string, number]> = [
-  [ACCEPT, 3],
-  [REJECT, 3],
-  [SET_WITNESS, 3],
-  [SET_RELAY, 1],
-  [MARK_SENT, 1],
-  [CUT_BATCH, 3],
-  [SET_SUBJECT_EVENT, 2],
-];
+/**
+ * Proposals of a batch cut before giving up for this tick. A proposal loses only to another
+ * daemon's cut that landed first, so with two cutters each try is at worst a coin toss.
+ */
+const CUT_TRIES = 32;
 
-const COMMAND_NAMES = new Map<string, string>();
-
-function commandName(script: string): string {
-  let name = COMMAND_NAMES.get(script);
-  if (!name) {
-    name = `aer1_${createHash('sha1').update(script).digest('hex').slice(0, 12)}`;
-    COMMAND_NAMES.set(script, name);
-  }
-  return name;
+function commandName(script: LuaScript): string {
+  return `aer1_${script.name.replace(/-/g, '_')}`;
 }
 
-/** Defines every script as an ioredis custom command (EVALSHA, reloaded after a Redis restart). */
+/**
+ * Defines every script as an ioredis custom command (EVALSHA, reloaded after a Redis restart).
+ * The number of keys varies per call (accept and cut-batch take lists), so it is the first argument.
+ */
 function defineScripts(redis: Redis): void {
   const defined = redis as unknown as Record<string, unknown>;
-  for (const [lua, numberOfKeys] of SCRIPTS) {
-    const name = commandName(lua);
-    if (typeof defined[name] !== 'function') redis.defineCommand(name, { lua, numberOfKeys });
+  for (const script of SCRIPTS) {
+    const name = commandName(script);
+    if (typeof defined[name] !== 'function') redis.defineCommand(name, { lua: script.lua });
   }
 }
 
 /** A defined script on a connection or a pipeline created after defineScripts. */
-function scriptCommand(target: Commander, script: string): ScriptFn {
+function scriptCommand(target: Commander, script: LuaScript): ScriptFn {
   const fn = (target as unknown as Record<string, ScriptFn | undefined>)[commandName(script)];
   if (!fn) throw new Error('script not defined on this connection');
   return fn.bind(target);

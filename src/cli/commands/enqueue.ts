@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { Aer1Error } from '../../core/errors/errors.js';
-import { enqueueAnchor, type EnqueueOutcome } from '../../adapters/queue/producer.js';
+import { enqueueAnchor, enqueueAnchors, type EnqueueOutcome } from '../../adapters/queue/producer.js';
 import { CLIENT_OPTIONS, connectClient } from '../shared/connect.js';
 import { readJsonFile, UsageError } from '../shared/run.js';
 
@@ -11,21 +11,32 @@ const USAGE = 'usage: aer1-anchor enqueue FILE... [--json] [--config FILE] [--re
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: CLIENT_OPTIONS, allowPositionals: true, strict: true });
   if (values.help) {
-    process.stdout.write(`${USAGE}\n  ${summary}; Redis from --redis-url, else REDIS_URL / redis.url, else 127.0.0.1:6379, else the daemon's embedded redis-server (recorded in redis.embeddedDir/aer1-redis.json).\n`);
+    process.stdout.write(`${USAGE}\n  ${summary}; several files go in bulk jobs of up to queue.maxSubjectsPerJob subjects; Redis from --redis-url, else REDIS_URL / redis.url, else 127.0.0.1:6379, else the daemon's embedded redis-server (recorded in redis.embeddedDir/aer1-redis.json).\n`);
     return 0;
   }
   if (positionals.length === 0) throw new UsageError(USAGE);
   const docs = positionals.map((file) => ({ file, data: readJsonFile(file) }));
   const client = await connectClient(values);
-  const results: Array<{ file: string } & (EnqueueOutcome | { error: string; code: string })> = [];
+  const results: Array<{ file: string } & ((EnqueueOutcome & { job?: string }) | { error: string; code: string })> = [];
   try {
-    for (const { file, data } of docs) {
+    if (docs.length === 1) {
+      const { file, data } = docs[0]!;
       try {
-        const out = await enqueueAnchor(client.queue(), client.store, data, { ...client.config.limits });
-        results.push({ file, ...out });
+        results.push({ file, ...(await enqueueAnchor(client.queue(), client.store, data, { ...client.config.limits })) });
       } catch (err) {
         if (!(err instanceof Aer1Error)) throw err;
         results.push({ file, error: err.message, code: err.code });
+      }
+    } else {
+      // several files: bulk jobs, each file validated on its own
+      const outcomes = await enqueueAnchors(client.queue(), client.store, docs.map((d) => d.data), { ...client.config.limits }, { maxSubjectsPerJob: client.config.queue.maxSubjectsPerJob });
+      for (const o of outcomes) {
+        const file = docs[o.index]!.file;
+        if ('error' in o) results.push({ file, error: o.error.message, code: o.error.code });
+        else {
+          const { index: _i, ...rest } = o;
+          results.push({ file, ...rest });
+        }
       }
     }
   } finally {
@@ -36,7 +47,7 @@ export async function run(argv: string[]): Promise<number> {
   } else {
     for (const r of results) {
       if ('error' in r) process.stdout.write(`${r.file}: refused: ${r.error}\n`);
-      else process.stdout.write(`${r.file}: ${r.key}: ${r.result === 'queued' ? 'queued' : r.result === 'in-queue' ? 'already queued' : `already anchored (${r.status})`}\n`);
+      else process.stdout.write(`${r.file}: ${r.key}: ${r.result === 'queued' ? `queued${r.job ? ` (bulk job ${r.job})` : ''}` : r.result === 'in-queue' ? 'already queued' : `already anchored (${r.status})`}\n`);
     }
   }
   return results.some((r) => 'error' in r) ? 1 : 0;

@@ -10,6 +10,7 @@ import { UsageError } from '../../core/errors/errors.js';
 import { EMBEDDED_REDIS_FILE, readEmbeddedRedisRecord } from '../../daemon/embedded-redis.js';
 import { connectRedis, redisAnswers } from '../../adapters/redis/connection.js';
 import { AnchorStore } from '../../adapters/state/anchor-store.js';
+import { checkSlotServed, describeClusterRedirect } from '../../adapters/redis/cluster-redirect.js';
 
 export interface Client {
   config: Config;
@@ -57,6 +58,11 @@ export async function connectClient(opts: { config?: string | undefined; 'redis-
     throw new UsageError(`cannot reach Redis at ${url.replace(/\/\/[^@]*@/, '//***@')}: ${(err as Error).message}`, 'no_redis');
   }
   const store = new AnchorStore(redis, config.redis.prefix);
+  const redirect = await checkSlotServed(redis, store.keys.probe).catch(() => null);
+  if (redirect) {
+    redis.disconnect();
+    throw new UsageError(describeClusterRedirect(redirect, store.keys.base, `Redis at ${redis.options.host}:${redis.options.port}`), 'redis_cluster');
+  }
   let queue: Queue | null = null;
   return {
     config,

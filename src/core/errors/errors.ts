@@ -11,14 +11,16 @@
 export const INPUT_ERROR_CODES = [
   'ambiguous', 'bad_base64', 'bad_calendar_url', 'bad_commitment', 'bad_config', 'bad_count',
   'bad_digest', 'bad_event_input', 'bad_headers_file', 'bad_hex', 'bad_length', 'bad_limit',
-  'bad_option', 'bad_proof', 'bad_pubkey', 'bad_signing_key', 'bad_subject', 'bad_time',
-  'bad_type', 'bad_url', 'bad_utf8', 'bad_version', 'broken_link', 'byte_length_mismatch',
-  'close_not_last', 'duplicate_receipt_id', 'empty', 'empty_job', 'entry_count_mismatch',
-  'evidence_not_applicable', 'evidence_twice', 'final_entry_digest_mismatch', 'job_id_mismatch',
-  'limit_exceeded', 'lone_surrogate', 'merkle_root_mismatch', 'missing', 'no_entries', 'no_steps',
-  'not_array', 'not_boolean', 'not_closed', 'not_finite', 'not_json', 'not_object', 'not_string',
-  'not_timeline', 'output_hash_mismatch', 'seq_gap', 'seq_not_integer', 'seq_order', 'too_deep',
-  'too_large', 'unknown_member', 'unknown_proof_version', 'unrecognized', 'unsupported_hash',
+  'bad_option', 'bad_proof', 'bad_pubkey', 'bad_signing_key', 'bad_subject', 'bad_subjects',
+  'bad_time', 'bad_type', 'bad_url', 'bad_utf8', 'bad_version', 'broken_link',
+  'byte_length_mismatch', 'close_not_last', 'duplicate_receipt_id', 'empty', 'empty_job',
+  'entry_count_mismatch', 'evidence_not_applicable', 'evidence_twice',
+  'final_entry_digest_mismatch', 'job_id_mismatch', 'limit_exceeded', 'lone_surrogate',
+  'merkle_root_mismatch', 'missing', 'no_entries', 'no_steps', 'not_array', 'not_boolean',
+  'not_closed', 'not_finite', 'not_json', 'not_object', 'not_string', 'not_timeline',
+  'output_hash_mismatch', 'seq_gap', 'seq_not_integer', 'seq_order', 'too_deep', 'too_large',
+  'too_many_subjects', 'unknown_member', 'unknown_proof_version', 'unrecognized',
+  'unsupported_hash',
 ] as const;
 export type InputErrorCode = (typeof INPUT_ERROR_CODES)[number];
 /**
@@ -32,7 +34,8 @@ export type InputSubclassCode = `ots_${string}` | `bitcoin_${string}`;
 export const USAGE_ERROR_CODES = [
   'ambiguous', 'bad_config', 'dev_relay_start', 'dev_relay_unavailable', 'key_file_exists',
   'key_file_permissions', 'no_proof', 'no_redis', 'no_signing_key', 'not_json', 'not_utf8',
-  'too_deep', 'unknown_proof_version', 'unreadable', 'unrecognized', 'unwritable', 'usage',
+  'redis_cluster', 'too_deep', 'unknown_proof_version', 'unreadable', 'unrecognized', 'unwritable',
+  'usage',
 ] as const;
 export type UsageErrorCode = (typeof USAGE_ERROR_CODES)[number];
 

@@ -1,0 +1,82 @@
+-- accept: takes one or many subjects into state in one call (intake of a single-subject
+-- job and of a bulk job alike). Per subject: a new subject is stored pending with its
+-- envelope, indexed, put in the witness inboxes and announced on the events stream; the
+-- same key with the same root fingerprint is a duplicate (nothing written); the same key
+-- with another root is a conflict, recorded in that subject's history and on the stream,
+-- never re-anchored. A subject refused earlier (status rejected) is replaced.
+--
+-- KEYS[1] events stream, [2] idx:all, [3] idx:st:pending, [4] idx:st:rejected,
+-- then one idx:w:<witness>:pending per witness in ARGV[4] (in that order),
+-- then the ARGV[5] witness inboxes, then per subject 4 keys: subject hash, envelope,
+-- history, Nostr event hash (the subject hash again when the subject has no event).
+-- ARGV[1] now (ms), [2] now (ISO), [3] stream MAXLEN, [4] witnesses (comma list),
+-- [5] number of inboxes, then per subject 7: key, kind, envelope, digest, fingerprint,
+-- event id ('' for none), event JSON.
+-- Returns per subject {result, digest, detail}: {'created', '', ''}, {'duplicate', stored
+-- digest, stored event id or ''} or {'conflict', stored digest, the reason recorded}; then
+-- each inbox's length after the new subjects went in (-1 when none did).
+local now, nowIso, maxlen = ARGV[1], ARGV[2], ARGV[3]
+local witnesses = {}
+for w in string.gmatch(ARGV[4], '[^,]+') do table.insert(witnesses, w) end
+local nw, ni = #witnesses, tonumber(ARGV[5])
+local kbase = 4 + nw + ni
+local n = (#ARGV - 5) / 7
+if n ~= math.floor(n) or n < 1 or #KEYS ~= kbase + 4 * n then
+  return redis.error_reply('accept: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
+end
+local out, added = {}, {}
+for i = 0, n - 1 do
+  local a, k = 6 + 7 * i, kbase + 4 * i
+  local key, kind, envelope, digest, fp, eventId, eventJson = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
+  local s, e, h, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
+  local existing = redis.call('HMGET', s, 'status', 'fp', 'digest', 'nostr:event')
+  if existing[1] and existing[1] ~= 'rejected' then
+    if existing[2] == fp then
+      table.insert(out, 'duplicate'); table.insert(out, existing[3] or ''); table.insert(out, existing[4] or '')
+    else
+      local reason = 'conflict: subject ' .. key .. ' is already anchored with another root (envelope digest ' .. (existing[3] or '') .. '); refused, not re-anchored'
+      redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'conflict', reason = reason}))
+      redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'data',
+        cjson.encode({type = 'conflict', key = key, status = existing[1], at = nowIso, reason = reason}))
+      table.insert(out, 'conflict'); table.insert(out, existing[3] or ''); table.insert(out, reason)
+    end
+  else
+    if existing[1] == 'rejected' then
+      redis.call('DEL', s)
+      redis.call('ZREM', KEYS[4], key)
+    end
+    -- Every value in the subject hash stays within 64 bytes (a listpack); the envelope lives beside it.
+    redis.call('SET', e, envelope)
+    local fields = {'key', key, 'kind', kind, 'digest', digest, 'fp', fp, 'status', 'pending', 'created', now, 'updated', now, 'witnesses', ARGV[4]}
+    for _, w in ipairs(witnesses) do
+      table.insert(fields, 'w:' .. w); table.insert(fields, 'pending')
+      table.insert(fields, 'p:' .. w); table.insert(fields, '0')
+    end
+    if eventId ~= '' then
+      redis.call('HSET', ev, 'json', eventJson, 'subject', key)
+      table.insert(fields, 'nostr:event'); table.insert(fields, eventId)
+    end
+    redis.call('HSET', s, unpack(fields))
+    table.insert(added, key)
+    redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'accepted', status = 'pending', digest = digest}))
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'data',
+      cjson.encode({type = 'accepted', key = key, status = 'pending', at = nowIso, digest = digest}))
+    table.insert(out, 'created'); table.insert(out, ''); table.insert(out, '')
+  end
+end
+-- The indexes and inboxes take every new subject in one command each (500 at a time: Lua's stack).
+local lens = {}
+for j = 1, #added, 500 do
+  local z, l = {}, {}
+  for m = j, math.min(j + 499, #added) do
+    table.insert(z, now); table.insert(z, added[m])
+    table.insert(l, added[m])
+  end
+  redis.call('ZADD', KEYS[2], unpack(z))
+  redis.call('ZADD', KEYS[3], unpack(z))
+  for wi = 1, nw do redis.call('ZADD', KEYS[4 + wi], unpack(z)) end
+  for ii = 1, ni do lens[ii] = redis.call('RPUSH', KEYS[4 + nw + ii], unpack(l)) end
+end
+-- -1: nothing was added, so no batcher needs a poke
+for ii = 1, ni do table.insert(out, lens[ii] or -1) end
+return out

@@ -1,0 +1,24 @@
+-- reject: records a refused job without touching an accepted subject. A subject that is
+-- accepted keeps its state and gets the refusal in its history and on the stream; an
+-- unknown (or already refused) key becomes a subject with status rejected and the reason.
+--
+-- KEYS[1] subject hash, [2] history, [3] events stream, [4] idx:all, [5] idx:st:rejected.
+-- ARGV[1] key, [2] reason, [3] now (ms), [4] now (ISO), [5] stream MAXLEN,
+-- [6] code ('rejected' | 'conflict'). Returns 1 when the rejected record was written, else 0.
+local s = KEYS[1]
+local key, reason, now, nowIso, maxlen, code = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local status = redis.call('HGET', s, 'status')
+local entry = cjson.encode({at = nowIso, event = code, reason = reason})
+if status and status ~= 'rejected' then
+  redis.call('RPUSH', KEYS[2], entry)
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', maxlen, '*', 'data',
+    cjson.encode({type = code, key = key, status = status, at = nowIso, reason = reason}))
+  return 0
+end
+redis.call('HSET', s, 'key', key, 'status', 'rejected', 'reason', reason, 'created', now, 'updated', now)
+redis.call('ZADD', KEYS[4], now, key)
+redis.call('ZADD', KEYS[5], now, key)
+redis.call('RPUSH', KEYS[2], entry)
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', maxlen, '*', 'data',
+  cjson.encode({type = code, key = key, status = 'rejected', at = nowIso, reason = reason}))
+return 1

@@ -1,0 +1,14 @@
+-- set-subject-event: auto mode's per-subject event for a subject of a batch decided
+-- `envelope`: stored and linked only when the subject has none yet, so a retry or a second
+-- daemon signing again (a new signature, the same id) never replaces the copy published.
+--
+-- KEYS[1] subject hash, KEYS[2] event hash. ARGV: event id, event JSON, subject key.
+-- Returns the id of the subject's event in force, or false when the subject is gone.
+local s, ev = KEYS[1], KEYS[2]
+local id, json, key = ARGV[1], ARGV[2], ARGV[3]
+local cur = redis.call('HMGET', s, 'nostr:event', 'status')
+if not cur[2] then return false end
+if cur[1] then return cur[1] end
+redis.call('HSET', ev, 'json', json, 'subject', key)
+redis.call('HSET', s, 'nostr:event', id)
+return id

@@ -1,0 +1,356 @@
+/**
+ * Each Lua script (src/adapters/state/lua/*.lua) against a real, private redis-server,
+ * table-driven: what it writes and returns for each case. Every case also watches Redis's
+ * MONITOR feed and checks that each command a script ran touched only keys the call
+ * declared in KEYS, which is what lets a Redis Cluster route the call.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { AnchorStore, type AcceptSubject, type AcceptTargets } from '../../src/adapters/state/anchor-store.js';
+import { CUT_BATCH, MARK_SENT, SET_SUBJECT_EVENT } from '../../src/adapters/state/scripts.js';
+import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
+import { privateRedis, waitFor } from '../helpers/harness.js';
+
+let server: EmbeddedRedis;
+let redis: Redis;
+let monitorConn: Redis;
+type Seen = { args: string[]; source: string };
+const seen: Seen[] = [];
+
+beforeAll(async () => {
+  server = await privateRedis(false);
+  redis = new Redis(server.url, { maxRetriesPerRequest: null });
+  monitorConn = new Redis(server.url);
+  const monitor = await monitorConn.monitor();
+  monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }));
+}, 30_000);
+
+afterAll(async () => {
+  monitorConn?.disconnect();
+  await redis?.quit().catch(() => undefined);
+  await server?.stop();
+});
+
+/** Every command run from a script since the last check touched a key its call declared. */
+async function expectKeysDeclared(): Promise<number> {
+  const mark = `mark-${randomBytes(4).toString('hex')}`;
+  await redis.echo(mark);
+  await waitFor('MONITOR caught up', () => seen.some((s) => s.args[0]?.toLowerCase() === 'echo' && s.args[1] === mark), 5000, 10);
+  const events = seen.splice(0);
+  let declared: Set<string> | null = null;
+  let checked = 0;
+  for (const { args, source } of events) {
+    const cmd = args[0]!.toLowerCase();
+    if (cmd === 'evalsha' || cmd === 'eval') {
+      const n = Number(args[2]);
+      declared = new Set(args.slice(3, 3 + n));
+      continue;
+    }
+    if (source !== 'lua') continue;
+    expect(declared, `${args[0]} ran from a script with no call seen`).not.toBeNull();
+    expect([...declared!], `${args.slice(0, 2).join(' ')}: key not in KEYS`).toContain(args[1]);
+    checked++;
+  }
+  return checked;
+}
+
+let store: AnchorStore;
+let prefix: string;
+beforeEach(() => {
+  prefix = `lua-${randomBytes(3).toString('hex')}`;
+  let clock = 1_700_000_000_000;
+  store = new AnchorStore(redis, prefix, () => (clock += 1000));
+});
+
+const BOTH: AcceptTargets = { witnesses: ['nostr', 'ots'], inboxes: ['nostr', 'ots'] };
+
+function subject(key = `k-${randomBytes(4).toString('hex')}`, root = 'a'): AcceptSubject {
+  return { key, kind: 'receipt', envelopeCanonical: `{"k":"${key}","root":"${root}"}`, digest: randomBytes(32).toString('hex'), fingerprint: `fp-${root}` };
+}
+
+async function historyEvents(key: string): Promise<string[]> {
+  return (await store.history(key)).map((h) => h.event);
+}
+
+async function streamTypes(): Promise<string[]> {
+  const entries = await redis.xrange(store.keys.events, '-', '+');
+  return entries.map(([, fields]) => (JSON.parse(fields[1]!) as { type: string }).type);
+}
+
+describe('accept.lua', () => {
+  type Case = { name: string; before: Array<{ s: AcceptSubject; reject?: string }>; call: AcceptSubject[]; expect: string[]; inbox: number | null };
+  const a = subject('same-key', 'a');
+  const aOther = { ...subject('same-key', 'b') };
+  const fresh = [subject(), subject(), subject()];
+  const cases: Case[] = [
+    { name: 'a new subject is created, pending, in every index and inbox', before: [], call: [fresh[0]!], expect: ['created'], inbox: 1 },
+    { name: 'the same root again is a duplicate: nothing written, no inbox push', before: [{ s: a }], call: [a], expect: ['duplicate'], inbox: null },
+    { name: 'another root under a known key is a conflict, recorded in its history', before: [{ s: a }], call: [aOther], expect: ['conflict'], inbox: null },
+    { name: 'a key refused earlier is replaced by the accepted subject', before: [{ s: a, reject: 'bad document' }], call: [a], expect: ['created'], inbox: 1 },
+    { name: 'many in one call, each on its own terms (a repeat in the call is a duplicate, another root a conflict)', before: [], call: [fresh[1]!, a, fresh[2]!, a, aOther], expect: ['created', 'created', 'created', 'duplicate', 'conflict'], inbox: 3 },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      for (const b of c.before) {
+        if (b.reject) await store.reject(b.s.key, b.reject);
+        else await store.acceptMany(BOTH, [b.s]);
+      }
+      const before = await store.inboxLength('ots');
+      const res = await store.acceptMany(BOTH, c.call);
+      expect(res.results.map((r) => r.result)).toEqual(c.expect);
+      expect(res.inboxLengths.ots ?? null).toBe(c.inbox === null ? null : before + c.inbox);
+      expect(res.inboxLengths.nostr ?? null).toBe(c.inbox === null ? null : before + c.inbox);
+      expect(await store.inboxLength('ots')).toBe(before + (c.inbox ?? 0));
+      for (const [i, s] of c.call.entries()) {
+        const r = res.results[i]!;
+        const rec = await store.getRecord(s.key);
+        if (r.result === 'created') {
+          expect(rec).toMatchObject({ status: 'pending', digest: s.digest, envelopeCanonical: s.envelopeCanonical, witnesses: { nostr: { status: 'pending' }, ots: { status: 'pending' } } });
+          expect(await redis.zscore(store.keys.byStatus('pending'), s.key)).not.toBeNull();
+          expect(await redis.zscore(store.keys.byWitness('ots', 'pending'), s.key)).not.toBeNull();
+          expect(await redis.zscore(store.keys.byStatus('rejected'), s.key)).toBeNull();
+        }
+        if (r.result === 'conflict') {
+          expect(r.reason).toBe(`conflict: subject ${s.key} is already anchored with another root (envelope digest ${a.digest}); refused, not re-anchored`);
+          expect(rec?.digest).toBe(a.digest); // not re-anchored
+          expect(await historyEvents(s.key)).toContain('conflict');
+          expect(await streamTypes()).toContain('conflict');
+        }
+        if (r.result === 'duplicate') expect(r.digest).toBe(a.digest);
+      }
+      expect(await expectKeysDeclared()).toBeGreaterThan(0);
+    });
+  }
+
+  it('stores the signed event of envelope mode with the subject and hands it back on a duplicate', async () => {
+    const s = { ...subject(), nostrEvent: { id: 'e'.repeat(64), json: '{"id":"eee"}' } };
+    const targets: AcceptTargets = { witnesses: ['nostr'], inboxes: [] };
+    expect((await store.acceptMany(targets, [s])).results[0]).toEqual({ result: 'created' });
+    expect(await store.eventOwner(s.nostrEvent.id)).toEqual({ subject: s.key, batch: null });
+    expect((await store.getRecord(s.key))?.nostrEventId).toBe(s.nostrEvent.id);
+    expect((await store.acceptMany(targets, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: s.nostrEvent.id });
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
+  it('takes more subjects than one call holds in several calls (ACCEPT_CHUNK), every one in order', async () => {
+    const many = Array.from({ length: 600 }, () => subject());
+    const res = await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
+    expect(res.results.filter((r) => r.result === 'created')).toHaveLength(600);
+    expect(await redis.lrange(store.keys.inbox('ots'), 0, -1)).toEqual(many.map((s) => s.key));
+    expect(res.inboxLengths.ots).toBe(600);
+    const again = await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
+    expect(again.results.every((r) => r.result === 'duplicate')).toBe(true);
+    expect(await store.inboxLength('ots')).toBe(600);
+    await expectKeysDeclared();
+  });
+});
+
+describe('reject.lua', () => {
+  it.each([
+    ['an unknown key becomes a rejected subject with the reason', false, 'rejected', 1],
+    ['an accepted subject keeps its state; the refusal goes to its history', true, 'pending', 0],
+  ])('%s', async (_name, acceptedFirst, status, rejectedCount) => {
+    const s = subject();
+    if (acceptedFirst) await store.acceptMany(BOTH, [s]);
+    await store.reject(s.key, 'not a receipt');
+    const rec = await store.getRecord(s.key);
+    expect(rec?.status).toBe(status);
+    expect(await redis.zcard(store.keys.byStatus('rejected'))).toBe(rejectedCount);
+    expect(await historyEvents(s.key)).toContain('rejected');
+    if (!acceptedFirst) expect(rec?.reason).toBe('not a receipt');
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+});
+
+describe('set-witness.lua', () => {
+  type Step = [witness: 'nostr' | 'ots', status: 'pending' | 'partial' | 'confirmed' | 'failed', progress: number, changed: boolean, overall: string];
+  const cases: Array<[string, Step[]]> = [
+    ['one witness partial makes the subject partial', [['nostr', 'partial', 1, true, 'partial']]],
+    ['all confirmed makes it confirmed', [['nostr', 'confirmed', 3, true, 'partial'], ['ots', 'confirmed', 2, true, 'confirmed']]],
+    ['all failed makes it failed', [['nostr', 'failed', 1, true, 'pending'], ['ots', 'failed', 1, true, 'failed']]],
+    ['a stale report (lower progress) does not undo a newer one', [['ots', 'partial', 2, true, 'partial'], ['ots', 'pending', 1, false, 'partial']]],
+    ['the same status further along changes nothing but history', [['nostr', 'partial', 1, true, 'partial'], ['nostr', 'partial', 2, false, 'partial']]],
+    ['a later status at equal progress is taken', [['ots', 'partial', 1, true, 'partial'], ['ots', 'confirmed', 1, true, 'partial']]],
+  ];
+  for (const [name, steps] of cases) {
+    it(name, async () => {
+      const s = subject();
+      await store.acceptMany(BOTH, [s]);
+      const want: Record<string, string> = { nostr: 'pending', ots: 'pending' };
+      for (const [w, status, progress, changed, overall] of steps) {
+        const res = await store.setWitness(s.key, w, status, progress, 'why');
+        expect({ changed: res.changed, overall: res.overall }).toEqual({ changed, overall });
+        if (changed) want[w] = status;
+      }
+      const rec = (await store.getRecord(s.key))!;
+      const overall = steps[steps.length - 1]![4];
+      expect(rec.status).toBe(overall);
+      for (const w of ['nostr', 'ots'] as const) {
+        expect(rec.witnesses[w]?.status).toBe(want[w]);
+        // the subject sits in exactly one index of each witness, and of the overall status
+        for (const st of ['pending', 'partial', 'confirmed', 'failed']) {
+          expect(await redis.zscore(store.keys.byWitness(w, st), s.key), `${w} ${st}`).toBe(st === want[w] ? String(rec.createdMs) : null);
+        }
+      }
+      for (const st of ['pending', 'partial', 'confirmed', 'failed']) expect(await redis.zscore(store.keys.byStatus(st), s.key)).toBe(st === overall ? String(rec.createdMs) : null);
+      if (want.ots === 'confirmed') expect(await store.lastConfirmed('ots')).not.toBeNull();
+      expect(await expectKeysDeclared()).toBeGreaterThan(0);
+    });
+  }
+
+  it('a confirmation counts in its minute of the timeline, per witness and per subject', async () => {
+    const s = subject();
+    await store.acceptMany(BOTH, [s]);
+    await store.setWitness(s.key, 'nostr', 'confirmed', 1);
+    await store.setWitness(s.key, 'ots', 'partial', 1);
+    await store.setWitness(s.key, 'ots', 'confirmed', 2);
+    const rec = (await store.getRecord(s.key))!;
+    const minute = Math.floor(rec.updatedMs / 60_000);
+    const tl = await redis.hgetall(store.keys.timeline(minute));
+    expect({ nostr: tl['n:nostr'], ots: tl['n:ots'], subject: tl['n:subject'] }).toEqual({ nostr: '1', ots: '1', subject: '1' });
+    expect(Number(tl['t:subject'])).toBe(rec.updatedMs - rec.createdMs);
+    expect(await redis.pttl(store.keys.timeline(minute))).toBeGreaterThan(7_000_000);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
+  it('an unknown key changes nothing; an unknown status is an error', async () => {
+    expect((await store.setWitness('nobody', 'ots', 'partial', 1)).changed).toBe(false);
+    expect(await redis.exists(store.keys.subject('nobody'))).toBe(0);
+    await expect(store.setWitness('nobody', 'ots', 'done' as 'partial', 1)).rejects.toThrow(/unknown status done/);
+    await expectKeysDeclared();
+  });
+
+  it('setWitnessMany pipelines the same transition over many subjects', async () => {
+    const many = [subject(), subject(), subject()];
+    await store.acceptMany(BOTH, many);
+    const res = await store.setWitnessMany(many.map((s) => s.key), 'nostr', 'confirmed', 1);
+    expect(res.map((r) => r.overall)).toEqual(['partial', 'partial', 'partial']);
+    expect(await redis.zcard(store.keys.byWitness('nostr', 'confirmed'))).toBe(3);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+});
+
+describe('set-relay.lua', () => {
+  const report = (status: string) => ({ url: 'ws://r', status, message: status, at: '2026-01-01T00:00:00Z' });
+  it.each([
+    ['a first report is stored', [], 'failed', 'failed'],
+    ['accepted is not downgraded by a failure', ['accepted'], 'failed', 'accepted'],
+    ['accepted moves on to stored', ['accepted'], 'stored', 'stored'],
+    ['stored is final', ['stored'], 'accepted', 'stored'],
+    ['a failure is replaced by an acceptance', ['failed'], 'accepted', 'accepted'],
+  ])('%s', async (_name, before, next, kept) => {
+    const ev = randomBytes(32).toString('hex');
+    for (const b of before as string[]) await store.setRelayReport(ev, report(b));
+    const all = await store.setRelayReport(ev, report(next as string));
+    expect(all.map((r) => r.status)).toEqual([kept]);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+});
+
+describe('mark-sent.lua', () => {
+  it.each([
+    ['a first list is stored in order', [], ['ws://a', 'ws://b'], ['ws://a', 'ws://b'], 1],
+    ['relays already listed are skipped, new ones appended', [['ws://a', 'ws://b']], ['ws://b', 'ws://c'], ['ws://a', 'ws://b', 'ws://c'], 1],
+    ['nothing new: nothing written', [['ws://a']], ['ws://a'], ['ws://a'], 0],
+  ])('%s', async (_name, before, urls, want, added) => {
+    const ev = randomBytes(32).toString('hex');
+    for (const b of before as string[][]) await store.markRelaysSent(ev, b);
+    const res = await redis.eval(MARK_SENT.lua, 1, store.keys.event(ev), ...(urls as string[]));
+    expect(res).toBe(added);
+    expect((await store.eventRelays(ev)).relays).toEqual(want);
+    await expectKeysDeclared();
+  });
+});
+
+describe('set-subject-event.lua', () => {
+  it.each([
+    ['a subject with no event gets this one', 'none', 'new'],
+    ['a subject that has an event keeps it: the first stored copy wins', 'has', 'old'],
+    ['a subject that is gone gets nothing', 'gone', null],
+  ])('%s', async (_name, before, want) => {
+    const s = subject();
+    if (before !== 'gone') await store.accept({ ...s, ...BOTH });
+    const oldId = randomBytes(32).toString('hex');
+    const newId = randomBytes(32).toString('hex');
+    if (before === 'has') await store.setSubjectEvents([{ key: s.key, id: oldId, json: '{"old":1}' }]);
+    await expectKeysDeclared();
+    const res = await redis.eval(SET_SUBJECT_EVENT.lua, 2, store.keys.subject(s.key), store.keys.event(newId), newId, '{"new":1}', s.key);
+    const expected = want === 'new' ? newId : want === 'old' ? oldId : null;
+    expect(res).toBe(expected);
+    expect(await redis.hget(store.keys.subject(s.key), 'nostr:event')).toBe(expected);
+    // a refused copy is not written beside the one in force
+    expect(await redis.exists(store.keys.event(newId))).toBe(want === 'new' ? 1 : 0);
+    await expectKeysDeclared();
+  });
+});
+
+describe('cut-batch.lua', () => {
+  it('cuts the inbox head into a batch: digests in order, subjects linked, batch open', async () => {
+    const many = [subject(), subject(), subject()];
+    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
+    const cut = (await store.cutBatch('ots', 2))!;
+    expect(cut.size).toBe(2);
+    expect(cut.id).toMatch(/^1-[0-9a-f]{12}$/);
+    const batch = (await store.getBatch('ots', cut.id))!;
+    expect(batch.digests.map((d) => d.toString('hex'))).toEqual([many[0]!.digest, many[1]!.digest]);
+    expect(await store.batchKeys('ots', cut.id)).toEqual([many[0]!.key, many[1]!.key]);
+    expect((await store.getRecord(many[1]!.key))?.batches.ots).toEqual({ id: cut.id, index: 1 });
+    expect(await store.openBatchIds('ots')).toEqual([cut.id]);
+    expect(await redis.lrange(store.keys.inbox('ots'), 0, -1)).toEqual([many[2]!.key]);
+    const second = (await store.cutBatch('ots', 10))!;
+    expect(second).toMatchObject({ size: 1 });
+    expect(second.id).toMatch(/^2-/);
+    expect(await store.cutBatch('ots', 10)).toBeNull();
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
+  it('skips subjects already in a batch (put back by the reconciler) and drops them from the inbox', async () => {
+    const s = subject();
+    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [s]);
+    await store.cutBatch('ots', 10);
+    await store.addToInbox('ots', s.key);
+    expect(await store.cutBatch('ots', 10)).toBeNull();
+    expect(await store.inboxLength('ots')).toBe(0);
+    await expectKeysDeclared();
+  });
+
+  it('refuses a stale proposal (the head or the sequence moved) without writing', async () => {
+    const [x, y] = [subject(), subject()];
+    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [x, y]);
+    const k = store.keys;
+    const run = (head: string[], seq: number): Promise<unknown> => {
+      const id = `${seq}-000000000000`;
+      return redis.eval(CUT_BATCH.lua, 5 + head.length, k.inbox('ots'), k.batchSeq('ots'), k.openBatches('ots'), k.batch('ots', id), k.batchKeys('ots', id), ...head.map((h) => k.subject(h)), 'ots', '1', 'now', id, String(seq), ...head);
+    };
+    expect(await run([y.key], 1)).toEqual(['retry']); // not the head
+    expect(await run([x.key], 2)).toEqual(['retry']); // not the next sequence number
+    expect(await store.inboxLength('ots')).toBe(2);
+    expect(await redis.get(k.batchSeq('ots'))).toBeNull();
+    expect(await run([x.key], 1)).toEqual(['1-000000000000', 1]);
+  });
+
+  it('two cutters racing on one inbox cut disjoint batches that cover every subject once', async () => {
+    const many = Array.from({ length: 200 }, () => subject());
+    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
+    const other = new AnchorStore(new Redis(server.url), prefix);
+    try {
+      const cutAll = async (st: AnchorStore): Promise<string[]> => {
+        const ids: string[] = [];
+        for (let i = 0; i < 100; i++) {
+          const c = await st.cutBatch('ots', 7);
+          if (!c) break;
+          ids.push(c.id);
+        }
+        return ids;
+      };
+      const [a, b] = await Promise.all([cutAll(store), cutAll(other)]);
+      const keys = (await Promise.all([...a, ...b].map((id) => store.batchKeys('ots', id)))).flat();
+      expect(keys.sort()).toEqual(many.map((s) => s.key).sort());
+      expect(new Set([...a, ...b].map((id) => id.split('-')[0])).size).toBe(a.length + b.length);
+    } finally {
+      await other.redis.quit();
+    }
+    seen.splice(0);
+  });
+});
