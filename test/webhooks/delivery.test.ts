@@ -1,14 +1,17 @@
 /**
- * WebhookDeliverer on a real Redis stream: retries with backoff, gives up after its
- * attempts (recorded, acknowledged), and delivers at least once across a stop and another
- * consumer taking over; two consumers sharing a hook split the work without repeats.
+ * WebhookDeliverer on a real Redis stream and real BullMQ queues: retries with backoff,
+ * gives up after its attempts (recorded, acknowledged), and delivers at least once across a
+ * stop and another daemon taking over; two daemons sharing a hook split the work without
+ * repeats.
  */
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
-import { consumerGroup, retryDelay, WebhookDeliverer, type WebhookDelivererOptions } from '../../src/adapters/webhooks/deliverer.js';
+import { enqueueChanges, FANOUT_GROUP, WebhookDeliverer, type WebhookDelivererOptions } from '../../src/adapters/webhooks/deliverer.js';
 import { hookId, WebhookLog } from '../../src/adapters/webhooks/delivery-log.js';
 import { verifySignature } from '../../src/adapters/webhooks/signature.js';
+import { webhookQueueName } from '../../src/adapters/queue/names.js';
 import { SHARED_REDIS_URL, uniquePrefix, waitFor } from '../helpers/harness.js';
 import { startReceiver, type Receiver } from './receiver.js';
 
@@ -54,16 +57,12 @@ function deliverer(sp: { base: string; stream: string }, receiver: Receiver, opt
   });
 }
 
-async function pendingCount(stream: string, group: string): Promise<number> {
+async function pendingCount(stream: string, group = FANOUT_GROUP): Promise<number> {
   const summary = (await redis.xpending(stream, group)) as [number, ...unknown[]];
   return Number(summary[0]);
 }
 
 describe('WebhookDeliverer', () => {
-  it('waits twice as long before each retry, up to the cap', () => {
-    expect([2, 3, 4, 5, 6, 7].map((n) => retryDelay(n, 1000, 10_000))).toEqual([1000, 2000, 4000, 8000, 10_000, 10_000]);
-  });
-
   it('retries a failing receiver and delivers each change, signed, in order', async () => {
     const sp = space();
     const receiver = await startReceiver((_id, nth) => (nth <= 2 ? 503 : 200));
@@ -83,7 +82,7 @@ describe('WebhookDeliverer', () => {
       }
       expect(receiver.requests.map((r) => r.attempt)).toEqual([1, 2, 3, 1, 2, 3, 1, 2, 3]);
       const id = hookId(receiver.url);
-      await waitFor('acknowledged', async () => (await pendingCount(sp.stream, consumerGroup(id))) === 0);
+      await waitFor('acknowledged', async () => (await pendingCount(sp.stream)) === 0);
       const recent = await new WebhookLog(redis, sp.base).recent(id, 10);
       expect(recent.map((r) => [r.eventId, r.outcome, r.attempts, r.httpStatus])).toEqual(events.map((e) => [e.id, 'delivered', 3, 200]).reverse());
     } finally {
@@ -114,9 +113,68 @@ describe('WebhookDeliverer', () => {
       const [overview] = await log.overview([receiver.url]);
       expect(overview).toMatchObject({ delivered: 1, failed: 1, url: receiver.url, lastFailedAt: expect.any(String) });
       expect(overview!.recent[1]).toMatchObject({ eventId: first, outcome: 'failed', attempts: 3, httpStatus: 500, error: 'HTTP 500: receiver says no' });
-      expect(await pendingCount(sp.stream, consumerGroup(hookId(receiver.url)))).toBe(0);
+      expect(await pendingCount(sp.stream)).toBe(0);
     } finally {
       await d.stop();
+      await receiver.close();
+    }
+  });
+
+  it('retries a change until its horizon after it was made, then records it failed', async () => {
+    const sp = space();
+    const receiver = await startReceiver(() => 503);
+    const HORIZON = 600;
+    const d = deliverer(sp, receiver, { retryHorizonMs: HORIZON });
+    expect(d.maxAttempts).toBeGreaterThan(5);
+    await d.start();
+    try {
+      const t0 = Date.now();
+      const [change] = await emit(sp.stream, 1, 'horizon');
+      const log = new WebhookLog(redis, sp.base);
+      const rec = await waitFor('settled', async () => (await log.recent(hookId(receiver.url), 1))[0], 10_000, 20);
+      // it gave up when the next wait (at most 100 ms + 20%) would have passed the horizon
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(HORIZON - 120);
+      const tries = receiver.requests.filter((r) => r.eventId === change!.id).length;
+      expect(tries).toBeGreaterThanOrEqual(3);
+      expect(tries).toBeLessThan(d.maxAttempts);
+      expect(rec).toMatchObject({ eventId: change!.id, outcome: 'failed', attempts: tries, httpStatus: 503 });
+    } finally {
+      await d.stop();
+      await receiver.close();
+    }
+  });
+
+  it('records changes already past their horizon behind a failing receiver without trying them', async () => {
+    const sp = space();
+    const receiver = await startReceiver(() => 200);
+    const HORIZON = 300;
+    const id = hookId(receiver.url);
+    const log = new WebhookLog(redis, sp.base);
+    // the hook's last delivery failed; two changes waited in its queue since
+    await log.record(id, { eventId: '1-0', key: 'k', type: 'state', outcome: 'failed', attempts: 5, httpStatus: 503, error: 'HTTP 503', at: new Date().toISOString() });
+    const old = await emit(sp.stream, 2, 'expired');
+    const queue = new Queue(webhookQueueName('aer1-anchor', id), { connection: redis, prefix: sp.base });
+    await enqueueChanges(queue, old.map((e) => ({ eventId: e.id, body: e.body })));
+    const enqueuedAt = Date.now();
+    await waitFor('both past their horizon', () => Date.now() - enqueuedAt > HORIZON + 50, 5000, 20);
+    const d = deliverer(sp, receiver, { retryHorizonMs: HORIZON });
+    await d.start();
+    try {
+      const recs = await waitFor('both recorded', async () => {
+        const r = await log.recent(id, 10);
+        return r.length === 3 ? r : null;
+      });
+      for (const e of old) {
+        expect(recs.find((r) => r.eventId === e.id)).toMatchObject({ outcome: 'failed', attempts: 0, httpStatus: null, error: expect.stringMatching(/^not sent: older than the retry horizon/) });
+      }
+      expect(receiver.requests).toHaveLength(0);
+      // a new change is tried and delivered
+      const [fresh] = await emit(sp.stream, 1, 'fresh');
+      await waitFor('the new change delivered', () => receiver.delivered().length === 1);
+      expect(receiver.delivered()[0]!.eventId).toBe(fresh!.id);
+    } finally {
+      await d.stop();
+      await queue.close();
       await receiver.close();
     }
   });
@@ -137,7 +195,7 @@ describe('WebhookDeliverer', () => {
     }
   });
 
-  it('delivers at least once across a stop: another consumer takes over what was left pending, then what came meanwhile', async () => {
+  it('delivers at least once across a stop: another daemon takes over the change left in flight, then what came meanwhile', async () => {
     const sp = space();
     const receiver = await startReceiver(() => 500);
     const a = deliverer(sp, receiver, { consumer: 'daemon-a', maxAttempts: 1000, backoffMs: 50, backoffMaxMs: 50 });
@@ -145,9 +203,12 @@ describe('WebhookDeliverer', () => {
     const [stuck] = await emit(sp.stream, 1, 'restart');
     await waitFor('a tried', () => receiver.requests.length >= 2);
     await a.stop();
-    const group = consumerGroup(hookId(receiver.url));
-    const pending = (await redis.xpending(sp.stream, group, '-', '+', 10)) as Array<[string, string, number, number]>;
-    expect(pending.map((p) => [p[0], p[1]])).toEqual([[stuck!.id, 'daemon-a']]);
+    // fanned out and acknowledged; the change waits in the hook's queue, first in line
+    expect(await pendingCount(sp.stream)).toBe(0);
+    const queue = new Queue(webhookQueueName('aer1-anchor', hookId(receiver.url)), { connection: redis, prefix: sp.base });
+    expect(await queue.getJobState(stuck!.id)).toBe('waiting');
+    expect(await queue.getWaitingCount()).toBe(1);
+    await queue.close();
 
     const meanwhile = await emit(sp.stream, 2, 'meanwhile');
     receiver.policy = () => 200;
@@ -155,8 +216,10 @@ describe('WebhookDeliverer', () => {
     await b.start();
     try {
       await waitFor('all three delivered', () => receiver.delivered().length === 3);
-      expect(receiver.delivered().map((r) => r.eventId).sort()).toEqual([stuck!.id, ...meanwhile.map((m) => m.id)].sort());
-      await waitFor('acknowledged', async () => (await pendingCount(sp.stream, group)) === 0);
+      expect(receiver.delivered().map((r) => r.eventId)).toEqual([stuck!.id, ...meanwhile.map((m) => m.id)]);
+      // the attempt count goes on where daemon a stopped
+      expect(receiver.delivered()[0]!.attempt).toBeGreaterThan(2);
+      await waitFor('acknowledged', async () => (await pendingCount(sp.stream)) === 0);
     } finally {
       await b.stop();
       await receiver.close();

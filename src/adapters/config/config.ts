@@ -158,6 +158,7 @@ function crossCheck(c: Config, fail: (key: string, message: string) => never): v
   }
   if (!c.nostr.enabled && !c.ots.enabled) fail('nostr.enabled', 'no witness is enabled (nostr.enabled and ots.enabled are both false)');
   if (c.nostr.backoffMaxMs < c.nostr.backoffMs) fail('nostr.backoffMaxMs', 'must be at least nostr.backoffMs');
+  if (c.webhookDelivery.backoffMaxMs < c.webhookDelivery.backoffMs) fail('webhookDelivery.backoffMaxMs', 'must be at least webhookDelivery.backoffMs');
   if (c.ots.upgradeMaxMs < c.ots.upgradeInitialMs) fail('ots.upgradeMaxMs', 'must be at least ots.upgradeInitialMs');
 }
 

@@ -247,6 +247,11 @@ export const CONFIG_KEYS = [
   { key: 'http.maxReplay', schema: int(1, 1_000_000), default: 1000, env: 'AER1_HTTP_MAX_REPLAY', doc: 'Most stream entries replayed to one connection after Last-Event-ID or ?since=; with more left, the stream ends and the client resumes from its last id.' },
 
   { key: 'webhooks', schema: webhooks(), default: [], env: 'AER1_WEBHOOKS', doc: 'POST every state change to these: [{"url", "secret", "headers"?}] (JSON in the environment). URLs with user:password@ are refused: put credentials in "headers".' },
+  { key: 'webhookDelivery.retryHorizonMs', schema: int(0, 30 * MS_DAY), default: 3 * MS_DAY, env: 'AER1_WEBHOOK_RETRY_HORIZON_MS', doc: 'A change is retried until delivered or this long after it was made (then recorded failed); attempts are computed so the capped backoff lasts this long.' },
+  { key: 'webhookDelivery.backoffMs', schema: int(10, MS_DAY), default: 1000, env: 'AER1_WEBHOOK_BACKOFF_MS', doc: 'First retry delay after a failed delivery; doubles per attempt, +0–20% jitter. The hook\'s queue pauses meanwhile, so its changes stay in order.' },
+  { key: 'webhookDelivery.backoffMaxMs', schema: int(10, MS_DAY), default: 60_000, env: 'AER1_WEBHOOK_BACKOFF_MAX_MS', doc: 'Cap of the retry delay (+20% jitter): a receiver back up gets its backlog within about this long.' },
+  { key: 'webhookDelivery.timeoutMs', schema: int(100, 300_000), default: 10_000, env: 'AER1_WEBHOOK_TIMEOUT_MS', doc: 'Deadline of one POST (an answer after it counts as a failure).' },
+  { key: 'webhookDelivery.concurrency', schema: int(1, 100), default: 1, env: 'AER1_WEBHOOK_CONCURRENCY', doc: 'POSTs in flight per hook, across every daemon; 1 keeps each hook\'s changes in order, more may reorder them.' },
 
   { key: 'log.level', schema: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), default: 'info', env: 'AER1_LOG_LEVEL', doc: 'Log level (pino).' },
   { key: 'log.format', schema: oneOf(['auto', 'json', 'pretty']), default: 'auto', env: 'AER1_LOG_FORMAT', doc: 'auto: human-readable lines when stderr is a terminal, JSON lines otherwise (pipe, file, journald, docker logs); json or pretty force one.' },

@@ -22,6 +22,9 @@ import type { SigningKey } from '../../core/nostr/keys.js';
 import { RelayClient } from './relay-client.js';
 import { PolicyPublisher } from './relay-policy.js';
 
+/** A failed batch job retries from 1 s, doubling, capped at nostr.backoffMaxMs (was BullMQ's uncapped exponential). */
+const BATCH_RETRY = { initialMs: 1000 } as const;
+
 /** The `nostr` settings (quorum resolved: 0 → a majority of the relays) plus where its queues live. */
 export type NostrWitnessOptions = Omit<Config['nostr'], 'enabled' | 'keyFile' | 'keyEnv' | 'batchMaxSize' | 'batchWindowMs'> & {
   queueBase: string;
@@ -165,6 +168,7 @@ export class NostrWitness {
         ...stalledJobOptions(this.opts.stalledIntervalMs),
         removeOnComplete: { count: 0 },
         removeOnFail: { count: 100 },
+        settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, BATCH_RETRY.initialMs, Math.max(BATCH_RETRY.initialMs, this.opts.backoffMaxMs)) },
       });
       worker.on('error', (err) => this.log.warn({ err }, 'nostr batch worker error'));
       this.workers.push(worker);
@@ -251,7 +255,7 @@ export class NostrWitness {
 
   /** Hands a cut batch to the batch worker (idempotent by batch id). */
   async enqueueBatch(batchId: string): Promise<void> {
-    await this.batchQueue.add('batch', { batchId }, { jobId: `nostr-batch-${batchId}`, attempts: 1000, backoff: { type: 'exponential', delay: 1000 } });
+    await this.batchQueue.add('batch', { batchId }, { jobId: `nostr-batch-${batchId}`, attempts: 1000, backoff: { type: 'custom' } });
   }
 
   /** The relay queue with the most events still to send: jobs waiting, delayed (retries), active or paused. */
@@ -444,7 +448,8 @@ export class NostrWitness {
     const cap = Math.max(base, this.opts.backoffMaxMs);
     if (now >= p.until) {
       p.streak++;
-      p.until = now + Math.min(cap, base * 2 ** Math.min(p.streak - 1, 30));
+      // no jitter: the relay asked for at least this long
+      p.until = now + backoffDelay(p.streak, base, cap, { jitter: 0 });
       this.pauses.set(url, p);
     }
     return Math.max(1, p.until - now);

@@ -220,7 +220,7 @@ export class OtsWitness {
     throw new Error(`only ${holding} of the ${this.cfg.minCalendars} calendars needed answered`);
   }
 
-  private async scheduleUpgrade(batchId: string, poll: number, delay = Math.min(this.cfg.upgradeMaxMs, this.cfg.upgradeInitialMs * 2 ** Math.min(poll - 1, 30))): Promise<void> {
+  private async scheduleUpgrade(batchId: string, poll: number, delay = backoffDelay(poll, this.cfg.upgradeInitialMs, this.cfg.upgradeMaxMs, { jitter: 0 })): Promise<void> {
     // The batch names its current poll, so the reconciler can tell when that job died.
     await this.store.setBatchFields('ots', batchId, { poll: String(poll) });
     await this.queue.add(UPGRADE, { batchId, poll }, { jobId: upgradeJobId(batchId, poll), delay, attempts: 5, backoff: { type: 'custom' } });

@@ -20,3 +20,8 @@ export function otsQueueName(base: string): string {
 export function reconcileQueueName(base: string): string {
   return `${base}-reconcile`;
 }
+
+/** One delivery queue per webhook, named by its hook id (a hash of the URL: no credential or query in a key). */
+export function webhookQueueName(base: string, hookId: string): string {
+  return `${base}-wh-${hookId}`;
+}

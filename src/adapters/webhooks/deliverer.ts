@@ -1,30 +1,54 @@
 /**
- * Webhook delivery, at least once: each hook has its own consumer group on the events
- * stream, so several daemons share the work and a restarted one resumes where its group
- * left off. An entry is acknowledged only after its POST got a 2xx or its attempts ran
- * out (then it is recorded as failed); entries left pending by a daemon that died are
- * taken over with XAUTOCLAIM once idle long enough. Per hook, changes go out in order.
+ * Webhook delivery on BullMQ, at least once, one queue per hook (docs/http.md, Webhooks).
+ *
+ * - **Fan-out**: one consumer group (`aer1-webhook-fanout`) reads the events stream; every
+ *   daemon is a consumer of it. A batch of entries is added to every hook's queue with the
+ *   stream id as job id, then acknowledged. A daemon that dies between the two leaves the
+ *   entries pending; another takes them over (XAUTOCLAIM, once idle `claimIdleMs`) and adds
+ *   them again, which BullMQ ignores for a job id it still holds (finished jobs are kept
+ *   `DEDUPE_KEEP_S` for that), so no change is lost or delivered twice by such a crash
+ *   (unless no daemon claims them for longer than that: then a batch may be sent again).
+ * - **Delivery**: each hook has its own Worker (its own concurrency and blocking
+ *   connection), so a slow or dead receiver holds up only its own queue. A failed POST
+ *   pauses that hook's queue for the shared backoff (`backoffDelay`) and puts the change
+ *   back at the head of the queue (BullMQ's rate limiter: no attempt of BullMQ's is spent),
+ *   so with concurrency 1 (BullMQ's global concurrency: across daemons) a hook's changes
+ *   go out in the order they were fanned out, even across an outage.
+ *   A change is retried until a 2xx, or until `maxAttempts` (computed from
+ *   `retryHorizonMs`) or its horizon (made + retryHorizonMs) runs out; then it is recorded
+ *   as failed and the next one goes.
+ * - **BullMQ's own retries** (the processor failing: Redis refusing the outcome write)
+ *   use the same backoff as its custom strategy.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { WebhookConfig } from '../config/config.js';
 import { scrubUrl } from '../config/display-url.js';
+import { attemptsForHorizon, backoffDelay } from '../../core/retry/backoff.js';
 import { VERSION } from '../../version.js';
+import { boundedFailures } from '../queue/failed-attempts.js';
+import { webhookQueueName } from '../queue/names.js';
+import { stalledJobOptions } from '../queue/stalled.js';
 import { displayUrl, hookId, WebhookLog, type DeliveryRecord } from './delivery-log.js';
 import { ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signBody } from './signature.js';
 
 export interface WebhookDelivererOptions {
-  /** Connection for acknowledgements, claims and the delivery log (each hook blocks on its own duplicate). */
+  /** Connection for the fan-out's acknowledgements and claims, the queues and the delivery log (blocking reads use duplicates). */
   redis: Redis;
   /** The events stream key (`StateKeys.events`). */
   stream: string;
-  /** The daemon's hash-tagged key prefix (`StateKeys.base`). */
+  /** The daemon's hash-tagged key prefix (`StateKeys.base`); the hooks' BullMQ keys go under it too. */
   base: string;
+  /** First part of the hooks' queue names (`queue.name`; default "aer1-anchor"). */
+  queueBase?: string;
   hooks: readonly WebhookConfig[];
   log: Logger;
-  /** Attempts per change and hook before it is recorded as failed (default 8). */
+  /** A change is retried until this long after it was made (default 3 days). */
+  retryHorizonMs?: number;
+  /** Attempts per change and hook before it is recorded as failed (default: enough for retryHorizonMs). */
   maxAttempts?: number;
   /** First retry delay; doubles per attempt (default 1000 ms). */
   backoffMs?: number;
@@ -32,39 +56,53 @@ export interface WebhookDelivererOptions {
   backoffMaxMs?: number;
   /** Deadline of one POST (default 10 000 ms). */
   timeoutMs?: number;
-  /** A change pending this long at another consumer is taken over (default 60 000 ms). */
+  /** POSTs in flight per hook, across every daemon (BullMQ global concurrency; default 1: in order). */
+  concurrency?: number;
+  /** A fan-out batch pending this long at another consumer is taken over (default 60 000 ms). */
   claimIdleMs?: number;
-  /** XREADGROUP BLOCK timeout (default 5000 ms). */
+  /** XREADGROUP BLOCK timeout of the fan-out (default 5000 ms). */
   blockMs?: number;
-  /** This process's consumer name (default host:pid:random). */
+  /** This process's consumer name in the fan-out group (default host:pid:random). */
   consumer?: string;
+  /** How soon a dead daemon's in-flight delivery is handed back (queue.stalledIntervalMs; default 30 000 ms). */
+  stalledIntervalMs?: number;
   /** Called after each delivery settles (metrics). */
   onOutcome?: (hook: string, outcome: DeliveryRecord['outcome']) => void;
 }
 
-type RawEntry = [id: string, fields: string[]];
-
-/** Consumers idle this long with nothing pending are removed from the group at start. */
-const STALE_CONSUMER_MS = 24 * 3_600_000;
-const MAX_RESPONSE_PREVIEW = 200;
-const CLAIM_PAGE = 50;
-
-export function consumerGroup(hook: string): string {
-  return `aer1-webhook-${hook}`;
+/** What a hook's queue holds per change: the stream id and the entry's JSON, byte for byte. */
+export interface DeliveryJob {
+  eventId: string;
+  body: string;
 }
 
-/** Delay before attempt `attempt` (2, 3, ...): the base doubling per attempt, capped. */
-export function retryDelay(attempt: number, baseMs: number, maxMs: number): number {
-  return Math.min(baseMs * 2 ** Math.max(0, attempt - 2), maxMs);
+type RawEntry = [id: string, fields: string[]];
+
+export const FANOUT_GROUP = 'aer1-webhook-fanout';
+export const DELIVERY_JOB = 'deliver';
+export const DEFAULT_RETRY_HORIZON_MS = 3 * 86_400_000;
+/**
+ * Finished delivery jobs are kept at least this long (and 5 × claimIdleMs), so a fan-out
+ * redone after a crash (claimed once idle claimIdleMs) finds their ids. About 1.4 KB per
+ * change and hook while kept (docs/reliability.md, Sizing).
+ */
+export const DEDUPE_KEEP_S = 600;
+/** Consumers idle this long with nothing pending are removed from the fan-out group at start. */
+const STALE_CONSUMER_MS = 24 * 3_600_000;
+const MAX_RESPONSE_PREVIEW = 200;
+const CLAIM_PAGE = 100;
+const READ_COUNT = 100;
+/** The consumer group each hook had on the stream before the queues (taken over at the first start). */
+const LEGACY_GROUP = /^aer1-webhook-[0-9a-f]{16}$/;
+
+/** The consumer group a hook had before the per-hook queues (still read once, to carry its place over). */
+export function legacyConsumerGroup(hook: string): string {
+  return `aer1-webhook-${hook}`;
 }
 
 function dataOf(fields: string[]): string | null {
   for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === 'data') return fields[i + 1]!;
   return null;
-}
-
-function isoNow(): string {
-  return new Date().toISOString();
 }
 
 function errorText(err: unknown): string {
@@ -73,150 +111,174 @@ function errorText(err: unknown): string {
   return e?.cause?.code ?? e?.cause?.message ?? e?.message ?? String(err);
 }
 
+/** Stream ids compare as (ms, seq) pairs. */
+function compareIds(a: string, b: string): number {
+  const [am, as] = a.split('-').map((x) => BigInt(x));
+  const [bm, bs] = b.split('-').map((x) => BigInt(x));
+  if (am !== bm) return am! < bm! ? -1 : 1;
+  if (as !== bs) return (as ?? 0n) < (bs ?? 0n) ? -1 : 1;
+  return 0;
+}
+
+/** The id just before `id`, so a group created there reads `id` next. */
+function idBefore(id: string): string {
+  const [ms, seq] = id.split('-').map((x) => BigInt(x));
+  if ((seq ?? 0n) > 0n) return `${ms}-${seq! - 1n}`;
+  return ms! > 0n ? `${ms! - 1n}-18446744073709551615` : '0-0';
+}
+
+/**
+ * Adds changes to a hook's queue, in order, job id = stream id: adding one again while its
+ * job is kept (waiting, in flight, or finished less than the keep time ago) does nothing.
+ */
+export async function enqueueChanges(queue: Queue<DeliveryJob>, changes: readonly DeliveryJob[]): Promise<void> {
+  if (changes.length === 0) return;
+  await queue.addBulk(changes.map((c) => ({ name: DELIVERY_JOB, data: c, opts: { jobId: c.eventId } })));
+}
+
 interface Attempt {
   ok: boolean;
   httpStatus: number | null;
   error: string | null;
 }
 
-class HookWorker {
+interface Tuning {
+  redis: Redis;
+  /** Seconds finished jobs are kept (their ids deduplicate a fan-out redone after a crash). */
+  keepS: number;
+  log: Logger;
+  retryHorizonMs: number;
+  maxAttempts: number;
+  backoffMs: number;
+  backoffMaxMs: number;
+  timeoutMs: number;
+  concurrency: number;
+  stalledIntervalMs: number;
+  onOutcome: WebhookDelivererOptions['onOutcome'];
+}
+
+class HookDelivery {
   readonly id: string;
+  readonly queue: Queue<DeliveryJob>;
   private readonly url: string;
   private readonly secret: string;
   private readonly headers: Record<string, string>;
-  private readonly group: string;
-  private readonly reader: Redis;
-  private stopped = false;
+  private readonly queueName: string;
+  private worker: Worker<DeliveryJob> | null = null;
+  private stopping = false;
   private readonly abort = new AbortController();
-  private loop: Promise<void> | null = null;
 
   constructor(
     hook: WebhookConfig,
-    private readonly opts: Required<Omit<WebhookDelivererOptions, 'hooks' | 'onOutcome'>> & Pick<WebhookDelivererOptions, 'onOutcome'>,
+    queueBase: string,
+    private readonly base: string,
+    private readonly t: Tuning,
     private readonly deliveries: WebhookLog,
   ) {
     this.id = hookId(hook.url);
     this.url = hook.url;
     this.secret = hook.secret;
     this.headers = hook.headers ?? {};
-    this.group = consumerGroup(this.id);
-    this.reader = opts.redis.duplicate();
-    this.reader.on('error', (err: Error) => {
-      if (!this.stopped) opts.log.warn({ hook: this.id, err }, 'webhook reader connection error');
+    this.queueName = webhookQueueName(queueBase, this.id);
+    this.queue = new Queue<DeliveryJob>(this.queueName, {
+      connection: t.redis,
+      prefix: base,
+      // nobody listens to these queues' events: keep BullMQ's event stream short (default 10,000)
+      streams: { events: { maxLen: 100 } },
+      defaultJobOptions: {
+        // BullMQ's attempts are for the processor failing (Redis); a receiver failing pauses the queue instead
+        attempts: t.maxAttempts,
+        backoff: { type: 'custom' },
+        removeOnComplete: { age: t.keepS },
+        removeOnFail: { age: t.keepS },
+      },
+    });
+    this.queue.on('error', (err: Error) => {
+      if (!this.stopping) t.log.warn({ hook: this.id, err }, 'webhook queue error');
     });
   }
 
   async start(): Promise<void> {
-    await this.ensureGroup();
-    await this.removeStaleConsumers();
-    this.loop = this.run();
-  }
-
-  private async ensureGroup(): Promise<void> {
-    try {
-      await this.opts.redis.xgroup('CREATE', this.opts.stream, this.group, '$', 'MKSTREAM');
-    } catch (err) {
-      if (!/BUSYGROUP/.test((err as Error).message)) throw err;
-    }
-  }
-
-  private async removeStaleConsumers(): Promise<void> {
-    const rows = (await this.opts.redis.xinfo('CONSUMERS', this.opts.stream, this.group)) as Array<Array<string | number>>;
-    for (const row of rows) {
-      const info: Record<string, string | number> = {};
-      for (let i = 0; i + 1 < row.length; i += 2) info[String(row[i])] = row[i + 1]!;
-      if (info.name !== this.opts.consumer && Number(info.pending) === 0 && Number(info.idle) > STALE_CONSUMER_MS) {
-        await this.opts.redis.xgroup('DELCONSUMER', this.opts.stream, this.group, String(info.name));
+    // across every daemon: with 1, one POST per hook at a time, so its changes keep their order
+    await this.queue.setGlobalConcurrency(this.t.concurrency);
+    const worker = new Worker<DeliveryJob>(this.queueName, boundedFailures((job: Job<DeliveryJob>) => this.deliver(job), this.t.log), {
+      connection: this.t.redis,
+      prefix: this.base,
+      concurrency: this.t.concurrency,
+      ...stalledJobOptions(this.t.stalledIntervalMs),
+      // the limiter is what a failed delivery pauses (worker.rateLimit); its max is no real limit
+      limiter: { max: 1_000_000, duration: 1000 },
+      settings: { backoffStrategy: (attemptsMade: number) => backoffDelay(attemptsMade, this.t.backoffMs, this.t.backoffMaxMs) },
+    });
+    worker.on('error', (err: Error) => {
+      if (!this.stopping) this.t.log.warn({ hook: this.id, err }, 'webhook worker error');
+    });
+    worker.on('failed', (job, err) => {
+      if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) {
+        this.t.log.error({ hook: this.id, eventId: job.data.eventId, err }, 'webhook delivery job failed for good (its outcome could not be recorded)');
       }
-    }
+    });
+    this.worker = worker;
   }
 
-  private async run(): Promise<void> {
-    let lastClaim = 0;
-    while (!this.stopped) {
-      try {
-        if (Date.now() - lastClaim >= Math.min(this.opts.claimIdleMs, 30_000)) {
-          lastClaim = Date.now();
-          const claimed = await this.claimStale();
-          for (const entry of claimed) await this.process(entry);
-          // a full page may mean more are waiting: claim again at once
-          if (claimed.length >= CLAIM_PAGE) lastClaim = 0;
-          if (claimed.length > 0) continue;
-        }
-        const res = (await this.reader.xreadgroup(
-          'GROUP', this.group, this.opts.consumer,
-          'COUNT', 20, 'BLOCK', this.opts.blockMs,
-          'STREAMS', this.opts.stream, '>',
-        )) as Array<[string, RawEntry[]]> | null;
-        for (const [, entries] of res ?? []) for (const entry of entries) await this.process(entry);
-      } catch (err) {
-        if (this.stopped) break;
-        const message = (err as Error).message;
-        if (/NOGROUP/.test(message)) await this.ensureGroup().catch(() => undefined);
-        this.opts.log.warn({ hook: this.id, err }, 'webhook read failed; retrying');
-        await this.sleep(1000);
-      }
-    }
+  async waitUntilReady(): Promise<void> {
+    await Promise.all([this.queue.waitUntilReady(), this.worker?.waitUntilReady()]);
   }
 
-  /** Takes over changes another consumer (a dead daemon) left unacknowledged. */
-  private async claimStale(): Promise<RawEntry[]> {
-    const res = (await this.opts.redis.xautoclaim(this.opts.stream, this.group, this.opts.consumer, this.opts.claimIdleMs, '0-0', 'COUNT', CLAIM_PAGE)) as [
-      string,
-      Array<RawEntry | null>,
-      string[]?,
-    ];
-    const entries = res[1].filter((e): e is RawEntry => e !== null);
-    // Entries trimmed from the stream while pending cannot be delivered any more.
-    const gone = res[2] ?? [];
-    if (gone.length > 0) await this.opts.redis.xack(this.opts.stream, this.group, ...gone);
-    return entries;
-  }
-
-  private async process([eventId, fields]: RawEntry): Promise<void> {
-    const body = dataOf(fields);
-    if (body === null) {
-      await this.opts.redis.xack(this.opts.stream, this.group, eventId);
-      return;
-    }
+  private async deliver(job: Job<DeliveryJob>): Promise<void> {
+    const { eventId, body } = job.data;
+    const attempt = Math.max(1, job.attemptsStarted);
     let event: { key?: string; type?: string } = {};
     try {
       event = JSON.parse(body) as typeof event;
     } catch {
       // delivered as it is; the receiver sees the same bytes the stream holds
     }
-    let last: Attempt = { ok: false, httpStatus: null, error: null };
-    let attempt = 0;
-    while (attempt < this.opts.maxAttempts) {
-      if (this.stopped) return;
-      attempt += 1;
-      if (attempt > 1) {
-        await this.sleep(retryDelay(attempt, this.opts.backoffMs, this.opts.backoffMaxMs));
-        if (this.stopped) return;
-        // still ours: reset its idle time so no other daemon takes it over mid-retry
-        await this.opts.redis.xclaim(this.opts.stream, this.group, this.opts.consumer, 0, eventId, 'JUSTID');
+    const type = event.type ?? 'unknown';
+    const horizonEnd = job.timestamp + this.t.retryHorizonMs;
+    const settle = async (last: Attempt, attempts: number): Promise<void> => {
+      const record: DeliveryRecord = {
+        eventId,
+        key: event.key ?? '',
+        type,
+        outcome: last.ok ? 'delivered' : 'failed',
+        attempts,
+        httpStatus: last.httpStatus,
+        error: last.ok ? null : last.error,
+        at: new Date().toISOString(),
+      };
+      await this.deliveries.record(this.id, record);
+      this.t.onOutcome?.(this.id, record.outcome);
+      if (!last.ok) {
+        this.t.log.warn({ hook: this.id, url: displayUrl(this.url), eventId, attempts, status: last.httpStatus, err: last.error }, 'webhook delivery failed');
       }
-      last = await this.post(body, eventId, event.type ?? 'unknown', attempt);
-      if (this.stopped && !last.ok) return;
-      if (last.ok) break;
-      this.opts.log.debug({ hook: this.id, eventId, attempt, status: last.httpStatus, err: last.error }, 'webhook attempt failed');
-    }
-    const record: DeliveryRecord = {
-      eventId,
-      key: event.key ?? '',
-      type: event.type ?? 'unknown',
-      outcome: last.ok ? 'delivered' : 'failed',
-      attempts: attempt,
-      httpStatus: last.httpStatus,
-      error: last.ok ? null : last.error,
-      at: isoNow(),
     };
-    await this.deliveries.record(this.id, record);
-    await this.opts.redis.xack(this.opts.stream, this.group, eventId);
-    this.opts.onOutcome?.(this.id, record.outcome);
-    if (!last.ok) {
-      this.opts.log.warn({ hook: this.id, url: displayUrl(this.url), eventId, attempts: attempt, status: last.httpStatus, err: last.error }, 'webhook delivery failed');
+
+    // Past its horizon behind a receiver that keeps failing: recorded without another try,
+    // so a backlog behind a receiver gone for good drains instead of costing a timeout each.
+    if (Date.now() >= horizonEnd && attempt === 1 && (await this.lastOutcomeFailed())) {
+      return settle({ ok: false, httpStatus: null, error: 'not sent: older than the retry horizon while the receiver kept failing' }, 0);
     }
+
+    const last = await this.post(body, eventId, type, attempt);
+    if (last.ok) return settle(last, attempt);
+    if (this.stopping) {
+      // stopped mid-POST: back to the head of the queue, for this daemon's next start or another daemon
+      throw Worker.RateLimitError();
+    }
+    const delay = backoffDelay(attempt, this.t.backoffMs, this.t.backoffMaxMs);
+    if (attempt >= this.t.maxAttempts || Date.now() + delay > horizonEnd) return settle(last, attempt);
+    // a warn at attempts 1, 2, 4, 8, ...: an outage shows in the log, a dozen lines over days
+    const level = (attempt & (attempt - 1)) === 0 ? 'warn' : 'debug';
+    this.t.log[level]({ hook: this.id, url: displayUrl(this.url), eventId, attempt, status: last.httpStatus, err: last.error, retryInMs: delay }, 'webhook attempt failed; the hook waits and tries again');
+    // pause the whole hook (every daemon) and put this change back first: order is kept
+    await this.worker!.rateLimit(delay);
+    throw Worker.RateLimitError();
+  }
+
+  private async lastOutcomeFailed(): Promise<boolean> {
+    const [delivered, failed] = await this.t.redis.hmget(this.deliveries.totalsKey(this.id), 'lastDeliveredAt', 'lastFailedAt');
+    return typeof failed === 'string' && (typeof delivered !== 'string' || failed > delivered);
   }
 
   private async post(body: string, eventId: string, type: string, attempt: number): Promise<Attempt> {
@@ -234,7 +296,7 @@ class HookWorker {
         },
         body,
         redirect: 'manual',
-        signal: AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.opts.timeoutMs)]),
+        signal: AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.t.timeoutMs)]),
       });
       const ok = res.status >= 200 && res.status < 300;
       let preview = '';
@@ -247,65 +309,210 @@ class HookWorker {
     }
   }
 
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.stopped) return resolve();
-      const timer = setTimeout(done, ms);
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.abort.signal.addEventListener('abort', done, { once: true });
-    });
-  }
-
+  /** Stops taking changes; a POST in flight is cut short and its change goes back to the queue. */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.stopping = true;
     this.abort.abort();
-    this.reader.disconnect();
-    await this.loop;
+    await this.worker?.close();
+    await this.queue.close();
   }
 }
 
 export class WebhookDeliverer {
   readonly consumer: string;
   readonly log: WebhookLog;
-  private readonly workers: HookWorker[];
+  /** Attempts per change (from the horizon unless given). */
+  readonly maxAttempts: number;
+  private readonly hooks: HookDelivery[];
+  private readonly redis: Redis;
+  private readonly reader: Redis;
+  private readonly stream: string;
+  private readonly claimIdleMs: number;
+  private readonly blockMs: number;
+  private readonly plog: Logger;
   private started = false;
+  private stopped = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
 
   constructor(opts: WebhookDelivererOptions) {
     this.consumer = opts.consumer ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.log = new WebhookLog(opts.redis, opts.base);
-    const full = {
+    this.redis = opts.redis;
+    this.stream = opts.stream;
+    this.claimIdleMs = opts.claimIdleMs ?? 60_000;
+    this.blockMs = opts.blockMs ?? 5000;
+    this.plog = opts.log.child({ part: 'webhooks' });
+    const backoffMs = opts.backoffMs ?? 1000;
+    const backoffMaxMs = Math.max(backoffMs, opts.backoffMaxMs ?? 60_000);
+    const retryHorizonMs = opts.retryHorizonMs ?? DEFAULT_RETRY_HORIZON_MS;
+    this.maxAttempts = Math.max(1, opts.maxAttempts ?? attemptsForHorizon(retryHorizonMs, backoffMs, backoffMaxMs));
+    const tuning: Tuning = {
       redis: opts.redis,
-      stream: opts.stream,
-      base: opts.base,
-      log: opts.log.child({ part: 'webhooks' }),
-      maxAttempts: opts.maxAttempts ?? 8,
-      backoffMs: opts.backoffMs ?? 1000,
-      backoffMaxMs: opts.backoffMaxMs ?? 60_000,
+      keepS: Math.max(DEDUPE_KEEP_S, Math.ceil((5 * this.claimIdleMs) / 1000)),
+      log: this.plog,
+      retryHorizonMs,
+      maxAttempts: this.maxAttempts,
+      backoffMs,
+      backoffMaxMs,
       timeoutMs: opts.timeoutMs ?? 10_000,
-      claimIdleMs: opts.claimIdleMs ?? 60_000,
-      blockMs: opts.blockMs ?? 5000,
-      consumer: this.consumer,
+      concurrency: opts.concurrency ?? 1,
+      stalledIntervalMs: opts.stalledIntervalMs ?? 30_000,
       onOutcome: opts.onOutcome,
     };
-    this.workers = opts.hooks.map((hook) => new HookWorker(hook, full, this.log));
+    this.hooks = opts.hooks.map((hook) => new HookDelivery(hook, opts.queueBase ?? 'aer1-anchor', opts.base, tuning, this.log));
+    this.reader = opts.redis.duplicate();
+    this.reader.on('error', (err: Error) => {
+      if (!this.stopped) this.plog.warn({ err }, 'webhook fan-out connection error');
+    });
   }
 
   /** Hook ids, in configuration order. */
   get hookIds(): string[] {
-    return this.workers.map((w) => w.id);
+    return this.hooks.map((h) => h.id);
+  }
+
+  /** The delivery queue of a hook (by id), for counts and tests. */
+  queueOf(hook: string): Queue<DeliveryJob> | undefined {
+    return this.hooks.find((h) => h.id === hook)?.queue;
   }
 
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    await Promise.all(this.workers.map((w) => w.start()));
+    await this.ensureGroup();
+    await this.removeStaleConsumers();
+    await Promise.all(this.hooks.map((h) => h.start()));
+    await Promise.all(this.hooks.map((h) => h.waitUntilReady()));
+    this.loop = this.run();
   }
 
-  /** Stops reading; a change in flight stays unacknowledged and is delivered again later. */
+  /**
+   * Creates the fan-out group at the end of the stream, or, when the hooks' consumer
+   * groups of before are there, where the furthest-behind of them was (its unacknowledged
+   * entries included), and removes those: an upgrade loses nothing (a hook that was ahead
+   * may see a few changes again; receivers deduplicate by X-Aer1-Event-Id).
+   */
+  private async ensureGroup(): Promise<void> {
+    let start = '$';
+    const legacy: string[] = [];
+    try {
+      const groups = (await this.redis.xinfo('GROUPS', this.stream)) as Array<Array<string | number>>;
+      for (const row of groups) {
+        const info: Record<string, string | number> = {};
+        for (let i = 0; i + 1 < row.length; i += 2) info[String(row[i])] = row[i + 1]!;
+        const name = String(info.name);
+        if (name === FANOUT_GROUP) return;
+        if (!LEGACY_GROUP.test(name)) continue;
+        legacy.push(name);
+        let from = String(info['last-delivered-id']);
+        if (Number(info.pending) > 0) {
+          const summary = (await this.redis.xpending(this.stream, name)) as [number, string | null, ...unknown[]];
+          if (summary[1]) from = idBefore(summary[1]);
+        }
+        if (start === '$' || compareIds(from, start) < 0) start = from;
+      }
+    } catch (err) {
+      // no stream yet: nothing to carry over
+      if (!/no such key/i.test((err as Error).message)) throw err;
+    }
+    try {
+      await this.redis.xgroup('CREATE', this.stream, FANOUT_GROUP, start, 'MKSTREAM');
+    } catch (err) {
+      if (!/BUSYGROUP/.test((err as Error).message)) throw err;
+      return;
+    }
+    for (const name of legacy) await this.redis.xgroup('DESTROY', this.stream, name);
+    if (legacy.length > 0) this.plog.info({ groups: legacy.length, from: start }, 'webhook consumer groups of before carried over to the fan-out');
+  }
+
+  private async removeStaleConsumers(): Promise<void> {
+    const rows = (await this.redis.xinfo('CONSUMERS', this.stream, FANOUT_GROUP)) as Array<Array<string | number>>;
+    for (const row of rows) {
+      const info: Record<string, string | number> = {};
+      for (let i = 0; i + 1 < row.length; i += 2) info[String(row[i])] = row[i + 1]!;
+      if (info.name !== this.consumer && Number(info.pending) === 0 && Number(info.idle) > STALE_CONSUMER_MS) {
+        await this.redis.xgroup('DELCONSUMER', this.stream, FANOUT_GROUP, String(info.name));
+      }
+    }
+  }
+
+  private async run(): Promise<void> {
+    let lastClaim = 0;
+    let errors = 0;
+    while (!this.stopped) {
+      try {
+        if (Date.now() - lastClaim >= Math.min(this.claimIdleMs, 30_000)) {
+          lastClaim = Date.now();
+          const claimed = await this.claimStale();
+          await this.fanOut(claimed);
+          // a full page may mean more are waiting: claim again at once
+          if (claimed.length >= CLAIM_PAGE) lastClaim = 0;
+          if (claimed.length > 0) continue;
+        }
+        const res = (await this.reader.xreadgroup(
+          'GROUP', FANOUT_GROUP, this.consumer,
+          'COUNT', READ_COUNT, 'BLOCK', this.blockMs,
+          'STREAMS', this.stream, '>',
+        )) as Array<[string, RawEntry[]]> | null;
+        for (const [, entries] of res ?? []) await this.fanOut(entries);
+        errors = 0;
+      } catch (err) {
+        if (this.stopped) break;
+        errors += 1;
+        const message = (err as Error).message;
+        if (/NOGROUP/.test(message)) await this.ensureGroup().catch(() => undefined);
+        const delay = backoffDelay(errors, 500, 10_000);
+        this.plog.warn({ err, retryInMs: delay }, 'webhook fan-out failed; retrying');
+        await this.sleep(delay);
+      }
+    }
+  }
+
+  /** Takes over entries another consumer (a dead daemon) read but never fanned out. */
+  private async claimStale(): Promise<RawEntry[]> {
+    const res = (await this.redis.xautoclaim(this.stream, FANOUT_GROUP, this.consumer, this.claimIdleMs, '0-0', 'COUNT', CLAIM_PAGE)) as [
+      string,
+      Array<RawEntry | null>,
+      string[]?,
+    ];
+    const entries = res[1].filter((e): e is RawEntry => e !== null);
+    // Entries trimmed from the stream while pending cannot be delivered any more.
+    const gone = res[2] ?? [];
+    if (gone.length > 0) await this.redis.xack(this.stream, FANOUT_GROUP, ...gone);
+    return entries;
+  }
+
+  /** Every hook's queue gets the entries (idempotently), then they are acknowledged. */
+  private async fanOut(entries: readonly RawEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    const changes: DeliveryJob[] = [];
+    for (const [eventId, fields] of entries) {
+      const body = dataOf(fields);
+      if (body !== null) changes.push({ eventId, body });
+    }
+    await Promise.all(this.hooks.map((h) => enqueueChanges(h.queue, changes)));
+    await this.redis.xack(this.stream, FANOUT_GROUP, ...entries.map(([id]) => id));
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wake = done;
+    });
+  }
+
+  /** Stops fanning out and delivering; a change in flight goes back to its queue and is delivered later. */
   async stop(): Promise<void> {
-    await Promise.all(this.workers.map((w) => w.stop()));
+    this.stopped = true;
+    this.wake?.();
+    this.reader.disconnect();
+    await this.loop;
+    await Promise.all(this.hooks.map((h) => h.stop()));
   }
 }

@@ -1,8 +1,9 @@
 /**
- * Webhooks wired to a daemon: one deliverer over its events stream and key prefix, its
- * outcomes counted in the daemon's metrics registry.
+ * Webhooks wired to a daemon: one deliverer over its events stream and key prefix (one
+ * BullMQ queue per hook under it), tuned by `webhookDelivery.*`, its outcomes counted in
+ * the daemon's metrics registry.
  */
-import { Counter } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { DaemonView } from '../view/daemon-view.js';
 import { WebhookDeliverer, type WebhookDelivererOptions } from './deliverer.js';
@@ -24,18 +25,55 @@ function deliveriesCounter(daemon: DaemonView): Counter<'hook' | 'result'> {
   });
 }
 
+const BACKLOG_METRIC = 'aer1_webhook_backlog';
+/** The deliverer each registry's backlog gauge reads (the latest started). */
+const backlogSources = new WeakMap<Registry, WebhookDeliverer>();
+
+function backlogGauge(daemon: DaemonView, deliverer: WebhookDeliverer): void {
+  const registry = daemon.metrics.registry;
+  backlogSources.set(registry, deliverer);
+  if (registry.getSingleMetric(BACKLOG_METRIC)) return;
+  new Gauge({
+    name: BACKLOG_METRIC,
+    help: 'State changes not yet delivered, by hook id: queued, in flight, or waiting out a retry pause.',
+    labelNames: ['hook'],
+    registers: [registry],
+    async collect() {
+      const source = backlogSources.get(registry);
+      if (!source) return;
+      this.reset();
+      for (const hook of source.hookIds) {
+        try {
+          const c = await source.queueOf(hook)!.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused');
+          this.set({ hook }, Object.values(c).reduce((a, b) => a + b, 0));
+        } catch {
+          // stopped, or Redis unreachable: no figure rather than a wrong one
+        }
+      }
+    },
+  });
+}
+
 export interface StartWebhooksOptions {
   daemon: DaemonView;
   log: Logger;
-  /** Timings and attempts (tests shorten them); defaults suit public receivers. */
-  tuning?: Partial<Omit<WebhookDelivererOptions, 'redis' | 'stream' | 'base' | 'hooks' | 'log'>>;
+  /** Timings and attempts over `webhookDelivery.*` (tests shorten them). */
+  tuning?: Partial<Omit<WebhookDelivererOptions, 'redis' | 'stream' | 'base' | 'queueBase' | 'hooks' | 'log'>>;
 }
 
 /** Starts delivering the daemon's state changes to every configured hook. */
 export async function startWebhooks({ daemon, log, tuning = {} }: StartWebhooksOptions): Promise<WebhookDeliverer> {
   const counter = deliveriesCounter(daemon);
+  const d = daemon.config.webhookDelivery;
   const deliverer = new WebhookDeliverer({
+    retryHorizonMs: d.retryHorizonMs,
+    backoffMs: d.backoffMs,
+    backoffMaxMs: d.backoffMaxMs,
+    timeoutMs: d.timeoutMs,
+    concurrency: d.concurrency,
+    stalledIntervalMs: daemon.config.queue.stalledIntervalMs,
     ...tuning,
+    queueBase: daemon.config.queue.name,
     redis: daemon.redis,
     stream: daemon.store.keys.events,
     base: daemon.store.keys.base,
@@ -47,5 +85,6 @@ export async function startWebhooks({ daemon, log, tuning = {} }: StartWebhooksO
     },
   });
   await deliverer.start();
+  backlogGauge(daemon, deliverer);
   return deliverer;
 }
