@@ -18,6 +18,7 @@ WORKDIR /app
 COPY package.json package-lock.json tsconfig.json ./
 COPY test/stubs/fs-placeholder ./test/stubs/fs-placeholder
 COPY bin ./bin
+# config/local.json: the compose file's local profile (the defaults are in the code)
 COPY config ./config
 COPY src ./src
 # the /verify page's bundle is built by scripts/build-verify-bundle.mjs (esbuild, a dev dependency)

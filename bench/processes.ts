@@ -157,7 +157,6 @@ export const BENCH_PREFIX = 'bench';
 /** The daemon's configuration for a run: local witnesses, short windows and polls, no HTTP. */
 export function benchConfig(o: BenchDaemonOptions & { keyFile: string }): Config {
   return loadConfig({
-    skipDefaultFile: true,
     env: {},
     overrides: {
       redis: { url: o.redisUrl, prefix: BENCH_PREFIX, embedded: false },

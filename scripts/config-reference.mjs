@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * The README's configuration reference, generated from CONFIG_KEYS (src/adapters/config/schema.ts,
- * read from the build in dist/). One row per key: key, environment variable, default,
- * meaning. The table sits in README.md between the two marker comments.
+ * The README's configuration reference, generated from the zod schema's table CONFIG_KEYS
+ * (src/adapters/config/schema.ts, read from the build in dist/). One row per key: key,
+ * environment variable, default, meaning (the key's doc and its schema's constraint). The table sits in README.md between the two marker comments.
  *
  *   node scripts/config-reference.mjs           print the table
  *   node scripts/config-reference.mjs --write   replace the table in README.md
@@ -24,32 +24,14 @@ function cell(text) {
   return String(text).replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
 
-function constraint(type) {
-  switch (type.kind) {
-    case 'int':
-      return `Integer ${type.min}–${type.max}.`;
-    case 'enum':
-      return `One of ${type.values.map((v) => `\`${v}\``).join(', ')}.`;
-    case 'url-list':
-      return `List of ${type.protocols.map((p) => p.replace(':', '')).join('/')} URLs.`;
-    case 'optional-url':
-      return `${type.protocols.map((p) => p.replace(':', '')).join('/')} URL, or null.`;
-    case 'optional-string':
-      return 'Text, or null.';
-    case 'bool':
-      return 'true/false (environment: 1/0, true/false, yes/no, on/off).';
-    default:
-      return '';
-  }
-}
-
-export function referenceTable(keys) {
+/** `keys`: CONFIG_KEYS; `meta`: the schema registry (settingMeta) holding each schema's constraint in words. */
+export function referenceTable(keys, meta) {
   const rows = [
     '| key | environment variable | default | meaning |',
     '|---|---|---|---|',
   ];
   for (const k of keys) {
-    const meaning = [k.doc, constraint(k.type)].filter(Boolean).join(' ');
+    const meaning = [k.doc, meta.get(k.schema)?.constraint ?? ''].filter(Boolean).join(' ');
     rows.push(`| \`${k.key}\` | \`${k.env}\` | \`${cell(JSON.stringify(k.default))}\` | ${cell(meaning)} |`);
   }
   return rows.join('\n');
@@ -57,8 +39,8 @@ export function referenceTable(keys) {
 
 export async function loadKeys() {
   if (!existsSync(schemaJs)) throw new Error(`${schemaJs} is missing: run npm run build first`);
-  const { CONFIG_KEYS } = await import(schemaJs);
-  return CONFIG_KEYS;
+  const { CONFIG_KEYS, settingMeta } = await import(schemaJs);
+  return { keys: CONFIG_KEYS, meta: settingMeta };
 }
 
 /** README.md with the section between the markers replaced by `table`. */
@@ -70,7 +52,8 @@ export function withTable(text, table) {
 }
 
 async function main(argv) {
-  const table = referenceTable(await loadKeys());
+  const { keys, meta } = await loadKeys();
+  const table = referenceTable(keys, meta);
   if (argv.includes('--write') || argv.includes('--check')) {
     const text = readFileSync(readme, 'utf8');
     const next = withTable(text, table);

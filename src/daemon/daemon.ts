@@ -67,9 +67,9 @@ export class Daemon {
     this.config = config;
     this.log = log;
     this.redis = connectRedis(deps.redisUrl);
-    this.redis.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
+    this.redis.on('error', (err) => log.warn({ err }, 'redis connection error'));
     this.storeRedis = connectRedis(deps.redisUrl, { autoPipelining: true });
-    this.storeRedis.on('error', (err) => log.warn({ err: err.message }, 'redis connection error (state)'));
+    this.storeRedis.on('error', (err) => log.warn({ err }, 'redis connection error (state)'));
     this.store = new AnchorStore(this.storeRedis, config.redis.prefix);
     this.witnesses = enabledWitnesses(config);
     this.signerPubkey = config.nostr.enabled ? (deps.signingKey?.publicKey ?? null) : null;

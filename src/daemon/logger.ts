@@ -1,4 +1,4 @@
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { pino, stdSerializers, type DestinationStream, type Logger } from 'pino';
 import { prettyDestination } from './pretty-log.js';
 
 export type LogFormat = 'auto' | 'json' | 'pretty';
@@ -14,13 +14,19 @@ export function resolveLogFormat(format: LogFormat, destination: NodeJS.Writable
   return { pretty, color: pretty && tty && !env.NO_COLOR };
 }
 
-/** The daemon's logger: JSON lines on stderr (pretty ones on a terminal); secrets are redacted by path as a second line of defence. */
+/**
+ * The daemon's logger: JSON lines on stderr (pretty ones on a terminal); secrets are
+ * redacted by path as a second line of defence. Errors are logged as `{ err }`: type,
+ * message, stack, and `cause` as an error of its own (pino's errWithCause serializer), so
+ * a failure deep in a library is debuggable.
+ */
 export function createLogger(level: string, destination: NodeJS.WritableStream = process.stderr, format: LogFormat = 'auto'): Logger {
   const { pretty, color } = resolveLogFormat(format, destination);
   return pino(
     {
       level,
       base: { name: 'aer1-anchord' },
+      serializers: { err: stdSerializers.errWithCause },
       redact: { paths: ['token', 'secret', 'secretKey', 'key.secret', 'headers.authorization', '*.token', '*.secret'], censor: '[redacted]' },
     },
     (pretty ? prettyDestination(destination, color) : destination) as unknown as DestinationStream,

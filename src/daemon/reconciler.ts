@@ -66,7 +66,7 @@ export class Reconciler {
     this.log = deps.log.child({ part: 'reconciler' });
     this.now = deps.now ?? Date.now;
     this.queue = new Queue(reconcileQueueName(deps.config.queue.name), { connection: deps.connection, prefix: deps.store.keys.bullPrefix });
-    this.queue.on('error', (err) => this.log.warn({ err: err.message }, 'reconciler queue error'));
+    this.queue.on('error', (err) => this.log.warn({ err }, 'reconciler queue error'));
   }
 
   /** Schedules the pass (every daemon upserts the same scheduler) and starts this daemon's worker. */
@@ -78,8 +78,8 @@ export class Reconciler {
       concurrency: 1,
       ...stalledJobOptions(this.deps.config.queue.stalledIntervalMs),
     });
-    this.worker.on('error', (err) => this.log.warn({ err: err.message }, 'reconciler worker error'));
-    this.worker.on('failed', (_job, err) => this.log.warn({ err: err.message }, 'reconcile pass failed; the next one retries'));
+    this.worker.on('error', (err) => this.log.warn({ err }, 'reconciler worker error'));
+    this.worker.on('failed', (_job, err) => this.log.warn({ err }, 'reconcile pass failed; the next one retries'));
     await this.worker.waitUntilReady();
   }
 
@@ -89,8 +89,8 @@ export class Reconciler {
       await this.queue.upsertJobScheduler(SCHEDULER_ID, { every: this.cfg.intervalMs }, { name: SCHEDULER_ID, opts: { removeOnComplete: true, removeOnFail: 10 } });
     } catch (err) {
       if (redisRefusal(err) === null || this.closed) throw err;
-      this.log.warn({ err: (err as Error).message }, 'could not schedule the reconciler yet; trying again');
-      this.retry = setTimeout(() => void this.schedule().catch((e: unknown) => this.log.error({ err: (e as Error).message }, 'reconciler not scheduled')), this.cfg.intervalMs);
+      this.log.warn({ err }, 'could not schedule the reconciler yet; trying again');
+      this.retry = setTimeout(() => void this.schedule().catch((e: unknown) => this.log.error({ err: e }, 'reconciler not scheduled')), this.cfg.intervalMs);
       this.retry.unref();
     }
   }

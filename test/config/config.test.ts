@@ -2,8 +2,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG_FILE, loadConfig, nostrQuorum } from '../../src/adapters/config/config.js';
-import { REPO_ROOT } from '../helpers/harness.js';
+import { loadConfig, nostrQuorum } from '../../src/adapters/config/config.js';
+import { CONFIG_KEYS, configDefault, configSchema } from '../../src/adapters/config/schema.js';
+import { DEFAULT_LIMITS } from '../../src/core/aer1/limits.js';
+import { DEFAULT_EVENT_KIND } from '../../src/core/nostr/events.js';
+import { DEFAULT_TIMEOUT_MS as CALENDAR_TIMEOUT_MS } from '../../src/adapters/ots/calendar/index.js';
+import { DEFAULT_SOURCE_TIMEOUT_MS } from '../../src/adapters/bitcoin/sources.js';
 
 function file(content: unknown): string {
   const f = join(mkdtempSync(join(tmpdir(), 'cfg-')), 'c.json');
@@ -12,15 +16,13 @@ function file(content: unknown): string {
 }
 
 describe('configuration', () => {
-  it('reads config/default.json from the package root, from source and from dist alike', () => {
-    expect(DEFAULT_CONFIG_FILE).toBe(join(REPO_ROOT, 'config', 'default.json'));
+  it('runs on the built-in defaults alone: the public witnesses, loopback HTTP', () => {
     const c = loadConfig({ env: {} });
     expect(c.nostr.relays.every((u) => u.startsWith('wss://'))).toBe(true);
     expect(c.ots.calendars.every((u) => u.startsWith('https://'))).toBe(true);
     expect(c.http.host).toBe('127.0.0.1');
-    // auto is the default, in the file and without it
+    // auto is the default
     expect(c.nostr.mode).toBe('auto');
-    expect(loadConfig({ env: {}, skipDefaultFile: true }).nostr.mode).toBe('auto');
   });
 
   it('layers: defaults, then --config FILE, then environment variables', () => {
@@ -55,6 +57,54 @@ describe('configuration', () => {
       expect(() => loadConfig({ file: file(content), env })).toThrow(message);
     }
     expect(() => loadConfig({ file: file('{not json'), env: {} })).toThrow(/is not JSON/);
+  });
+
+  it('names the environment variable when the bad value came from it, and only then', () => {
+    expect(() => loadConfig({ env: { AER1_HTTP_PORT: '99999' } })).toThrow(/^config http\.port: must be between 0 and 65535, got 99999 \(from AER1_HTTP_PORT\)$/);
+    expect(() => loadConfig({ env: { AER1_NOSTR_RELAYS: 'wss://a.example,https://b.example' } })).toThrow(/^config nostr\.relays\[1\]: URL must use ws: or wss:: "https:\/\/b\.example\/" \(from AER1_NOSTR_RELAYS\)$/);
+    expect(() => loadConfig({ file: file({ http: { port: 99999 } }), env: {} })).toThrow(/^config http\.port: must be between 0 and 65535, got 99999$/);
+    expect(() => loadConfig({ env: { AER1_NOSTR_QUORUM: '5' } })).toThrow(/^config nostr\.quorum: quorum 5 exceeds the 3 configured relays \(from AER1_NOSTR_QUORUM\)$/);
+    expect(() => loadConfig({ file: file({ nostr: { quorum: 5 } }), env: {} })).toThrow(/^config nostr\.quorum: quorum 5 exceeds the 3 configured relays$/);
+    // the file's value is overridden by the environment: the environment's value is the one named
+    expect(() => loadConfig({ file: file({ http: { port: 1 } }), env: { AER1_HTTP_PORT: '-1' } })).toThrow(/\(from AER1_HTTP_PORT\)$/);
+  });
+
+  it('every error is one line, and a secret given in a bad value is never echoed', () => {
+    const secret = 'hunter2-hunter2-hunter2';
+    const cases: Array<[unknown, Record<string, string>]> = [
+      [{}, { AER1_WEBHOOKS: JSON.stringify([{ url: `http://u:${secret}@127.0.0.1:1/`, secret: 'long-enough-secret-0' }]) }],
+      [{ webhooks: [{ url: 'http://127.0.0.1:1/', secret: secret.slice(0, 10) }] }, {}],
+      [{ webhooks: [{ url: 'http://127.0.0.1:1/', secret: 'long-enough-secret-0', headers: { Authorization: `${secret}\n` } }] }, {}],
+      [{ http: { token: 7 } }, {}],
+      [{ ots: { bitcoindUrl: `//rpc:${secret}@127.0.0.1:8332/` } }, {}],
+      [{}, { AER1_OTS_BITCOIND_URL: `rpc ${secret}` }],
+      [{ ots: { bitcoindUrl: `ftp://rpc:${secret}@127.0.0.1:8332/` } }, {}],
+      [{ webhooks: [{ url: 'http://127.0.0.1:1/', secret: 'long-enough-secret-0', extra: secret }] }, {}],
+    ];
+    let refused = 0;
+    for (const [content, env] of cases) {
+      try {
+        loadConfig({ file: file(content), env });
+      } catch (err) {
+        refused++;
+        const message = (err as Error).message;
+        expect(message).toMatch(/^config [^\n]+$/);
+        expect(message).not.toContain(secret);
+        expect(message).not.toContain(secret.slice(0, 10));
+      }
+    }
+    expect(refused).toBe(cases.length);
+  });
+
+  it('the defaults are in one place: each passes its own schema, and code that runs without a config uses them', () => {
+    for (const spec of CONFIG_KEYS) expect(spec.schema.safeParse(spec.default).success, spec.key).toBe(true);
+    const defaults = loadConfig({ env: {} });
+    expect(configSchema.parse(defaults)).toEqual(defaults);
+    expect(configDefault('nostr.kind')).toBe(DEFAULT_EVENT_KIND);
+    expect(configDefault('limits.maxSteps')).toBe(DEFAULT_LIMITS.maxSteps);
+    expect(configDefault('limits.maxEntries')).toBe(DEFAULT_LIMITS.maxEntries);
+    expect(CALENDAR_TIMEOUT_MS).toBe(configDefault('ots.timeoutMs'));
+    expect(DEFAULT_SOURCE_TIMEOUT_MS).toBe(configDefault('ots.timeoutMs'));
   });
 
   it('reads http.allowedHosts as a list of names in one form: lowercase, IPv6 in brackets, no trailing dot', () => {

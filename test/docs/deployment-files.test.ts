@@ -102,7 +102,8 @@ describe('docker-compose.yml', () => {
     expect(compose).toMatch(/redis-data:\/data/);
   });
 
-  it('has a public profile on config/default.json and a local one on config/local.json, and requires the API token', () => {
+  it('has a public profile on the built-in defaults and a local one on config/local.json, and requires the API token', () => {
+    expect(existsSync(join(repo, 'config/default.json'))).toBe(false);
     expect(compose).toMatch(/profiles: \["public"\]/);
     expect(compose).toMatch(/profiles: \["local"\]/);
     expect(composeCommand('anchord-local')).toEqual(['--config', 'config/local.json']);
@@ -111,8 +112,8 @@ describe('docker-compose.yml', () => {
   });
 
   it('config/local.json loads and points at the compose dev relay and dev calendar on regtest', () => {
-    // over the built-in defaults (config/default.json holds the same values; DEFAULT_CONFIG_FILE resolves only from dist/)
-    const c = loadConfig({ skipDefaultFile: true, file: join(repo, 'config/local.json'), env: {} });
+    // over the built-in defaults (the schema's: there is no default file)
+    const c = loadConfig({ file: join(repo, 'config/local.json'), env: {} });
     expect(c.nostr.relays).toEqual(['ws://dev-relay:7777']);
     expect(c.ots.calendars).toEqual(['http://dev-calendar:14788']);
     expect(c.ots.network).toBe('regtest');

@@ -103,7 +103,7 @@ export function testConfig(setup: TestSetup): Config {
     log: { level: 'silent' },
   };
   const merged = deepMerge(base, setup.overrides ?? {});
-  return loadConfig({ skipDefaultFile: true, env: {}, overrides: merged });
+  return loadConfig({ env: {}, overrides: merged });
 }
 
 function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {

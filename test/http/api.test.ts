@@ -9,6 +9,7 @@ import { createLogger } from '../../src/daemon/logger.js';
 import { startHttpServer, type HttpServer } from '../../src/adapters/http/server.js';
 import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
 import { receiptFields, waitFor } from '../helpers/harness.js';
+import { checkedFetch, expectUndocumented } from '../helpers/openapi.js';
 import { TOKEN, startStack, withHttp, type Stack } from './fixture.js';
 
 let s: Stack;
@@ -46,7 +47,7 @@ describe('health', () => {
     const view = withHttp(s.daemon, { port: 0 }, { running: false });
     const other = await startHttpServer({ daemon: view, log: s.log });
     try {
-      const res = await fetch(`${other.url}/readyz`);
+      const res = await checkedFetch(`${other.url}/readyz`);
       expect(res.status).toBe(503);
       const e = await errorOf(res);
       expect(e.code).toBe('not_ready');
@@ -103,7 +104,7 @@ describe('POST /v1/anchors', () => {
   it('answers 403 when no token is configured', async () => {
     const other = await startHttpServer({ daemon: withHttp(s.daemon, { port: 0, token: null }), log: s.log });
     try {
-      const res = await fetch(`${other.url}/v1/anchors`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: 'Bearer x' }, body: '{}' });
+      const res = await checkedFetch(`${other.url}/v1/anchors`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: 'Bearer x' }, body: '{}' });
       expect(res.status).toBe(403);
       const e = await errorOf(res);
       expect(e.code).toBe('writes_disabled');
@@ -158,7 +159,7 @@ describe('POST /v1/anchors', () => {
     expect((await errorOf(declared)).code).toBe('body_too_large');
 
     const chunks = Array.from({ length: 10 }, () => Buffer.from('x'.repeat(1000)));
-    const streamed = await fetch(`${s.http.url}/v1/anchors`, {
+    const streamed = await checkedFetch(`${s.http.url}/v1/anchors`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` },
       body: Readable.toWeb(Readable.from(chunks)) as ReadableStream,
@@ -333,7 +334,7 @@ describe('GET /v1/stats and the rest', () => {
     const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths).sort()).toEqual(
-      ['/', '/verify', '/livez', '/metrics', '/openapi.json', '/readyz', '/v1/anchors', '/v1/anchors/{key}', '/v1/anchors/{key}/proof', '/v1/events', '/v1/stats', '/v1/info', '/v1/timeline', '/v1/webhooks', '/v1/ws'].sort(),
+      ['/', '/app.js', '/style.css', '/verify', '/verify.js', '/verify.bundle.js', '/livez', '/metrics', '/openapi.json', '/readyz', '/v1/anchors', '/v1/anchors/{key}', '/v1/anchors/{key}/proof', '/v1/events', '/v1/stats', '/v1/info', '/v1/timeline', '/v1/webhooks', '/v1/ws'].sort(),
     );
     const refs = JSON.stringify(doc).match(/#\/components\/[a-zA-Z]+\/[A-Za-z]+/g) ?? [];
     for (const ref of new Set(refs)) {
@@ -351,10 +352,11 @@ describe('GET /v1/stats and the rest', () => {
   });
 
   it('answers 404 for an unknown endpoint and 405 with Allow for a wrong method', async () => {
-    const res = await s.get('/v2/anything');
+    const res = await s.get('/v2/anything', { undocumented: true });
     expect(res.status).toBe(404);
     expect((await errorOf(res)).code).toBe('not_found');
     const del = await fetch(`${s.http.url}/v1/anchors`, { method: 'DELETE' });
+    expectUndocumented('DELETE', '/v1/anchors', del.status);
     expect(del.status).toBe(405);
     expect(del.headers.get('allow')).toBe('GET, POST');
   });
@@ -390,25 +392,25 @@ describe('reads when http.readsRequireToken', () => {
 
   it('answers 401 to every read without the token, keeps health probes and page files public', async () => {
     for (const path of ['/v1/stats', '/v1/anchors', '/v1/anchors/x', '/v1/anchors/x/proof', '/metrics', '/v1/events', '/v1/webhooks']) {
-      const res = await fetch(`${strict.url}${path}`);
+      const res = await checkedFetch(`${strict.url}${path}`);
       expect(res.status, path).toBe(401);
       expect(res.headers.get('www-authenticate'), path).toMatch(/^Bearer /);
     }
     for (const path of ['/livez', '/readyz', '/', '/app.js', '/style.css', '/openapi.json', '/verify', '/verify.js', '/verify.bundle.js']) {
-      expect((await fetch(`${strict.url}${path}`)).status, path).toBe(200);
+      expect((await checkedFetch(`${strict.url}${path}`)).status, path).toBe(200);
     }
   });
 
   it('lets reads through with the header or the access_token parameter', async () => {
-    expect((await fetch(`${strict.url}/v1/stats`, { headers: { Authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
-    expect((await fetch(`${strict.url}/v1/stats?access_token=${TOKEN}`)).status).toBe(200);
-    expect((await fetch(`${strict.url}/v1/stats?access_token=wrong`)).status).toBe(401);
+    expect((await checkedFetch(`${strict.url}/v1/stats`, { headers: { Authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+    expect((await checkedFetch(`${strict.url}/v1/stats?access_token=${TOKEN}`)).status).toBe(200);
+    expect((await checkedFetch(`${strict.url}/v1/stats?access_token=wrong`)).status).toBe(401);
   });
 
   it('never writes the token to the log', async () => {
-    await fetch(`${strict.url}/v1/anchors/x?access_token=${TOKEN}`);
-    await fetch(`${strict.url}/v1/anchors`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }, body: '{' });
-    await fetch(`${strict.url}/v1/anchors`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}x`, 'Content-Type': 'application/json' }, body: '{}' });
+    await checkedFetch(`${strict.url}/v1/anchors/x?access_token=${TOKEN}`);
+    await checkedFetch(`${strict.url}/v1/anchors`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }, body: '{' });
+    await checkedFetch(`${strict.url}/v1/anchors`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}x`, 'Content-Type': 'application/json' }, body: '{}' });
     const text = logged.join('');
     expect(text).toContain('"path":"/v1/anchors/x"');
     expect(text).not.toContain(TOKEN);

@@ -3,6 +3,7 @@
  * EventSource spec says) and a WebSocket reader, both collecting messages until closed.
  */
 import WebSocket from 'ws';
+import { checkResponse, pathTemplate, responseProblems } from '../helpers/openapi.js';
 
 export interface SseEvent {
   id: string | null;
@@ -93,7 +94,8 @@ export interface SseClient extends Collector<SseEvent> {
 
 export async function openSse(url: string, headers: Record<string, string> = {}): Promise<SseClient> {
   const abort = new AbortController();
-  const res = await fetch(url, { headers: { Accept: 'text/event-stream', ...headers }, signal: abort.signal });
+  // checked against openapi.json like every answer (the stream's body is not: it never ends)
+  const res = await checkResponse('GET', url, await fetch(url, { headers: { Accept: 'text/event-stream', ...headers }, signal: abort.signal }));
   const c = collector<SseEvent>(() => abort.abort());
   const client = Object.assign(c, { status: res.status, headers: res.headers });
   if (!res.ok || !res.body) return client;
@@ -139,7 +141,13 @@ export function wsRefusal(url: string, headers: Record<string, string> = {}): Pr
     ws.once('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+      res.on('end', () => {
+        // a refusal on a path the document lists is checked; one on another path (a 404) is what the test is about
+        const path = new URL(url).pathname;
+        const problems = pathTemplate(path) === null ? [] : responseProblems('GET', path, res.statusCode ?? 0, String(res.headers['content-type'] ?? ''), body);
+        if (problems.length > 0) reject(new Error(`the refusal differs from openapi.json:\n  ${problems.join('\n  ')}`));
+        else resolve({ status: res.statusCode ?? 0, body, headers: res.headers });
+      });
     });
     ws.once('error', () => undefined);
   });

@@ -12,6 +12,7 @@ import type { DaemonView } from '../../src/adapters/view/daemon-view.js';
 import { startHttpServer, type HttpServer } from '../../src/adapters/http/server.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
+import { checkedFetch, expectUndocumented } from '../helpers/openapi.js';
 import { startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
 
 export const TOKEN = 'test-token-0123456789abcdef';
@@ -23,13 +24,19 @@ export interface Stack {
   relays: DevRelay[];
   calendars: DevCalendar[];
   log: Logger;
-  /** fetch against the server; `auth: true` adds the bearer token. */
-  get(path: string, init?: RequestInit & { auth?: boolean }): Promise<Response>;
-  post(path: string, body: unknown, init?: RequestInit & { auth?: boolean }): Promise<Response>;
+  /**
+   * fetch against the server; `auth: true` adds the bearer token. Every answer is checked
+   * against openapi.json (test/helpers/openapi.ts); `undocumented: true` instead asserts the
+   * document does not list the answer (an unknown path, a wrong method).
+   */
+  get(path: string, init?: RequestOptions): Promise<Response>;
+  post(path: string, body: unknown, init?: RequestOptions): Promise<Response>;
   /** Mines on every calendar until each key is confirmed. */
   confirm(keys: readonly string[], timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
+
+export type RequestOptions = RequestInit & { auth?: boolean; undocumented?: boolean };
 
 export interface StackOptions {
   prefix?: string;
@@ -75,11 +82,18 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const daemon = await startDaemon(config, opts.redisUrl);
   const log = createLogger(process.env.AER1_TEST_LOG ?? 'silent');
   const http = await startHttpServer({ daemon, log });
-  const withAuth = (init: (RequestInit & { auth?: boolean }) | undefined): RequestInit => {
-    const { auth, ...rest } = init ?? {};
+  const withAuth = (init: RequestOptions | undefined): RequestInit => {
+    const { auth, undocumented: _, ...rest } = init ?? {};
     const headers = new Headers(rest.headers);
     if (auth) headers.set('Authorization', `Bearer ${TOKEN}`);
     return { ...rest, headers };
+  };
+  const request = async (path: string, init: RequestOptions | undefined, i: RequestInit): Promise<Response> => {
+    const url = `${http.url}${path}`;
+    if (!init?.undocumented) return checkedFetch(url, i);
+    const res = await fetch(url, i);
+    expectUndocumented(i.method ?? 'GET', url, res.status);
+    return res;
   };
   const stack: Stack = {
     daemon,
@@ -88,12 +102,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     relays,
     calendars,
     log,
-    get: (path, init) => fetch(`${http.url}${path}`, withAuth(init)),
+    get: (path, init) => request(path, init, withAuth(init)),
     post: (path, body, init) => {
       const i = withAuth(init);
       const headers = new Headers(i.headers);
       if (!headers.has('Content-Type')) headers.set('Content-Type', 'application/json');
-      return fetch(`${http.url}${path}`, { ...i, method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
+      return request(path, init, { ...i, method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
     },
     async confirm(keys, timeoutMs = 30_000) {
       await waitFor(`${keys.length} subjects confirmed`, async () => {

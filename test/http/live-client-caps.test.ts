@@ -12,6 +12,7 @@ import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpServer } from '../../src/adapters/http/server.js';
 import { waitFor } from '../helpers/harness.js';
+import { checkedFetch } from '../helpers/openapi.js';
 import { openSse, openWs, wsRefusal, type SseClient } from './clients.js';
 import { startStack, withHttp, type Stack } from './fixture.js';
 
@@ -79,7 +80,7 @@ describe('the cap on live clients', () => {
       expect(sse.map((c) => c.status)).toEqual(Array(CAP / 2).fill(200));
 
       expect(server.liveClients).toBe(CAP);
-      const over = await fetch(`${server.url}/v1/events`);
+      const over = await checkedFetch(`${server.url}/v1/events`);
       expect(over.status).toBe(503);
       expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(await over.json()).toMatchObject({ error: { code: 'too_many_clients' } });
@@ -87,12 +88,12 @@ describe('the cap on live clients', () => {
       expect(refused.status).toBe(503);
       expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
       // the metrics show the clients (this server's and the stack's own, none) and the two refusals
-      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      const metrics = await (await checkedFetch(`${server.url}/metrics`)).text();
       expect(metrics).toMatch(new RegExp(`^aer1_http_live_clients ${CAP}$`, 'm'));
       expect(metrics).toMatch(/^aer1_http_live_clients_refused_total (?:[2-9]|\d{2,})$/m);
       // ordinary requests are not capped
-      expect((await fetch(`${server.url}/livez`)).status).toBe(200);
-      expect((await fetch(`${server.url}/v1/stats`)).status).toBe(200);
+      expect((await checkedFetch(`${server.url}/livez`)).status).toBe(200);
+      expect((await checkedFetch(`${server.url}/v1/stats`)).status).toBe(200);
 
       sse.pop()!.close();
       const again = await waitFor('a slot freed', async () => {
@@ -148,7 +149,7 @@ describe('clients replaying history', () => {
       }, 30_000, 200);
       // while they are connected, a probe is answered (a generous bound: 10 s)
       const started = Date.now();
-      const live = await fetch(`${server.url}/livez`, { signal: AbortSignal.timeout(10_000) });
+      const live = await checkedFetch(`${server.url}/livez`, { signal: AbortSignal.timeout(10_000) });
       expect(live.status).toBe(200);
       const livezMs = Date.now() - started;
       await waitFor('the non-readers closed', () => {

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compareStreamIds } from '../../src/adapters/http/event-feed.js';
 import { receiptFields } from '../helpers/harness.js';
+import { checkedFetch } from '../helpers/openapi.js';
 import { openSse, openWs, wsRefusal, type SseEvent } from './clients.js';
 import { startHttpServer } from '../../src/adapters/http/server.js';
 import { TOKEN, startStack, withHttp, type Stack } from './fixture.js';
@@ -97,7 +98,7 @@ describe('resuming', () => {
   });
 
   it('answers 400 for a malformed Last-Event-ID or since', async () => {
-    const res = await fetch(`${s.http.url}/v1/events`, { headers: { 'Last-Event-ID': 'yesterday' } });
+    const res = await checkedFetch(`${s.http.url}/v1/events`, { headers: { 'Last-Event-ID': 'yesterday' } });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: { field: string } }).error.field).toBe('Last-Event-ID');
     const refused = await wsRefusal(`${s.http.url.replace('http', 'ws')}/v1/ws?since=nope`);

@@ -17,6 +17,7 @@ import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
 import { withHttp } from '../http/fixture.js';
 import { SHARED_REDIS_URL, receiptFields, startRelays, tempDir, testConfig } from '../helpers/harness.js';
+import { checkedFetch } from '../helpers/openapi.js';
 import { join } from 'node:path';
 
 const TOKEN = 'access-test-token-9f8e7d6c5b4a';
@@ -79,8 +80,7 @@ describe('HTTP access', () => {
     await relay?.close();
   });
 
-  it('binds to loopback by default: 127.0.0.1 in the built-in defaults and in config/default.json', async () => {
-    expect(loadConfig({ skipDefaultFile: true, env: {} }).http.host).toBe('127.0.0.1');
+  it('binds to loopback by default: 127.0.0.1 in the built-in defaults', async () => {
     expect(loadConfig({ env: {} }).http.host).toBe('127.0.0.1');
     const url = new URL(running.httpUrl!);
     expect(url.hostname).toBe('127.0.0.1');
@@ -97,21 +97,21 @@ describe('HTTP access', () => {
     const server = await startHttpServer({ daemon: view(running, { host: '127.0.0.2' }), log: quiet });
     extra.push(server);
     expect(server.url).toBe(`http://127.0.0.2:${server.port}`);
-    expect((await fetch(`${server.url}/livez`)).status).toBe(200);
+    expect((await checkedFetch(`${server.url}/livez`)).status).toBe(200);
     expect(await accepts('127.0.0.1', server.port)).toBe(false);
   });
 
   it('with reads requiring the token: every read refused without it or with a wrong one, served with it; health and page public', async () => {
     for (const path of READS) {
-      expect((await fetch(`${running.httpUrl}${path}`)).status, path).toBe(401);
-      expect((await fetch(`${running.httpUrl}${path}`, { headers: { Authorization: `Bearer ${TOKEN}x` } })).status, path).toBe(401);
-      expect((await fetch(`${running.httpUrl}${path}`, { headers: { Authorization: `Bearer ${TOKEN.slice(0, -1)}` } })).status, path).toBe(401);
-      expect([200, 404]).toContain((await fetch(`${running.httpUrl}${path}`, { headers: { Authorization: `Bearer ${TOKEN}` } })).status);
-      expect([200, 404]).toContain((await fetch(`${running.httpUrl}${path}?access_token=${TOKEN}`)).status);
+      expect((await checkedFetch(`${running.httpUrl}${path}`)).status, path).toBe(401);
+      expect((await checkedFetch(`${running.httpUrl}${path}`, { headers: { Authorization: `Bearer ${TOKEN}x` } })).status, path).toBe(401);
+      expect((await checkedFetch(`${running.httpUrl}${path}`, { headers: { Authorization: `Bearer ${TOKEN.slice(0, -1)}` } })).status, path).toBe(401);
+      expect([200, 404]).toContain((await checkedFetch(`${running.httpUrl}${path}`, { headers: { Authorization: `Bearer ${TOKEN}` } })).status);
+      expect([200, 404]).toContain((await checkedFetch(`${running.httpUrl}${path}?access_token=${TOKEN}`)).status);
     }
-    const events = await fetch(`${running.httpUrl}/v1/events`);
+    const events = await checkedFetch(`${running.httpUrl}/v1/events`);
     expect(events.status).toBe(401);
-    for (const path of PUBLIC) expect((await fetch(`${running.httpUrl}${path}`)).status, path).toBe(200);
+    for (const path of PUBLIC) expect((await checkedFetch(`${running.httpUrl}${path}`)).status, path).toBe(200);
     // a WebSocket upgrade without the token
     const status = await new Promise<number>((resolve, reject) => {
       const req = request(`${running.httpUrl}/v1/ws`, { headers: { Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Version': '13', 'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==' } });
@@ -125,7 +125,7 @@ describe('HTTP access', () => {
 
   it('writes need the token in the header: refused without it, with a wrong one, or with it only in the query', async () => {
     const body = JSON.stringify(receiptFields());
-    const post = (headers: Record<string, string>, q = ''): Promise<Response> => fetch(`${running.httpUrl}/v1/anchors${q}`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body });
+    const post = (headers: Record<string, string>, q = ''): Promise<Response> => checkedFetch(`${running.httpUrl}/v1/anchors${q}`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body });
     expect((await post({})).status).toBe(401);
     expect((await post({ Authorization: `Bearer ${TOKEN}x` })).status).toBe(401);
     expect((await post({ Authorization: `Basic ${Buffer.from(`u:${TOKEN}`).toString('base64')}` })).status).toBe(401);
@@ -137,9 +137,9 @@ describe('HTTP access', () => {
     const open = await startHttpServer({ daemon: view(running, { readsRequireToken: false }), log: quiet });
     const none = await startHttpServer({ daemon: view(running, { readsRequireToken: false, token: null }), log: quiet });
     extra.push(open, none);
-    for (const path of READS) expect([200, 404], path).toContain((await fetch(`${open.url}${path}`)).status);
+    for (const path of READS) expect([200, 404], path).toContain((await checkedFetch(`${open.url}${path}`)).status);
     const post = (url: string, auth: string | null): Promise<Response> =>
-      fetch(`${url}/v1/anchors`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...(auth ? { Authorization: auth } : {}) }, body: JSON.stringify(receiptFields()) });
+      checkedFetch(`${url}/v1/anchors`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...(auth ? { Authorization: auth } : {}) }, body: JSON.stringify(receiptFields()) });
     expect((await post(open.url, null)).status).toBe(401);
     expect((await post(none.url, null)).status).toBe(403);
     expect((await post(none.url, `Bearer ${TOKEN}`)).status).toBe(403);
@@ -163,6 +163,6 @@ describe('HTTP access', () => {
     expect(await rawPost(running.httpUrl!, big, true, null)).toBe(401);
     const ok = Buffer.from(JSON.stringify(receiptFields()));
     expect(await rawPost(running.httpUrl!, ok, false, TOKEN)).toBe(202);
-    expect((await fetch(`${running.httpUrl}/livez`)).status).toBe(200);
+    expect((await checkedFetch(`${running.httpUrl}/livez`)).status).toBe(200);
   });
 });

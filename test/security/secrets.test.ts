@@ -23,6 +23,7 @@ import { loadSigningKey } from '../../src/adapters/nostr/key-file.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { SHARED_REDIS_URL, receiptFields, startCalendars, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
+import { checkedFetch, expectUndocumented } from '../helpers/openapi.js';
 
 function freshKeyHex(): string {
   for (;;) {
@@ -128,8 +129,11 @@ describe('secrets never leave the daemon', () => {
     await calendar?.close();
   });
 
-  async function call(path: string, init: RequestInit = {}): Promise<Response> {
-    const res = await fetch(`${running.httpUrl}${path}`, init);
+  async function call(path: string, init: RequestInit & { undocumented?: boolean } = {}): Promise<Response> {
+    const { undocumented, ...rest } = init;
+    const url = `${running.httpUrl}${path}`;
+    const res = undocumented ? await fetch(url, rest) : await checkedFetch(url, rest);
+    if (undocumented) expectUndocumented(rest.method ?? 'GET', url, res.status);
     const body = await res.text();
     // the answer only (status, headers, body): the request itself carries the token
     answers.push(`${res.status}\n${JSON.stringify([...res.headers])}\n${body}`);
@@ -149,7 +153,7 @@ describe('secrets never leave the daemon', () => {
     expect((await call('/v1/anchors', { method: 'POST', headers: auth(json), body: JSON.stringify({ subject: 'receipt', receipt_uuid: 'u', output_sha256: TOKEN }) })).status).toBe(400);
     expect((await call('/v1/anchors', { method: 'POST', headers: auth(json), body: JSON.stringify({ pad: 'x'.repeat(70_000) }) })).status).toBe(413);
     expect((await call('/v1/anchors', { method: 'POST', headers: auth({ 'Content-Type': 'text/plain' }), body: KEY_HEX.slice(0, 8) })).status).toBe(415);
-    expect((await call(`/v1/nowhere?access_token=${TOKEN}`)).status).toBe(404);
+    expect((await call(`/v1/nowhere?access_token=${TOKEN}`, { undocumented: true })).status).toBe(404);
     expect((await call('/v1/stats')).status).toBe(401);
     expect((await call(`/v1/anchors/${subjects[0]!.receipt_uuid}?access_token=${TOKEN}x`)).status).toBe(401);
 
@@ -174,7 +178,7 @@ describe('secrets never leave the daemon', () => {
     }
     // a few seconds of the live event stream
     const ctrl = new AbortController();
-    const stream = await fetch(`${running.httpUrl}/v1/events?since=0-0&access_token=${TOKEN}`, { signal: ctrl.signal });
+    const stream = await checkedFetch(`${running.httpUrl}/v1/events?since=0-0&access_token=${TOKEN}`, { signal: ctrl.signal });
     const reader = stream.body!.getReader();
     let sse = '';
     const deadline = Date.now() + 3000;
@@ -252,14 +256,14 @@ describe('secrets never leave the daemon', () => {
     writeFileSync(cfg, `{"http": {"token": ${TOKEN}}}`);
     let message = '';
     try {
-      loadConfig({ file: cfg, env: {}, skipDefaultFile: true });
+      loadConfig({ file: cfg, env: {} });
     } catch (err) {
       message = (err as Error).message;
     }
     expect(message).toMatch(/config file .* is not JSON/);
     for (const s of substrings(TOKEN, 8)) expect(message).not.toContain(s);
     try {
-      loadConfig({ env: { AER1_WEBHOOKS: JSON.stringify([{ url: 'http://127.0.0.1:1/', secret: HOOK_SECRET.slice(0, 12) }]) }, skipDefaultFile: true });
+      loadConfig({ env: { AER1_WEBHOOKS: JSON.stringify([{ url: 'http://127.0.0.1:1/', secret: HOOK_SECRET.slice(0, 12) }]) } });
       message = '';
     } catch (err) {
       message = (err as Error).message;
@@ -267,7 +271,7 @@ describe('secrets never leave the daemon', () => {
     expect(message).toMatch(/secret/);
     expect(message).not.toContain(HOOK_SECRET.slice(0, 12));
     try {
-      loadConfig({ env: { AER1_WEBHOOKS: `[{"url": "http://127.0.0.1:1/", "secret": ${HOOK_SECRET}}]` }, skipDefaultFile: true });
+      loadConfig({ env: { AER1_WEBHOOKS: `[{"url": "http://127.0.0.1:1/", "secret": ${HOOK_SECRET}}]` } });
       message = '';
     } catch (err) {
       message = (err as Error).message;
@@ -280,7 +284,7 @@ describe('secrets never leave the daemon', () => {
       { url: 'http://127.0.0.1:1/h', secret: HOOK_SECRET, headers: { Authorization: `Bearer ${HOOK_HEADER}\n` } },
     ]) {
       try {
-        loadConfig({ env: { AER1_WEBHOOKS: JSON.stringify([hook]) }, skipDefaultFile: true });
+        loadConfig({ env: { AER1_WEBHOOKS: JSON.stringify([hook]) } });
         message = '';
       } catch (err) {
         message = (err as Error).message;

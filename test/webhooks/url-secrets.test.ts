@@ -58,8 +58,8 @@ async function dump(redis: Redis, base: string): Promise<string> {
 
 function configError(webhooks: unknown, viaEnv: boolean): string {
   try {
-    if (viaEnv) loadConfig({ skipDefaultFile: true, env: { AER1_WEBHOOKS: JSON.stringify(webhooks) } });
-    else loadConfig({ skipDefaultFile: true, env: {}, overrides: { webhooks } });
+    if (viaEnv) loadConfig({ env: { AER1_WEBHOOKS: JSON.stringify(webhooks) } });
+    else loadConfig({ env: {}, overrides: { webhooks } });
   } catch (err) {
     return `${(err as Error).message} ${(err as { field?: string }).field ?? ''}`;
   }

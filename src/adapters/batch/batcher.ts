@@ -65,7 +65,7 @@ export class Batcher {
       return this.running;
     }
     this.running = this.pass(cutPartial)
-      .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'batch pass failed; retrying next tick'))
+      .catch((err: unknown) => this.log.warn({ err }, 'batch pass failed; retrying next tick'))
       .finally(() => {
         this.running = null;
         if (this.again) {

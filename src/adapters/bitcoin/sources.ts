@@ -16,7 +16,12 @@ export interface HttpSourceOptions {
   timeoutMs?: number;
 }
 
-const DEFAULT_TIMEOUT_MS = 10_000;
+/**
+ * The daemon passes `ots.timeoutMs`; the verifier and `aer1-anchor ots` get this, its default
+ * (test/config/config.test.ts checks they agree). A literal, not read from the config schema:
+ * the /verify page's browser bundle includes this file and should not carry zod.
+ */
+export const DEFAULT_SOURCE_TIMEOUT_MS = 10_000;
 const MAX_ANSWER_BYTES = 64 * 1024;
 
 function checkHeight(height: number): void {
@@ -161,7 +166,7 @@ export class EsploraSource implements HeaderSource {
     const url = new URL(baseUrl);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new RangeError(`esplora URL must be http(s): ${baseUrl}`);
     this.base = baseUrl;
-    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_SOURCE_TIMEOUT_MS;
     this.name = `esplora ${baseUrl}`;
   }
 
@@ -197,7 +202,7 @@ export class BitcoindRpcSource implements HeaderSource {
     url.username = '';
     url.password = '';
     this.url = url.toString();
-    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_SOURCE_TIMEOUT_MS;
     this.name = `bitcoind ${this.url}`; // never the password
   }
 

@@ -3,7 +3,7 @@
  * and enqueue new ones (`POST /v1/anchors`, through the same producer as `aer1-anchor enqueue`).
  */
 import { redisRefusal, type RedisRefusal } from '../redis/redis-refusal.js';
-import { Aer1Error, ConflictError, InputError } from '../../core/errors/errors.js';
+import { ConflictError, InputError } from '../../core/errors/errors.js';
 import { ProofExporter } from '../proof/export.js';
 import { enqueueAnchor, enqueueAnchors, type BulkEnqueueOutcome, type EnqueueOutcome } from '../queue/producer.js';
 import { claimsFromJobData, type JobLimits } from '../queue/job-data.js';
@@ -12,7 +12,7 @@ import { WITNESSES, type WitnessName } from '../state/keys.js';
 import { anchorDetail, summarize } from '../state/subject-view.js';
 import { readJsonBody } from './body.js';
 import type { DaemonView } from '../view/daemon-view.js';
-import { HttpError, json, refusalError, type Reply } from './respond.js';
+import { HttpError, json, refusalError, type HttpErrorCode, type Reply } from './respond.js';
 import type { RequestContext } from './router.js';
 
 export const DEFAULT_LIMIT = 50;
@@ -99,7 +99,7 @@ export class AnchorRoutes {
     subjects.forEach((s, i) => this.validate(s, many ? i : null));
     if (subjects.length > 1) return this.postBulk(subjects);
     const keys: string[] = [];
-    const results: Array<EnqueueOutcome | { key: string; error: { code: string; message: string } }> = [];
+    const results: Array<EnqueueOutcome | { key: string; error: { code: HttpErrorCode; message: string } }> = [];
     let conflict: ConflictError | null = null;
     for (const [i, subject] of subjects.entries()) {
       try {
@@ -181,8 +181,9 @@ export class AnchorRoutes {
     try {
       claimsFromJobData(subject, this.limits);
     } catch (err) {
-      if (!(err instanceof Aer1Error) || err instanceof ConflictError) throw err;
-      const field = err instanceof InputError ? err.field : undefined;
+      // the document parsers throw InputErrors only; anything else is a bug (500)
+      if (!(err instanceof InputError)) throw err;
+      const field = err.field;
       if (index === null) throw new HttpError(400, err.code, err.message, field ?? '$');
       const inner = field === undefined || field === '$' ? '' : field.startsWith('[') ? field : `.${field}`;
       throw new HttpError(400, err.code, `subjects[${index}]: ${err.message}`, `subjects[${index}]${inner}`);

@@ -7,6 +7,7 @@
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { configDefault } from '../config/schema.js';
 
 /** One entry of the events stream (`data` as written by the state scripts). */
 export interface StateEvent {
@@ -81,7 +82,7 @@ interface Subscriber {
 const FEED_PAGE = 100;
 
 export interface EventFeedOptions {
-  /** Most entries replayed to one subscriber (`http.maxReplay`; default 1000). */
+  /** Most entries replayed to one subscriber (default: `http.maxReplay`'s). */
   maxReplay?: number;
   /** XREAD BLOCK timeout in ms (default 5000). */
   blockMs?: number;
@@ -126,11 +127,11 @@ export class EventFeed {
     this.redis = redis;
     this.reader = redis.duplicate();
     this.reader.on('error', (err: Error) => {
-      if (!this.closed) log.warn({ err: err.message }, 'event feed connection error');
+      if (!this.closed) log.warn({ err }, 'event feed connection error');
     });
     this.stream = stream;
     this.log = log;
-    this.maxReplay = options.maxReplay ?? 1000;
+    this.maxReplay = options.maxReplay ?? configDefault('http.maxReplay');
     this.blockMs = options.blockMs ?? 5000;
   }
 
@@ -160,7 +161,7 @@ export class EventFeed {
         }
       } catch (err) {
         if (this.closed) break;
-        this.log.warn({ err: (err as Error).message }, 'event feed read failed; retrying');
+        this.log.warn({ err }, 'event feed read failed; retrying');
         await new Promise((r) => setTimeout(r, 500));
       }
     }
@@ -245,6 +246,6 @@ function deliver(sub: Subscriber, message: FeedMessage, log: Logger): void {
   try {
     sub.listener(message);
   } catch (err) {
-    log.warn({ err: (err as Error).message }, 'event listener failed');
+    log.warn({ err }, 'event listener failed');
   }
 }

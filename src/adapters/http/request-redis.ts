@@ -25,7 +25,7 @@ export class RequestRedis {
   private constructor(redis: Redis, daemon: DaemonView, log: Logger) {
     this.redis = redis;
     const store = new AnchorStore(redis, daemon.config.redis.prefix);
-    const quiet = (err: Error): void => log.debug({ err: err.message }, 'redis error (http)');
+    const quiet = (err: Error): void => log.debug({ err }, 'redis error (http)');
     const mirror = (q: Queue): Queue => {
       const m = new Queue(q.name, { connection: redis, prefix: q.opts.prefix });
       m.on('error', quiet);
@@ -54,7 +54,7 @@ export class RequestRedis {
   /** Opens the connection and waits (bounded) until it is ready: a fail-fast connection refuses commands until then. */
   static async open(daemon: DaemonView, timeoutMs: number, log: Logger): Promise<RequestRedis> {
     const redis = daemon.redis.duplicate(failFastOptions(timeoutMs));
-    redis.on('error', (err: Error) => log.debug({ err: err.message }, 'redis connection error (http)'));
+    redis.on('error', (err: Error) => log.debug({ err }, 'redis connection error (http)'));
     try {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`the HTTP server's Redis connection was not ready within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);

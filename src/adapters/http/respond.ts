@@ -3,20 +3,39 @@
  * with a status that says what kind of problem it is.
  */
 import type { ServerResponse } from 'node:http';
-import { describeRefusal, type RedisRefusal } from '../redis/redis-refusal.js';
+import type { InputError } from '../../core/errors/errors.js';
+import { describeRefusal, type RedisRefusal, type RefusalKind } from '../redis/redis-refusal.js';
+
+/**
+ * Every `error.code` the API answers with besides a document's own: a closed set, listed
+ * in docs/http.md (Errors; test/docs/error-codes.test.ts checks the two agree). A 400 for a
+ * subject the intake refuses carries the intake's InputError code instead (docs/architecture.md).
+ */
+export const HTTP_ERROR_CODES = [
+  'bad_json', 'bad_parameter', 'bad_path', 'bad_subjects', 'body_aborted', 'body_too_large', 'conflict',
+  'host_not_allowed', 'internal', 'method_not_allowed', 'no_proof', 'not_found', 'not_ready',
+  'repeated_parameter', 'too_deep', 'too_many_clients', 'too_many_subjects', 'unauthorized',
+  'unknown_member', 'unknown_parameter', 'unsupported_media_type', 'upgrade_required', 'writes_disabled',
+  'redis_out_of_memory', 'redis_read_only', 'redis_not_persisting', 'redis_busy', 'redis_unavailable', 'redis_timeout',
+] as const satisfies ReadonlyArray<string>;
+export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number] | InputError['code'];
+// every Redis refusal has its code in the list
+type MissingRefusal = Exclude<`redis_${RefusalKind}`, (typeof HTTP_ERROR_CODES)[number]>;
+const _everyRefusalListed: MissingRefusal extends never ? true : MissingRefusal = true;
+void _everyRefusalListed;
 
 export interface ErrorBody {
-  error: { code: string; message: string; field?: string };
+  error: { code: HttpErrorCode; message: string; field?: string };
 }
 
 /** A request the API refuses: carries its HTTP status, a stable code and the field at fault. */
 export class HttpError extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: HttpErrorCode;
   readonly field: string | undefined;
   readonly headers: Record<string, string>;
 
-  constructor(status: number, code: string, message: string, field?: string, headers: Record<string, string> = {}) {
+  constructor(status: number, code: HttpErrorCode, message: string, field?: string, headers: Record<string, string> = {}) {
     super(message);
     this.name = 'HttpError';
     this.status = status;

@@ -3,7 +3,7 @@
  * Prometheus metrics, health probes, the OpenAPI document and the status page.
  * Loopback by default; the bearer token guards writes, and reads when configured.
  */
-import { createServer, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -165,14 +165,57 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     },
   ];
 
-  let inFlight = 0;
+  const inFlight = { count: 0 };
+  const server = createServer({ requestTimeout: 60_000 }, requestHandler({ routes, hosts, auth, log, redisTimeoutMs: cfg.redisTimeoutMs, inFlight }));
+  server.on('upgrade', upgradeHandler({ routes, hosts, auth, log, live, sockets }));
+  const port = await listen(server, cfg.port, cfg.host);
+  const url = `http://${hostForUrl(cfg.host)}:${port}`;
+  log.debug({ url }, 'http server listening');
 
+  let closing: Promise<void> | null = null;
+  return {
+    url,
+    port,
+    get liveClients() {
+      return live.size;
+    },
+    close() {
+      closing ??= (async () => {
+        live.detach();
+        sockets.close();
+        for (const s of streams) s.close();
+        streams.clear();
+        const { closed } = await drain(server, inFlight);
+        await feed.close();
+        await requests.close();
+        await closed;
+      })();
+      return closing;
+    },
+  };
+}
+
+interface Dispatch {
+  routes: readonly Route[];
+  hosts: HostCheck;
+  auth: TokenAuth;
+  log: Logger;
+}
+
+/** Requests being answered now; streams leave the count once they start (they never finish on their own). */
+interface InFlight {
+  count: number;
+}
+
+/** Host check, route, method, access and query checks, then the handler; every error answered by `replyError`. */
+function requestHandler(d: Dispatch & { redisTimeoutMs: number; inFlight: InFlight }): (req: IncomingMessage, res: ServerResponse) => void {
+  const { routes, hosts, auth, log, inFlight } = d;
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = Date.now();
     let path = '?';
     // streams never finish on their own; only ordinary requests hold up a shutdown
     let counted = true;
-    inFlight += 1;
+    inFlight.count += 1;
     try {
       // before the path is even parsed: a rebound name learns nothing, not even a 400
       if (!ANY_HOST_PATHS.has((req.url ?? '/').split('?', 1)[0]!)) hosts.check(req);
@@ -190,24 +233,27 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       const ctx: RequestContext = { req, res, params: match.params, query: url.query };
       if (match.route.streaming) {
         counted = false;
-        inFlight -= 1;
+        inFlight.count -= 1;
       }
       const reply = await match.route.handler(ctx);
       if (reply) send(res, reply);
     } catch (err) {
-      replyError(res, err, log, cfg.redisTimeoutMs);
+      replyError(res, err, log, d.redisTimeoutMs);
     } finally {
-      if (counted) inFlight -= 1;
+      if (counted) inFlight.count -= 1;
       // the path only: the query may carry the access token
       log.debug({ method: req.method, path, status: res.statusCode, ms: Date.now() - started }, 'request');
     }
   }
-
-  const server = createServer({ requestTimeout: 60_000 }, (req, res) => {
+  return (req, res) => {
     void handle(req, res);
-  });
+  };
+}
 
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+/** WebSocket upgrades: only /v1/ws, with the same host, access and query checks as its GET. */
+function upgradeHandler(d: Dispatch & { live: LiveClients; sockets: EventSocketServer }): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+  const { routes, hosts, auth, log, live, sockets } = d;
+  return (req, socket, head) => {
     socket.on('error', () => socket.destroy());
     try {
       hosts.check(req);
@@ -220,47 +266,34 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       sockets.accept(req, socket, head, since);
     } catch (err) {
       const e = err instanceof HttpError ? err : new HttpError(500, 'internal', 'internal error');
-      if (!(err instanceof HttpError)) log.error({ err: (err as Error).message }, 'upgrade failed');
+      if (!(err instanceof HttpError)) log.error({ err }, 'upgrade failed');
       rejectUpgrade(socket, e);
     }
-  });
+  };
+}
 
+/** Listens on host:port; resolves with the port bound (port 0: any free one). */
+async function listen(server: Server, port: number, host: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(cfg.port, cfg.host, () => {
+    server.listen(port, host, () => {
       server.off('error', reject);
       resolve();
     });
   });
-  const port = (server.address() as AddressInfo).port;
-  const url = `http://${hostForUrl(cfg.host)}:${port}`;
-  log.debug({ url }, 'http server listening');
+  return (server.address() as AddressInfo).port;
+}
 
-  let closing: Promise<void> | null = null;
-  return {
-    url,
-    port,
-    get liveClients() {
-      return live.size;
-    },
-    close() {
-      closing ??= (async () => {
-        live.detach();
-        sockets.close();
-        for (const s of streams) s.close();
-        streams.clear();
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        server.closeIdleConnections();
-        // let requests in flight finish (up to 2 s), then drop whatever is left, kept-alive or not
-        for (let i = 0; i < 100 && inFlight > 0; i++) await new Promise((r) => setTimeout(r, 20));
-        server.closeAllConnections();
-        await feed.close();
-        await requests.close();
-        await closed;
-      })();
-      return closing;
-    },
-  };
+/**
+ * Stops accepting, lets requests in flight finish (up to 2 s), then drops whatever is left,
+ * kept-alive or not. `closed` settles when the server has closed.
+ */
+async function drain(server: Server, inFlight: InFlight): Promise<{ closed: Promise<void> }> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  for (let i = 0; i < 100 && inFlight.count > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  server.closeAllConnections();
+  return { closed };
 }
 
 function serveStatic(req: IncomingMessage, file: StaticFile): Reply {
@@ -281,7 +314,7 @@ function replyError(res: ServerResponse, err: unknown, log: Logger, redisTimeout
   else if (err instanceof InputError) e = new HttpError(400, err.code, err.message, err.field);
   else if (refusal) e = refusalError(refusal, redisTimeoutMs);
   else {
-    log.error({ err: (err as Error)?.message ?? String(err) }, 'request failed');
+    log.error({ err }, 'request failed');
     e = new HttpError(500, 'internal', 'internal error; see the daemon log');
   }
   if (res.headersSent) {

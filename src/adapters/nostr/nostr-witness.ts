@@ -154,7 +154,7 @@ export class NostrWitness {
         removeOnFail: { count: 0 },
         settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, this.opts.backoffMs, this.opts.backoffMaxMs) },
       });
-      worker.on('error', (err) => this.log.warn({ relay: url, err: err.message }, 'relay worker error'));
+      worker.on('error', (err) => this.log.warn({ relay: url, err }, 'relay worker error'));
       worker.on('failed', (job, err) => {
         if (job && job.attemptsMade >= this.opts.maxAttempts) void this.giveUp(url, job.data.eventId, err.message, job.attemptsMade);
       });
@@ -170,7 +170,7 @@ export class NostrWitness {
         removeOnFail: { count: 100 },
         settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, BATCH_RETRY.initialMs, Math.max(BATCH_RETRY.initialMs, this.opts.backoffMaxMs)) },
       });
-      worker.on('error', (err) => this.log.warn({ err: err.message }, 'nostr batch worker error'));
+      worker.on('error', (err) => this.log.warn({ err }, 'nostr batch worker error'));
       this.workers.push(worker);
     }
   }
@@ -360,7 +360,7 @@ export class NostrWitness {
   private client(url: string): RelayClient {
     let c = this.clients.get(url);
     if (!c) {
-      c = new RelayClient(url, { signAuth: (t) => this.key.sign(t) });
+      c = new RelayClient(url, { publishTimeoutMs: this.opts.publishTimeoutMs, signAuth: (t) => this.key.sign(t) });
       this.clients.set(url, c);
     }
     return c;
@@ -462,7 +462,7 @@ export class NostrWitness {
       if (r?.final) return;
       await this.record(eventId, { url, status: 'failed', message: `gave up after ${attempts} attempts: ${message}`, at: new Date().toISOString(), attempts, final: true }, r);
     } catch (err) {
-      this.log.error({ err: (err as Error).message, relay: url, eventId }, 'could not record a relay giving up');
+      this.log.error({ err, relay: url, eventId }, 'could not record a relay giving up');
     }
   }
 

@@ -12,6 +12,7 @@ import type { Event as NostrEvent, EventTemplate, VerifiedEvent } from 'nostr-to
 import type { Filter } from 'nostr-tools/filter';
 import type { SignedEvent } from '../../core/nostr/keys.js';
 import { eventFields } from '../../core/nostr/events.js';
+import { configDefault } from '../config/schema.js';
 import { MAX_QUERY_LIMIT, type RelayQueryFilter } from '../../core/nostr/filter.js';
 
 export { MAX_QUERY_LIMIT, type RelayQueryFilter };
@@ -55,9 +56,9 @@ export const UNKNOWN_REJECTION_RETRYABLE = true;
 export interface RelayClientOptions {
   /** Deadline for opening the WebSocket (default 5000 ms), within the call's own. */
   connectTimeoutMs?: number;
-  /** Default publish deadline (default 10000 ms), connection included. */
+  /** Default publish deadline, connection included (default: `nostr.publishTimeoutMs`'s, 8000 ms). */
   publishTimeoutMs?: number;
-  /** Default fetch deadline (default 10000 ms), connection included. */
+  /** Default fetch deadline (default 10000 ms), connection included; no config key: the daemon's read-back passes `nostr.publishTimeoutMs` per call. */
   fetchTimeoutMs?: number;
   /** Clock for `PublishResult.at`. */
   now?: () => Date;
@@ -128,7 +129,7 @@ export class RelayClient {
     }
     this.url = url;
     this.#connectTimeoutMs = positive(options.connectTimeoutMs ?? 5000, 'connectTimeoutMs');
-    this.#publishTimeoutMs = positive(options.publishTimeoutMs ?? 10_000, 'publishTimeoutMs');
+    this.#publishTimeoutMs = positive(options.publishTimeoutMs ?? configDefault('nostr.publishTimeoutMs'), 'publishTimeoutMs');
     this.#fetchTimeoutMs = positive(options.fetchTimeoutMs ?? 10_000, 'fetchTimeoutMs');
     this.#now = options.now ?? (() => new Date());
     this.#ping = options.ping ?? true;

@@ -125,7 +125,7 @@ export class OtsWitness {
       removeOnFail: { count: 1000 },
       settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, this.cfg.submitBackoffMs, this.cfg.upgradeMaxMs) },
     });
-    this.worker.on('error', (err) => this.log.warn({ err: err.message }, 'ots worker error'));
+    this.worker.on('error', (err) => this.log.warn({ err }, 'ots worker error'));
   }
 
   /** Resolves once the queue and worker have their Redis connections (so a fast stop closes cleanly). */
@@ -383,7 +383,7 @@ export class OtsWitness {
           }
         }
       } catch (err) {
-        this.log.warn({ batchId, height: att.height, err: (err as Error).message }, 'Bitcoin attestation not verified yet');
+        this.log.warn({ batchId, height: att.height, err }, 'Bitcoin attestation not verified yet');
       }
     }
     await this.store.setBatchFields('ots', batchId, fields);

@@ -220,7 +220,7 @@ const PARK_TRIES = 3;
 async function park(job: Job, token: string | undefined, err: unknown, log: Logger): Promise<never> {
   const delay = backoffDelay(job.attemptsStarted, REFUSAL_BACKOFF.initialMs, REFUSAL_BACKOFF.maxMs);
   // debug: with Redis full every queued job passes here, every few seconds.
-  log.debug({ jobId: job.id, err: (err as Error).message, retryInMs: delay }, 'Redis refused an intake write; the job waits and tries again');
+  log.debug({ jobId: job.id, err, retryInMs: delay }, 'Redis refused an intake write; the job waits and tries again');
   for (let i = 0; i < PARK_TRIES && token !== undefined; i++) {
     try {
       await job.moveToDelayed(Date.now() + delay, token);
@@ -258,7 +258,7 @@ export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakePr
       removeOnFail: { count: 0 },
     },
   );
-  worker.on('error', (err) => log.warn({ err: err.message }, 'intake worker error'));
+  worker.on('error', (err) => log.warn({ err }, 'intake worker error'));
   return worker;
 }
 

@@ -194,7 +194,7 @@ class HookDelivery {
       },
     });
     this.queue.on('error', (err: Error) => {
-      if (!this.stopping) t.log.warn({ hook: this.id, err: err.message }, 'webhook queue error');
+      if (!this.stopping) t.log.warn({ hook: this.id, err }, 'webhook queue error');
     });
   }
 
@@ -211,11 +211,11 @@ class HookDelivery {
       settings: { backoffStrategy: (attemptsMade: number) => backoffDelay(attemptsMade, this.t.backoffMs, this.t.backoffMaxMs) },
     });
     worker.on('error', (err: Error) => {
-      if (!this.stopping) this.t.log.warn({ hook: this.id, err: err.message }, 'webhook worker error');
+      if (!this.stopping) this.t.log.warn({ hook: this.id, err }, 'webhook worker error');
     });
     worker.on('failed', (job, err) => {
       if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) {
-        this.t.log.error({ hook: this.id, eventId: job.data.eventId, err: err.message }, 'webhook delivery job failed for good (its outcome could not be recorded)');
+        this.t.log.error({ hook: this.id, eventId: job.data.eventId, err }, 'webhook delivery job failed for good (its outcome could not be recorded)');
       }
     });
     this.worker = worker;
@@ -363,7 +363,7 @@ export class WebhookDeliverer {
     this.hooks = opts.hooks.map((hook) => new HookDelivery(hook, opts.queueBase ?? 'aer1-anchor', opts.base, tuning, this.log));
     this.reader = opts.redis.duplicate();
     this.reader.on('error', (err: Error) => {
-      if (!this.stopped) this.plog.warn({ err: err.message }, 'webhook fan-out connection error');
+      if (!this.stopped) this.plog.warn({ err }, 'webhook fan-out connection error');
     });
   }
 
@@ -463,7 +463,7 @@ export class WebhookDeliverer {
         const message = (err as Error).message;
         if (/NOGROUP/.test(message)) await this.ensureGroup().catch(() => undefined);
         const delay = backoffDelay(errors, 500, 10_000);
-        this.plog.warn({ err: message, retryInMs: delay }, 'webhook fan-out failed; retrying');
+        this.plog.warn({ err, retryInMs: delay }, 'webhook fan-out failed; retrying');
         await this.sleep(delay);
       }
     }

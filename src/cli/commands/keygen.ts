@@ -3,12 +3,13 @@
  * (mode 0600) and prints its public key. The secret is never printed.
  */
 import { parseArgs } from 'node:util';
+import { configDefault } from '../../adapters/config/schema.js';
 import { writeKeyFile } from '../../adapters/nostr/key-file.js';
 import { UsageError } from '../shared/run.js';
 
 export const summary = 'write a new Nostr signing key file (mode 0600) and print its npub';
 
-export const DEFAULT_KEY_FILE = './var/nostr.key';
+export const DEFAULT_KEY_FILE = configDefault('nostr.keyFile');
 
 const USAGE = `usage: aer1-anchor keygen [--out FILE] [--force] [--json]
   --out FILE   where to write the key (default ${DEFAULT_KEY_FILE}); the folder is created

@@ -27,6 +27,17 @@ import { cutLastStep, mintDocuments } from './documents.js';
 import { ProgressDisplay, type ProgressOutput, type SubjectState } from './progress.js';
 import { startStack, type DemoStack } from './stack.js';
 
+/** How the demo fails (its exit 1). */
+export const DEMO_ERROR_CODES = ['demo_failed', 'demo_timeout', 'demo_leak'] as const;
+export type DemoErrorCode = (typeof DEMO_ERROR_CODES)[number];
+
+export class DemoError extends Aer1Error {
+  declare readonly code: DemoErrorCode;
+  constructor(code: DemoErrorCode, message: string) {
+    super(code, message);
+  }
+}
+
 /** Bounds of the two waits; the demo itself takes seconds. */
 const SUBMIT_TIMEOUT_MS = 30_000;
 const CONFIRM_TIMEOUT_MS = 30_000;
@@ -182,7 +193,7 @@ async function refresh(run: Run, stack: DemoStack, subjects: readonly DemoSubjec
       summary.history = view.history;
       summary.reached_ms[view.status] ??= run.elapsed();
       if (view.status === 'rejected' || view.status === 'failed') {
-        throw new Aer1Error('demo_failed', `${s.label} ${s.key} is ${view.status}${view.reason ? `: ${view.reason}` : ''}`);
+        throw new DemoError('demo_failed', `${s.label} ${s.key} is ${view.status}${view.reason ? `: ${view.reason}` : ''}`);
       }
     }
   }
@@ -207,7 +218,7 @@ async function waitUntil(
       const st = stateOf(s.label, run.views.get(s.key) ?? null);
       return `${s.label} ${st.status} (nostr ${st.nostr} ${st.nostrDetail}, ots ${st.ots} ${st.otsDetail})`;
     });
-  throw new Aer1Error('demo_timeout', `no ${what} within ${timeoutMs / 1000} s: ${stuck.join('; ')} (daemon log: ${stack.files.log})`);
+  throw new DemoError('demo_timeout', `no ${what} within ${timeoutMs / 1000} s: ${stuck.join('; ')} (daemon log: ${stack.files.log})`);
 }
 
 async function enqueue(stack: DemoStack, subjects: readonly DemoSubject[]): Promise<void> {
@@ -230,7 +241,7 @@ async function enqueue(stack: DemoStack, subjects: readonly DemoSubject[]): Prom
       body: JSON.stringify(s.document),
     });
     const text = await res.text();
-    if (res.status !== 202) throw new Aer1Error('demo_failed', `POST /v1/anchors for the ${s.label} answered ${res.status}: ${text.slice(0, 300)}`);
+    if (res.status !== 202) throw new DemoError('demo_failed', `POST /v1/anchors for the ${s.label} answered ${res.status}: ${text.slice(0, 300)}`);
   }
 }
 
@@ -253,7 +264,7 @@ async function stopAndCheck(run: Run, stack: DemoStack): Promise<void> {
   for (const port of ports) if (await portAnswers(port)) answering.push(port);
   run.summary.services.ports_closed = answering.length === 0;
   run.mark('stopped');
-  if (answering.length) throw new Aer1Error('demo_leak', `ports still answering after stop: ${answering.join(', ')}`);
+  if (answering.length) throw new DemoError('demo_leak', `ports still answering after stop: ${answering.join(', ')}`);
   run.display.line(`Stopped everything the demo started: redis-server, ${stack.relays.length} relays, ${stack.calendars.length} calendars, the daemon and its HTTP server (${ports.length} ports, none answering now).`);
 }
 
@@ -332,7 +343,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
     const proofs = new Map<string, AnchorProof>();
     for (const s of subjects) {
       const proof = await exporter.export(s.key);
-      if (!proof) throw new Aer1Error('demo_failed', `no proof for the ${s.label} ${s.key}`);
+      if (!proof) throw new DemoError('demo_failed', `no proof for the ${s.label} ${s.key}`);
       proofs.set(s.key, proof);
       const summary = summaries.get(s.key)!;
       run.write(s.file, `${JSON.stringify({ ...s.document, anchor_proof: proof }, null, 2)}\n`);

@@ -2,7 +2,7 @@
  * Everything the demo runs, started on loopback and stopped in reverse order: a private
  * redis-server on a free port (data in a temporary folder, removed afterwards), three dev
  * relays, two dev calendars sharing one regtest headers file, and the daemon in-process
- * with fast windows. Nothing is read from the environment or config/default.json.
+ * with fast windows. Nothing is read from the environment or a config file.
  */
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
@@ -52,7 +52,6 @@ function portOf(url: string): number {
 /** Demo timings: windows and polls of a few hundred ms instead of the production seconds and minutes. */
 export function demoConfig(redisUrl: string, relays: readonly string[], calendars: readonly string[], files: StackFiles, token: string): Config {
   return loadConfig({
-    skipDefaultFile: true,
     env: {},
     overrides: {
       redis: { url: redisUrl, embedded: false },

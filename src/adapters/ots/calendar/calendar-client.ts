@@ -10,11 +10,13 @@
  */
 import { InputError } from '../../../core/errors/errors.js';
 import { VERSION } from '../../../version.js';
+import { configDefault } from '../../config/schema.js';
 import { CalendarError } from './calendar-error.js';
 import { calendarEndpoint, parseCalendarUrl } from './calendar-url.js';
 
 export const OTS_ACCEPT = 'application/vnd.opentimestamps.v1';
-export const DEFAULT_TIMEOUT_MS = 10_000;
+/** `ots.timeoutMs`'s default, for clients made without a configuration (the verifier's upgrade). */
+export const DEFAULT_TIMEOUT_MS = configDefault('ots.timeoutMs');
 /** python-opentimestamps reads at most 10,000 bytes of a calendar answer. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 10_000;
 /** The real server refuses digests over 64 bytes. */

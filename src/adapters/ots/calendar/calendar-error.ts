@@ -1,6 +1,13 @@
 import { Aer1Error } from '../../../core/errors/errors.js';
 
-export type CalendarErrorCode = 'timeout' | 'http_status' | 'too_large' | 'network' | 'bad_response';
+export const CALENDAR_ERROR_CODES = [
+  'timeout',
+  'http_status',
+  'too_large',
+  'network',
+  'bad_response',
+] as const;
+export type CalendarErrorCode = (typeof CALENDAR_ERROR_CODES)[number];
 
 /** A calendar that did not give a usable answer; the message names the calendar URL. */
 export class CalendarError extends Aer1Error {
