@@ -160,7 +160,7 @@ export class Reconciler {
     const { store } = this.deps;
     if (await store.inInbox(witness, key)) return;
     // Batched since the scan read it: nothing to do.
-    if ((await store.redis.hget(store.keys.subject(key), `${witness}:batch`)) !== null) return;
+    if ((await store.batchOf(key, witness)) !== null) return;
     await store.addToInbox(witness, key);
     repairs.inbox++;
   }

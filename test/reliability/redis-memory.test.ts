@@ -34,6 +34,26 @@ async function usedMemory(): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
 }
 
+/** MEMORY USAGE of every key under the daemon's prefix, summed per kind of key (`s`, `e`, `h`, `idx:st`, ...), per subject. */
+async function breakdown(): Promise<Record<string, number>> {
+  const base = s.daemon.store.keys.base;
+  const sums: Record<string, number> = {};
+  let cursor = '0';
+  for (let i = 0; i < 100_000; i++) {
+    const [next, keys] = await admin.scan(cursor, 'MATCH', `${base}:*`, 'COUNT', 1000);
+    for (const k of keys) {
+      const rest = k.slice(base.length + 1);
+      const parts = rest.split(':');
+      const kind = parts[0] === 'idx' ? `idx:${parts[1]}${parts[1] === 'w' ? `:${parts[2]}` : ''}` : /^[0-9a-f-]{8,}$/.test(parts[0] ?? '') ? 'bull' : parts[0]!;
+      const bytes = Number(await admin.call('MEMORY', 'USAGE', k, 'SAMPLES', '0'));
+      sums[kind] = (sums[kind] ?? 0) + bytes;
+    }
+    cursor = next;
+    if (cursor === '0') break;
+  }
+  return Object.fromEntries(Object.entries(sums).map(([kind, b]) => [kind, Math.round(b / N)]).filter(([, b]) => Number(b) > 0));
+}
+
 async function count(status: string, witness?: 'nostr' | 'ots'): Promise<number> {
   const keys = s.daemon.store.keys;
   return admin.zcard(witness ? keys.byWitness(witness, status) : keys.byStatus(status));
@@ -75,6 +95,7 @@ describe('Redis memory per subject', () => {
     figures.eventsStreamPerSubject = Math.round(Number(await admin.call('MEMORY', 'USAGE', s.daemon.store.keys.events, 'SAMPLES', '0')) / N);
 
     console.log(`redis bytes per subject: ${JSON.stringify(figures)}`);
+    console.log(`MEMORY USAGE per subject by kind of key, confirmed: ${JSON.stringify(await breakdown())}`);
     expect(figures.queuedJob).toBeGreaterThan(0);
     expect(figures.queuedJob).toBeLessThan(10_000);
     expect(figures.pendingOts).toBeLessThan(20_000);

@@ -275,13 +275,48 @@ describe('set-subject-event.lua', () => {
     const newId = randomBytes(32).toString('hex');
     if (before === 'has') await store.setSubjectEvents([{ key: s.key, id: oldId, json: '{"old":1}' }]);
     await expectKeysDeclared();
-    const res = await redis.eval(SET_SUBJECT_EVENT.lua, 2, store.keys.subject(s.key), store.keys.event(newId), newId, '{"new":1}', s.key);
+    const res = await redis.eval(SET_SUBJECT_EVENT.lua, 3, store.keys.subject(s.key), store.keys.event(newId), store.keys.envelope(s.key), newId, '{"new":1}', s.key);
     const expected = want === 'new' ? newId : want === 'old' ? oldId : null;
     expect(res).toBe(expected);
     expect(await redis.hget(store.keys.subject(s.key), 'nostr:event')).toBe(expected);
     // a refused copy is not written beside the one in force
     expect(await redis.exists(store.keys.event(newId))).toBe(want === 'new' ? 1 : 0);
     await expectKeysDeclared();
+  });
+});
+
+describe('the envelope is stored once (schema 2)', () => {
+  const eventOf = (s: AcceptSubject, content = s.envelopeCanonical): string => JSON.stringify({ id: 'x', kind: 1, content, tags: [] });
+
+  it('envelope mode: a subject with its own event keeps the envelope only in it, and reads back the same', async () => {
+    const s = subject();
+    const id = randomBytes(32).toString('hex');
+    await store.accept({ ...s, nostrEvent: { id, json: eventOf(s) }, ...BOTH });
+    expect(await redis.exists(store.keys.envelope(s.key))).toBe(0);
+    expect((await store.getRecord(s.key))?.envelopeCanonical).toBe(s.envelopeCanonical);
+    await expectKeysDeclared();
+  });
+
+  it('an event whose content is not the envelope leaves the envelope beside the subject', async () => {
+    const s = subject();
+    const id = randomBytes(32).toString('hex');
+    await store.accept({ ...s, nostrEvent: { id, json: eventOf(s, '{"other":1}') }, ...BOTH });
+    expect(await redis.get(store.keys.envelope(s.key))).toBe(s.envelopeCanonical);
+    expect((await store.getRecord(s.key))?.envelopeCanonical).toBe(s.envelopeCanonical);
+  });
+
+  it('auto mode: linking the subject its own event drops the envelope copy; the record still has it', async () => {
+    const [s, t] = [subject(), subject()];
+    await store.acceptMany(BOTH, [s, t]);
+    expect(await redis.get(store.keys.envelope(s.key))).toBe(s.envelopeCanonical);
+    const [idS, idT] = [randomBytes(32).toString('hex'), randomBytes(32).toString('hex')];
+    await store.setSubjectEvents([{ key: s.key, id: idS, json: eventOf(s) }, { key: t.key, id: idT, json: eventOf(t, 'not the envelope') }]);
+    await expectKeysDeclared();
+    expect(await redis.exists(store.keys.envelope(s.key))).toBe(0);
+    expect(await redis.get(store.keys.envelope(t.key))).toBe(t.envelopeCanonical);
+    const [rs, rt] = await store.getRecords([s.key, t.key]);
+    expect(rs).toMatchObject({ envelopeCanonical: s.envelopeCanonical, nostrEventId: idS });
+    expect(rt).toMatchObject({ envelopeCanonical: t.envelopeCanonical, nostrEventId: idT });
   });
 });
 

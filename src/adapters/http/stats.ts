@@ -63,13 +63,7 @@ function age(sinceMs: number, nowMs: number): number {
 }
 
 async function oldestOverall(daemon: DaemonView): Promise<{ key: string; ms: number } | null> {
-  const { redis, keys } = daemon.store;
-  let best: { key: string; ms: number } | null = null;
-  for (const status of ['pending', 'partial']) {
-    const [key, score] = await redis.zrange(keys.byStatus(status), 0, 0, 'WITHSCORES');
-    if (key !== undefined && score !== undefined && (best === null || Number(score) < best.ms)) best = { key, ms: Number(score) };
-  }
-  return best;
+  return daemon.store.oldestWithStatus(['pending', 'partial']);
 }
 
 export async function collectStats(daemon: DaemonView, now: () => number = Date.now): Promise<Stats> {

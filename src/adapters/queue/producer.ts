@@ -39,8 +39,7 @@ export async function enqueueAnchor(queue: Queue, store: AnchorStore, data: unkn
   const claims: SubjectClaims = claimsFromJobData(data, limits);
   const key = subjectKey(claims);
   const fingerprint = rootFingerprint(claims);
-  const existing = await store.redis.hmget(store.keys.subject(key), 'fp', 'status', 'digest');
-  const [fp, status, digest] = existing;
+  const { fingerprint: fp, status, digest } = (await store.intakeStates([key]))[0]!;
   if (status && status !== 'rejected') {
     if (fp !== fingerprint) {
       throw new ConflictError(key, `conflict: subject ${key} is already anchored with another root (envelope digest ${digest}); refused, not re-anchored`);
@@ -122,15 +121,11 @@ export async function enqueueAnchors(queue: Queue, store: AnchorStore, subjects:
       out[index] = { index, error: { code: err.code, message: err.message, ...field } };
     }
   });
-  const pipe = store.redis.pipeline();
-  for (const p of parsed) pipe.hmget(store.keys.subject(p.key), 'fp', 'status', 'digest');
-  const states = parsed.length > 0 ? ((await pipe.exec()) ?? []) : [];
+  const states = await store.intakeStates(parsed.map((p) => p.key));
   const toQueue: typeof parsed = [];
   const seen = new Map<string, { fingerprint: string; index: number }>();
   parsed.forEach((p, i) => {
-    const [err, values] = states[i] ?? [null, []];
-    if (err) throw err;
-    const [fp, status, digest] = values as Array<string | null>;
+    const { fingerprint: fp, status, digest } = states[i]!;
     if (status && status !== 'rejected') {
       if (fp !== p.fingerprint) {
         out[p.index] = { index: p.index, key: p.key, error: { code: 'conflict', message: `conflict: subject ${p.key} is already anchored with another root (envelope digest ${digest}); refused, not re-anchored` } };

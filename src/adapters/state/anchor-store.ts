@@ -255,7 +255,7 @@ export class AnchorStore {
     const pipe = this.redis.pipeline();
     for (const k of keys) pipe.hgetall(this.keys.subject(k)).get(this.keys.envelope(k));
     const res = (await pipe.exec()) ?? [];
-    return keys.map((key, i) => {
+    const records = keys.map((key, i) => {
       const [herr, h] = res[2 * i] ?? [null, {}];
       const [eerr, envelope] = res[2 * i + 1] ?? [null, null];
       if (herr) throw herr;
@@ -263,6 +263,51 @@ export class AnchorStore {
       const hash = h as Record<string, string>;
       return hash.status ? toRecord(key, hash, envelope as string | null) : null;
     });
+    // A subject with its own Nostr event keeps its envelope only there (the event's content).
+    const fromEvent = records.filter((r): r is SubjectRecord => r !== null && r.envelopeCanonical === null && r.nostrEventId !== null && r.status !== 'rejected');
+    if (fromEvent.length > 0) {
+      const evPipe = this.redis.pipeline();
+      for (const r of fromEvent) evPipe.hget(this.keys.event(r.nostrEventId!), 'json');
+      const evRes = (await evPipe.exec()) ?? [];
+      fromEvent.forEach((r, i) => {
+        const [err, json] = evRes[i] ?? [null, null];
+        if (err) throw err;
+        r.envelopeCanonical = envelopeOfEvent(json as string | null);
+      });
+    }
+    return records;
+  }
+
+  /**
+   * What intake checks before queueing: per key, the stored root fingerprint, overall status
+   * and digest (nulls for an unknown key). One round trip.
+   */
+  async intakeStates(keys: readonly string[]): Promise<Array<{ fingerprint: string | null; status: string | null; digest: string | null }>> {
+    if (keys.length === 0) return [];
+    const pipe = this.redis.pipeline();
+    for (const k of keys) pipe.hmget(this.keys.subject(k), 'fp', 'status', 'digest');
+    const res = (await pipe.exec()) ?? [];
+    return keys.map((_k, i) => {
+      const [err, values] = res[i] ?? [null, []];
+      if (err) throw err;
+      const [fingerprint, status, digest] = (values as Array<string | null>).map((v) => v ?? null);
+      return { fingerprint: fingerprint ?? null, status: status ?? null, digest: digest ?? null };
+    });
+  }
+
+  /** The batch of `witness` the subject is in, or null when it is in none (yet). */
+  async batchOf(key: string, witness: WitnessName): Promise<string | null> {
+    return this.redis.hget(this.keys.subject(key), `${witness}:batch`);
+  }
+
+  /** The oldest subject (by acceptance) whose overall status is one of `statuses`, or null. */
+  async oldestWithStatus(statuses: readonly string[]): Promise<{ key: string; ms: number } | null> {
+    let best: { key: string; ms: number } | null = null;
+    for (const status of statuses) {
+      const [key, score] = await this.redis.zrange(this.keys.byStatus(status), 0, 0, 'WITHSCORES');
+      if (key !== undefined && score !== undefined && (best === null || Number(score) < best.ms)) best = { key, ms: Number(score) };
+    }
+    return best;
   }
 
   async history(key: string): Promise<HistoryEntry[]> {
@@ -423,7 +468,7 @@ export class AnchorStore {
   async setSubjectEvents(items: ReadonlyArray<{ key: string; id: string; json: string }>): Promise<Array<string | null>> {
     if (items.length === 0) return [];
     const pipe = this.redis.pipeline();
-    for (const it of items) scriptCommand(pipe, SET_SUBJECT_EVENT)('2', this.keys.subject(it.key), this.keys.event(it.id), it.id, it.json, it.key);
+    for (const it of items) scriptCommand(pipe, SET_SUBJECT_EVENT)('3', this.keys.subject(it.key), this.keys.event(it.id), this.keys.envelope(it.key), it.id, it.json, it.key);
     const res = (await pipe.exec()) ?? [];
     return res.map(([err, v]) => {
       if (err) throw err;
@@ -441,6 +486,15 @@ export class AnchorStore {
     const [, count] = (await this.redis.multi().zremrangebyscore(this.keys.nostrRecent, '-inf', `(${nowMs - horizonMs}`).zcard(this.keys.nostrRecent).exec()) ?? [];
     if (count?.[0]) throw count[0];
     return Number(count?.[1] ?? 0);
+  }
+
+  /** The copy of the event one relay was sent instead of it (proof of work, re-dated), as JSON, or null. */
+  async relayCopy(eventId: string, url: string): Promise<string | null> {
+    return this.redis.hget(this.keys.event(eventId), `copy:${url}`);
+  }
+
+  async setRelayCopy(eventId: string, url: string, json: string): Promise<void> {
+    await this.redis.hset(this.keys.event(eventId), `copy:${url}`, json);
   }
 
   async eventOwner(eventId: string): Promise<{ subject: string | null; batch: string | null }> {
@@ -608,6 +662,17 @@ function scriptCommand(target: Commander, script: LuaScript): ScriptFn {
   const fn = (target as unknown as Record<string, ScriptFn | undefined>)[commandName(script)];
   if (!fn) throw new Error('script not defined on this connection');
   return fn.bind(target);
+}
+
+/** The envelope a subject's own event carries as its content, or null when the event is missing or unreadable. */
+function envelopeOfEvent(json: string | null): string | null {
+  if (json === null) return null;
+  try {
+    const ev = JSON.parse(json) as { content?: unknown };
+    return typeof ev.content === 'string' ? ev.content : null;
+  } catch {
+    return null;
+  }
 }
 
 function toRecord(key: string, h: Record<string, string>, envelope: string | null): SubjectRecord {

@@ -1,6 +1,6 @@
 -- accept: takes one or many subjects into state in one call (intake of a single-subject
 -- job and of a bulk job alike). Per subject: a new subject is stored pending with its
--- envelope, indexed, put in the witness inboxes and announced on the events stream; the
+-- envelope (in its own Nostr event when it has one, else under e:<key>), indexed, put in the witness inboxes and announced on the events stream; the
 -- same key with the same root fingerprint is a duplicate (nothing written); the same key
 -- with another root is a conflict, recorded in that subject's history and on the stream,
 -- never re-anchored. A subject refused earlier (status rejected) is replaced.
@@ -45,8 +45,15 @@ for i = 0, n - 1 do
       redis.call('DEL', s)
       redis.call('ZREM', KEYS[4], key)
     end
-    -- Every value in the subject hash stays within 64 bytes (a listpack); the envelope lives beside it.
-    redis.call('SET', e, envelope)
+    -- Every value in the subject hash stays within 64 bytes (a listpack); the envelope lives
+    -- beside it, except when the subject has its own event: that event's content IS the
+    -- envelope (schema 2), so it is stored once, in the event, and read back from there.
+    local inEvent = false
+    if eventId ~= '' then
+      local ok, ev = pcall(cjson.decode, eventJson)
+      inEvent = ok and type(ev) == 'table' and ev.content == envelope
+    end
+    if not inEvent then redis.call('SET', e, envelope) end
     local fields = {'key', key, 'kind', kind, 'digest', digest, 'fp', fp, 'status', 'pending', 'created', now, 'updated', now, 'witnesses', ARGV[4]}
     for _, w in ipairs(witnesses) do
       table.insert(fields, 'w:' .. w); table.insert(fields, 'pending')

@@ -1,8 +1,11 @@
 -- set-subject-event: auto mode's per-subject event for a subject of a batch decided
 -- `envelope`: stored and linked only when the subject has none yet, so a retry or a second
 -- daemon signing again (a new signature, the same id) never replaces the copy published.
+-- The event's content is the envelope, so once the event is stored the envelope's own copy
+-- (e:<key>) is dropped when it is the same text: the envelope is stored once (schema 2).
 --
--- KEYS[1] subject hash, KEYS[2] event hash. ARGV: event id, event JSON, subject key.
+-- KEYS[1] subject hash, KEYS[2] event hash, KEYS[3] the subject's envelope.
+-- ARGV: event id, event JSON, subject key.
 -- Returns the id of the subject's event in force, or false when the subject is gone.
 local s, ev = KEYS[1], KEYS[2]
 local id, json, key = ARGV[1], ARGV[2], ARGV[3]
@@ -11,4 +14,9 @@ if not cur[2] then return false end
 if cur[1] then return cur[1] end
 redis.call('HSET', ev, 'json', json, 'subject', key)
 redis.call('HSET', s, 'nostr:event', id)
+local envelope = redis.call('GET', KEYS[3])
+if envelope then
+  local ok, ev = pcall(cjson.decode, json)
+  if ok and type(ev) == 'table' and ev.content == envelope then redis.call('DEL', KEYS[3]) end
+end
 return id
