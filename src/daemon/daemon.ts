@@ -6,7 +6,7 @@ import { Queue, type Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { enabledWitnesses, nostrQuorum, type Config } from '../adapters/config/config.js';
-import { AnchorStore } from '../adapters/state/anchor-store.js';
+import { AnchorStore, STATE_SCHEMA } from '../adapters/state/anchor-store.js';
 import type { WitnessName } from '../adapters/state/keys.js';
 import { Batcher } from '../adapters/batch/batcher.js';
 import { IntakeProcessor, startIntakeWorker, type BulkIntakeResult } from '../adapters/queue/intake.js';
@@ -197,6 +197,14 @@ export class Daemon {
       await this.stop();
       const where = `Redis at ${this.storeRedis.options.host}:${this.storeRedis.options.port}`;
       throw new UsageError(describeClusterRedirect(redirect, this.store.keys.base, where), 'redis_cluster');
+    }
+    // the state's layout (STATE_SCHEMA): one this release does not know is refused before anything is written
+    try {
+      const opened = await this.store.openSchema({ write: true });
+      if (opened.found === 'layout 1') this.log.info({ from: 1, to: STATE_SCHEMA }, 'state written by layout 1: read as it is, now recorded as layout 2');
+    } catch (err) {
+      await this.stop();
+      throw err;
     }
     this.nostr?.start();
     this.ots?.start();

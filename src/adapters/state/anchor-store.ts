@@ -11,11 +11,23 @@ import { ACCEPT, CUT_BATCH, MARK_SENT, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_E
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
+import { UsageError } from '../../core/errors/errors.js';
 
 export type SubjectStatus = WitnessStatus | 'rejected';
 export const SUBJECT_STATUSES: readonly SubjectStatus[] = ['pending', 'partial', 'confirmed', 'failed', 'rejected'];
 
 const EVENTS_MAXLEN = 100_000;
+
+/**
+ * The layout of the state this store writes, kept in `{prefix}:schema`. 1: the layout before
+ * the key existed (every envelope under e:<key>); 2: a subject with its own Nostr event keeps
+ * its envelope only in that event. A layout-1 Redis is read as it is by this store (a missing
+ * e:<key> is looked up in the event), so opening one only records 2.
+ */
+export const STATE_SCHEMA = 2;
+
+/** How a store found the layout under its prefix (AnchorStore.openSchema); `recorded`: the schema key was written. */
+export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1'; recorded: boolean };
 
 /** One subject to accept: what the accept script stores. */
 export interface AcceptSubject {
@@ -133,6 +145,39 @@ export class AnchorStore {
     this.keys = new StateKeys(prefix);
     this.now = now;
     defineScripts(redis);
+  }
+
+  /**
+   * Checks the layout under the prefix before anything is written. Nothing under it: marked
+   * STATE_SCHEMA (when `write`, the daemon). Layout 1 (subjects, no schema key): read as it
+   * is, and marked STATE_SCHEMA when `write` (the migration 1 → 2 rewrites nothing). A layout
+   * this release does not know (newer, or not a number) is refused with a UsageError
+   * (`redis_schema`, exit 2) saying what to do; a client (`write` false) writes nothing.
+   */
+  async openSchema(opts: { write: boolean }): Promise<SchemaOpening> {
+    const k = this.keys;
+    const raw = await this.redis.get(k.schema);
+    if (raw === String(STATE_SCHEMA)) return { found: 'current', recorded: false };
+    if (raw !== null) {
+      const n = Number(raw);
+      const what = Number.isInteger(n) && n > STATE_SCHEMA
+        ? `is layout ${n} (${k.schema}), newer than this release knows (${STATE_SCHEMA}): run the release that wrote it`
+        : `has an unknown layout version ${JSON.stringify(raw.slice(0, 40))} in ${k.schema} (this release writes ${STATE_SCHEMA}): it was not written by aer1-anchor`;
+      throw new UsageError(`the state under redis.prefix ${k.base} ${what}, or set redis.prefix to a prefix of its own`, 'redis_schema');
+    }
+    // No schema key: a fresh prefix, or one written by layout 1 (every subject is in idx:st:<status>).
+    const pipe = this.redis.pipeline();
+    for (const st of SUBJECT_STATUSES) pipe.exists(k.byStatus(st));
+    const res = (await pipe.exec()) ?? [];
+    const hasSubjects = res.some(([err, v]) => {
+      if (err) throw err;
+      return Number(v) > 0;
+    });
+    const found = hasSubjects ? 'layout 1' : 'fresh';
+    if (!opts.write) return { found, recorded: false };
+    // NX: a second daemon opening at the same moment agrees.
+    await this.redis.set(k.schema, String(STATE_SCHEMA), 'NX');
+    return { found, recorded: true };
   }
 
   private run(script: LuaScript, keys: string[], args: Array<string | number>): Promise<unknown> {

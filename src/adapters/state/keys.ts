@@ -63,6 +63,10 @@ export class StateKeys {
   openBatches(witness: WitnessName): string {
     return `${this.base}:bopen:${witness}`;
   }
+  /** The layout version of everything under this prefix (AnchorStore.openSchema). */
+  get schema(): string {
+    return `${this.base}:schema`;
+  }
   /** Written with a short expiry by `/readyz`: does Redis take writes? */
   get probe(): string {
     return `${this.base}:probe`;

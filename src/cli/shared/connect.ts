@@ -63,6 +63,12 @@ export async function connectClient(opts: { config?: string | undefined; 'redis-
     redis.disconnect();
     throw new UsageError(describeClusterRedirect(redirect, store.keys.base, `Redis at ${redis.options.host}:${redis.options.port}`), 'redis_cluster');
   }
+  try {
+    await store.openSchema({ write: false });
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
   let queue: Queue | null = null;
   return {
     config,
