@@ -241,20 +241,17 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     let otsMs: number | null = null;
     let done = 0;
     let accepted = 0;
+    let polls = 0;
     const progress: Array<[number, number]> = [];
     const ots = new OtsSubmissions(redis, store, subjects.map((x) => x.key));
     const deadline = t0 + o.timeoutMs;
     const maxPolls = Math.ceil(o.timeoutMs / 20) + 10;
     for (let i = 0; i < maxPolls; i++) {
-      const r = (await redis
-        .pipeline()
-        .zcard(k.all)
-        .zcard(k.byWitness('nostr', 'confirmed'))
-        .zcard(k.byStatus('rejected'))
-        .zcard(k.byWitness('nostr', 'failed'))
-        .zcard(k.byWitness('ots', 'failed'))
-        .exec()) ?? [];
-      const [all, nostrOk, rejected, nostrFailed, otsFailed] = r.map(([, v]) => Number(v));
+      // the counts the daemon keeps (one HMGET, subtracted from the command counts below)
+      const [c, nostrOk, nostrFailed, otsFailed] = await Promise.all([store.countByStatus(), ...(['w:nostr:confirmed', 'w:nostr:failed', 'w:ots:failed'] as const).map(async (f) => Number(await redis.hget(k.counts, f)))]);
+      polls++;
+      const all = Object.values(c).reduce((a, b) => a + b, 0);
+      const rejected = c.rejected ?? 0;
       const submitted = await ots.count();
       const now = at();
       accepted = all!;
@@ -294,7 +291,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       peers: perSubjectCpu(cpu0.peers, cpu1.peers),
       bench: (cpu1.bench.user + cpu1.bench.system) / 1000 / counted,
     };
-    const own: Record<string, number> = { hget: ots.hgets, lrange: ots.lranges, hmget: ots.hmgets };
+    const own: Record<string, number> = { hget: ots.hgets + 3 * polls, lrange: ots.lranges, hmget: ots.hmgets + polls };
     const cmds = [...stats]
       .filter(([name]) => !BENCH_ONLY_COMMANDS.has(name))
       .map(([name, v]): [string, { calls: number; usec: number }] => [name, { calls: Math.max(0, v.calls - (own[name] ?? 0)), usec: v.usec }]);
@@ -399,7 +396,8 @@ function intakePerTenth(progress: ReadonlyArray<[number, number]>, n: number): n
 async function memoryBreakdown(redis: Redis, store: AnchorStore, subjects: number, deltaBytes: number): Promise<MemoryBreakdown> {
   const k = store.keys;
   // subjects in state only (a run stopped at its time limit has others still queued)
-  const sample = (await redis.call('ZRANDMEMBER', k.all, '200')) as string[];
+  let sample: string[] = [];
+  for (const st of ['confirmed', 'partial', 'pending']) if (sample.length === 0) sample = (await redis.call('ZRANDMEMBER', k.byStatus(st), '200')) as string[];
   if (sample.length === 0) throw new Error('no subject in state');
   const usage = async (names: string[]): Promise<number> => {
     if (names.length === 0) return 0;
@@ -423,7 +421,7 @@ async function memoryBreakdown(redis: Redis, store: AnchorStore, subjects: numbe
   const historyBytes = ((await usage(sample.map((s) => k.history(s)))) / sample.length) * subjects;
   const histLens = await Promise.all(sample.slice(0, 50).map((s) => redis.llen(k.history(s))));
   const statuses = ['pending', 'partial', 'confirmed', 'failed', 'rejected'];
-  const indexKeys = [k.all, ...statuses.map((s) => k.byStatus(s)), ...(['nostr', 'ots'] as const).flatMap((w) => statuses.map((s) => k.byWitness(w, s)))];
+  const indexKeys = [k.counts, ...statuses.map((s) => k.byStatus(s)), ...(['nostr', 'ots'] as const).flatMap((w) => statuses.map((s) => k.byWitness(w, s)))];
   const indexBytes = await usage(indexKeys);
   const streamBytes = await usage([k.events]);
   const streamEntries = await redis.xlen(k.events);

@@ -95,7 +95,7 @@ export async function intakeRun(o: IntakeRunOptions): Promise<IntakeRunResult> {
     let accepted = 0;
     const deadline = t1 + o.timeoutMs;
     for (let i = 0; i < Math.ceil(o.timeoutMs / 20) + 10; i++) {
-      accepted = await redis.zcard(k.all);
+      accepted = (await redis.zcard(k.byStatus('pending'))) + (await redis.zcard(k.byStatus('rejected')));
       if (accepted >= o.n || performance.now() > deadline) break;
       if (daemon.child.exitCode !== null) throw new Error(`aer1-anchord exited (code ${daemon.child.exitCode}): ${daemon.logTail()}`);
       await sleep(20);

@@ -181,7 +181,7 @@ describe('aer1-anchord and SIGTERM', () => {
       const subjects = Array.from({ length: 200 }, () => receiptFields());
       await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
       const child = spawnDaemon(config, SHARED_REDIS_URL, keyFile);
-      await waitFor('some accepted', async () => (await issuer.redis.zcard(issuer.store.keys.all)) >= 20, 30_000, 20);
+      await waitFor('some accepted', async () => (await issuer.store.subjectCount()) >= 20, 30_000, 20);
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       expect(await exited).toBe(0);

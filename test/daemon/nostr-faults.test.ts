@@ -117,7 +117,7 @@ describe('the daemon SIGKILLed in the middle of 500 subjects', () => {
       const subjects = Array.from({ length: 500 }, () => receiptFields());
       await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
       let child = spawnDaemon(config, SHARED_REDIS_URL, keyFile);
-      await waitFor('some subjects accepted', async () => (await issuer.redis.zcard(issuer.store.keys.all)) >= 50, 30_000, 20);
+      await waitFor('some subjects accepted', async () => (await issuer.store.subjectCount()) >= 50, 30_000, 20);
       child.kill('SIGKILL');
       await new Promise((r) => child.once('exit', r));
       const confirmedAtKill = await issuer.count('confirmed');

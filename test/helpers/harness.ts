@@ -149,11 +149,11 @@ export class Issuer {
 
   /** Count of subjects whose overall status is `status`. */
   async count(status: string): Promise<number> {
-    return this.redis.zcard(this.store.keys.byStatus(status));
+    return (await this.store.countByStatus())[status] ?? 0;
   }
 
   async witnessCount(witness: 'nostr' | 'ots', status: string): Promise<number> {
-    return this.redis.zcard(this.store.keys.byWitness(witness, status));
+    return (await this.store.countByWitness([witness]))[witness]?.[status] ?? 0;
   }
 
   async close(): Promise<void> {

@@ -55,8 +55,8 @@ async function breakdown(): Promise<Record<string, number>> {
 }
 
 async function count(status: string, witness?: 'nostr' | 'ots'): Promise<number> {
-  const keys = s.daemon.store.keys;
-  return admin.zcard(witness ? keys.byWitness(witness, status) : keys.byStatus(status));
+  const store = s.daemon.store;
+  return witness ? ((await store.countByWitness([witness]))[witness]?.[status] ?? 0) : ((await store.countByStatus())[status] ?? 0);
 }
 
 describe('Redis memory per subject', () => {

@@ -102,6 +102,12 @@ describe('accept.lua', () => {
       expect(res.inboxLengths.ots ?? null).toBe(c.inbox === null ? null : before + c.inbox);
       expect(res.inboxLengths.nostr ?? null).toBe(c.inbox === null ? null : before + c.inbox);
       expect(await store.inboxLength('ots')).toBe(before + (c.inbox ?? 0));
+      // the counts follow the indexes: one per subject in its status, one per witness status
+      const counts = await store.countByStatus();
+      for (const st of ['pending', 'rejected']) expect(counts[st], st).toBe(await redis.zcard(store.keys.byStatus(st)));
+      const byWitness = await store.countByWitness(['nostr', 'ots']);
+      for (const w of ['nostr', 'ots'] as const) expect(byWitness[w]!.pending, w).toBe(await redis.zcard(store.keys.byWitness(w, 'pending')));
+      expect(await redis.exists(store.keys.layout1All)).toBe(0);
       for (const [i, s] of c.call.entries()) {
         const r = res.results[i]!;
         const rec = await store.getRecord(s.key);
@@ -157,6 +163,10 @@ describe('reject.lua', () => {
     const rec = await store.getRecord(s.key);
     expect(rec?.status).toBe(status);
     expect(await redis.zcard(store.keys.byStatus('rejected'))).toBe(rejectedCount);
+    expect((await store.countByStatus()).rejected).toBe(rejectedCount);
+    // refused twice: still one rejected subject
+    await store.reject(s.key, 'not a receipt');
+    expect((await store.countByStatus()).rejected).toBe(rejectedCount);
     expect(await historyEvents(s.key)).toContain('rejected');
     if (!acceptedFirst) expect(rec?.reason).toBe('not a receipt');
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
@@ -188,12 +198,20 @@ describe('set-witness.lua', () => {
       expect(rec.status).toBe(overall);
       for (const w of ['nostr', 'ots'] as const) {
         expect(rec.witnesses[w]?.status).toBe(want[w]);
-        // the subject sits in exactly one index of each witness, and of the overall status
+        // the subject sits in its witness's index while that is pending, partial or failed, in
+        // none once confirmed; the witness counts say the same
+        const counts = (await store.countByWitness([w]))[w]!;
         for (const st of ['pending', 'partial', 'confirmed', 'failed']) {
-          expect(await redis.zscore(store.keys.byWitness(w, st), s.key), `${w} ${st}`).toBe(st === want[w] ? String(rec.createdMs) : null);
+          expect(await redis.zscore(store.keys.byWitness(w, st), s.key), `${w} ${st}`).toBe(st === want[w] && st !== 'confirmed' ? String(rec.createdMs) : null);
+          expect(counts[st], `${w} ${st} count`).toBe(st === want[w] ? 1 : 0);
         }
       }
-      for (const st of ['pending', 'partial', 'confirmed', 'failed']) expect(await redis.zscore(store.keys.byStatus(st), s.key)).toBe(st === overall ? String(rec.createdMs) : null);
+      // and in exactly one index of the overall status, counted once
+      const counts = await store.countByStatus();
+      for (const st of ['pending', 'partial', 'confirmed', 'failed']) {
+        expect(await redis.zscore(store.keys.byStatus(st), s.key)).toBe(st === overall ? String(rec.createdMs) : null);
+        expect(counts[st], `${st} count`).toBe(st === overall ? 1 : 0);
+      }
       if (want.ots === 'confirmed') expect(await store.lastConfirmed('ots')).not.toBeNull();
       expect(await expectKeysDeclared()).toBeGreaterThan(0);
     });
@@ -226,8 +244,51 @@ describe('set-witness.lua', () => {
     await store.acceptMany(BOTH, many);
     const res = await store.setWitnessMany(many.map((s) => s.key), 'nostr', 'confirmed', 1);
     expect(res.map((r) => r.overall)).toEqual(['partial', 'partial', 'partial']);
-    expect(await redis.zcard(store.keys.byWitness('nostr', 'confirmed'))).toBe(3);
+    expect((await store.countByWitness(['nostr'])).nostr).toEqual({ pending: 0, partial: 0, confirmed: 3, failed: 0 });
+    expect(await redis.exists(store.keys.byWitness('nostr', 'confirmed'))).toBe(0);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+});
+
+describe('listing subjects (one index membership each, layout 2)', () => {
+  async function all(q: { status?: string; witness?: 'nostr' | 'ots' }, limit: number): Promise<string[][]> {
+    const pages: string[][] = [];
+    let cursor: string | undefined;
+    for (let i = 0; i < 50; i++) {
+      const page = await store.list({ ...q, cursor, limit });
+      pages.push(page.keys);
+      if (!page.next) return pages;
+      cursor = page.next;
+    }
+    throw new Error('list did not end');
+  }
+
+  it('pages through every status, newest first, each subject once; a witness confirmed from the overall indexes', async () => {
+    // three accepted one by one, five in one call (one score), one refused
+    const single = [subject(), subject(), subject()];
+    for (const x of single) await store.acceptMany(BOTH, [x]);
+    const bulk = Array.from({ length: 5 }, () => subject());
+    await store.acceptMany(BOTH, bulk);
+    const refused = subject();
+    await store.reject(refused.key, 'bad');
+    // nostr confirms four (partial), of which two are confirmed by OTS too (confirmed)
+    const nostrDone = [single[0]!, bulk[1]!, bulk[3]!, single[2]!];
+    await store.setWitnessMany(nostrDone.map((x) => x.key), 'nostr', 'confirmed', 1);
+    await store.setWitnessMany([bulk[1]!.key, single[2]!.key], 'ots', 'confirmed', 1);
+    const records = (await store.getRecords([...single, ...bulk, refused].map((x) => x.key))).map((r) => r!);
+    const order = (rs: typeof records) => [...rs].sort((x, y) => y.createdMs - x.createdMs || (x.key < y.key ? 1 : -1)).map((r) => r.key);
+
+    for (const limit of [1, 2, 3, 20]) {
+      const pages = await all({}, limit);
+      expect(pages.flat(), `limit ${limit}`).toEqual(order(records));
+      expect(pages.slice(0, -1).every((p) => p.length === limit)).toBe(true);
+      const confirmedByNostr = await all({ witness: 'nostr', status: 'confirmed' }, limit);
+      expect(confirmedByNostr.flat(), `nostr confirmed, limit ${limit}`).toEqual(order(records.filter((r) => r.witnesses.nostr?.status === 'confirmed')));
+      expect((await all({ witness: 'ots', status: 'pending' }, limit)).flat()).toEqual(order(records.filter((r) => r.witnesses.ots?.status === 'pending')));
+      expect((await all({ status: 'partial' }, limit)).flat()).toEqual(order(records.filter((r) => r.status === 'partial')));
+    }
+    expect(await store.countByStatus()).toEqual({ pending: 4, partial: 2, confirmed: 2, failed: 0, rejected: 1 });
+    expect(await store.subjectCount()).toBe(9);
   });
 });
 

@@ -44,21 +44,38 @@ describe('the state layout version', () => {
     }
   });
 
-  it('a Redis written by layout 1 (envelope under e:<key> beside the event, no schema key): read as it is, marked 2', { timeout: 30_000 }, async () => {
+  it('a Redis written by layout 1 (idx:all, idx:w:<w>:confirmed, envelopes beside events, no counts, no schema key): moved to layout 2 on start', { timeout: 30_000 }, async () => {
     const config = testConfig({ overrides: { ots: { enabled: true } } });
     const store = new AnchorStore(redis, config.redis.prefix);
-    const s = subject();
-    await store.accept({ ...s, ...BOTH });
-    // what layout 1 wrote besides: the envelope's own copy; and no schema key
-    await redis.set(store.keys.envelope(s.key), s.envelopeCanonical);
-    expect(await redis.get(store.keys.schema)).toBeNull();
-    // a client writes nothing, and reads the subject
+    const k = store.keys;
+    const subjects = [subject(), subject(), subject()];
+    // in no inbox: the daemon started below leaves them as they are
+    await store.acceptMany({ witnesses: BOTH.witnesses, inboxes: [] }, subjects);
+    await store.setWitnessMany(subjects.slice(0, 2).map((x) => x.key), 'nostr', 'confirmed', 1);
+    await store.reject('refused-1', 'bad');
+    // what layout 1 kept besides, and did not keep
+    const created = (await store.getRecord(subjects[0]!.key))!.createdMs;
+    for (const x of subjects) {
+      await redis.set(k.envelope(x.key), x.envelopeCanonical);
+      await redis.zadd(k.layout1All, created, x.key);
+    }
+    await redis.zadd(k.layout1All, created, 'refused-1');
+    for (const x of subjects.slice(0, 2)) await redis.zadd(k.byWitness('nostr', 'confirmed'), created, x.key);
+    await redis.del(k.counts, k.schema);
+    // a client writes nothing
     expect(await store.openSchema({ write: false })).toEqual({ found: 'layout 1', recorded: false });
-    expect(await redis.get(store.keys.schema)).toBeNull();
+    expect(await redis.exists(k.schema, k.counts)).toBe(0);
     const daemon = await startDaemon(config);
     try {
-      expect(await redis.get(store.keys.schema)).toBe('2');
-      expect(await daemon.store.getRecord(s.key)).toMatchObject({ status: 'pending', envelopeCanonical: s.envelopeCanonical, digest: s.digest, nostrEventId: s.nostrEvent.id });
+      expect(await redis.get(k.schema)).toBe('2');
+      expect(await redis.exists(k.layout1All, k.byWitness('nostr', 'confirmed'))).toBe(0);
+      expect(await daemon.store.countByStatus()).toEqual({ pending: 1, partial: 2, confirmed: 0, failed: 0, rejected: 1 });
+      expect((await daemon.store.countByWitness(['nostr', 'ots']))).toEqual({ nostr: { pending: 1, partial: 0, confirmed: 2, failed: 0 }, ots: { pending: 3, partial: 0, confirmed: 0, failed: 0 } });
+      expect((await daemon.store.list({ witness: 'nostr', status: 'confirmed', limit: 10 })).keys.sort()).toEqual(subjects.slice(0, 2).map((x) => x.key).sort());
+      expect((await daemon.store.list({ limit: 10 })).keys).toHaveLength(4);
+      expect(await daemon.store.getRecord(subjects[2]!.key)).toMatchObject({ status: 'pending', envelopeCanonical: subjects[2]!.envelopeCanonical, nostrEventId: subjects[2]!.nostrEvent.id });
+      // a second opening (another daemon) finds it current and changes nothing
+      expect(await new AnchorStore(redis, config.redis.prefix).openSchema({ write: true })).toEqual({ found: 'current', recorded: false });
     } finally {
       await daemon.stop();
     }

@@ -9,6 +9,7 @@ import { nostrQuorum } from '../config/config.js';
 import { displayUrl } from '../config/display-url.js';
 import { npub } from '../../core/nostr/keys.js';
 import { isoSeconds } from '../state/subject-view.js';
+import { SUBJECT_STATUSES } from '../state/anchor-store.js';
 import type { DaemonView } from '../view/daemon-view.js';
 import { VERSION } from '../../version.js';
 import { HttpError } from './respond.js';
@@ -79,15 +80,15 @@ export async function collectTimeline(daemon: DaemonView, minutes: number, now: 
   for (let m = first; m <= current; m++) {
     const from = m * 60_000;
     const to = `(${from + 60_000}`;
-    pipe.zcount(keys.all, from, to);
-    pipe.zcount(keys.byStatus('rejected'), from, to);
+    for (const st of SUBJECT_STATUSES) pipe.zcount(keys.byStatus(st), from, to);
     pipe.hgetall(keys.timeline(m));
   }
   const res = (await pipe.exec()) ?? [];
   const buckets: TimelineBucket[] = [];
-  for (let i = 0, m = first; m <= current; m++, i += 3) {
-    for (const r of res.slice(i, i + 3)) if (r?.[0]) throw r[0];
-    const h = (res[i + 2]?.[1] ?? {}) as Record<string, string>;
+  const per = SUBJECT_STATUSES.length + 1;
+  for (let i = 0, m = first; m <= current; m++, i += per) {
+    for (const r of res.slice(i, i + per)) if (r?.[0]) throw r[0];
+    const h = (res[i + per - 1]?.[1] ?? {}) as Record<string, string>;
     const confirmed: Record<string, number> = {};
     const timeToConfirm: Record<string, TimeToConfirm> = {};
     for (const s of series) {
@@ -95,7 +96,10 @@ export async function collectTimeline(daemon: DaemonView, minutes: number, now: 
       confirmed[s] = n;
       timeToConfirm[s] = n > 0 ? { count: n, meanSeconds: round1(Number(h[`t:${s}`] ?? 0) / n / 1000), maxSeconds: round1(Number(h[`m:${s}`] ?? 0) / 1000) } : null;
     }
-    buckets.push({ start: isoSeconds(m * 60_000), received: Number(res[i]?.[1] ?? 0), rejected: Number(res[i + 1]?.[1] ?? 0), confirmed, timeToConfirm });
+    // received: every subject accepted in the minute, whatever its status now (one index each)
+    const received = SUBJECT_STATUSES.reduce((n, _st, j) => n + Number(res[i + j]?.[1] ?? 0), 0);
+    const rejected = Number(res[i + SUBJECT_STATUSES.indexOf('rejected')]?.[1] ?? 0);
+    buckets.push({ start: isoSeconds(m * 60_000), received, rejected, confirmed, timeToConfirm });
   }
   return { at: isoSeconds(at), bucketSeconds: 60, buckets };
 }

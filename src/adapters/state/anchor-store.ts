@@ -6,8 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { StateKeys, type WitnessName } from './keys.js';
-import { ACCEPT, CUT_BATCH, MARK_SENT, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
+import { StateKeys, WITNESSES, type WitnessName } from './keys.js';
+import { ACCEPT, CUT_BATCH, MARK_SENT, OPEN_SCHEMA, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
@@ -18,11 +18,22 @@ export const SUBJECT_STATUSES: readonly SubjectStatus[] = ['pending', 'partial',
 
 const EVENTS_MAXLEN = 100_000;
 
+/** Index reads one list page may make while a filter keeps too few subjects (bounds a request). */
+const LIST_ROUNDS = 20;
+/** Subjects a filtered list page reads from the indexes per round. */
+const LIST_FILTER_READ = 200;
+
+function cursorOf(item: [number, string]): string {
+  return Buffer.from(`${item[0]}:${item[1]}`).toString('base64url');
+}
+
 /**
  * The layout of the state this store writes, kept in `{prefix}:schema`. 1: the layout before
- * the key existed (every envelope under e:<key>); 2: a subject with its own Nostr event keeps
- * its envelope only in that event. A layout-1 Redis is read as it is by this store (a missing
- * e:<key> is looked up in the event), so opening one only records 2.
+ * the key existed (every envelope under e:<key>; idx:all and idx:w:<witness>:<status> for
+ * every status; no counts). 2: a subject with its own Nostr event keeps its envelope only in
+ * that event (a layout-1 e:<key> is still read); subjects are counted per status and witness
+ * status in `counts`; no idx:all, no idx:w:<witness>:confirmed (a confirmed subject is in
+ * idx:st:confirmed only). The daemon moves a layout-1 Redis to 2 on start (open-schema.lua).
  */
 export const STATE_SCHEMA = 2;
 
@@ -175,9 +186,10 @@ export class AnchorStore {
     });
     const found = hasSubjects ? 'layout 1' : 'fresh';
     if (!opts.write) return { found, recorded: false };
-    // NX: a second daemon opening at the same moment agrees.
-    await this.redis.set(k.schema, String(STATE_SCHEMA), 'NX');
-    return { found, recorded: true };
+    // Atomic: a second daemon opening at the same moment finds the key and leaves it.
+    const keys = [k.schema, k.counts, k.layout1All, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), ...WITNESSES.flatMap((w) => WITNESS_STATUSES.map((st) => k.byWitness(w, st)))];
+    const opened = String(await this.run(OPEN_SCHEMA, keys, [STATE_SCHEMA, WITNESSES.join(',')]));
+    return { found: opened === 'migrated' ? 'layout 1' : opened === 'present' ? 'current' : 'fresh', recorded: opened !== 'present' };
   }
 
   private run(script: LuaScript, keys: string[], args: Array<string | number>): Promise<unknown> {
@@ -217,7 +229,7 @@ export class AnchorStore {
   private async acceptChunk(targets: AcceptTargets, chunk: readonly AcceptSubject[]): Promise<AcceptManyResult> {
     const now = this.now();
     const k = this.keys;
-    const keys = [k.events, k.all, k.byStatus('pending'), k.byStatus('rejected'), ...targets.witnesses.map((w) => k.byWitness(w, 'pending')), ...targets.inboxes.map((w) => k.inbox(w))];
+    const keys = [k.events, k.counts, k.byStatus('pending'), k.byStatus('rejected'), ...targets.witnesses.map((w) => k.byWitness(w, 'pending')), ...targets.inboxes.map((w) => k.inbox(w))];
     const args: Array<string | number> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length];
     for (const s of chunk) {
       keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
@@ -241,7 +253,7 @@ export class AnchorStore {
   /** Records a refused job (`rejected`) or a conflicting one (`conflict`) with its reason. */
   async reject(key: string, reason: string, code: 'rejected' | 'conflict' = 'rejected'): Promise<void> {
     const now = this.now();
-    await this.run(REJECT, [this.keys.subject(key), this.keys.history(key), this.keys.events, this.keys.all, this.keys.byStatus('rejected')], [
+    await this.run(REJECT, [this.keys.subject(key), this.keys.history(key), this.keys.events, this.keys.counts, this.keys.byStatus('rejected')], [
       key,
       reason,
       now,
@@ -268,6 +280,7 @@ export class AnchorStore {
       ...WITNESS_STATUSES.map((st) => k.byStatus(st)),
       k.meta,
       k.timeline(Math.floor(now / 60_000)),
+      k.counts,
     ];
   }
 
@@ -360,58 +373,111 @@ export class AnchorStore {
     return items.map((t) => JSON.parse(t) as HistoryEntry);
   }
 
-  /** Newest first. The cursor is the score and key of the last item of the previous page. */
+  /**
+   * Newest first: (acceptance time, key) descending. The cursor is the score and key of the
+   * last subject looked at. A status alone reads idx:st:<status>; no filter merges every
+   * status index; a witness reads its index (pending, partial, failed) or, for confirmed,
+   * idx:st:confirmed and :partial filtered by the witness's status. A filtered page looks at
+   * a bounded number of subjects, so it may come back short with a `next` to go on from.
+   */
   async list(q: ListQuery): Promise<{ keys: string[]; next: string | null }> {
-    const index = q.witness
-      ? this.keys.byWitness(q.witness, q.status ?? 'pending')
-      : q.status
-        ? this.keys.byStatus(q.status)
-        : this.keys.all;
-    let max = '+inf';
-    let skipKey: string | null = null;
+    const k = this.keys;
+    const status = q.witness ? (q.status ?? 'pending') : q.status;
+    let indexes: string[];
+    let filter: ((keys: string[]) => Promise<boolean[]>) | null = null;
+    if (q.witness && status === 'confirmed') {
+      const w = q.witness;
+      indexes = [k.byStatus('confirmed'), k.byStatus('partial')];
+      filter = async (keys) => {
+        const pipe = this.redis.pipeline();
+        for (const key of keys) pipe.hget(k.subject(key), `w:${w}`);
+        const res = (await pipe.exec()) ?? [];
+        return res.map(([err, v]) => {
+          if (err) throw err;
+          return v === 'confirmed';
+        });
+      };
+    } else if (q.witness) indexes = [k.byWitness(q.witness, status!)];
+    else if (status) indexes = [k.byStatus(status)];
+    else indexes = SUBJECT_STATUSES.map((st) => k.byStatus(st));
+    let after: [number, string] | null = null;
     if (q.cursor) {
       const [score, ...rest] = Buffer.from(q.cursor, 'base64url').toString('utf8').split(':');
-      max = `${score}`;
-      skipKey = rest.join(':');
+      after = [Number(score), rest.join(':')];
     }
-    const raw = await this.redis.zrevrangebyscore(index, max, '-inf', 'WITHSCORES', 'LIMIT', 0, q.limit + 50);
-    const out: Array<[string, string]> = [];
-    let skipping = skipKey !== null;
-    for (let i = 0; i + 1 < raw.length; i += 2) {
-      const k = raw[i]!;
-      const score = raw[i + 1]!;
-      if (skipping) {
-        if (score !== max) skipping = false;
-        else {
-          if (k === skipKey) skipping = false;
-          continue;
-        }
+    const out: string[] = [];
+    let last: [number, string] | null = after;
+    for (let round = 0; round < LIST_ROUNDS; round++) {
+      const page = await this.newestAfter(indexes, last, filter ? LIST_FILTER_READ : q.limit - out.length);
+      const keep = filter ? await filter(page.items.map(([, key]) => key)) : page.items.map(() => true);
+      for (let i = 0; i < page.items.length; i++) {
+        if (out.length === q.limit) return { keys: out, next: cursorOf(last!) };
+        last = page.items[i]!;
+        if (keep[i]) out.push(last[1]);
       }
-      out.push([k, score]);
-      if (out.length === q.limit) break;
+      if (!page.more) return { keys: out, next: null };
+      if (out.length === q.limit) return { keys: out, next: cursorOf(last!) };
     }
-    const last = out[out.length - 1];
-    const next = out.length === q.limit && last ? Buffer.from(`${last[1]}:${last[0]}`).toString('base64url') : null;
-    return { keys: out.map(([k]) => k), next };
+    return { keys: out, next: last && last !== after ? cursorOf(last) : null };
   }
 
-  async countByStatus(): Promise<Record<string, number>> {
+  /**
+   * Up to `n` members of the indexes after `after` in (score, key) descending order, merged;
+   * `more`: some index may hold members past the last one returned.
+   */
+  private async newestAfter(indexes: readonly string[], after: [number, string] | null, n: number): Promise<{ items: Array<[number, string]>; more: boolean }> {
+    const max = after ? String(after[0]) : '+inf';
+    // Members of the cursor's own score come first and may all be seen already (an accept call
+    // gives its subjects one score): read past as many as that score holds.
+    const atCursor: number[] = indexes.map(() => 0);
+    if (after) {
+      const counts = this.redis.pipeline();
+      for (const ix of indexes) counts.zcount(ix, max, max);
+      ((await counts.exec()) ?? []).forEach(([err, v], i) => {
+        if (err) throw err;
+        atCursor[i] = Number(v);
+      });
+    }
     const pipe = this.redis.pipeline();
-    for (const s of SUBJECT_STATUSES) pipe.zcard(this.keys.byStatus(s));
+    indexes.forEach((ix, i) => pipe.zrevrangebyscore(ix, max, '-inf', 'WITHSCORES', 'LIMIT', 0, n + atCursor[i]!));
     const res = (await pipe.exec()) ?? [];
-    return Object.fromEntries(SUBJECT_STATUSES.map((s, i) => [s, Number(res[i]?.[1] ?? 0)]));
+    const all: Array<[number, string]> = [];
+    let more = false;
+    for (const [i, [err, raw]] of res.entries()) {
+      if (err) throw err;
+      const flat = raw as string[];
+      if (flat.length / 2 >= n + atCursor[i]!) more = true;
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const item: [number, string] = [Number(flat[i + 1]), flat[i]!];
+        // members of one score come in reverse key order: those at or before the cursor are seen
+        if (after && item[0] === after[0] && item[1] >= after[1]) continue;
+        all.push(item);
+      }
+    }
+    all.sort((x, y) => y[0] - x[0] || (x[1] < y[1] ? 1 : x[1] > y[1] ? -1 : 0));
+    const items = all.slice(0, n);
+    return { items, more: more || all.length > n };
+  }
+
+  /** Subjects per overall status, from the counts the scripts keep (one round trip). */
+  async countByStatus(): Promise<Record<string, number>> {
+    const values = await this.redis.hmget(this.keys.counts, ...SUBJECT_STATUSES.map((s) => `st:${s}`));
+    return Object.fromEntries(SUBJECT_STATUSES.map((s, i) => [s, Math.max(0, Number(values[i] ?? 0))]));
+  }
+
+  /** Every subject the state holds, rejected ones included. */
+  async subjectCount(): Promise<number> {
+    return Object.values(await this.countByStatus()).reduce((a, b) => a + b, 0);
   }
 
   async countByWitness(witnesses: readonly WitnessName[]): Promise<Record<string, Record<string, number>>> {
-    const statuses: WitnessStatus[] = ['pending', 'partial', 'confirmed', 'failed'];
-    const pipe = this.redis.pipeline();
-    for (const w of witnesses) for (const s of statuses) pipe.zcard(this.keys.byWitness(w, s));
-    const res = (await pipe.exec()) ?? [];
+    const fields = witnesses.flatMap((w) => WITNESS_STATUSES.map((s) => `w:${w}:${s}`));
+    const values = fields.length > 0 ? await this.redis.hmget(this.keys.counts, ...fields) : [];
     const out: Record<string, Record<string, number>> = {};
     let i = 0;
     for (const w of witnesses) {
       out[w] = {};
-      for (const s of statuses) out[w]![s] = Number(res[i++]?.[1] ?? 0);
+      for (const s of WITNESS_STATUSES) out[w]![s] = Math.max(0, Number(values[i++] ?? 0));
     }
     return out;
   }

@@ -27,15 +27,25 @@ export class StateKeys {
   history(key: string): string {
     return `${this.base}:h:${key}`;
   }
-  /** Every subject, scored by acceptance time. */
-  get all(): string {
+  /** Layout 1 only (removed by the move to layout 2, open-schema.lua): every subject, scored by acceptance time. */
+  get layout1All(): string {
     return `${this.base}:idx:all`;
   }
+  /** Every subject of one overall status, scored by acceptance time: a subject's one index membership once settled. */
   byStatus(status: string): string {
     return `${this.base}:idx:st:${status}`;
   }
+  /**
+   * The subjects whose witness is in `status`, scored by acceptance time, for pending, partial
+   * and failed (the reconciler's working sets); `confirmed` is not kept (layout 2: a confirmed
+   * witness is counted in `counts`, and its subjects found through idx:st:confirmed and :partial).
+   */
   byWitness(witness: string, status: string): string {
     return `${this.base}:idx:w:${witness}:${status}`;
+  }
+  /** Subjects per overall status (`st:<status>`) and per witness status (`w:<witness>:<status>`). */
+  get counts(): string {
+    return `${this.base}:counts`;
   }
   get events(): string {
     return `${this.base}:events`;

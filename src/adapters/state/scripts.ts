@@ -51,4 +51,7 @@ export const CUT_BATCH = load(DIR, 'cut-batch');
 /** Auto mode: links a subject's own event, first stored copy wins. */
 export const SET_SUBJECT_EVENT = load(DIR, 'set-subject-event');
 
-export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT];
+/** Records the layout version, moving a layout-1 Redis to the current layout first. */
+export const OPEN_SCHEMA = load(DIR, 'open-schema');
+
+export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, OPEN_SCHEMA];

@@ -5,7 +5,7 @@
 -- with another root is a conflict, recorded in that subject's history and on the stream,
 -- never re-anchored. A subject refused earlier (status rejected) is replaced.
 --
--- KEYS[1] events stream, [2] idx:all, [3] idx:st:pending, [4] idx:st:rejected,
+-- KEYS[1] events stream, [2] counts, [3] idx:st:pending, [4] idx:st:rejected,
 -- then one idx:w:<witness>:pending per witness in ARGV[4] (in that order),
 -- then the ARGV[5] witness inboxes, then per subject 4 keys: subject hash, envelope,
 -- history, Nostr event hash (the subject hash again when the subject has no event).
@@ -24,7 +24,7 @@ local n = (#ARGV - 5) / 7
 if n ~= math.floor(n) or n < 1 or #KEYS ~= kbase + 4 * n then
   return redis.error_reply('accept: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
 end
-local out, added = {}, {}
+local out, added, unrejected = {}, {}, 0
 for i = 0, n - 1 do
   local a, k = 6 + 7 * i, kbase + 4 * i
   local key, kind, envelope, digest, fp, eventId, eventJson = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
@@ -44,6 +44,7 @@ for i = 0, n - 1 do
     if existing[1] == 'rejected' then
       redis.call('DEL', s)
       redis.call('ZREM', KEYS[4], key)
+      unrejected = unrejected + 1
     end
     -- Every value in the subject hash stays within 64 bytes (a listpack); the envelope lives
     -- beside it, except when the subject has its own event: that event's content IS the
@@ -79,11 +80,16 @@ for j = 1, #added, 500 do
     table.insert(z, now); table.insert(z, added[m])
     table.insert(l, added[m])
   end
-  redis.call('ZADD', KEYS[2], unpack(z))
   redis.call('ZADD', KEYS[3], unpack(z))
   for wi = 1, nw do redis.call('ZADD', KEYS[4 + wi], unpack(z)) end
   for ii = 1, ni do lens[ii] = redis.call('RPUSH', KEYS[4 + nw + ii], unpack(l)) end
 end
+-- the counts per status and per witness status (what GET /v1/stats and the metrics show)
+if #added > 0 then
+  redis.call('HINCRBY', KEYS[2], 'st:pending', #added)
+  for _, w in ipairs(witnesses) do redis.call('HINCRBY', KEYS[2], 'w:' .. w .. ':pending', #added) end
+end
+if unrejected > 0 then redis.call('HINCRBY', KEYS[2], 'st:rejected', -unrejected) end
 -- -1: nothing was added, so no batcher needs a poke
 for ii = 1, ni do table.insert(out, lens[ii] or -1) end
 return out

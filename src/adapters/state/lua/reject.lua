@@ -2,7 +2,7 @@
 -- accepted keeps its state and gets the refusal in its history and on the stream; an
 -- unknown (or already refused) key becomes a subject with status rejected and the reason.
 --
--- KEYS[1] subject hash, [2] history, [3] events stream, [4] idx:all, [5] idx:st:rejected.
+-- KEYS[1] subject hash, [2] history, [3] events stream, [4] counts, [5] idx:st:rejected.
 -- ARGV[1] key, [2] reason, [3] now (ms), [4] now (ISO), [5] stream MAXLEN,
 -- [6] code ('rejected' | 'conflict'). Returns 1 when the rejected record was written, else 0.
 local s = KEYS[1]
@@ -16,7 +16,7 @@ if status and status ~= 'rejected' then
   return 0
 end
 redis.call('HSET', s, 'key', key, 'status', 'rejected', 'reason', reason, 'created', now, 'updated', now)
-redis.call('ZADD', KEYS[4], now, key)
+if not status then redis.call('HINCRBY', KEYS[4], 'st:rejected', 1) end
 redis.call('ZADD', KEYS[5], now, key)
 redis.call('RPUSH', KEYS[2], entry)
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', maxlen, '*', 'data',

@@ -2,14 +2,15 @@
 -- its progress number (ARGV[4]) must not fall below the stored one, so a stale report
 -- cannot undo a newer one. The same status further along only adds history. The overall
 -- status follows from every witness: all confirmed → confirmed, all failed → failed, any
--- partial or confirmed → partial, else pending; indexes move with both. A confirmation
+-- partial or confirmed → partial, else pending; indexes and counts move with both (a witness
+-- confirmed leaves its witness indexes: a confirmed subject is in idx:st:<status> only). A confirmation
 -- counts in the minute's timeline (GET /v1/timeline): per witness and per subject, the
 -- number, the summed and the longest time to confirm; the minute expires after 2 h.
 --
 -- KEYS[1] subject hash, [2] history, [3] events stream,
 -- [4..7] idx:w:<witness>:pending, partial, confirmed, failed (of the witness in ARGV[2]),
 -- [8..11] idx:st:pending, partial, confirmed, failed, [12] meta, [13] the timeline
--- minute of ARGV[5] (tl:<floor(now / 60000)>).
+-- minute of ARGV[5] (tl:<floor(now / 60000)>), [14] counts. KEYS[6] (confirmed) is never written.
 -- ARGV[1] key, [2] witness, [3] new status, [4] progress, [5] now (ms), [6] now (ISO),
 -- [7] detail ('' for none), [8] stream MAXLEN.
 -- Returns {changed(0|1), overall, created}.
@@ -19,6 +20,7 @@ local key, w, new, prog, now, nowIso, detail, maxlen = ARGV[1], ARGV[2], ARGV[3]
 if not ORDER[new] then return redis.error_reply('set-witness: unknown status ' .. tostring(new)) end
 local function witnessIndex(st)
   if not ORDER[st] then error('set-witness: stored witness status ' .. tostring(st) .. ' is not one of pending, partial, confirmed, failed') end
+  if st == 'confirmed' then return nil end
   return KEYS[4 + ORDER[st]]
 end
 local function statusIndex(st)
@@ -40,8 +42,11 @@ if old == new then
 end
 local created = cur[4]
 redis.call('HSET', s, 'w:' .. w, new, 'updated', now)
-redis.call('ZREM', witnessIndex(old), key)
-redis.call('ZADD', witnessIndex(new), created, key)
+local fromIndex, toIndex = witnessIndex(old), witnessIndex(new)
+if fromIndex then redis.call('ZREM', fromIndex, key) end
+if toIndex then redis.call('ZADD', toIndex, created, key) end
+redis.call('HINCRBY', KEYS[14], 'w:' .. w .. ':' .. old, -1)
+redis.call('HINCRBY', KEYS[14], 'w:' .. w .. ':' .. new, 1)
 -- the last hour's timeline (GET /v1/timeline): per minute, confirmations and their time to confirm
 local function tally(field)
   local tl = KEYS[13]
@@ -73,6 +78,8 @@ if overall ~= oldOverall then
   redis.call('HSET', s, 'status', overall)
   redis.call('ZREM', statusIndex(oldOverall), key)
   redis.call('ZADD', statusIndex(overall), created, key)
+  redis.call('HINCRBY', KEYS[14], 'st:' .. oldOverall, -1)
+  redis.call('HINCRBY', KEYS[14], 'st:' .. overall, 1)
   if overall == 'confirmed' then tally('subject') end
 end
 local entry = {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = overall}

@@ -1,0 +1,34 @@
+-- open-schema: records the state's layout version, moving a layout-1 Redis to the current
+-- layout first, atomically (two daemons opening at once: the second finds it done).
+-- Layout 1 had, besides idx:st:<status>, an index of every subject (idx:all) and one per
+-- witness status (idx:w:<witness>:<status>), and no counts. Layout 2 counts subjects per
+-- status and per witness status in one hash, and drops idx:all and idx:w:<witness>:confirmed
+-- (a confirmed subject is in idx:st:confirmed only). The counts are taken from the old
+-- indexes' sizes, then those two kinds of index are removed.
+-- A schema key already present is left alone (the caller reads and judges it first).
+--
+-- KEYS[1] schema key, [2] counts, [3] idx:all, [4..8] idx:st:pending, partial, confirmed,
+-- failed, rejected, then per witness in ARGV[2] (comma list) its idx:w:<w>:pending, partial,
+-- confirmed, failed. ARGV[1] the current layout version, [2] witnesses.
+-- Returns 'present' (a schema key was there), 'fresh' (no subjects) or 'migrated'.
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'present' end
+local statuses = {'pending', 'partial', 'confirmed', 'failed', 'rejected'}
+local wstatuses = {'pending', 'partial', 'confirmed', 'failed'}
+local fields, subjects = {}, 0
+for i, st in ipairs(statuses) do
+  local n = redis.call('ZCARD', KEYS[3 + i])
+  subjects = subjects + n
+  table.insert(fields, 'st:' .. st); table.insert(fields, n)
+end
+local k = 9
+for w in string.gmatch(ARGV[2], '[^,]+') do
+  for _, st in ipairs(wstatuses) do
+    table.insert(fields, 'w:' .. w .. ':' .. st); table.insert(fields, redis.call('ZCARD', KEYS[k]))
+    if st == 'confirmed' then redis.call('UNLINK', KEYS[k]) end
+    k = k + 1
+  end
+end
+if subjects > 0 then redis.call('HSET', KEYS[2], unpack(fields)) end
+redis.call('UNLINK', KEYS[3])
+redis.call('SET', KEYS[1], ARGV[1])
+return subjects > 0 and 'migrated' or 'fresh'
