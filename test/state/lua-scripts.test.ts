@@ -292,6 +292,42 @@ describe('listing subjects (one index membership each, layout 2)', () => {
   });
 });
 
+describe('forget.lua (retention)', () => {
+  it('removes every trace of the subjects given: record, envelope, history, own event, indexes, counts; leaves the others and the batches', async () => {
+    const withEvent = subject();
+    const id = randomBytes(32).toString('hex');
+    const [confirmed, kept] = [subject(), subject()];
+    await store.acceptMany(BOTH, [{ ...withEvent, nostrEvent: { id, json: JSON.stringify({ content: withEvent.envelopeCanonical }) } }, confirmed, kept]);
+    await store.noteNostrQueued(id, Date.now(), 3_600_000);
+    const batch = (await store.cutBatch('ots', 10))!;
+    await store.setWitnessMany([confirmed.key], 'nostr', 'confirmed', 1);
+    await store.setWitnessMany([confirmed.key], 'ots', 'confirmed', 1);
+    await store.reject('refused', 'bad');
+    expect(await store.countByStatus()).toEqual({ pending: 2, partial: 0, confirmed: 1, failed: 0, rejected: 1 });
+    seen.splice(0);
+
+    expect(await store.forget([withEvent.key, confirmed.key, 'refused', 'never-there'])).toBe(3);
+    await expectKeysDeclared();
+    for (const key of [withEvent.key, confirmed.key, 'refused']) {
+      expect(await redis.exists(store.keys.subject(key), store.keys.envelope(key), store.keys.history(key)), key).toBe(0);
+      expect(await store.getRecord(key)).toBeNull();
+    }
+    expect(await redis.exists(store.keys.event(id))).toBe(0);
+    expect(await redis.zscore(store.keys.nostrRecent, id)).toBeNull();
+    expect(await store.countByStatus()).toEqual({ pending: 1, partial: 0, confirmed: 0, failed: 0, rejected: 0 });
+    expect(await store.countByWitness(['nostr', 'ots'])).toEqual({ nostr: { pending: 1, partial: 0, confirmed: 0, failed: 0 }, ots: { pending: 1, partial: 0, confirmed: 0, failed: 0 } });
+    for (const st of ['pending', 'partial', 'confirmed', 'failed', 'rejected']) expect(await redis.zrange(store.keys.byStatus(st), 0, -1), st).toEqual(st === 'pending' ? [kept.key] : []);
+    for (const w of ['nostr', 'ots'] as const) expect(await redis.zrange(store.keys.byWitness(w, 'pending'), 0, -1)).toEqual([kept.key]);
+    expect((await store.list({ limit: 10 })).keys).toEqual([kept.key]);
+    // the batch keeps every digest, for the proofs of the subjects still in it
+    expect((await store.getBatch('ots', batch.id))?.digests).toHaveLength(3);
+    expect(await store.getRecord(kept.key)).toMatchObject({ status: 'pending', envelopeCanonical: kept.envelopeCanonical });
+    // forgetting again changes nothing
+    expect(await store.forget([withEvent.key, confirmed.key])).toBe(0);
+    expect((await store.countByStatus()).pending).toBe(1);
+  });
+});
+
 describe('set-relay.lua', () => {
   const report = (status: string) => ({ url: 'ws://r', status, message: status, at: '2026-01-01T00:00:00Z' });
   it.each([

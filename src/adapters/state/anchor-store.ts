@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { StateKeys, WITNESSES, type WitnessName } from './keys.js';
-import { ACCEPT, CUT_BATCH, MARK_SENT, OPEN_SCHEMA, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
+import { ACCEPT, CUT_BATCH, FORGET, MARK_SENT, OPEN_SCHEMA, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
@@ -248,6 +248,40 @@ export class AnchorStore {
       if (n >= 0) inboxLengths[w] = n;
     });
     return { results, inboxLengths };
+  }
+
+  /**
+   * Removes every trace of these subjects (retention, once a proof is archived): record,
+   * envelope, history, own Nostr event, index memberships and counts; batches keep their
+   * digests for the other subjects' proofs. Returns how many were there and are gone. In
+   * chunks of ACCEPT_CHUNK.subjects; a subject whose event changed between the read and the
+   * script (a second daemon linking it) is read again, a bounded number of times.
+   */
+  async forget(keys: readonly string[]): Promise<number> {
+    const k = this.keys;
+    let forgotten = 0;
+    for (let i = 0; i < keys.length; i += ACCEPT_CHUNK.subjects) {
+      let chunk = [...new Set(keys.slice(i, i + ACCEPT_CHUNK.subjects))];
+      for (let attempt = 0; attempt < 5 && chunk.length > 0; attempt++) {
+        const pipe = this.redis.pipeline();
+        for (const key of chunk) pipe.hget(k.subject(key), 'nostr:event');
+        const ids = ((await pipe.exec()) ?? []).map(([err, v]) => {
+          if (err) throw err;
+          return (v as string | null) ?? '';
+        });
+        const scriptKeys = [k.counts, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), k.nostrRecent, ...WITNESSES.flatMap((w) => (['pending', 'partial', 'failed'] as const).map((st) => k.byWitness(w, st)))];
+        const args: string[] = [WITNESSES.join(',')];
+        chunk.forEach((key, j) => {
+          scriptKeys.push(k.subject(key), k.envelope(key), k.history(key), ids[j] ? k.event(ids[j]!) : k.subject(key));
+          args.push(key, ids[j]!);
+        });
+        const res = (await this.run(FORGET, scriptKeys, args)) as number[];
+        forgotten += res.filter((r) => r === 1).length;
+        chunk = chunk.filter((_key, j) => res[j] === -1);
+      }
+      if (chunk.length > 0) throw new Error(`forget: the Nostr event of ${chunk.length} subjects kept changing under 5 reads (${chunk[0]}, ...)`);
+    }
+    return forgotten;
   }
 
   /** Records a refused job (`rejected`) or a conflicting one (`conflict`) with its reason. */
