@@ -18,6 +18,9 @@ export const SUBJECT_STATUSES: readonly SubjectStatus[] = ['pending', 'partial',
 
 const EVENTS_MAXLEN = 100_000;
 
+/** Subjects per set-witness.lua call: bounds how long one call holds Redis. */
+const WITNESS_CHUNK = 250;
+
 /** Index reads one list page may make while a filter keeps too few subjects (bounds a request). */
 const LIST_ROUNDS = 20;
 /** Subjects a filtered list page reads from the indexes per round. */
@@ -298,42 +301,29 @@ export class AnchorStore {
   }
 
   async setWitness(key: string, witness: WitnessName, status: WitnessStatus, progress: number, detail = ''): Promise<WitnessChange> {
-    const now = this.now();
-    const res = (await this.run(SET_WITNESS, this.setWitnessKeys(key, witness, now), [key, witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN])) as [number, string, string];
-    return { changed: res[0] === 1, overall: res[1], createdMs: Number(res[2]) };
+    return (await this.setWitnessMany([key], witness, status, progress, detail))[0]!;
   }
 
-  /** Every key set-witness.lua may touch, in its order (the timeline minute is that of `now`). */
-  private setWitnessKeys(key: string, witness: WitnessName, now: number): string[] {
+  /**
+   * The same transition for many subjects (a batch): one set-witness.lua call per
+   * WITNESS_CHUNK subjects, which moves the indexes and counts once for all of them.
+   */
+  async setWitnessMany(keys: readonly string[], witness: WitnessName, status: WitnessStatus, progress: number, detail = ''): Promise<WitnessChange[]> {
+    const out: WitnessChange[] = [];
+    const now = this.now();
     const k = this.keys;
-    return [
-      k.subject(key),
-      k.history(key),
+    const shared = [
       k.events,
-      ...WITNESS_STATUSES.map((st) => k.byWitness(witness, st)),
+      ...(['pending', 'partial', 'failed'] as const).map((st) => k.byWitness(witness, st)),
       ...WITNESS_STATUSES.map((st) => k.byStatus(st)),
       k.meta,
       k.timeline(Math.floor(now / 60_000)),
       k.counts,
     ];
-  }
-
-  /** The same transition for many subjects (a batch), pipelined. */
-  async setWitnessMany(keys: readonly string[], witness: WitnessName, status: WitnessStatus, progress: number, detail = ''): Promise<WitnessChange[]> {
-    const out: WitnessChange[] = [];
-    const now = this.now();
-    for (let i = 0; i < keys.length; i += 1000) {
-      const pipe = this.redis.pipeline();
-      for (const key of keys.slice(i, i + 1000)) {
-        const scriptKeys = this.setWitnessKeys(key, witness, now);
-        scriptCommand(pipe, SET_WITNESS)(String(scriptKeys.length), ...scriptKeys, key, witness, status, String(progress), String(now), nowIso(now), detail, String(EVENTS_MAXLEN));
-      }
-      const results = (await pipe.exec()) ?? [];
-      for (const [err, res] of results) {
-        if (err) throw err;
-        const r = res as [number, string, string];
-        out.push({ changed: r[0] === 1, overall: r[1], createdMs: Number(r[2]) });
-      }
+    for (let i = 0; i < keys.length; i += WITNESS_CHUNK) {
+      const chunk = keys.slice(i, i + WITNESS_CHUNK);
+      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)])], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, ...chunk])) as Array<number | string>;
+      for (let j = 0; j < chunk.length; j++) out.push({ changed: Number(res[3 * j]) === 1, overall: String(res[3 * j + 1]), createdMs: Number(res[3 * j + 2]) });
     }
     return out;
   }

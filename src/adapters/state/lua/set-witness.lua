@@ -1,91 +1,124 @@
--- set-witness: moves one subject's witness to a new status. A witness moves only forward:
--- its progress number (ARGV[4]) must not fall below the stored one, so a stale report
--- cannot undo a newer one. The same status further along only adds history. The overall
--- status follows from every witness: all confirmed → confirmed, all failed → failed, any
--- partial or confirmed → partial, else pending; indexes and counts move with both (a witness
--- confirmed leaves its witness indexes: a confirmed subject is in idx:st:<status> only). A confirmation
--- counts in the minute's timeline (GET /v1/timeline): per witness and per subject, the
--- number, the summed and the longest time to confirm; the minute expires after 2 h.
+-- set-witness: moves one witness of many subjects (a batch, or one subject) to a new status
+-- in one call. A witness moves only forward: its progress number (ARGV[3]) must not fall
+-- below the stored one, so a stale report cannot undo a newer one. The same status further
+-- along only adds history. The overall status follows from every witness (SPEC §4.3): all
+-- confirmed → confirmed, all failed → failed, any partial or confirmed → partial, else
+-- pending. Indexes and counts move with both, one command per index and count for the whole
+-- call (a witness confirmed leaves its witness indexes: a confirmed subject is in
+-- idx:st:<status> only). A confirmation counts in the minute's timeline (GET /v1/timeline):
+-- per witness and per subject, the number, the summed and the longest time to confirm; the
+-- minute expires after 2 h.
 --
--- KEYS[1] subject hash, [2] history, [3] events stream,
--- [4..7] idx:w:<witness>:pending, partial, confirmed, failed (of the witness in ARGV[2]),
--- [8..11] idx:st:pending, partial, confirmed, failed, [12] meta, [13] the timeline
--- minute of ARGV[5] (tl:<floor(now / 60000)>), [14] counts. KEYS[6] (confirmed) is never written.
--- ARGV[1] key, [2] witness, [3] new status, [4] progress, [5] now (ms), [6] now (ISO),
--- [7] detail ('' for none), [8] stream MAXLEN.
--- Returns {changed(0|1), overall, created}.
+-- KEYS[1] events stream, [2..4] idx:w:<witness>:pending, partial, failed (of the witness in
+-- ARGV[1]), [5..8] idx:st:pending, partial, confirmed, failed, [9] meta, [10] the timeline
+-- minute of ARGV[4] (tl:<floor(now / 60000)>), [11] counts, then per subject 2: its hash and
+-- its history.
+-- ARGV[1] witness, [2] new status, [3] progress, [4] now (ms), [5] now (ISO), [6] detail
+-- ('' for none), [7] stream MAXLEN, then the subject keys (in KEYS order).
+-- Returns per subject {changed(0|1), overall, created}, flat.
 local ORDER = {pending = 0, partial = 1, confirmed = 2, failed = 3}
-local s = KEYS[1]
-local key, w, new, prog, now, nowIso, detail, maxlen = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local w, new, prog, now, nowIso, detail, maxlen = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 if not ORDER[new] then return redis.error_reply('set-witness: unknown status ' .. tostring(new)) end
-local function witnessIndex(st)
-  if not ORDER[st] then error('set-witness: stored witness status ' .. tostring(st) .. ' is not one of pending, partial, confirmed, failed') end
-  if st == 'confirmed' then return nil end
-  return KEYS[4 + ORDER[st]]
-end
+local n = #ARGV - 7
+if n < 1 or #KEYS ~= 11 + 2 * n then return redis.error_reply('set-witness: ' .. #KEYS .. ' keys for ' .. n .. ' subjects') end
+local W_INDEX = {pending = KEYS[2], partial = KEYS[3], failed = KEYS[4]}
 local function statusIndex(st)
   if not ORDER[st] then error('set-witness: stored status ' .. tostring(st) .. ' is not one of pending, partial, confirmed, failed') end
-  return KEYS[8 + ORDER[st]]
+  return KEYS[5 + ORDER[st]]
 end
-local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', 'witnesses')
-if not cur[1] then return {0, cur[3] or '', cur[4] or '0'} end
-if prog < tonumber(cur[2] or '0') then return {0, cur[3], cur[4]} end
-local advanced = prog > tonumber(cur[2] or '0')
-redis.call('HSET', s, 'p:' .. w, prog)
-local old = cur[1]
-if old == new then
-  -- Same status, further along (another relay, the calendars answered): history only.
-  if advanced and detail ~= '' then
-    redis.call('RPUSH', KEYS[2], cjson.encode({at = nowIso, event = 'witness', witness = w, from = old, to = new, status = cur[3], detail = detail}))
+local rem, add, counts, countOrder = {}, {}, {}, {}
+local function move(fromIndex, toIndex, key, score)
+  if fromIndex then rem[fromIndex] = rem[fromIndex] or {}; table.insert(rem[fromIndex], key) end
+  if toIndex then add[toIndex] = add[toIndex] or {}; table.insert(add[toIndex], score); table.insert(add[toIndex], key) end
+end
+local function count(field, d)
+  if not counts[field] then counts[field] = 0; table.insert(countOrder, field) end
+  counts[field] = counts[field] + d
+end
+local tally, tallyOrder = {}, {}
+local function tallied(field, took)
+  local t = tally[field]
+  if not t then t = {n = 0, sum = 0, max = -1}; tally[field] = t; table.insert(tallyOrder, field) end
+  t.n = t.n + 1; t.sum = t.sum + took
+  if took > t.max then t.max = took end
+end
+local out = {}
+for i = 1, n do
+  local key, s, h = ARGV[7 + i], KEYS[10 + 2 * i], KEYS[11 + 2 * i]
+  local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', 'witnesses')
+  local old, stored = cur[1], tonumber(cur[2] or '0')
+  if not old then
+    table.insert(out, 0); table.insert(out, cur[3] or ''); table.insert(out, cur[4] or '0')
+  elseif prog < stored then
+    table.insert(out, 0); table.insert(out, cur[3]); table.insert(out, cur[4])
+  elseif old == new then
+    -- Same status, further along (another relay, the calendars answered): history only.
+    if prog > stored then
+      redis.call('HSET', s, 'p:' .. w, prog)
+      if detail ~= '' then
+        redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'witness', witness = w, from = old, to = new, status = cur[3], detail = detail}))
+      end
+    end
+    table.insert(out, 0); table.insert(out, cur[3]); table.insert(out, cur[4])
+  else
+    if not ORDER[old] then error('set-witness: stored witness status ' .. tostring(old) .. ' is not one of pending, partial, confirmed, failed') end
+    local created = cur[4]
+    local fields = {'p:' .. w, prog, 'w:' .. w, new, 'updated', now}
+    move(W_INDEX[old], W_INDEX[new], key, created)
+    count('w:' .. w .. ':' .. old, -1); count('w:' .. w .. ':' .. new, 1)
+    local took = tonumber(now) - tonumber(created)
+    if new == 'confirmed' then
+      table.insert(fields, 'confirmed:' .. w); table.insert(fields, now)
+      tallied(w, took)
+    end
+    -- every witness's status, this one's as it now is
+    local names = {}
+    for ww in string.gmatch(cur[5], '[^,]+') do table.insert(names, ww) end
+    local nconf, nfail, nprog = 0, 0, 0
+    local others = #names > 0 and redis.call('HMGET', s, unpack((function() local f = {} for _, ww in ipairs(names) do table.insert(f, 'w:' .. ww) end return f end)())) or {}
+    for j, ww in ipairs(names) do
+      local v = ww == w and new or others[j]
+      if v == 'confirmed' then nconf = nconf + 1; nprog = nprog + 1
+      elseif v == 'failed' then nfail = nfail + 1
+      elseif v == 'partial' then nprog = nprog + 1 end
+    end
+    local overall = 'pending'
+    if nconf == #names then overall = 'confirmed'
+    elseif nfail == #names then overall = 'failed'
+    elseif nprog > 0 then overall = 'partial' end
+    local oldOverall = cur[3]
+    if overall ~= oldOverall then
+      table.insert(fields, 'status'); table.insert(fields, overall)
+      move(statusIndex(oldOverall), statusIndex(overall), key, created)
+      count('st:' .. oldOverall, -1); count('st:' .. overall, 1)
+      if overall == 'confirmed' then tallied('subject', took) end
+    end
+    redis.call('HSET', s, unpack(fields))
+    local entry = {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = overall}
+    if detail ~= '' then entry.detail = detail end
+    redis.call('RPUSH', h, cjson.encode(entry))
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'data',
+      cjson.encode({type = 'state', key = key, witness = w, from = old, to = new, status = overall, previous = oldOverall, at = nowIso, detail = detail}))
+    table.insert(out, 1); table.insert(out, overall); table.insert(out, created)
   end
-  return {0, cur[3], cur[4]}
 end
-local created = cur[4]
-redis.call('HSET', s, 'w:' .. w, new, 'updated', now)
-local fromIndex, toIndex = witnessIndex(old), witnessIndex(new)
-if fromIndex then redis.call('ZREM', fromIndex, key) end
-if toIndex then redis.call('ZADD', toIndex, created, key) end
-redis.call('HINCRBY', KEYS[14], 'w:' .. w .. ':' .. old, -1)
-redis.call('HINCRBY', KEYS[14], 'w:' .. w .. ':' .. new, 1)
+-- the indexes and counts, one command each for the whole call (500 members at a time: Lua's stack)
+for ix, members in pairs(rem) do
+  for j = 1, #members, 500 do redis.call('ZREM', ix, unpack(members, j, math.min(j + 499, #members))) end
+end
+for ix, pairs_ in pairs(add) do
+  for j = 1, #pairs_, 1000 do redis.call('ZADD', ix, unpack(pairs_, j, math.min(j + 999, #pairs_))) end
+end
+for _, field in ipairs(countOrder) do
+  if counts[field] ~= 0 then redis.call('HINCRBY', KEYS[11], field, counts[field]) end
+end
+if tally[w] then redis.call('HSET', KEYS[9], 'last_confirmed:' .. w, now) end
 -- the last hour's timeline (GET /v1/timeline): per minute, confirmations and their time to confirm
-local function tally(field)
-  local tl = KEYS[13]
-  local took = tonumber(now) - tonumber(created)
+for _, field in ipairs(tallyOrder) do
+  local t, tl = tally[field], KEYS[10]
   -- the expiry is set when the minute's first count of a field is made, not on every count
-  if redis.call('HINCRBY', tl, 'n:' .. field, 1) == 1 then redis.call('PEXPIRE', tl, 7200000) end
-  redis.call('HINCRBY', tl, 't:' .. field, took)
-  if took > tonumber(redis.call('HGET', tl, 'm:' .. field) or '-1') then redis.call('HSET', tl, 'm:' .. field, took) end
+  if redis.call('HINCRBY', tl, 'n:' .. field, t.n) == t.n then redis.call('PEXPIRE', tl, 7200000) end
+  redis.call('HINCRBY', tl, 't:' .. field, t.sum)
+  if t.max > tonumber(redis.call('HGET', tl, 'm:' .. field) or '-1') then redis.call('HSET', tl, 'm:' .. field, t.max) end
 end
-if new == 'confirmed' then
-  redis.call('HSET', s, 'confirmed:' .. w, now)
-  redis.call('HSET', KEYS[12], 'last_confirmed:' .. w, now)
-  tally(w)
-end
-local n, nconf, nfail, nprog = 0, 0, 0, 0
-for ww in string.gmatch(cur[5], '[^,]+') do
-  n = n + 1
-  local v = redis.call('HGET', s, 'w:' .. ww)
-  if v == 'confirmed' then nconf = nconf + 1; nprog = nprog + 1
-  elseif v == 'failed' then nfail = nfail + 1
-  elseif v == 'partial' then nprog = nprog + 1 end
-end
-local overall = 'pending'
-if nconf == n then overall = 'confirmed'
-elseif nfail == n then overall = 'failed'
-elseif nprog > 0 then overall = 'partial' end
-local oldOverall = cur[3]
-if overall ~= oldOverall then
-  redis.call('HSET', s, 'status', overall)
-  redis.call('ZREM', statusIndex(oldOverall), key)
-  redis.call('ZADD', statusIndex(overall), created, key)
-  redis.call('HINCRBY', KEYS[14], 'st:' .. oldOverall, -1)
-  redis.call('HINCRBY', KEYS[14], 'st:' .. overall, 1)
-  if overall == 'confirmed' then tally('subject') end
-end
-local entry = {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = overall}
-if detail ~= '' then entry.detail = detail end
-local text = cjson.encode(entry)
-redis.call('RPUSH', KEYS[2], text)
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', maxlen, '*', 'data',
-  cjson.encode({type = 'state', key = key, witness = w, from = old, to = new, status = overall, previous = oldOverall, at = nowIso, detail = detail}))
-return {1, overall, created}
+return out
