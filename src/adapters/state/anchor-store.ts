@@ -1,8 +1,10 @@
 /**
- * AnchorStore: the durable state of every subject, in Redis under one key prefix.
- * Per subject: envelope, digest, overall and per-witness status, links to its Nostr
- * event and its batches, and a timestamped history; indexes by status and witness;
- * a stream of state changes for live consumers.
+ * AnchorStore: the durable state of every subject, in Redis under one key prefix, and the
+ * one module that knows its key and field names (layout STATE_SCHEMA, docs/architecture.md).
+ * Per subject: envelope (in its own Nostr event when it has one), digest, overall and
+ * per-witness status, links to its Nostr event and its batches, and a timestamped history;
+ * one index membership by overall status (plus the witness indexes while a witness is in
+ * flight or failed) and counts per status; a stream of state changes for live consumers.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -471,8 +473,8 @@ export class AnchorStore {
       if (err) throw err;
       const flat = raw as string[];
       if (flat.length / 2 >= n + atCursor[i]!) more = true;
-      for (let i = 0; i + 1 < flat.length; i += 2) {
-        const item: [number, string] = [Number(flat[i + 1]), flat[i]!];
+      for (let j = 0; j + 1 < flat.length; j += 2) {
+        const item: [number, string] = [Number(flat[j + 1]), flat[j]!];
         // members of one score come in reverse key order: those at or before the cursor are seen
         if (after && item[0] === after[0] && item[1] >= after[1]) continue;
         all.push(item);
