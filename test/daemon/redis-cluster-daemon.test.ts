@@ -1,0 +1,157 @@
+/**
+ * The daemon on a real local Redis Cluster (three masters, no replicas, free loopback
+ * ports, a temp folder; stopped afterwards) through `redis.cluster`: subjects taken over
+ * HTTP anchor to confirmed through a dev relay and a dev calendar, their proofs verify
+ * offline, `/readyz` and the API answer as on one Redis, and every key of the prefix (state
+ * and BullMQ alike) lives on the one master serving its hash tag. The built daemon,
+ * SIGKILLed mid-run on the cluster and restarted, loses and duplicates nothing.
+ */
+import { existsSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ProofExporter } from '../../src/adapters/proof/export.js';
+import { HeadersFileSource } from '../../src/adapters/bitcoin/index.js';
+import { verifyAnchor } from '../../src/core/verify/pipeline.js';
+import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
+import { isCluster } from '../../src/adapters/redis/connection.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
+import type { DevCalendar } from '../../src/dev/calendar/index.js';
+import { Issuer, REPO_ROOT, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
+import { askNode, startLocalCluster, type LocalCluster } from '../helpers/redis-cluster.js';
+import { startStack } from '../http/fixture.js';
+import { audit, confirmAll, report, tapRelay, anchorEventCount } from '../reliability/audit.js';
+
+let cluster: LocalCluster;
+
+beforeAll(async () => {
+  cluster = await startLocalCluster();
+}, 60_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+/** Keys per master, by port. */
+async function keysPerNode(): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  for (const p of cluster.ports) out.set(p, Number(await askNode(p, 'DBSIZE')));
+  return out;
+}
+
+describe('aer1-anchord on redis.cluster', () => {
+  it('anchors subjects to confirmed; proofs verify offline; /readyz, stats and the subject view answer; every key on the master of {prefix}', { timeout: 120_000 }, async () => {
+    const N = 30;
+    const s = await startStack({ relays: 2, redisUrl: { cluster: cluster.urls }, overrides: { redis: { cluster: cluster.urls } } });
+    try {
+      expect(isCluster(s.daemon.redis)).toBe(true);
+      expect((await s.get('/readyz')).status).toBe(200);
+      const subjects = Array.from({ length: N }, () => receiptFields());
+      const keys = subjects.map((x) => x.receipt_uuid);
+      for (let i = 0; i < N; i += 10) {
+        const res = await s.post('/v1/anchors', { subjects: subjects.slice(i, i + 10) }, { auth: true });
+        expect(res.status).toBe(202);
+      }
+      await s.confirm(keys, 90_000);
+
+      const stats = (await (await s.get('/v1/stats')).json()) as { subjects: { total: number; byStatus: Record<string, number> } };
+      expect(stats.subjects.total).toBe(N);
+      expect(stats.subjects.byStatus.confirmed).toBe(N);
+      const one = await s.get(`/v1/anchors/${encodeURIComponent(keys[0]!)}`);
+      expect(one.status).toBe(200);
+      expect(((await one.json()) as { status: string }).status).toBe('confirmed');
+
+      const exporter = new ProofExporter(s.daemon.store, { relays: s.config.nostr.relays, calendars: s.config.ots.calendars });
+      const headerSource = new HeadersFileSource(s.config.ots.headersFile!);
+      for (const k of keys) {
+        const proof = JSON.parse(JSON.stringify(await exporter.export(k)));
+        const r = await verifyAnchor({ value: proof }, { expectedPubkeys: [s.daemon.signerPubkey!], headerSource, network: 'regtest', requireConfirmed: true });
+        expect(r.verdict, `${k}: ${r.reason}`).toBe('PASS');
+      }
+
+      // the client commands find the cluster the same way: redis.cluster in the file, or AER1_REDIS_CLUSTER
+      const cli = join(REPO_ROOT, 'dist/src/cli/aer1-anchor.js');
+      const dir = tempDir('cli');
+      const inFile = join(dir, 'cluster.json');
+      writeFileSync(inFile, JSON.stringify(s.config));
+      const fromEnv = join(dir, 'env.json');
+      writeFileSync(fromEnv, JSON.stringify({ ...s.config, redis: { ...s.config.redis, cluster: [] } }));
+      const env = { PATH: process.env.PATH ?? '', HOME: dir };
+      const status = spawnSync(process.execPath, [cli, 'status', keys[1]!, '--config', inFile], { encoding: 'utf8', env, timeout: 30_000 });
+      expect(status.status, status.stderr).toBe(0);
+      expect(status.stdout).toMatch(new RegExp(`^${keys[1]}: confirmed`));
+      const proofCli = spawnSync(process.execPath, [cli, 'proof', keys[1]!, '--config', fromEnv], { encoding: 'utf8', env: { ...env, AER1_REDIS_CLUSTER: cluster.urls.join(',') }, timeout: 30_000 });
+      expect(proofCli.status, proofCli.stderr).toBe(0);
+      expect(JSON.parse(proofCli.stdout)).toMatchObject({ digest: expect.any(String), status: 'confirmed' });
+
+      // one hash tag: the state and BullMQ's keys all sit on the master serving it, none elsewhere
+      const owner = await cluster.ownerOf(s.daemon.store.keys.all);
+      const perNode = await keysPerNode();
+      expect(perNode.get(owner)).toBeGreaterThan(N);
+      for (const [port, n] of perNode) if (port !== owner) expect(n, `keys on ${port}`).toBe(0);
+      expect(Number(await askNode(owner, 'EXISTS', s.daemon.store.keys.all))).toBe(1);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('aer1-anchord on redis.cluster, SIGKILLed mid-run', () => {
+  const bin = join(REPO_ROOT, 'dist/src/cli/aer1-anchord.js');
+  let relays: DevRelay[] = [];
+  let calendars: DevCalendar[] = [];
+  let child: ChildProcess | null = null;
+  afterAll(async () => {
+    if (child) await stopChild(child);
+    await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
+  });
+
+  it('resumes after the kill: all confirmed, none lost, none stored twice', { timeout: 240_000 }, async () => {
+    expect(existsSync(bin), `${bin} is missing: run npm run build`).toBe(true);
+    const N = 600;
+    relays = await startRelays(2);
+    const taps = relays.map(tapRelay);
+    const headersFile = join(tempDir('headers'), 'headers.json');
+    calendars = await startCalendars(1, headersFile);
+    const config = testConfig({
+      relays,
+      calendars,
+      headersFile,
+      overrides: { redis: { cluster: cluster.urls }, queue: { stalledIntervalMs: 1000 }, nostr: { maxAttempts: 1000 }, ots: { batchWindowMs: 300, batchMaxSize: 500 } },
+    });
+    const keyFile = join(tempDir('key'), 'nostr.key');
+    writeKeyFile(keyFile);
+    const issuer = new Issuer(config, { cluster: cluster.urls });
+    const subjects = Array.from({ length: N }, () => receiptFields());
+    const keys = subjects.map((x) => x.receipt_uuid);
+    let stderr = '';
+    const spawn = (): ChildProcess => {
+      const c = spawnDaemon(config, null, keyFile);
+      c.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-2000)));
+      return c;
+    };
+    try {
+      await issuer.enqueueMany(subjects.map((x) => ({ data: x, key: x.receipt_uuid })));
+      child = spawn();
+      await waitFor('a third accepted', async () => (await issuer.redis.zcard(issuer.store.keys.all)) >= N / 3, 90_000, 20).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}; stderr: ${stderr}`);
+      });
+      child.kill('SIGKILL');
+      await new Promise((r) => child!.once('exit', r));
+      child = null;
+      const atKill = await issuer.redis.zcard(issuer.store.keys.all);
+      child = spawn();
+      await confirmAll(issuer, keys, calendars, 180_000);
+      await stopChild(child);
+      child = null;
+      const result = await audit('daemon-sigkill-cluster', issuer, keys, taps, { historySample: 100 });
+      expect(result.lost).toBe(0);
+      expect(result.duplicates).toBe(0);
+      for (const relay of relays) expect(anchorEventCount(relay)).toBe(N);
+      report(result, { acceptedAtKill: atKill });
+    } finally {
+      await issuer.close();
+    }
+  });
+});
