@@ -15,7 +15,9 @@ import { ProofExporter } from '../../src/adapters/proof/export.js';
 import { HeadersFileSource } from '../../src/adapters/bitcoin/index.js';
 import { verifyAnchor } from '../../src/core/verify/pipeline.js';
 import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
-import { isCluster } from '../../src/adapters/redis/connection.js';
+import { connectRedis, isCluster } from '../../src/adapters/redis/connection.js';
+import { StateKeys } from '../../src/adapters/state/keys.js';
+import { shardOf } from '../../src/core/shard/shard.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { Issuer, REPO_ROOT, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
@@ -93,6 +95,30 @@ describe('aer1-anchord on redis.cluster', () => {
       expect(Number(await askNode(owner, 'EXISTS', s.daemon.store.keys.all))).toBe(1);
     } finally {
       await s.close();
+    }
+  });
+});
+
+describe('three shard hash tags on the cluster', () => {
+  it('{aer1:0}, {aer1:1}, {aer1:2} are served by three different masters, and subjects by their shard spread over all three', async () => {
+    const tags = [0, 1, 2].map((i) => StateKeys.forShard('aer1', i, 3));
+    const owners = await Promise.all(tags.map((k) => cluster.ownerOf(k.all)));
+    expect(new Set(owners).size).toBe(3);
+    // a subject record written under its shard's keys, through the cluster client, lands on that shard's master
+    const client = connectRedis({ cluster: cluster.urls });
+    try {
+      const keys = Array.from({ length: 60 }, () => receiptFields().receipt_uuid);
+      for (const k of keys) await client.hset(tags[shardOf(k, 3)]!.subject(k), 'probe', '1');
+      const perOwner = new Map<number, number>();
+      for (const k of keys) {
+        const i = shardOf(k, 3);
+        expect(Number(await askNode(owners[i]!, 'EXISTS', tags[i]!.subject(k))), k).toBe(1);
+        perOwner.set(owners[i]!, (perOwner.get(owners[i]!) ?? 0) + 1);
+      }
+      expect([...perOwner.keys()].sort()).toEqual([...owners].sort());
+      for (const k of keys) await client.del(tags[shardOf(k, 3)]!.subject(k));
+    } finally {
+      await client.quit();
     }
   });
 });
