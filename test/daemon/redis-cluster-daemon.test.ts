@@ -23,6 +23,7 @@ import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { Issuer, REPO_ROOT, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 import { askNode, startLocalCluster, type LocalCluster } from '../helpers/redis-cluster.js';
 import { startStack } from '../http/fixture.js';
+import { openSse } from '../http/clients.js';
 import { audit, confirmAll, report, tapRelay, anchorEventCount } from '../reliability/audit.js';
 
 let cluster: LocalCluster;
@@ -49,6 +50,9 @@ describe('aer1-anchord on redis.cluster', () => {
     try {
       expect(isCluster(s.daemon.redis)).toBe(true);
       expect((await s.get('/readyz')).status).toBe(200);
+      // the live feed's blocking XREAD runs on a cluster connection of its own
+      const sse = await openSse(`${s.http.url}/v1/events`);
+      expect(sse.status).toBe(200);
       const subjects = Array.from({ length: N }, () => receiptFields());
       const keys = subjects.map((x) => x.receipt_uuid);
       for (let i = 0; i < N; i += 10) {
@@ -56,6 +60,11 @@ describe('aer1-anchord on redis.cluster', () => {
         expect(res.status).toBe(202);
       }
       await s.confirm(keys, 90_000);
+      const confirmedOnFeed = (m: Array<{ data: string }>): boolean => {
+        const done = new Set(m.map((e) => JSON.parse(e.data) as { key?: string; status?: string }).filter((c) => c.status === 'confirmed').map((c) => c.key));
+        return keys.every((k) => done.has(k));
+      };
+      await sse.until(confirmedOnFeed, 20_000).finally(() => sse.close());
 
       const stats = (await (await s.get('/v1/stats')).json()) as { subjects: { total: number; byStatus: Record<string, number> } };
       expect(stats.subjects.total).toBe(N);
