@@ -24,6 +24,8 @@ import { Issuer, REPO_ROOT, receiptFields, spawnDaemon, startCalendars, startRel
 import { askNode, startLocalCluster, type LocalCluster } from '../helpers/redis-cluster.js';
 import { startStack } from '../http/fixture.js';
 import { openSse } from '../http/clients.js';
+import { startWebhooks } from '../../src/adapters/webhooks/webhooks.js';
+import { startReceiver } from '../webhooks/receiver.js';
 import { audit, confirmAll, report, tapRelay, anchorEventCount } from '../reliability/audit.js';
 
 let cluster: LocalCluster;
@@ -46,7 +48,10 @@ async function keysPerNode(): Promise<Map<number, number>> {
 describe('aer1-anchord on redis.cluster', () => {
   it('anchors subjects to confirmed; proofs verify offline; /readyz, stats and the subject view answer; every key on the master of {prefix}', { timeout: 120_000 }, async () => {
     const N = 30;
-    const s = await startStack({ relays: 2, redisUrl: { cluster: cluster.urls }, overrides: { redis: { cluster: cluster.urls } } });
+    const receiver = await startReceiver(() => 200);
+    const s = await startStack({ relays: 2, redisUrl: { cluster: cluster.urls }, overrides: { redis: { cluster: cluster.urls }, webhooks: [{ url: receiver.url, secret: 'cluster-hook-secret-0123456789' }] } });
+    // the webhook fan-out blocks on the events stream (XREADGROUP) and delivers from BullMQ queues, all on the cluster
+    const hooks = await startWebhooks({ daemon: s.daemon, log: s.log, tuning: { backoffMs: 50, backoffMaxMs: 200, blockMs: 200 } });
     try {
       expect(isCluster(s.daemon.redis)).toBe(true);
       expect((await s.get('/readyz')).status).toBe(200);
@@ -65,6 +70,10 @@ describe('aer1-anchord on redis.cluster', () => {
         return keys.every((k) => done.has(k));
       };
       await sse.until(confirmedOnFeed, 20_000).finally(() => sse.close());
+      await waitFor('every subject confirmed to the webhook', () => {
+        const done = new Set(receiver.delivered().map((r) => JSON.parse(r.body) as { key?: string; status?: string }).filter((c) => c.status === 'confirmed').map((c) => c.key));
+        return keys.every((k) => done.has(k));
+      }, 20_000);
 
       const stats = (await (await s.get('/v1/stats')).json()) as { subjects: { total: number; byStatus: Record<string, number> } };
       expect(stats.subjects.total).toBe(N);
@@ -103,7 +112,9 @@ describe('aer1-anchord on redis.cluster', () => {
       for (const [port, n] of perNode) if (port !== owner) expect(n, `keys on ${port}`).toBe(0);
       expect(Number(await askNode(owner, 'EXISTS', s.daemon.store.keys.all))).toBe(1);
     } finally {
+      await hooks.stop();
       await s.close();
+      await receiver.close();
     }
   });
 });
