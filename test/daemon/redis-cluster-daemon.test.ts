@@ -3,8 +3,10 @@
  * ports, a temp folder; stopped afterwards) through `redis.cluster`: subjects taken over
  * HTTP anchor to confirmed through a dev relay and a dev calendar, their proofs verify
  * offline, `/readyz` and the API answer as on one Redis, and every key of the prefix (state
- * and BullMQ alike) lives on the one master serving its hash tag. The built daemon,
- * SIGKILLed mid-run on the cluster and restarted, loses and duplicates nothing.
+ * and BullMQ alike) lives on the one master serving its hash tag; the live feed and a
+ * webhook see every confirmation. The built daemon, SIGKILLed mid-run on the cluster and
+ * restarted, loses and duplicates nothing. Last, the master of the prefix's slot is killed
+ * and `/readyz` turns red, quickly, saying Redis is unreachable.
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -198,6 +200,30 @@ describe('aer1-anchord on redis.cluster, SIGKILLed mid-run', () => {
       report(result, { acceptedAtKill: atKill });
     } finally {
       await issuer.close();
+    }
+  });
+});
+
+// last: it kills a master, and the cluster stays down for the rest of the file
+describe('/readyz on redis.cluster when the master of {prefix} is lost', () => {
+  it('turns 503 naming Redis unreachable, each probe answered within the request timeout', { timeout: 90_000 }, async () => {
+    const s = await startStack({ redisUrl: { cluster: cluster.urls }, overrides: { redis: { cluster: cluster.urls } }, http: { redisTimeoutMs: 1000 } });
+    try {
+      expect((await s.get('/readyz')).status).toBe(200);
+      await cluster.kill(await cluster.ownerOf(s.daemon.store.keys.probe));
+      let slowest = 0;
+      const res = await waitFor('/readyz red', async () => {
+        const t0 = Date.now();
+        const r = await s.get('/readyz');
+        slowest = Math.max(slowest, Date.now() - t0);
+        return r.status === 503 ? r : null;
+      }, 30_000, 200);
+      // no probe waited on the lost node much past http.redisTimeoutMs (1 s; slack for a loaded machine)
+      expect(slowest).toBeLessThan(5000);
+      expect(JSON.stringify(await res.json())).toMatch(/"code":"not_ready","message":"redis: Redis is unreachable/);
+    } finally {
+      // BullMQ's workers wait for the lost master to close (aer1-anchord's 20 s stop timeout covers it): bounded here
+      await Promise.race([s.close(), new Promise((r) => setTimeout(r, 20_000).unref())]);
     }
   });
 });

@@ -16,6 +16,8 @@ export interface LocalCluster {
   urls: string[];
   /** The master serving `key`'s slot (its port). */
   ownerOf(key: string): Promise<number>;
+  /** SIGKILLs the master on `port` (a node lost); `stop()` still reaps the rest. */
+  kill(port: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -81,6 +83,13 @@ export async function startLocalCluster(): Promise<LocalCluster> {
       const range = ranges.find(([a, b]) => slot >= a && slot <= b);
       if (!range) throw new Error(`no master serves slot ${slot}`);
       return Number(range[2][1]);
+    },
+    async kill(port: number): Promise<void> {
+      const n = nodes.find((x) => x.port === port);
+      if (!n || n.child.exitCode !== null) return;
+      const exited = new Promise((r) => n.child.once('exit', r));
+      n.child.kill('SIGKILL');
+      await exited;
     },
     stop,
   };
