@@ -37,7 +37,7 @@ export function connectRedis(target: RedisTarget, opts: { autoPipelining?: boole
   const { nodes, redisOptions } = clusterNodes(target.cluster);
   // BullMQ blocks on its workers' connections: maxRetriesPerRequest null on every node, as for one Redis
   const cluster = new Cluster(nodes, { enableAutoPipelining, redisOptions: { ...redisOptions, maxRetriesPerRequest: null } });
-  clusterNames.set(cluster, nodes.map((n) => `${n.host.includes(":") ? `[${n.host}]` : n.host}:${n.port}`));
+  clusterNames.set(cluster, nodes.map((n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`));
   return cluster;
 }
 
