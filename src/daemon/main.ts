@@ -1,6 +1,6 @@
 /**
- * `aer1-anchord`: resolves Redis (REDIS_URL / redis.url, else 127.0.0.1:6379 when it
- * answers, else the embedded redis-server), loads or creates the signing key, starts the
+ * `aer1-anchord`: resolves Redis (AER1_REDIS_CLUSTER / redis.cluster, else REDIS_URL /
+ * redis.url, else 127.0.0.1:6379 when it answers, else the embedded redis-server), loads or creates the signing key, starts the
  * daemon and its HTTP surfaces, says where everything is in its first log lines, and
  * stops cleanly on SIGTERM/SIGINT within a bounded time.
  */
