@@ -1,8 +1,8 @@
 /**
  * `aer1-anchord`: resolves Redis (AER1_REDIS_CLUSTER / redis.cluster, else REDIS_URL /
- * redis.url, else 127.0.0.1:6379 when it answers, else the embedded redis-server), loads or creates the signing key, starts the
- * daemon and its HTTP surfaces, says where everything is in its first log lines, and
- * stops cleanly on SIGTERM/SIGINT within a bounded time.
+ * redis.url, else 127.0.0.1:6379 when it answers, else the embedded redis-server), loads
+ * or creates the signing key, starts the daemon and its HTTP surfaces, says where
+ * everything is in its first log lines, and stops cleanly on SIGTERM/SIGINT within a bounded time.
  */
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
