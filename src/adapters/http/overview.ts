@@ -9,7 +9,6 @@ import { nostrQuorum } from '../config/config.js';
 import { displayUrl } from '../config/display-url.js';
 import { npub } from '../../core/nostr/keys.js';
 import { isoSeconds } from '../state/subject-view.js';
-import { SUBJECT_STATUSES } from '../state/anchor-store.js';
 import type { DaemonView } from '../view/daemon-view.js';
 import { VERSION } from '../../version.js';
 import { HttpError } from './respond.js';
@@ -74,33 +73,18 @@ export async function collectTimeline(daemon: DaemonView, minutes: number, now: 
   const at = now();
   const current = Math.floor(at / 60_000);
   const first = current - minutes + 1;
-  const { redis, keys } = daemon.store;
   const series = ['subject', ...daemon.witnesses];
-  const pipe = redis.pipeline();
-  for (let m = first; m <= current; m++) {
-    const from = m * 60_000;
-    const to = `(${from + 60_000}`;
-    for (const st of SUBJECT_STATUSES) pipe.zcount(keys.byStatus(st), from, to);
-    pipe.hgetall(keys.timeline(m));
-  }
-  const res = (await pipe.exec()) ?? [];
-  const buckets: TimelineBucket[] = [];
-  const per = SUBJECT_STATUSES.length + 1;
-  for (let i = 0, m = first; m <= current; m++, i += per) {
-    for (const r of res.slice(i, i + per)) if (r?.[0]) throw r[0];
-    const h = (res[i + per - 1]?.[1] ?? {}) as Record<string, string>;
+  const minutesRead = await daemon.store.timelineMinutes(first, current, series);
+  const buckets: TimelineBucket[] = minutesRead.map((t) => {
     const confirmed: Record<string, number> = {};
     const timeToConfirm: Record<string, TimeToConfirm> = {};
     for (const s of series) {
-      const n = Number(h[`n:${s}`] ?? 0);
-      confirmed[s] = n;
-      timeToConfirm[s] = n > 0 ? { count: n, meanSeconds: round1(Number(h[`t:${s}`] ?? 0) / n / 1000), maxSeconds: round1(Number(h[`m:${s}`] ?? 0) / 1000) } : null;
+      const c = t.confirmed[s]!;
+      confirmed[s] = c.count;
+      timeToConfirm[s] = c.count > 0 ? { count: c.count, meanSeconds: round1(c.sumMs / c.count / 1000), maxSeconds: round1(c.maxMs / 1000) } : null;
     }
-    // received: every subject accepted in the minute, whatever its status now (one index each)
-    const received = SUBJECT_STATUSES.reduce((n, _st, j) => n + Number(res[i + j]?.[1] ?? 0), 0);
-    const rejected = Number(res[i + SUBJECT_STATUSES.indexOf('rejected')]?.[1] ?? 0);
-    buckets.push({ start: isoSeconds(m * 60_000), received, rejected, confirmed, timeToConfirm });
-  }
+    return { start: isoSeconds(t.minute * 60_000), received: t.received, rejected: t.rejected, confirmed, timeToConfirm };
+  });
   return { at: isoSeconds(at), bucketSeconds: 60, buckets };
 }
 

@@ -518,6 +518,35 @@ export class AnchorStore {
     return oldest;
   }
 
+  /**
+   * The timeline's minutes `first`..`last` (epoch minutes), oldest first: subjects accepted in
+   * each (`received`: every status index, a subject being in one; `rejected`) and, per series
+   * (`subject` or a witness), the confirmations counted in it with their summed and longest
+   * time to confirm (set-witness.lua's `tl:<minute>` hashes). One round trip.
+   */
+  async timelineMinutes(first: number, last: number, series: readonly string[]): Promise<Array<{ minute: number; received: number; rejected: number; confirmed: Record<string, { count: number; sumMs: number; maxMs: number }> }>> {
+    const k = this.keys;
+    const pipe = this.redis.pipeline();
+    for (let m = first; m <= last; m++) {
+      const from = m * 60_000;
+      for (const st of SUBJECT_STATUSES) pipe.zcount(k.byStatus(st), from, `(${from + 60_000}`);
+      pipe.hgetall(k.timeline(m));
+    }
+    const res = (await pipe.exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
+    const per = SUBJECT_STATUSES.length + 1;
+    const out = [];
+    for (let i = 0, m = first; m <= last; m++, i += per) {
+      const h = (res[i + per - 1]?.[1] ?? {}) as Record<string, string>;
+      const confirmed: Record<string, { count: number; sumMs: number; maxMs: number }> = {};
+      for (const s of series) confirmed[s] = { count: Number(h[`n:${s}`] ?? 0), sumMs: Number(h[`t:${s}`] ?? 0), maxMs: Number(h[`m:${s}`] ?? 0) };
+      const received = SUBJECT_STATUSES.reduce((n, _st, j) => n + Number(res[i + j]?.[1] ?? 0), 0);
+      const rejected = Number(res[i + SUBJECT_STATUSES.indexOf('rejected')]?.[1] ?? 0);
+      out.push({ minute: m, received, rejected, confirmed });
+    }
+    return out;
+  }
+
   async lastConfirmed(witness: WitnessName): Promise<number | null> {
     const v = await this.redis.hget(this.keys.meta, `last_confirmed:${witness}`);
     return v === null ? null : Number(v);
