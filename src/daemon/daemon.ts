@@ -200,7 +200,7 @@ export class Daemon {
     // the state's layout (STATE_SCHEMA): one this release does not know is refused before anything is written
     try {
       const opened = await this.store.openSchema({ write: true });
-      if (opened.found === 'layout 1') this.log.info({ from: 1, to: STATE_SCHEMA }, 'state written by layout 1: read as it is, now recorded as layout 2');
+      if (opened.found === 'layout 1') this.log.info({ from: 1, to: STATE_SCHEMA }, 'state of layout 1 moved to layout 2: counts taken from the old indexes, idx:all and idx:w:<witness>:confirmed removed');
     } catch (err) {
       await this.stop();
       throw err;

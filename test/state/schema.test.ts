@@ -1,7 +1,8 @@
 /**
  * The state's layout version (`{prefix}:schema`, AnchorStore.openSchema): a fresh prefix is
  * marked 2 on first start; a Redis written by the layout before the key existed (layout 1:
- * subjects, every envelope under e:<key>, no schema key) is read as it is and marked 2; a
+ * idx:all and idx:w:<w>:confirmed, every envelope under e:<key>, no counts, no schema key)
+ * is moved to 2 (counts from the old indexes) and its subjects read as they are; a
  * layout this release does not know makes aer1-anchord refuse to start (exit 2, one line)
  * and aer1-anchor status refuse the same way, writing nothing.
  */

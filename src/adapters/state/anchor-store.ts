@@ -165,8 +165,10 @@ export class AnchorStore {
 
   /**
    * Checks the layout under the prefix before anything is written. Nothing under it: marked
-   * STATE_SCHEMA (when `write`, the daemon). Layout 1 (subjects, no schema key): read as it
-   * is, and marked STATE_SCHEMA when `write` (the migration 1 → 2 rewrites nothing). A layout
+   * STATE_SCHEMA (when `write`, the daemon). Layout 1 (subjects, no schema key): when `write`,
+   * moved to layout 2 in one script (open-schema.lua: the counts taken from the old indexes,
+   * idx:all and idx:w:<w>:confirmed removed; the old e:<key> envelopes stay and are read as
+   * they are); a client reads it as it is (subjects and lists; the counts stay absent). A layout
    * this release does not know (newer, or not a number) is refused with a UsageError
    * (`redis_schema`, exit 2) saying what to do; a client (`write` false) writes nothing.
    */
