@@ -23,7 +23,7 @@ import type { PeersInfo } from './peers.js';
 import { load } from './report.js';
 
 export interface DaemonRunOptions {
-  mode: 'batch' | 'envelope';
+  mode: 'batch' | 'envelope' | 'auto';
   n: number;
   peers: PeersInfo;
   windowMs: number;
@@ -58,7 +58,7 @@ export interface MemoryBreakdown {
 }
 
 export interface DaemonRunResult {
-  mode: 'batch' | 'envelope';
+  mode: 'batch' | 'envelope' | 'auto';
   n: number;
   /** Every subject reached the goal within the timeout. */
   finished: boolean;
@@ -346,7 +346,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       wallMs,
       subjectsPerS: (finished ? o.n : done) / (wallMs / 1000),
       intakePerTenth: intakePerTenth(progress, o.n),
-      nostrEvents: o.mode === 'batch' ? nostrEvents : o.n,
+      nostrEvents: o.mode === 'batch' ? nostrEvents : o.mode === 'envelope' ? o.n : await nostrEventCount(redis, k),
       otsBatches,
       memory: {
         beforeBytes,
@@ -393,6 +393,19 @@ function intakePerTenth(progress: ReadonlyArray<[number, number]>, n: number): n
  * histories, of the indexes, the state-change stream, batches and events; the rest is
  * BullMQ's job records and Redis's own overhead.
  */
+/** Auto mode: the signed events in state (one per subject of a cut decided envelope, one per batch otherwise). */
+async function nostrEventCount(redis: Redis, k: AnchorStore['keys']): Promise<number> {
+  let n = 0;
+  let cursor = '0';
+  for (let i = 0; i < 10_000; i++) {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${k.base}:ev:*`, 'COUNT', 1000);
+    n += batch.length;
+    cursor = next;
+    if (cursor === '0') break;
+  }
+  return n;
+}
+
 async function memoryBreakdown(redis: Redis, store: AnchorStore, subjects: number, deltaBytes: number): Promise<MemoryBreakdown> {
   const k = store.keys;
   // subjects in state only (a run stopped at its time limit has others still queued)

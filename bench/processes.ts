@@ -148,7 +148,7 @@ export interface BenchDaemonOptions {
   /** A Redis Cluster's startup nodes (redis.cluster); `redisUrl` is then not used. */
   redisCluster?: string[];
   peers: PeersInfo;
-  mode: 'batch' | 'envelope';
+  mode: 'batch' | 'envelope' | 'auto';
   windowMs: number;
   ratePerMinute: number;
   /** Most subjects per Nostr event and per calendar submission (default: the daemon's). */

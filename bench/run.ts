@@ -157,6 +157,10 @@ async function main(): Promise<number> {
     const envRuns: Timed<DaemonRunResult>[] = [await timed(envelope)];
     describeRun(envRuns[0]!);
 
+    // 2b. Auto mode (the default), same N: Redis commands per subject as the mode decides per cut.
+    const autoRun = await timed(() => daemonRun({ ...base, mode: 'auto', n: plan.envelopeN, timeoutMs: limit(plan.envelopeN, 20, naiveReserve), confirm: false, exportProofs: false }));
+    describeRun(autoRun);
+
     // 3. Cost growth, the smaller sizes.
     const growthRuns = new Map<number, Timed<DaemonRunResult>[]>([[plan.batchN, batchRuns]]);
     for (const n of smaller) {
@@ -237,7 +241,7 @@ async function main(): Promise<number> {
     await repeat(`naive N=${fmtN(plan.naiveN)}`, naiveRuns, (r) => r.wallMs, naive, describeNaive);
 
     const figures = [
-      ...throughputFigures(plan, peers, roundMs, naiveConcurrency, batchRuns, envRuns, naiveRuns),
+      ...throughputFigures(plan, peers, roundMs, naiveConcurrency, batchRuns, envRuns, naiveRuns, autoRun.result),
       ...growthFigures([...plan.growth].sort((a, b) => a - b), growthRuns),
       ...intake,
       ...verifyFigures,
@@ -319,6 +323,7 @@ function throughputFigures(
   batchRuns: Timed<DaemonRunResult>[],
   envRuns: Timed<DaemonRunResult>[],
   naiveRuns: Timed<NaiveResult>[],
+  auto: DaemonRunResult,
 ): Figure[] {
   const rates = (runs: Timed<DaemonRunResult>[]): number[] => runs.filter((r) => r.result.finished).map((r) => r.result.subjectsPerS);
   const naiveRates = naiveRuns.map((r) => r.result.subjectsPerS).filter((x) => x > 0);
@@ -359,6 +364,16 @@ function throughputFigures(
       note: plan.envelopeN !== plan.naiveN ? `of throughputs measured at different N (envelope ${fmtN(plan.envelopeN)}, naive ${fmtN(plan.naiveN)})` : `both at N=${fmtN(plan.naiveN)}`,
     }),
   ];
+  out.push(
+    figure('auto mode: Redis commands per subject', 'calls', [auto.redisCommands.callsPerSubject], {
+      n: auto.n,
+      load: auto.load,
+      note: `${fmtN(auto.nostrEvents)} signed events for ${fmtN(auto.n)} subjects (auto decides per cut); most: ${auto.redisCommands.top
+        .slice(0, 4)
+        .map((t) => `${t.command} ${t.callsPerSubject.toFixed(1)}×`)
+        .join(', ')}${unfinished(auto)}`,
+    }),
+  );
   for (const [label, r] of [['batch', b0], ['envelope', e0]] as const) {
     const c = r.cpu;
     const total = (c.daemon ?? 0) + (c.redis ?? 0) + (c.peers ?? 0) + c.bench;
