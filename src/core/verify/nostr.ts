@@ -123,10 +123,31 @@ function checkRelayCopies(input: PreparedInput, event: NostrEventJson, cache: Ev
     if (copy.kind !== event.kind || copy.content !== event.content) return { ok: false, reason: `${where} has another kind or content than the event` };
     if (JSON.stringify(withoutNonceTags(copy.tags)) !== base) return { ok: false, reason: `${where} has other tags than the event (only a nonce tag may differ)` };
     const bits = getPow(copy.id);
+    const nonce = nonceProblem(copy.tags, bits);
+    if (nonce) return { ok: false, reason: `${where}: ${nonce}` };
     const what = [copy.tags.some((t) => t[0] === 'nonce') ? `proof of work ${bits} bits` : '', copy.created_at !== event.created_at ? `created_at ${copy.created_at}` : ''].filter(Boolean).join(', ');
     notes.push(`${relays[i]!.url} took copy ${copy.id}${what ? ` (${what})` : ''}`);
   }
   return { ok: true, detail: notes.length ? `; ${notes.join('; ')}: id recomputed, signature valid, same signer, kind, content and tags` : '' };
+}
+
+/**
+ * NIP-13 exactly, for a copy: at most one `nonce` tag, `["nonce", "<n>", "<target>"]` with
+ * decimal n and target (0-256), and an id with at least `target` leading zero bits (the
+ * target is what the signer committed to; a copy claiming more than its id has is refused).
+ */
+function nonceProblem(tags: readonly string[][], bits: number): string | null {
+  const nonces = tags.filter((t) => t[0] === 'nonce');
+  if (nonces.length === 0) return null;
+  if (nonces.length > 1) return `${nonces.length} nonce tags (NIP-13: one)`;
+  const t = nonces[0]!;
+  const shown = quoteBounded(t, 80);
+  if (t.length !== 3 || !/^(0|[1-9][0-9]{0,19})$/.test(t[1]!) || !/^(0|[1-9][0-9]{0,2})$/.test(t[2]!) || Number(t[2]) > 256) {
+    return `nonce tag ${shown} is not ["nonce", "<n>", "<target>"] (decimal nonce, target 0-256)`;
+  }
+  const target = Number(t[2]);
+  if (bits < target) return `its id has ${bits} leading zero bits, below the target ${target} its nonce tag commits to`;
+  return null;
 }
 
 function withoutNonceTags(tags: readonly string[][]): string[][] {

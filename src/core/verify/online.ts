@@ -34,7 +34,9 @@ export interface OnlineOutcome {
 
 /**
  * `copies`: per relay URL, the copy of the event the proof says that relay was sent instead
- * (proof of work, re-dated); that relay is asked for the copy's id and compared with it.
+ * (proof of work, re-dated; already verified to be the same anchor, same signer); that
+ * relay is asked for the copy's id and compared with it, then, when it has none, for the
+ * event's. A copy counts exactly as the event would: that relay holds the anchor.
  */
 export async function checkOnline(event: NostrEventJson | null, relays: OnlineRelays, fetcher: RelayFetcher | null, copies: ReadonlyMap<string, NostrEventJson> = new Map()): Promise<OnlineOutcome> {
   const none = (check: CheckResult): OnlineOutcome => ({ check, found: false, holders: [] });
@@ -46,10 +48,17 @@ export async function checkOnline(event: NostrEventJson | null, relays: OnlineRe
   const origin = fromProofOnly.length ? ` (${fromProofOnly.length === urls.length ? 'all' : fromProofOnly.length} taken from the proof itself, --use-proof-relays)` : '';
   const answers = await Promise.all(urls.map(async (url) => {
     try {
-      const wanted = copies.get(url) ?? event;
-      const json = await fetcher.fetch(url, wanted.id);
-      if (json === null) return { url, state: 'missing' as const };
-      return { url, state: sameSignedEvent(json, wanted) ? ('same' as const) : ('different' as const) };
+      // The copy the proof names for this relay first, then the event itself: which relay
+      // took which copy is the proof's unsigned word, so a copy named for the wrong relay
+      // never hides the event that relay holds. Both are verified to be the same anchor.
+      const copy = copies.get(url);
+      for (const wanted of copy && copy.id !== event.id ? [copy, event] : [event]) {
+        const json = await fetcher.fetch(url, wanted.id);
+        if (json === null) continue;
+        if (!sameSignedEvent(json, wanted)) return { url, state: 'different' as const, id: wanted.id };
+        return { url, state: 'same' as const };
+      }
+      return { url, state: 'missing' as const };
     } catch (err) {
       return { url, state: 'unreachable' as const, reason: (err as Error).message };
     }
@@ -64,7 +73,7 @@ export async function checkOnline(event: NostrEventJson | null, relays: OnlineRe
     unreachable.length ? `unreachable: ${unreachable.join(', ')}` : '',
   ].filter(Boolean).join('; ');
   const more = `${tail ? `; ${tail}` : ''}${origin}`;
-  const asked = [...new Set(different.map((u) => (copies.get(u) ?? event).id))].join(', ');
+  const asked = [...new Set(answers.flatMap((a) => (a.state === 'different' ? [a.id] : [])))].join(', ');
   if (different.length) return { check: fail('online', `${different.join(', ')} serve${different.length === 1 ? 's' : ''} a different event under id ${asked}${more}`), found: same.length > 0, holders: same };
   if (same.length) return { check: pass('online', `identical event served by ${same.join(', ')}${more}`), found: true, holders: same };
   if (missing.length) return { check: fail('online', `event ${event.id} not found: ${tail}${origin}`), found: false, holders: [] };
