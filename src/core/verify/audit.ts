@@ -57,7 +57,7 @@ export interface AuditRow {
 export interface AuditReport {
   readonly signers: string[];
   readonly relays: RelayAnswer[];
-  /** Envelope-mode anchors seen (listing and look-ups), distinct events. */
+  /** Envelope-mode anchors seen (listing and look-ups), distinct anchors: a relay copy counts with the event it copies. */
   readonly anchor_events: number;
   /** Batch-mode events listed: their subjects cannot be named. */
   readonly batch_events: number;
