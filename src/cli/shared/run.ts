@@ -5,7 +5,7 @@
  * bad config); 70 an internal error. Errors print one line, never a stack or a file's text.
  */
 import { readFileSync } from 'node:fs';
-import { jsonTextDepth, MAX_JSON_DEPTH } from '../../core/aer1/json-limits.js';
+import { duplicateMember, jsonTextDepth, MAX_JSON_DEPTH, quoteBounded } from '../../core/aer1/json-limits.js';
 import { Aer1Error, InputError, jsonSyntaxReason, UsageError } from '../../core/errors/errors.js';
 
 export type Command = (argv: string[]) => Promise<number>;
@@ -62,11 +62,15 @@ export function parseJsonText(text: string, source: string): unknown {
   if (jsonTextDepth(text) > MAX_JSON_DEPTH) {
     throw new UsageError(`${source} is nested deeper than ${MAX_JSON_DEPTH} levels (the limit for any JSON input)`, 'too_deep');
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (err) {
     throw new UsageError(`${source} is not JSON: ${jsonSyntaxReason(err)}`, 'not_json');
   }
+  const twice = duplicateMember(text);
+  if (twice) throw new UsageError(`${source} reads two ways: member ${quoteBounded(twice.name, 60)} twice in ${twice.at.length > 200 ? `${twice.at.slice(0, 200)}…` : twice.at} (JSON.parse keeps the last, other readers the first)`, 'ambiguous');
+  return value;
 }
 
 export function readJsonFile(file: string): unknown {

@@ -86,3 +86,52 @@ export function quoteBounded(value: unknown, max = 60): string {
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   return 'an object';
 }
+
+/**
+ * The first member name that appears twice in one object of JSON text (escapes decoded:
+ * `"id"` and `"\u0069d"` are one name), with where that object is (`anchor_proof.nostr`,
+ * `x.p[1]`, `(top level)`), or null. Such a file reads two ways (JSON.parse keeps the last,
+ * other readers the first). One scan, no recursion; meant for text JSON.parse accepted.
+ */
+export function duplicateMember(text: string): { name: string; at: string } | null {
+  type Frame = { obj: true; keys: Set<string>; expectKey: boolean; key: string | null } | { obj: false; index: number };
+  const stack: Frame[] = [];
+  const where = (): string => {
+    let out = '';
+    for (let f = 0; f < stack.length - 1; f++) {
+      const frame = stack[f]!;
+      const key = frame.obj ? (/^[A-Za-z0-9_$-]{1,40}$/.test(frame.key ?? '') ? frame.key! : quoteBounded(frame.key ?? '', 40)) : '';
+      out += frame.obj ? `${out ? '.' : ''}${key}` : `[${frame.index}]`;
+    }
+    return out || '(top level)';
+  };
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      let j = i + 1;
+      for (; j < text.length; j++) {
+        const d = text.charCodeAt(j);
+        if (d === 0x5c) j++;
+        else if (d === 0x22) break;
+      }
+      const top = stack[stack.length - 1];
+      if (top?.obj && top.expectKey) {
+        const raw = text.slice(i, j + 1);
+        const name = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+        if (top.keys.has(name)) return { name, at: where() };
+        top.keys.add(name);
+        top.key = name;
+        top.expectKey = false;
+      }
+      i = j;
+    } else if (c === 0x7b) stack.push({ obj: true, keys: new Set(), expectKey: true, key: null });
+    else if (c === 0x5b) stack.push({ obj: false, index: 0 });
+    else if (c === 0x7d || c === 0x5d) stack.pop();
+    else if (c === 0x2c) {
+      const top = stack[stack.length - 1];
+      if (top?.obj) top.expectKey = true;
+      else if (top) top.index++;
+    }
+  }
+  return null;
+}
