@@ -23,6 +23,8 @@ export interface RelayFetcher {
 export interface OnlineRelays {
   named: readonly string[];
   fromProof: readonly string[];
+  /** The proof's relays not asked: not a ws:// or wss:// URL in ASCII, or past the bound. */
+  fromProofLeftOut?: { notUrl: number; past: number };
 }
 
 export interface OnlineOutcome {
@@ -45,7 +47,11 @@ export async function checkOnline(event: NostrEventJson | null, relays: OnlineRe
   const urls = [...new Set([...relays.named, ...relays.fromProof])];
   if (urls.length === 0) return none(skip('online', 'no relay to ask (give --relay URL, or --use-proof-relays to ask the relays the proof names)'));
   const fromProofOnly = relays.fromProof.filter((u) => !relays.named.includes(u));
-  const origin = fromProofOnly.length ? ` (${fromProofOnly.length === urls.length ? 'all' : fromProofOnly.length} taken from the proof itself, --use-proof-relays)` : '';
+  const left = relays.fromProofLeftOut ?? { notUrl: 0, past: 0 };
+  const leftOut = left.notUrl + left.past;
+  const leftWhy = [left.notUrl ? `${left.notUrl} not ws:// or wss:// in ASCII` : '', left.past ? `${left.past} past the first ${relays.fromProof.length}` : ''].filter(Boolean).join(', ');
+  const origin = (fromProofOnly.length ? ` (${fromProofOnly.length === urls.length ? 'all' : fromProofOnly.length} taken from the proof itself, --use-proof-relays)` : '')
+    + (leftOut ? `; ${leftOut} relay${leftOut === 1 ? '' : 's'} of the proof not asked (${leftWhy})` : '');
   const answers = await Promise.all(urls.map(async (url) => {
     try {
       // The copy the proof names for this relay first, then the event itself: which relay
