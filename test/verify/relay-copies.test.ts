@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyAnchor } from '../../src/core/verify/pipeline.js';
+import { EventCheckCache } from '../../src/core/verify/nostr.js';
 import { PowMiner, getPow } from '../../src/core/nostr/pow.js';
 import { startDevRelay, type DevRelay } from '../../src/dev/relay/dev-relay.js';
 import { RelayClient } from '../../src/adapters/nostr/relay-client.js';
@@ -99,6 +100,41 @@ describe('relay copies in a proof', () => {
     expect(report.checks.find((c) => c.name === 'nostr-event')!.detail).toContain(`created_at ${copy.created_at}`);
     // offline the copy proves nothing more than the event: the witness stays unverified
     expect(report.witnesses.nostr?.verified).toBe('unverified');
+  });
+});
+
+describe('many relay copies', () => {
+  it('5,000 entries naming one copy cost one signature check; 5,000 bad copies stop at the first; each run well under 2 s', async () => {
+    const doc = receiptNumber(904);
+    const { proof, event } = envelopeModeProof(doc);
+    const copy = minedCopy(event!, 4);
+    const many = (make: (i: number) => unknown): Json => {
+      const p = JSON.parse(JSON.stringify(proof)) as Json;
+      (p.nostr as Json).relays = Array.from({ length: 5000 }, (_, i) => ({ url: `wss://r${i}.example`, status: 'accepted', message: '', at: '', event: make(i) }));
+      return p;
+    };
+    const cache = new EventCheckCache();
+    let t0 = performance.now();
+    const same = await verifyAnchor({ value: doc, proof: many(() => copy) }, { expectedPubkeys: [KEY.publicKey], eventCache: cache });
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(same.verdict).toBe('PASS');
+    expect(cache.verifications).toBe(2); // the event and its one copy
+    expect(same.reason.length).toBeLessThan(400);
+    // the nostr-event line names a few copies and counts the rest: one bounded line
+    const line = same.checks.find((c) => c.name === 'nostr-event')!.detail;
+    expect(line.length).toBeLessThan(1000);
+    expect(line).toMatch(/and 4997 more relays took copies/);
+    t0 = performance.now();
+    const bad = await verifyAnchor({ value: doc, proof: many((i) => ({ ...copy, content: `${copy.content}${i}` })) }, { expectedPubkeys: [KEY.publicKey] });
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(bad.verdict).toBe('FAIL');
+    expect(bad.reason).toMatch(/^nostr-event: relays\[0\]\.event \(wss:\/\/r0\.example\): id [0-9a-f]{64} is not the NIP-01 hash/);
+    // a relay URL of the proof is quoted bounded, whatever its length
+    const long = JSON.parse(JSON.stringify(proof)) as Json;
+    ((long.nostr as Json).relays as Json[])[0] = { url: `wss://${'a'.repeat(300_000)}`, status: 'accepted', event: { ...copy, content: `${copy.content} ` } };
+    const r = await verifyAnchor({ value: doc, proof: long }, { expectedPubkeys: [KEY.publicKey] });
+    expect(r.verdict).toBe('FAIL');
+    expect(r.reason.length).toBeLessThan(500);
   });
 });
 

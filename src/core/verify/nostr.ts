@@ -116,7 +116,8 @@ function checkRelayCopies(input: PreparedInput, event: NostrEventJson, cache: Ev
   for (let i = 0; i < relays.length; i++) {
     const copy = relays[i]!.event;
     if (!copy) continue;
-    const where = `relays[${i}].event (${relays[i]!.url})`;
+    const url = shortUrl(relays[i]!.url);
+    const where = `relays[${i}].event (${url})`;
     const result = cache.verify(copy, JSON.stringify(rawRelays?.[i]?.event));
     if (!result.ok) return { ok: false, reason: `${where}: ${result.reason}` };
     if (copy.pubkey !== event.pubkey) return { ok: false, reason: `${where} is signed by ${copy.pubkey}, not by the event's signer ${event.pubkey}` };
@@ -126,9 +127,11 @@ function checkRelayCopies(input: PreparedInput, event: NostrEventJson, cache: Ev
     const nonce = nonceProblem(copy.tags, bits);
     if (nonce) return { ok: false, reason: `${where}: ${nonce}` };
     const what = [copy.tags.some((t) => t[0] === 'nonce') ? `proof of work ${bits} bits` : '', copy.created_at !== event.created_at ? `created_at ${copy.created_at}` : ''].filter(Boolean).join(', ');
-    notes.push(`${relays[i]!.url} took copy ${copy.id}${what ? ` (${what})` : ''}`);
+    notes.push(`${url} took copy ${copy.id}${what ? ` (${what})` : ''}`);
   }
-  return { ok: true, detail: notes.length ? `; ${notes.join('; ')}: id recomputed, signature valid, same signer, kind, content and tags` : '' };
+  // a few named, the rest counted: the line stays bounded however many relays the proof lists
+  const shown = notes.slice(0, 3).join('; ') + (notes.length > 3 ? `; and ${notes.length - 3} more relays took copies` : '');
+  return { ok: true, detail: notes.length ? `; ${shown}: id recomputed, signature valid, same signer, kind, content and tags` : '' };
 }
 
 /**
@@ -148,6 +151,12 @@ function nonceProblem(tags: readonly string[][], bits: number): string | null {
   const target = Number(t[2]);
   if (bits < target) return `its id has ${bits} leading zero bits, below the target ${target} its nonce tag commits to`;
   return null;
+}
+
+/** A relay URL from the proof, for a message: control characters blanked, at most 120 characters. */
+function shortUrl(url: string): string {
+  const line = url.replace(/[\u0000-\u001f\u007f\u2028\u2029]+/g, ' ');
+  return line.length > 120 ? `${line.slice(0, 120)}…` : line;
 }
 
 function withoutNonceTags(tags: readonly string[][]): string[][] {

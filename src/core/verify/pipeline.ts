@@ -181,7 +181,7 @@ export const MAX_PROOF_RELAYS = 16;
  */
 function proofRelayUrls(urls: readonly string[]): { urls: string[]; notUrl: number; past: number } {
   const distinct = [...new Set(urls)];
-  const ok = distinct.filter((u) => /^wss?:\/\/[\x21-\x7e]{1,2000}$/.test(u));
+  const ok = distinct.filter((u) => /^wss?:\/\/[\x21-\x7e]{1,200}$/.test(u));
   return { urls: ok.slice(0, MAX_PROOF_RELAYS), notUrl: distinct.length - ok.length, past: Math.max(0, ok.length - MAX_PROOF_RELAYS) };
 }
 
