@@ -135,3 +135,14 @@ export function duplicateMember(text: string): { name: string; at: string } | nu
   }
   return null;
 }
+
+/** A hash or key from untrusted input, for a message: as it is when it is 64 (or 128) hex characters, else quoted bounded. */
+export function hexOrQuoted(value: string, max = 70): string {
+  return /^[0-9a-f]{64}([0-9a-f]{64})?$/.test(value) ? value : quoteBounded(value, max);
+}
+
+/** A list of untrusted strings for a message: the first three (each as hexOrQuoted), then how many more. */
+export function listBounded(values: readonly string[]): string {
+  const shown = values.slice(0, 3).map((v) => hexOrQuoted(v)).join(', ');
+  return values.length > 3 ? `${shown} and ${values.length - 3} more` : shown;
+}

@@ -7,7 +7,7 @@
  */
 import { decode as nip19Decode } from 'nostr-tools/nip19';
 import { sha256Hex } from '../aer1/hash.js';
-import { quoteBounded } from '../aer1/json-limits.js';
+import { hexOrQuoted, listBounded, quoteBounded } from '../aer1/json-limits.js';
 import { UsageError } from '../errors/errors.js';
 import type { NostrEventJson } from '../proof/format.js';
 import { canonicalEventJson, verifySignedEvent, type VerifiedEventResult } from '../nostr/events.js';
@@ -120,7 +120,7 @@ function checkRelayCopies(input: PreparedInput, event: NostrEventJson, cache: Ev
     const where = `relays[${i}].event (${url})`;
     const result = cache.verify(copy, JSON.stringify(rawRelays?.[i]?.event));
     if (!result.ok) return { ok: false, reason: `${where}: ${result.reason}` };
-    if (copy.pubkey !== event.pubkey) return { ok: false, reason: `${where} is signed by ${copy.pubkey}, not by the event's signer ${event.pubkey}` };
+    if (copy.pubkey !== event.pubkey) return { ok: false, reason: `${where} is signed by ${hexOrQuoted(copy.pubkey)}, not by the event's signer ${hexOrQuoted(event.pubkey)}` };
     if (copy.kind !== event.kind || copy.content !== event.content) return { ok: false, reason: `${where} has another kind or content than the event` };
     if (JSON.stringify(withoutNonceTags(copy.tags)) !== base) return { ok: false, reason: `${where} has other tags than the event (only a nonce tag may differ)` };
     const bits = getPow(copy.id);
@@ -178,14 +178,14 @@ export function checkEnvelopeContent(event: NostrEventJson | null, envelopeText:
   }
   const x = xTags(event);
   if (!x.includes(d)) {
-    return fail('nostr-content', x.length ? `the x tag ${x.join(', ')} is not d ${d}` : `the event has no x tag (expected d ${d})`);
+    return fail('nostr-content', x.length ? `the x tag ${listBounded(x)} is not d ${d}` : `the event has no x tag (expected d ${d})`);
   }
   return pass('nostr-content', 'content is the envelope\'s canonical bytes, byte for byte; x tag = d');
 }
 
 export function checkSigner(event: NostrEventJson | null, expected: readonly string[]): { check: CheckResult; expected: boolean | null } {
   if (!event) return { check: skip('signer', 'no event'), expected: null };
-  const who = `${npubOf(event.pubkey)} (${event.pubkey})`;
+  const who = /^[0-9a-f]{64}$/.test(event.pubkey) ? `${npubOf(event.pubkey)} (${event.pubkey})` : `${hexOrQuoted(event.pubkey)} (not a key)`;
   if (expected.length === 0) return { check: skip('signer', `unverified signer ${who}: give --expected-pubkey to check it`), expected: null };
   if (expected.includes(event.pubkey)) return { check: pass('signer', `signed by expected key ${who}`), expected: true };
   const wanted = expected.map(npubOf).join(', ');
