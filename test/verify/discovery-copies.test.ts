@@ -13,7 +13,7 @@ import { envelopeEvent, type SignedEvent } from '../../src/core/nostr/events.js'
 import { RelayClient } from '../../src/adapters/nostr/relay-client.js';
 import { PowMiner } from '../../src/core/nostr/pow.js';
 import { nip03Event } from '../../src/core/nostr/nip03.js';
-import { KEY, OTHER_KEY, receiptNumber, subjectOf } from './build-proofs.js';
+import { KEY, OTHER_KEY, attach, batchModeProofs, receiptNumber, subjectOf, type Json } from './build-proofs.js';
 
 function mined(ev: SignedEvent, bits: number, createdAt = ev.created_at): SignedEvent {
   const miner = new PowMiner({ ...ev, created_at: createdAt }, bits);
@@ -82,5 +82,31 @@ describe('relay copies and NIP-03 attestations in discovery and audit', () => {
     expect(report.batch_events).toBe(0);
     const reasons = report.ignored.filter((i) => i.event_id === attestation.id || i.event_id === forgedAttestation.id).map((i) => i.reason);
     expect(reasons).toEqual(['its content is not JSON', 'its content is not JSON']);
+  });
+
+  it('a batch event and its mined copy are one batch event; a document whose relay holds only the copy matches by its attached proof', async () => {
+    const docs = [receiptNumber(905), receiptNumber(906)];
+    const batch = batchModeProofs(docs, { noOts: true });
+    const copy = mined(batch.event, 8);
+    const [d, e] = await Promise.all([startDevRelay(), startDevRelay()]);
+    try {
+      for (const [relay, ev] of [[d, batch.event], [e, copy]] as const) {
+        const client = new RelayClient(relay.url, { ping: false });
+        try {
+          expect((await client.publish(ev, { timeoutMs: 5000 })).status).toBe('accepted');
+        } finally {
+          client.close();
+        }
+      }
+      const both = await audit([], { relays: [d.url, e.url], trustedPubkeys: [KEY.publicKey], kinds: [3099], fetcher });
+      expect(both.batch_events).toBe(1);
+      // the proof says relay e took the copy; e holds nothing else
+      const proof = JSON.parse(JSON.stringify(batch.proofs[0])) as Json;
+      (proof.nostr as Json).relays = [{ url: e.url, status: 'accepted', message: '', at: '', event: copy }];
+      const report = await audit([{ file: 'b.json', value: attach(docs[0], proof) }], { relays: [e.url], trustedPubkeys: [KEY.publicKey], kinds: [3099], fetcher });
+      expect(report.rows).toEqual([expect.objectContaining({ outcome: 'matching', detail: expect.stringContaining(`on ${e.url}`) })]);
+    } finally {
+      await Promise.all([d.close(), e.close()]);
+    }
   });
 });

@@ -96,7 +96,7 @@ export interface IgnoredEvent {
 export interface Harvest {
   /** Envelope-mode anchors by anchorIdentity (an event and its relay copies are one). */
   readonly anchors: Map<string, FoundAnchor>;
-  /** Batch-mode events by id, with the relays that served them. */
+  /** Batch-mode events by anchorIdentity (an event and its relay copies are one), with the relays that served them. */
   readonly batches: Map<string, string[]>;
   readonly ignored: IgnoredEvent[];
 }
@@ -114,9 +114,10 @@ export function harvest(into: Harvest, url: string, texts: readonly string[], po
       continue;
     }
     if (read.mode === 'batch') {
-      const on = into.batches.get(read.event.id) ?? [];
+      const identity = anchorIdentity(read.event);
+      const on = into.batches.get(identity) ?? [];
       if (!on.includes(url)) on.push(url);
-      into.batches.set(read.event.id, on);
+      into.batches.set(identity, on);
       continue;
     }
     const identity = anchorIdentity(read.event);
