@@ -10,9 +10,9 @@
  * `--esplora URL`, `network` is `--network`, `expectedPubkeys` are `--expected-pubkey`,
  * `trustFiles` are `--trust-file`, `requireConfirmed` is `--require-confirmed`.
  */
-import { duplicateMember, jsonTextDepth, MAX_JSON_DEPTH, quoteBounded } from '../core/aer1/json-limits.js';
+import { jsonTextDepth, MAX_JSON_DEPTH, parseJsonText, quoteBounded } from '../core/aer1/json-limits.js';
 import { BITCOIN_NETWORKS, type BitcoinNetwork } from '../core/bitcoin/header.js';
-import { Aer1Error, jsonSyntaxReason, UsageError } from '../core/errors/errors.js';
+import { Aer1Error, UsageError } from '../core/errors/errors.js';
 import { BitcoinCheckCache } from '../core/verify/bitcoin.js';
 import { EventCheckCache, parseExpectedPubkey } from '../core/verify/nostr.js';
 import { verifyAnchor, type VerifyOptions } from '../core/verify/pipeline.js';
@@ -93,18 +93,7 @@ function textOf(file: DroppedFile): string {
 }
 
 function jsonOf(text: string, source: string): unknown {
-  if (jsonTextDepth(text) > MAX_JSON_DEPTH) {
-    throw new UsageError(`${source} is nested deeper than ${MAX_JSON_DEPTH} levels (the limit for any JSON input)`, 'too_deep');
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    throw new UsageError(`${source} is not JSON: ${jsonSyntaxReason(err)}`, 'not_json');
-  }
-  const twice = duplicateMember(text);
-  if (twice) throw new UsageError(`${source} reads two ways: member ${quoteBounded(twice.name, 60)} twice in ${twice.at.length > 200 ? `${twice.at.slice(0, 200)}…` : twice.at} (JSON.parse keeps the last, other readers the first)`, 'ambiguous');
-  return value;
+  return parseJsonText(text, source);
 }
 
 function networkOf(value: string | null | undefined): BitcoinNetwork {
