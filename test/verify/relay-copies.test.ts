@@ -186,6 +186,13 @@ describe('relay copies online', () => {
     expect(report.witnesses.nostr).toMatchObject({ verified: 'confirmed', held_by: [holdsEvent.url] });
   });
 
+  it('a relay the caller spells otherwise than the proof (a trailing slash) is still asked for the copies the proof carries', async () => {
+    const proof = proofWith([{ url: `${holdsCopy.url}/`, event: copy }]);
+    const report = await verifyAnchor({ value: doc, proof }, { ...trusted(), relays: [holdsCopy.url] });
+    expect(report.checks.find((c) => c.name === 'online')).toMatchObject({ status: 'PASS' });
+    expect(report.witnesses.nostr).toMatchObject({ verified: 'confirmed', held_by: [holdsCopy.url] });
+  });
+
   it('a copy never confirms for a signer the caller does not trust', async () => {
     const proof = proofWith([{ url: holdsCopy.url, event: copy }]);
     const report = await verifyAnchor({ value: doc, proof }, { relayFetcher: fetcher, relays: [holdsCopy.url], expectedPubkeys: [OTHER_KEY.publicKey] });

@@ -27,6 +27,9 @@ export interface OnlineRelays {
   fromProofLeftOut?: { notUrl: number; past: number };
 }
 
+/** Copies of the proof a relay with none of its own is asked for, at most (each one more round trip). */
+export const MAX_OTHER_COPIES = 4;
+
 export interface OnlineOutcome {
   check: CheckResult;
   found: boolean;
@@ -38,7 +41,9 @@ export interface OnlineOutcome {
  * `copies`: per relay URL, the copy of the event the proof says that relay was sent instead
  * (proof of work, re-dated; already verified to be the same anchor, same signer); that
  * relay is asked for the copy's id and compared with it, then, when it has none, for the
- * event's. A copy counts exactly as the event would: that relay holds the anchor.
+ * event's; a relay with no copy of its own is asked for the event, then for up to
+ * MAX_OTHER_COPIES of the proof's copies (URLs are spelled many ways). A copy counts exactly
+ * as the event would: that relay holds the anchor.
  */
 export async function checkOnline(event: NostrEventJson | null, relays: OnlineRelays, fetcher: RelayFetcher | null, copies: ReadonlyMap<string, NostrEventJson> = new Map()): Promise<OnlineOutcome> {
   const none = (check: CheckResult): OnlineOutcome => ({ check, found: false, holders: [] });
@@ -52,13 +57,17 @@ export async function checkOnline(event: NostrEventJson | null, relays: OnlineRe
   const leftWhy = [left.notUrl ? `${left.notUrl} not ws:// or wss:// in ASCII` : '', left.past ? `${left.past} past the first ${relays.fromProof.length}` : ''].filter(Boolean).join(', ');
   const origin = (fromProofOnly.length ? ` (${fromProofOnly.length === urls.length ? 'all' : fromProofOnly.length} taken from the proof itself, --use-proof-relays)` : '')
     + (leftOut ? `; ${leftOut} relay${leftOut === 1 ? '' : 's'} of the proof not asked (${leftWhy})` : '');
+  const others = [...new Map([...copies.values()].filter((c) => c.id !== event.id).map((c) => [c.id, c] as const)).values()].slice(0, MAX_OTHER_COPIES);
   const answers = await Promise.all(urls.map(async (url) => {
     try {
       // The copy the proof names for this relay first, then the event itself: which relay
       // took which copy is the proof's unsigned word, so a copy named for the wrong relay
       // never hides the event that relay holds. Both are verified to be the same anchor.
       const copy = copies.get(url);
-      for (const wanted of copy && copy.id !== event.id ? [copy, event] : [event]) {
+      // a relay named for no copy (or spelled otherwise than in the proof) is asked for the
+      // event, then for a few of the proof's copies: each is the same anchor, already verified
+      const candidates = copy && copy.id !== event.id ? [copy, event] : [event, ...others];
+      for (const wanted of candidates) {
         const json = await fetcher.fetch(url, wanted.id);
         if (json === null) continue;
         if (!sameSignedEvent(json, wanted)) return { url, state: 'different' as const, id: wanted.id };
