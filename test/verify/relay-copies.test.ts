@@ -78,7 +78,7 @@ describe('relay copies in a proof', () => {
     expect(getPow(unmet.id)).toBeLessThan(200);
     const cases: Array<[string, SignedEvent, RegExp]> = [
       ['two nonce tags', copyWithTags(event!, [['nonce', '1', '0'], ['nonce', '2', '0']]), /2 nonce tags/],
-      ['a nonce tag of two entries', copyWithTags(event!, [['nonce', '1']]), /nonce tag .* is not \["nonce", "<n>", "<target>"\]/],
+      ['a nonce tag of two entries', copyWithTags(event!, [['nonce', '1']]), /nonce tag \["nonce","1"\] is not \["nonce", "<n>", "<target>"\]/],
       ['a nonce tag of four entries', copyWithTags(event!, [['nonce', '1', '0', 'x']]), /nonce tag .* is not \["nonce", "<n>", "<target>"\]/],
       ['a target that is not a number', copyWithTags(event!, [['nonce', '1', 'twenty']]), /nonce tag .* is not \["nonce", "<n>", "<target>"\]/],
       ['a target its id does not meet', unmet, /leading zero bits, below the target 200/],

@@ -144,7 +144,8 @@ function nonceProblem(tags: readonly string[][], bits: number): string | null {
   if (nonces.length === 0) return null;
   if (nonces.length > 1) return `${nonces.length} nonce tags (NIP-13: one)`;
   const t = nonces[0]!;
-  const shown = quoteBounded(t, 80);
+  const json = JSON.stringify(t);
+  const shown = json.length > 80 ? `${json.slice(0, 80)}…` : json;
   if (t.length !== 3 || !/^(0|[1-9][0-9]{0,19})$/.test(t[1]!) || !/^(0|[1-9][0-9]{0,2})$/.test(t[2]!) || Number(t[2]) > 256) {
     return `nonce tag ${shown} is not ["nonce", "<n>", "<target>"] (decimal nonce, target 0-256)`;
   }
