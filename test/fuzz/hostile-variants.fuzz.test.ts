@@ -180,7 +180,7 @@ function breaking(base: Base, r: () => number, count: number): Variant[] {
   const bound = leaves(proof).filter((path) => {
     const [top, second] = path;
     if (top === 'envelope' || top === 'digest' || top === 'version') return true;
-    if (top === 'nostr') return second === 'event' || second === 'batch' || (second === 'relays' && path[3] === 'event' && path.length > 4);
+    if (top === 'nostr') return second === 'event' || second === 'batch' || second === 'mode' || (second === 'relays' && path[3] === 'event' && path.length > 4);
     if (top === 'ots') return second === 'proof' || (second === 'bitcoin' && path[2] !== 'time');
     return false;
   }).filter((path) => path.length > 0);
@@ -271,8 +271,9 @@ function breaking(base: Base, r: () => number, count: number): Variant[] {
         break;
     }
   }
-  // dropping a copy, or the optional ots.bitcoin claim (the .ots is the evidence), is allowed
-  return variants.filter((x) => !(x.what.startsWith('drop at nostr.relays') && /\.event$/.test(x.what)) && x.what !== 'drop at ots.bitcoin');
+  // dropping (or renaming, which drops) a copy, nostr.mode (informative) or the ots.bitcoin
+  // claim (the .ots is the evidence) is allowed
+  return variants.filter((x) => !(x.what.startsWith('drop at nostr.relays') && /\.event$/.test(x.what)) && !/^(drop|lookalikeKey) at (ots\.bitcoin|nostr\.mode)$/.test(x.what));
 }
 
 /** Byte flips in the .ots of a proof pruned to its Bitcoin path. */
