@@ -177,6 +177,9 @@ describe('relay copies online', () => {
     const report = await verifyAnchor({ value: doc, proof }, { ...trusted(), relays: [holdsEvent.url, holdsCopy.url] });
     expect(report.checks.find((c) => c.name === 'online')!.status).toBe('PASS');
     expect(report.witnesses.nostr).toMatchObject({ verified: 'confirmed', held_by: [holdsEvent.url, holdsCopy.url] });
+    // said as it is: the second relay holds a copy, another id, not the identical event
+    expect(report.checks.find((c) => c.name === 'online')!.detail).toBe(`identical event served by ${holdsEvent.url}; an identical copy of it (same signer, kind, content and tags, another id) by ${holdsCopy.url}`);
+    expect(report.witnesses.nostr?.established).toContain(`the identical event is held by ${holdsEvent.url}; a copy of it (same signer, kind, content and tags) by ${holdsCopy.url}`);
   });
 
   it('a copy moved to another relay\'s entry (the proof\'s unsigned part) does not turn the relay holding the event itself into a FAIL', async () => {

@@ -33,8 +33,10 @@ export const MAX_OTHER_COPIES = 4;
 export interface OnlineOutcome {
   check: CheckResult;
   found: boolean;
-  /** Relays that served the identical event. */
+  /** Relays that served the identical event, or an identical copy the proof carries. */
   holders: string[];
+  /** Of `holders`, those that served a copy (another id) rather than the event itself. */
+  copyHolders?: string[];
 }
 
 /**
@@ -71,7 +73,7 @@ export async function checkOnline(event: NostrEventJson | null, relays: OnlineRe
         const json = await fetcher.fetch(url, wanted.id);
         if (json === null) continue;
         if (!sameSignedEvent(json, wanted)) return { url, state: 'different' as const, id: wanted.id };
-        return { url, state: 'same' as const };
+        return { url, state: 'same' as const, copy: wanted.id !== event.id };
       }
       return { url, state: 'missing' as const };
     } catch (err) {
@@ -89,8 +91,11 @@ export async function checkOnline(event: NostrEventJson | null, relays: OnlineRe
   ].filter(Boolean).join('; ');
   const more = `${tail ? `; ${tail}` : ''}${origin}`;
   const asked = [...new Set(answers.flatMap((a) => (a.state === 'different' ? [a.id] : [])))].join(', ');
-  if (different.length) return { check: fail('online', `${different.join(', ')} serve${different.length === 1 ? 's' : ''} a different event under id ${asked}${more}`), found: same.length > 0, holders: same };
-  if (same.length) return { check: pass('online', `identical event served by ${same.join(', ')}${more}`), found: true, holders: same };
+  const byCopy = answers.filter((a) => a.state === 'same' && a.copy).map((a) => a.url);
+  if (different.length) return { check: fail('online', `${different.join(', ')} serve${different.length === 1 ? 's' : ''} a different event under id ${asked}${more}`), found: same.length > 0, holders: same, copyHolders: byCopy };
+  const byEvent = same.filter((u) => !byCopy.includes(u));
+  const served = [byEvent.length ? `identical event served by ${byEvent.join(', ')}` : '', byCopy.length ? `${byEvent.length ? 'an identical copy of it' : 'an identical copy of the event'} (same signer, kind, content and tags, another id) by ${byCopy.join(', ')}` : ''].filter(Boolean).join('; ');
+  if (same.length) return { check: pass('online', `${served}${more}`), found: true, holders: same, copyHolders: byCopy };
   if (missing.length) return { check: fail('online', `event ${event.id} not found: ${tail}${origin}`), found: false, holders: [] };
   return none(skip('online', `no relay could be asked: ${tail}${origin}`));
 }
