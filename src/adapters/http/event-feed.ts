@@ -11,7 +11,7 @@ import { configDefault } from '../config/schema.js';
 
 /** One entry of the events stream (`data` as written by the state scripts). */
 export interface StateEvent {
-  type: 'accepted' | 'state' | 'rejected' | 'conflict';
+  type: 'accepted' | 'state' | 'rejected' | 'conflict' | 'retired';
   key: string;
   status: string;
   at: string;
