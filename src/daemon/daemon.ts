@@ -28,6 +28,8 @@ import { Reconciler } from './reconciler.js';
 import { ProofArchive } from '../adapters/archive/proof-archive.js';
 import { ProofExporter } from '../adapters/proof/export.js';
 import { Retention, type RetentionDeps } from '../adapters/retention/retention.js';
+import { WebhookHandover } from '../adapters/retention/handover.js';
+import { hookId } from '../adapters/webhooks/delivery-log.js';
 
 /** Relay answers that say the relay has the event; any other outcome is a failed attempt. */
 const RELAY_SUCCESS = new Set(['accepted', 'rejected:duplicate']);
@@ -165,12 +167,14 @@ export class Daemon {
       onRepair: (kind, n) => this.metrics.reconcilerRepairs(kind, n),
     });
     this.archive = config.archive.dir !== null ? new ProofArchive(config.archive.dir) : null;
+    const handover = config.webhooks.length > 0 ? new WebhookHandover(this.redis, this.store.keys.base, config.webhooks.map((h) => hookId(h.url))) : null;
     this.retention =
-      this.archive && retentionAfterMs(config) > 0
+      (this.archive || handover) && retentionAfterMs(config) > 0
         ? new Retention({
             config,
             store: this.store,
             archive: this.archive,
+            handover,
             exporter: new ProofExporter(this.store, { relays: config.nostr.enabled ? config.nostr.relays : [], calendars: config.ots.enabled ? config.ots.calendars : [] }),
             connection: this.redis,
             log,

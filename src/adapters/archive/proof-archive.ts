@@ -70,6 +70,9 @@ export class ProofArchive {
     const path = this.pathFor(key);
     const folder = path.slice(0, path.lastIndexOf(sep));
     const bytes = proofBytes(proof);
+    // written by an earlier pass (a crash before the removal, webhooks not all acknowledged yet)
+    const existing = await this.read(key).catch(() => null);
+    if (existing?.bytes.equals(bytes)) return path;
     await mkdir(folder, { recursive: true });
     const tmp = join(folder, `.tmp-${randomBytes(8).toString('hex')}`);
     try {

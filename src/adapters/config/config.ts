@@ -159,9 +159,9 @@ function crossCheck(c: Config, fail: (key: string, message: string) => never): v
   if (!c.nostr.enabled && !c.ots.enabled) fail('nostr.enabled', 'no witness is enabled (nostr.enabled and ots.enabled are both false)');
   if (c.nostr.backoffMaxMs < c.nostr.backoffMs) fail('nostr.backoffMaxMs', 'must be at least nostr.backoffMs');
   if (c.webhookDelivery.backoffMaxMs < c.webhookDelivery.backoffMs) fail('webhookDelivery.backoffMaxMs', 'must be at least webhookDelivery.backoffMs');
-  if (retentionAfterMs(c) > 0 && c.archive.dir === null) {
+  if (retentionAfterMs(c) > 0 && c.archive.dir === null && c.webhooks.length === 0) {
     const key = c.retention.confirmedAfterMs > 0 ? 'retention.confirmedAfterMs' : 'retention.confirmedDays';
-    fail(key, `retention is on but no proof would exist anywhere once a subject is removed: set archive.dir${c.webhooks.length > 0 ? ' (webhooks do not count as a place proofs are handed to: they receive state changes, not proofs)' : ' or turn retention off (webhooks are not a place proofs are handed to either)'}`);
+    fail(key, 'retention is on but there is nowhere to hand proofs to before subjects are removed: set archive.dir, or webhooks (every hook must acknowledge a proof), or both');
   }
   if (c.ots.upgradeMaxMs < c.ots.upgradeInitialMs) fail('ots.upgradeMaxMs', 'must be at least ots.upgradeInitialMs');
 }
