@@ -7,7 +7,7 @@
  * never a new anchor; retention refuses to start with nowhere to hand proofs to.
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,7 +21,8 @@ import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { checkedFetch } from '../helpers/openapi.js';
 import { cliVerify } from '../helpers/browser.js';
-import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, startCalendars, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
+import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
+import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
 
 const N = 6;
 const signingKey = generateSecretKey();
@@ -233,6 +234,69 @@ describe('retention: confirmed subjects retired to the proof archive', () => {
     } finally {
       await issuer.close();
       await stop(e);
+    }
+  });
+});
+
+describe('retention: the daemon SIGKILLed while it archives', () => {
+  it('loses nothing: every subject is in Redis or in the archive, and a restart finishes the job', { timeout: 180_000 }, async () => {
+    const M = 60;
+    const headersFile = join(tempDir('headers'), 'headers.json');
+    const relays = await startRelays(1);
+    const calendars = await startCalendars(1, headersFile, 50);
+    const archiveDir = join(tempDir('archive'), 'proofs');
+    const prefix = uniquePrefix('retention-kill');
+    const keyFile = join(tempDir('key'), 'nostr.key');
+    writeKeyFile(keyFile, { key: signingKey });
+    const base = testConfig({ relays, calendars, headersFile, prefix, overrides: { archive: { dir: archiveDir } } });
+    const issuer = new Issuer(base);
+    const subjects = Array.from({ length: M }, () => receiptFields());
+    const keys = subjects.map((x) => x.receipt_uuid);
+    const archive = new ProofArchive(archiveDir);
+    let stderr = '';
+    try {
+      // anchored and confirmed by a daemon without retention
+      const first = new Daemon({ config: base, redisUrl: SHARED_REDIS_URL, log: createLogger('silent'), signingKey });
+      await first.start();
+      await issuer.enqueueMany(subjects.map((x) => ({ data: x, key: x.receipt_uuid })));
+      await waitFor(`${M} confirmed`, async () => {
+        for (const cal of calendars) if (cal.pendingCount() > 0) await cal.mine();
+        return (await issuer.count('confirmed')) === M;
+      }, 90_000, 100);
+      await first.stop();
+
+      // the built daemon retires 5 per pass; killed as soon as the first proof file appears
+      const retaining = { ...base, retention: { ...base.retention, confirmedAfterMs: 1, intervalMs: 100, limit: 5 } };
+      let child = spawnDaemon(retaining, SHARED_REDIS_URL, keyFile);
+      child.stderr?.on('data', (d: Buffer) => {
+        stderr = (stderr + d.toString('utf8')).slice(-2000);
+      });
+      await waitFor('a first proof archived', () => existsSync(archiveDir) && files(archiveDir).some((f) => f.endsWith('.json')), 60_000, 5);
+      child.kill('SIGKILL');
+      await waitFor('the daemon gone', () => child.exitCode !== null || child.signalCode !== null, 10_000, 10);
+      const inRedis = new Set((await issuer.store.getRecords(keys)).flatMap((r) => (r ? [r.key] : [])));
+      const inArchive = new Set<string>();
+      for (const k of keys) if (await archive.read(k)) inArchive.add(k);
+      // nothing lost: each subject is in Redis or its proof in the archive (or both: the crash window)
+      for (const k of keys) expect(inRedis.has(k) || inArchive.has(k), `${k} is nowhere`).toBe(true);
+      console.log(`retention kill: at the kill ${inRedis.size} subjects in Redis, ${inArchive.size} archived, ${[...inArchive].filter((k) => inRedis.has(k)).length} in both`);
+
+      child = spawnDaemon(retaining, SHARED_REDIS_URL, keyFile);
+      try {
+        await waitFor('every subject retired after the restart', async () => (await issuer.count('confirmed')) === 0, 60_000, 100);
+      } finally {
+        await stopChild(child);
+      }
+      expect(files(archiveDir).filter((f) => f.endsWith('.json')).length).toBe(M);
+      for (const k of keys.slice(0, 3)) {
+        const cli = await cliVerify([archive.pathFor(k), '--headers', headersFile, '--network', 'regtest', '--expected-pubkey', signingKey.publicKey, '--require-confirmed']);
+        expect(cli.verdict, cli.stdout + cli.stderr).toMatch(/^VERDICT: PASS/);
+      }
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; daemon stderr: ${stderr}`);
+    } finally {
+      await issuer.close();
+      await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
     }
   });
 });
