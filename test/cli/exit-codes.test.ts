@@ -72,3 +72,38 @@ describe('exit codes and error lines of the three CLIs', () => {
     expect(r.stderr + r.stdout).not.toContain(SECRET);
   });
 });
+
+describe('aer1-anchord on an HTTP address it cannot take', () => {
+  it('exits 2 with one line naming the address and the keys to change, no stack trace', async () => {
+    const { createServer } = await import('node:net');
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as { port: number }).port;
+    try {
+      const cfg = join(dir, 'port-taken.json');
+      writeFileSync(cfg, JSON.stringify({ redis: { prefix: uniquePrefix('port-taken') }, nostr: { enabled: false }, ots: { calendars: ['http://127.0.0.1:9'], minCalendars: 1 }, http: { port } }));
+      const { spawn } = await import('node:child_process');
+      // spawned (not spawnSync): the port's holder lives in this process and must keep answering
+      const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'aer1-anchord.js'), '--config', cfg], { env: { PATH: process.env.PATH ?? '', HOME: dir, AER1_LOG_FORMAT: 'json', REDIS_URL: SHARED_REDIS_URL }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+      const code = await new Promise<number | null>((resolve) => {
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          resolve(null);
+        }, 30_000);
+        child.on('exit', (c) => {
+          clearTimeout(timer);
+          resolve(c);
+        });
+      });
+      expect(code, out).toBe(2);
+      const plain = out.split('\n').filter((l) => l !== '' && !l.startsWith('{'));
+      expect(plain, out).toEqual([expect.stringMatching(new RegExp(`^aer1-anchord: the HTTP server cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use .*http\\.port`))]);
+      expect(out).not.toMatch(/^\s+at /m);
+    } finally {
+      holder.close();
+    }
+  });
+});

@@ -3,8 +3,10 @@
  * A quiet issuer gets one event per subject; a burst gets batch events and no relay is sent
  * more than its rate budget; every proof from both phases verifies offline and says which
  * kind of event it got; once the burst drains, a quiet subject gets its own event again.
- * The relays' rate budget is scaled down (ratePerMinute 200, horizon 3 s: budget 10 events)
- * so the phases take seconds. AER1_AUTO_BURST sets the burst size (default 500).
+ * The issue's quiet issuer, 50 subjects spread over a minute against a budget that allows
+ * them, is scaled in time by 20 (ratePerMinute 1200, horizon 3 s: budget 60 events; 50
+ * subjects 60 ms apart) so the phases take seconds. AER1_AUTO_BURST sets the burst size
+ * (default 500).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
@@ -23,12 +25,12 @@ import { rootFingerprint } from '../../src/adapters/queue/intake.js';
 import { Issuer, receiptFields, startDaemon, startRelays, testConfig, waitFor } from '../helpers/harness.js';
 
 const BURST = Number(process.env.AER1_AUTO_BURST ?? 500);
-const RATE = 200;
+const RATE = 1200;
 const HORIZON_MS = 3000;
 const WINDOW_MS = 2000;
-/** The quiet issuer's pace: 8 subjects 400 ms apart stay under 10 per 3 s. */
-const QUIET = 8;
-const QUIET_SPACING_MS = 400;
+/** The quiet issuer's pace: 50 subjects 60 ms apart, spread over one horizon, within its 60 events. */
+const QUIET = 50;
+const QUIET_SPACING_MS = 60;
 const BUDGET = autoBudget(RATE, HORIZON_MS);
 const key = generateSecretKey();
 
@@ -101,13 +103,20 @@ describe('nostr auto mode', () => {
     expect(config.nostr.mode).toBe('auto');
     const t0 = Date.now();
     const latencies: number[] = [];
+    const enqueuedAt = new Map<string, number>();
     for (let i = 0; i < QUIET; i++) {
-      // the issuer's pace (the scenario, not a wait for a condition): one subject every 400 ms
+      // the issuer's pace (the scenario, not a wait for a condition): one subject every 60 ms
       const due = t0 + i * QUIET_SPACING_MS - Date.now();
       if (due > 0) await new Promise((r) => setTimeout(r, due));
-      const { key: k, ms } = await quietSubject();
-      quiet.push(k);
-      latencies.push(ms);
+      const s = receiptFields();
+      enqueuedAt.set(s.receipt_uuid, Date.now());
+      await issuer.enqueue(s, s.receipt_uuid);
+      quiet.push(s.receipt_uuid);
+    }
+    await waitFor(`${QUIET} quiet subjects confirmed`, async () => (await issuer.witnessCount('nostr', 'confirmed')) === QUIET, 30_000, 50);
+    for (const k of quiet) {
+      const r = await issuer.store.getRecord(k);
+      latencies.push(r!.witnesses.nostr!.confirmedMs! - enqueuedAt.get(k)!);
     }
     console.log(`auto mode quiet issuer: ${QUIET} subjects confirmed in ${latencies.join(', ')} ms (batch window ${WINDOW_MS} ms)`);
     for (const relay of relays) {

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { redisRefusal } from '../redis/redis-refusal.js';
-import { ConflictError, InputError } from '../../core/errors/errors.js';
+import { ConflictError, InputError, UsageError } from '../../core/errors/errors.js';
 import { AnchorRoutes, parseLimit } from './anchors.js';
 import { TokenAuth } from './auth.js';
 import type { DaemonView } from '../view/daemon-view.js';
@@ -272,12 +272,26 @@ function upgradeHandler(d: Dispatch & { live: LiveClients; sockets: EventSocketS
   };
 }
 
+/** The operator's words for an address the HTTP server cannot take (one line, exit 2). */
+function listenError(err: NodeJS.ErrnoException, host: string, port: number): Error {
+  const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const why: Record<string, string> = {
+    EADDRINUSE: 'the address is already in use (another aer1-anchord, or another program?)',
+    EACCES: 'permission denied (ports below 1024 need privileges)',
+    EADDRNOTAVAIL: 'no interface of this machine has that address',
+  };
+  const reason = err.code ? why[err.code] : undefined;
+  if (!reason) return err;
+  return new UsageError(`the HTTP server cannot listen on ${where}: ${reason}; set http.host / http.port (AER1_HTTP_HOST / AER1_HTTP_PORT), or http.enabled false`, 'cannot_listen');
+}
+
 /** Listens on host:port; resolves with the port bound (port 0: any free one). */
 async function listen(server: Server, port: number, host: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const refused = (err: NodeJS.ErrnoException): void => reject(listenError(err, host, port));
+    server.once('error', refused);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', refused);
       resolve();
     });
   });

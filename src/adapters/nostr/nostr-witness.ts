@@ -21,6 +21,7 @@ import { batchEvent, envelopeEvent, serializeEvent, sameSignedEvent, type Signed
 import type { SigningKey } from '../../core/nostr/keys.js';
 import { RelayClient } from './relay-client.js';
 import { PolicyPublisher } from './relay-policy.js';
+import { redisRefusal } from '../redis/redis-refusal.js';
 
 /** A failed batch job retries from 1 s, doubling, capped at nostr.backoffMaxMs (was BullMQ's uncapped exponential). */
 const BATCH_RETRY = { initialMs: 1000 } as const;
@@ -156,7 +157,15 @@ export class NostrWitness {
       });
       worker.on('error', (err) => this.log.warn({ relay: url, err }, 'relay worker error'));
       worker.on('failed', (job, err) => {
-        if (job && job.attemptsMade >= this.opts.maxAttempts) void this.giveUp(url, job.data.eventId, err.message, job.attemptsMade);
+        if (!job || job.attemptsMade < this.opts.maxAttempts) return;
+        // Attempts spent on Redis refusing our own writes (full, read-only, away) say nothing
+        // about the relay: no final "failed" for it. Its report stays open, and the reconciler
+        // re-creates the publish job once Redis takes writes again.
+        if (!(err instanceof RelayAttemptError) && redisRefusal(err)) {
+          this.log.warn({ relay: url, eventId: job.data.eventId, err }, 'relay publish out of attempts while Redis refused writes; left to the reconciler');
+          return;
+        }
+        void this.giveUp(url, job.data.eventId, err.message, job.attemptsMade);
       });
       this.workers.push(worker);
     }
@@ -421,7 +430,7 @@ export class NostrWitness {
     }
     if (result.retryable && attempt < this.opts.maxAttempts) {
       await this.record(eventId, { url, status: result.status, message: result.message, at: result.at, attempts: attempt, final: false, ...(result.prefix ? { prefix: result.prefix } : {}), ...copy }, existing);
-      throw new Error(`${result.status}: ${result.message}`);
+      throw new RelayAttemptError(`${result.status}: ${result.message}`);
     }
     // Not retryable (invalid:, blocked:, ...) or out of attempts: final for this relay.
     await this.record(eventId, {
@@ -507,4 +516,9 @@ export class NostrWitness {
     await this.batchQueue.close();
     for (const c of this.clients.values()) c.close();
   }
+}
+
+/** A publish attempt the relay answered or failed (retried by BullMQ), as opposed to an error of our own Redis. */
+class RelayAttemptError extends Error {
+  override name = 'RelayAttemptError';
 }
