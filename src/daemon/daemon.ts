@@ -179,6 +179,7 @@ export class Daemon {
             connection: this.redis,
             log,
             ...(deps.afterArchive ? { afterArchive: deps.afterArchive } : {}),
+            onRetired: (n) => this.metrics.retentionRetired(n),
           })
         : null;
   }

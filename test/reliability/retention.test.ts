@@ -135,6 +135,7 @@ describe('retention: confirmed subjects retired to the proof archive', () => {
       const b = await start(config({ confirmedAfterMs: 1, intervalMs: 200 }));
       await waitFor('every subject retired', async () => (await issuer.count('confirmed')) === 0, 30_000, 100);
       const after = await prefixKeys(redis, base);
+      expect(await b.daemon.metrics.registry.getSingleMetricAsString('aer1_retention_retired_total')).toMatch(new RegExp(`^aer1_retention_retired_total ${N}$`, 'm'));
       await stop(b);
       for (const key of keys) expect(after.filter((k) => k.includes(key)), `keys left of ${key}`).toEqual([]);
       // each subject had at least its hash, envelope, history and own event
