@@ -172,6 +172,12 @@ describe('retention: confirmed subjects retired to the proof archive', () => {
       }
       const unknown = await checkedFetch(`${c.http!.url}/v1/anchors/no-such-key/proof`);
       expect(unknown.status).toBe(404);
+      // a key that spells a path is only ever a name inside the archive
+      for (const hostile of ['..%2F..%2F..%2F..%2Fetc%2Fpasswd', '%2Fetc%2Fpasswd', 'a%2F..%2F..%2Fb']) {
+        const res = await checkedFetch(`${c.http!.url}/v1/anchors/${hostile}/proof`);
+        expect(res.status, hostile).toBe(404);
+        expect(await res.text()).not.toMatch(/root:/);
+      }
       const file = join(tempDir('cli'), 'config.json');
       writeFileSync(file, JSON.stringify({ redis: { prefix, url: SHARED_REDIS_URL }, archive: { dir: archiveDir }, nostr: { relays: relays.map((r) => r.url) }, ots: { calendars: calendars.map((x) => x.url), minCalendars: 1 } }));
       const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchor.js'), 'proof', keys[0]!, '--config', file], { encoding: 'utf8', timeout: 30_000, env: { PATH: process.env.PATH ?? '' } });
