@@ -245,6 +245,46 @@ describe('retention: confirmed subjects retired to the proof archive', () => {
   });
 });
 
+describe('retention with two daemons', () => {
+  it('retires each subject once: one file each, the retired count equal to the subjects', { timeout: 120_000 }, async () => {
+    const M = 30;
+    const headersFile = join(tempDir('headers'), 'headers.json');
+    const relays = await startRelays(1);
+    const calendars = await startCalendars(1, headersFile, 50);
+    const archiveDir = join(tempDir('archive'), 'proofs');
+    const prefix = uniquePrefix('retention-two');
+    const config = testConfig({ relays, calendars, headersFile, prefix, overrides: { archive: { dir: archiveDir }, retention: { confirmedAfterMs: 1, intervalMs: 100, limit: 4 } } });
+    const issuer = new Issuer(config);
+    const daemons: Daemon[] = [];
+    try {
+      for (let i = 0; i < 2; i++) {
+        const d = new Daemon({ config, redisUrl: SHARED_REDIS_URL, log: createLogger('silent'), signingKey });
+        await d.start();
+        daemons.push(d);
+      }
+      const subjects = Array.from({ length: M }, () => receiptFields());
+      await issuer.enqueueMany(subjects.map((x) => ({ data: x, key: x.receipt_uuid })));
+      await waitFor(`${M} retired`, async () => {
+        for (const cal of calendars) if (cal.pendingCount() > 0) await cal.mine();
+        return Number(await issuer.redis.hget(`${issuer.store.keys.base}:meta`, 'retired')) >= M;
+      }, 90_000, 100);
+      expect(Number(await issuer.redis.hget(`${issuer.store.keys.base}:meta`, 'retired'))).toBe(M);
+      expect(await issuer.redis.zcard(issuer.store.keys.all)).toBe(0);
+      expect(files(archiveDir).filter((f) => f.endsWith('.json')).length).toBe(M);
+      const archive = new ProofArchive(archiveDir);
+      for (const x of subjects) expect((await archive.read(x.receipt_uuid))?.proof.status).toBe('confirmed');
+      // both daemons' metrics together count each subject once
+      let total = 0;
+      for (const d of daemons) total += Number(/^aer1_retention_retired_total (\d+)$/m.exec(await d.metrics.registry.getSingleMetricAsString('aer1_retention_retired_total'))?.[1] ?? 0);
+      expect(total).toBe(M);
+    } finally {
+      for (const d of daemons) await d.stop();
+      await issuer.close();
+      await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
+    }
+  });
+});
+
 describe('retention: the daemon SIGKILLed while it archives', () => {
   it('loses nothing: every subject is in Redis or in the archive, and a restart finishes the job', { timeout: 180_000 }, async () => {
     const M = 60;
