@@ -183,6 +183,10 @@ describe('retention: confirmed subjects retired to the proof archive', () => {
       const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchor.js'), 'proof', keys[0]!, '--config', file], { encoding: 'utf8', timeout: 30_000, env: { PATH: process.env.PATH ?? '' } });
       expect(r.status, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout)).toEqual(JSON.parse(served.get(keys[0]!)!));
+      const status = spawnSync(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchor.js'), 'status', keys[0]!, '--config', file], { encoding: 'utf8', timeout: 30_000, env: { PATH: process.env.PATH ?? '' } });
+      expect(status.status, status.stderr).toBe(0);
+      expect(status.stdout).toContain(`${keys[0]}: confirmed (receipt), archived`);
+      expect(status.stdout).toContain('retired from Redis; its proof is in the archive');
     } finally {
       await stop(c);
     }
