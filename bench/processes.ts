@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import type { RedisClient } from '../src/adapters/redis/connection.js';
 import { loadConfig, type Config } from '../src/adapters/config/config.js';
 import { startEmbeddedRedis, stopChild, type EmbeddedRedis } from '../src/daemon/embedded-redis.js';
 import { nostrBatchQueueName, otsQueueName, relayQueueName } from '../src/adapters/queue/names.js';
@@ -144,6 +145,8 @@ export async function mineAll(calendars: readonly string[]): Promise<void> {
 
 export interface BenchDaemonOptions {
   redisUrl: string;
+  /** A Redis Cluster's startup nodes (redis.cluster); `redisUrl` is then not used. */
+  redisCluster?: string[];
   peers: PeersInfo;
   mode: 'batch' | 'envelope';
   windowMs: number;
@@ -159,7 +162,7 @@ export function benchConfig(o: BenchDaemonOptions & { keyFile: string }): Config
   return loadConfig({
     env: {},
     overrides: {
-      redis: { url: o.redisUrl, prefix: BENCH_PREFIX, embedded: false },
+      redis: o.redisCluster ? { url: null, cluster: o.redisCluster, prefix: BENCH_PREFIX, embedded: false } : { url: o.redisUrl, prefix: BENCH_PREFIX, embedded: false },
       nostr: {
         enabled: true,
         mode: o.mode,
@@ -204,7 +207,7 @@ export interface DaemonChild {
 }
 
 /** `aer1-anchord --config FILE` as a child; resolves once its workers are registered in Redis. */
-export async function startDaemonChild(o: BenchDaemonOptions, redis: Redis): Promise<DaemonChild> {
+export async function startDaemonChild(o: BenchDaemonOptions, redis: RedisClient): Promise<DaemonChild> {
   const dir = tempDir('daemon');
   const config = benchConfig({ ...o, keyFile: join(dir, 'nostr.key') });
   const file = join(dir, 'config.json');
@@ -247,7 +250,7 @@ export async function startDaemonChild(o: BenchDaemonOptions, redis: Redis): Pro
   return daemon;
 }
 
-async function waitForWorkers(config: Config, redis: Redis, child: ChildProcess, logTail: () => string): Promise<void> {
+async function waitForWorkers(config: Config, redis: RedisClient, child: ChildProcess, logTail: () => string): Promise<void> {
   const prefix = new StateKeys(config.redis.prefix).bullPrefix;
   const base = config.queue.name;
   // the Nostr batch worker runs in every mode (auto and batch cut; envelope finishes leftovers)

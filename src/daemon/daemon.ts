@@ -3,7 +3,6 @@
  * stops them in order. Usable in-process (tests, the demo) and from `aer1-anchord`.
  */
 import { Queue, type Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { enabledWitnesses, nostrQuorum, retentionAfterMs, type Config } from '../adapters/config/config.js';
 import { AnchorStore } from '../adapters/state/anchor-store.js';
@@ -18,7 +17,7 @@ import { Nip03Publisher } from '../adapters/nostr/nip03-publisher.js';
 import { headerSourceFromConfig } from '../adapters/bitcoin/index.js';
 import { serializeEvent } from '../core/nostr/events.js';
 import type { SigningKey } from '../core/nostr/keys.js';
-import { connectRedis } from '../adapters/redis/connection.js';
+import { connectRedis, describeClient, type RedisClient, type RedisTarget } from '../adapters/redis/connection.js';
 import { checkSlotServed, describeClusterRedirect } from '../adapters/redis/cluster-redirect.js';
 import { UsageError } from '../core/errors/errors.js';
 import { DaemonMetrics } from '../adapters/metrics/metrics.js';
@@ -40,7 +39,8 @@ function calendarAnswered(result: string): boolean {
 
 export interface DaemonDeps {
   config: Config;
-  redisUrl: string;
+  /** One Redis (its URL) or a Redis Cluster (`{ cluster: [startup node URLs] }`, redis.cluster). */
+  redisUrl: RedisTarget;
   log: Logger;
   signingKey: SigningKey | null;
   /** Retention's crash-injection point (tests): after a proof is archived, before its subject is removed. */
@@ -50,9 +50,9 @@ export interface DaemonDeps {
 export class Daemon {
   readonly config: Config;
   /** The connection BullMQ's queues share (workers open their own). */
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   /** The state store's connection (auto-pipelined). */
-  readonly storeRedis: Redis;
+  readonly storeRedis: RedisClient;
   readonly store: AnchorStore;
   readonly metrics: DaemonMetrics;
   /** What this process saw of each relay and calendar (in-process; each daemon its own). */
@@ -226,12 +226,11 @@ export class Daemon {
 
   async start(): Promise<void> {
     await Promise.all([this.redis.ping(), this.storeRedis.ping()]);
-    // a Redis Cluster node that does not serve our slot answers MOVED to everything: refuse to start
+    // a Redis Cluster node given as redis.url that does not serve our slot answers MOVED to everything: refuse to start
     const redirect = await checkSlotServed(this.storeRedis, this.store.keys.probe);
     if (redirect) {
       await this.stop();
-      const where = `Redis at ${this.storeRedis.options.host}:${this.storeRedis.options.port}`;
-      throw new UsageError(describeClusterRedirect(redirect, this.store.keys.base, where), 'redis_cluster');
+      throw new UsageError(describeClusterRedirect(redirect, this.store.keys.base, describeClient(this.storeRedis)), 'redis_cluster');
     }
     this.nostr?.start();
     this.ots?.start();

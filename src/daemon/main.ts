@@ -1,8 +1,8 @@
 /**
- * `aer1-anchord`: resolves Redis (REDIS_URL / redis.url, else 127.0.0.1:6379 when it
- * answers, else the embedded redis-server), loads or creates the signing key, starts the
- * daemon and its HTTP surfaces, says where everything is in its first log lines, and
- * stops cleanly on SIGTERM/SIGINT within a bounded time.
+ * `aer1-anchord`: resolves Redis (AER1_REDIS_CLUSTER / redis.cluster, else REDIS_URL /
+ * redis.url, else 127.0.0.1:6379 when it answers, else the embedded redis-server), loads
+ * or creates the signing key, starts the daemon and its HTTP surfaces, says where
+ * everything is in its first log lines, and stops cleanly on SIGTERM/SIGINT within a bounded time.
  */
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -15,7 +15,7 @@ import { loadSigningKey, writeKeyFile } from '../adapters/nostr/key-file.js';
 import { Daemon } from './daemon.js';
 import { openEmbeddedRedis, INSTALL_HINT, type DaemonRedis } from './embedded-redis.js';
 import { createLogger, type Logger } from './logger.js';
-import { redisAnswers } from '../adapters/redis/connection.js';
+import { redisAnswers, type RedisTarget } from '../adapters/redis/connection.js';
 import { describeProbe } from '../adapters/health/witness-probe.js';
 import { displayUrl } from '../adapters/config/display-url.js';
 
@@ -24,20 +24,24 @@ const STOP_TIMEOUT_MS = 20_000;
 export interface RunningDaemon {
   daemon: Daemon;
   httpUrl: string | null;
+  /** The Redis URL, or the cluster's startup nodes joined by commas. */
   redisUrl: string;
   stop(): Promise<void>;
 }
 
-export async function resolveRedis(config: Config, log: Logger): Promise<{ url: string; embedded: DaemonRedis | null; where: string }> {
-  if (config.redis.url) return { url: config.redis.url, embedded: null, where: 'configured' };
-  if (config.redis.localDefault && (await redisAnswers('127.0.0.1', 6379))) return { url: 'redis://127.0.0.1:6379', embedded: null, where: 'local default' };
+export async function resolveRedis(config: Config, log: Logger): Promise<{ url: string; target: RedisTarget; embedded: DaemonRedis | null; where: string }> {
+  if (config.redis.cluster.length > 0) {
+    return { url: config.redis.cluster.join(','), target: { cluster: config.redis.cluster }, embedded: null, where: `Redis Cluster (${config.redis.cluster.length} startup nodes configured)` };
+  }
+  if (config.redis.url) return { url: config.redis.url, target: config.redis.url, embedded: null, where: 'configured' };
+  if (config.redis.localDefault && (await redisAnswers('127.0.0.1', 6379))) return { url: 'redis://127.0.0.1:6379', target: 'redis://127.0.0.1:6379', embedded: null, where: 'local default' };
   if (!config.redis.embedded) {
     throw new UsageError(`no Redis: nothing answers on 127.0.0.1:6379 and redis.embedded is off; ${INSTALL_HINT}`, 'no_redis');
   }
   log.info({ dir: config.redis.embeddedDir }, 'no Redis configured or answering on 127.0.0.1:6379: using the embedded redis-server');
   const embedded = await openEmbeddedRedis({ dir: config.redis.embeddedDir });
   const how = embedded.reused ? `reused the one still running, pid ${embedded.pid}` : `pid ${embedded.pid}`;
-  return { url: embedded.url, embedded, where: `embedded (data in ${embedded.dir}; ${how})` };
+  return { url: embedded.url, target: embedded.url, embedded, where: `embedded (data in ${embedded.dir}; ${how})` };
 }
 
 export function signingKeyFor(config: Config, log: Logger): SigningKey | null {
@@ -56,7 +60,7 @@ export function signingKeyFor(config: Config, log: Logger): SigningKey | null {
 export async function runDaemon(config: Config, log: Logger): Promise<RunningDaemon> {
   const redis = await resolveRedis(config, log);
   const signingKey = signingKeyFor(config, log);
-  const daemon = new Daemon({ config, redisUrl: redis.url, log, signingKey });
+  const daemon = new Daemon({ config, redisUrl: redis.target, log, signingKey });
   await daemon.start();
   // bounded (3 s) and run beside the HTTP start: the first log lines say whether the witnesses answered
   const probe = daemon.probeWitnesses();
@@ -70,7 +74,7 @@ export async function runDaemon(config: Config, log: Logger): Promise<RunningDae
     const { startWebhooks } = await import('../adapters/webhooks/webhooks.js');
     webhooks = await startWebhooks({ daemon, log });
   }
-  log.info({ redis: redis.url.replace(/\/\/[^@]*@/, '//***@'), where: redis.where }, `Redis: ${redis.where}`);
+  log.info({ redis: redis.url.replace(/\/\/[^@]*@/g, '//***@'), where: redis.where }, `Redis: ${redis.where}`);
   if (config.nostr.enabled) {
     log.info(
       { mode: config.nostr.mode, relays: config.nostr.relays.map(displayUrl), quorum: nostrQuorum(config), npub: signingKey?.npub },

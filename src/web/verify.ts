@@ -10,9 +10,9 @@
  * `--esplora URL`, `network` is `--network`, `expectedPubkeys` are `--expected-pubkey`,
  * `trustFiles` are `--trust-file`, `requireConfirmed` is `--require-confirmed`.
  */
-import { jsonTextDepth, MAX_JSON_DEPTH, quoteBounded } from '../core/aer1/json-limits.js';
+import { jsonTextDepth, MAX_JSON_DEPTH, parseJsonText, quoteBounded } from '../core/aer1/json-limits.js';
 import { BITCOIN_NETWORKS, type BitcoinNetwork } from '../core/bitcoin/header.js';
-import { Aer1Error, jsonSyntaxReason, UsageError } from '../core/errors/errors.js';
+import { Aer1Error, UsageError } from '../core/errors/errors.js';
 import { BitcoinCheckCache } from '../core/verify/bitcoin.js';
 import { EventCheckCache, parseExpectedPubkey } from '../core/verify/nostr.js';
 import { verifyAnchor, type VerifyOptions } from '../core/verify/pipeline.js';
@@ -93,14 +93,7 @@ function textOf(file: DroppedFile): string {
 }
 
 function jsonOf(text: string, source: string): unknown {
-  if (jsonTextDepth(text) > MAX_JSON_DEPTH) {
-    throw new UsageError(`${source} is nested deeper than ${MAX_JSON_DEPTH} levels (the limit for any JSON input)`, 'too_deep');
-  }
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new UsageError(`${source} is not JSON: ${jsonSyntaxReason(err)}`, 'not_json');
-  }
+  return parseJsonText(text, source);
 }
 
 function networkOf(value: string | null | undefined): BitcoinNetwork {

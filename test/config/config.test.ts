@@ -69,6 +69,17 @@ describe('configuration', () => {
     expect(() => loadConfig({ file: file({ http: { port: 1 } }), env: { AER1_HTTP_PORT: '-1' } })).toThrow(/\(from AER1_HTTP_PORT\)$/);
   });
 
+  it('redis.cluster: a list of redis URLs (comma-separated in AER1_REDIS_CLUSTER), never beside redis.url', () => {
+    expect(loadConfig({ env: {} }).redis.cluster).toEqual([]);
+    const c = loadConfig({ env: { AER1_REDIS_CLUSTER: 'redis://127.0.0.1:7000,redis://127.0.0.1:7001' } });
+    expect(c.redis.cluster).toEqual(['redis://127.0.0.1:7000', 'redis://127.0.0.1:7001']);
+    expect(c.redis.url).toBeNull();
+    expect(() => loadConfig({ env: { AER1_REDIS_CLUSTER: 'redis://127.0.0.1:7000,http://127.0.0.1:7001' } })).toThrow(/^config redis\.cluster\[1\]: URL must use redis: or rediss:: "http:\/\/127\.0\.0\.1:7001\/" \(from AER1_REDIS_CLUSTER\)$/);
+    const both = /^config redis\.cluster: redis\.url and redis\.cluster are both set: set redis\.url for one Redis or redis\.cluster for a Redis Cluster, not both/;
+    expect(() => loadConfig({ env: { AER1_REDIS_CLUSTER: 'redis://127.0.0.1:7000', REDIS_URL: 'redis://127.0.0.1:6379' } })).toThrow(both);
+    expect(() => loadConfig({ file: file({ redis: { url: 'redis://127.0.0.1:6379', cluster: ['redis://127.0.0.1:7000'] } }), env: {} })).toThrow(new RegExp(`${both.source}$`));
+  });
+
   it('every error is one line, and a secret given in a bad value is never echoed', () => {
     const secret = 'hunter2-hunter2-hunter2';
     const cases: Array<[unknown, Record<string, string>]> = [

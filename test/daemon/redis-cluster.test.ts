@@ -1,12 +1,11 @@
 /**
- * Pointed at a node of a Redis Cluster that does not serve the slot of `{aer1}`, the daemon
- * used to report ready and loop on MOVED for ever. Now it refuses to start (exit 2, one
- * line naming the cluster and what to do), the client commands refuse the same way, and
- * `/readyz`'s Redis check says so. A real 3-master cluster, started here on free loopback
+ * Pointed (redis.url) at a node of a Redis Cluster that does not serve the slot of `{aer1}`,
+ * the daemon used to report ready and loop on MOVED for ever. Now it refuses to start (exit
+ * 2, one line naming the cluster and pointing at redis.cluster), the client commands refuse
+ * the same way, and `/readyz`'s Redis check says so. A real 3-master cluster, started here on free loopback
  * ports in a temp folder and stopped afterwards.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
@@ -14,69 +13,28 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Readiness } from '../../src/adapters/http/readiness.js';
 import { checkSlotServed } from '../../src/adapters/redis/cluster-redirect.js';
 import { StateKeys } from '../../src/adapters/state/keys.js';
-import { freePort, stopChild } from '../../src/daemon/embedded-redis.js';
-import { REPO_ROOT, startDaemon, tempDir, testConfig, waitFor } from '../helpers/harness.js';
+import { REPO_ROOT, startDaemon, testConfig } from '../helpers/harness.js';
+import { startLocalCluster, type LocalCluster } from '../helpers/redis-cluster.js';
 import { UsageError } from '../../src/core/errors/errors.js';
 
 const PREFIX = 'aer1';
-const nodes: Array<{ port: number; child: ChildProcess }> = [];
+let cluster: LocalCluster;
 let dir = '';
 let foreign = 0; // a node that does not serve {aer1}'s slot
 let owner = 0;
 
-function portFree(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const srv = createServer();
-    srv.once('error', () => res(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
-  });
-}
-
-/** A port whose cluster-bus twin (port + 10000) is free too. */
-async function clusterPort(taken: Set<number>): Promise<number> {
-  for (let i = 0; i < 50; i++) {
-    const p = await freePort();
-    if (p + 10000 < 65536 && !taken.has(p) && !taken.has(p + 10000) && (await portFree(p + 10000))) return p;
-  }
-  throw new Error('no free port pair for a cluster node');
-}
-
-async function ask(port: number, ...args: string[]): Promise<unknown> {
-  const r = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
-  r.on('error', () => undefined);
-  try {
-    await r.connect();
-    return await r.call(args[0]!, ...args.slice(1));
-  } finally {
-    r.disconnect();
-  }
-}
-
 beforeAll(async () => {
-  dir = tempDir('cluster');
-  const taken = new Set<number>();
-  for (let i = 0; i < 3; i++) {
-    const port = await clusterPort(taken);
-    taken.add(port).add(port + 10000);
-    const child = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir, '--save', '', '--appendonly', 'no', '--dbfilename', `dump-${port}.rdb`], { stdio: 'ignore' });
-    nodes.push({ port, child });
-  }
-  for (const n of nodes) await waitFor(`cluster node ${n.port} up`, async () => (await ask(n.port, 'PING').catch(() => null)) === 'PONG', 10_000, 50);
-  const create = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 30_000 });
-  expect(create.status, create.stdout + create.stderr).toBe(0);
-  for (const n of nodes) await waitFor(`node ${n.port}: cluster_state ok`, async () => String(await ask(n.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok'), 20_000, 100);
-  const slot = Number(await ask(nodes[0]!.port, 'CLUSTER', 'KEYSLOT', new StateKeys(PREFIX).probe));
-  const ranges = (await ask(nodes[0]!.port, 'CLUSTER', 'SLOTS')) as Array<[number, number, [string, number]]>;
-  const range = ranges.find(([a, b]) => slot >= a && slot <= b)!;
-  owner = Number(range[2][1]);
-  foreign = nodes.map((n) => n.port).find((p) => p !== owner)!;
+  cluster = await startLocalCluster();
+  dir = cluster.dir;
+  owner = await cluster.ownerOf(new StateKeys(PREFIX).probe);
+  foreign = cluster.ports.find((p) => p !== owner)!;
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.all(nodes.map((n) => stopChild(n.child)));
+  await cluster?.stop();
 });
 
-const CLUSTER_LINE = /^Redis at 127\.0\.0\.1:\d+ is a Redis Cluster node that does not serve slot \d+ of the key prefix \{aer1\} \(it answered MOVED to 127\.0\.0\.1:\d+\); Redis Cluster is not supported yet \(there is no redis\.cluster setting\): set redis\.url \(REDIS_URL\) to a standalone Redis or primary$/;
+const CLUSTER_LINE = /^Redis at 127\.0\.0\.1:\d+ is a Redis Cluster node that does not serve slot \d+ of the key prefix \{aer1\} \(it answered MOVED to 127\.0\.0\.1:\d+\); for a Redis Cluster set redis\.cluster \(AER1_REDIS_CLUSTER\) to its nodes instead of redis\.url \(REDIS_URL\), which is for one standalone Redis or primary$/;
 
 describe('a Redis Cluster node that does not serve {aer1}', () => {
   it('is told apart from the node that does', async () => {

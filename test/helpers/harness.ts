@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import { connectRedis, type RedisClient, type RedisTarget } from '../../src/adapters/redis/connection.js';
 import { loadConfig, type Config } from '../../src/adapters/config/config.js';
 import { Daemon } from '../../src/daemon/daemon.js';
 import { createLogger } from '../../src/daemon/logger.js';
@@ -119,19 +119,19 @@ function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Reco
   return out;
 }
 
-export function startDaemon(config: Config, redisUrl = SHARED_REDIS_URL, key: SigningKey = generateSecretKey()): Promise<Daemon> {
+export function startDaemon(config: Config, redisUrl: RedisTarget = SHARED_REDIS_URL, key: SigningKey = generateSecretKey()): Promise<Daemon> {
   const daemon = new Daemon({ config, redisUrl, log: createLogger(process.env.AER1_TEST_LOG ?? 'silent'), signingKey: config.nostr.enabled ? key : null });
   return daemon.start().then(() => daemon);
 }
 
-/** A producer and a state reader on the daemon's Redis, independent of any daemon instance. */
+/** A producer and a state reader on the daemon's Redis (or Redis Cluster), independent of any daemon instance. */
 export class Issuer {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly queue: Queue;
   readonly store: AnchorStore;
 
-  constructor(config: Config, redisUrl = SHARED_REDIS_URL) {
-    this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  constructor(config: Config, redisUrl: RedisTarget = SHARED_REDIS_URL) {
+    this.redis = connectRedis(redisUrl);
     this.redis.on('error', () => undefined);
     this.store = new AnchorStore(this.redis, config.redis.prefix);
     this.queue = new Queue(config.queue.name, { connection: this.redis, prefix: this.store.keys.bullPrefix });
@@ -188,11 +188,12 @@ export function spawnAnchord(args: string[], opts: { cwd: string; env?: NodeJS.P
   return child as ChildProcess & { stdin: NonNullable<ChildProcess['stdin']> };
 }
 
-/** `aer1-anchord` as a child process (for SIGKILL and SIGTERM tests); needs a build. */
-export function spawnDaemon(config: Config, redisUrl: string, keyFile: string): ChildProcess {
+/** `aer1-anchord` as a child process (for SIGKILL and SIGTERM tests); needs a build. With redis.cluster set in `config`, `redisUrl` is not written (null). */
+export function spawnDaemon(config: Config, redisUrl: string | null, keyFile: string): ChildProcess {
   const dir = tempDir('daemon');
   const file = join(dir, 'config.json');
-  writeFileSync(file, JSON.stringify({ ...config, redis: { ...config.redis, url: redisUrl }, nostr: { ...config.nostr, keyFile } }));
+  const url = config.redis.cluster.length > 0 ? null : redisUrl;
+  writeFileSync(file, JSON.stringify({ ...config, redis: { ...config.redis, url }, nostr: { ...config.nostr, keyFile } }));
   return spawnAnchord(['--config', file], { cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir } });
 }
 

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { isCluster, type RedisClient } from '../../src/adapters/redis/connection.js';
 
 export const SHARED_REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -18,7 +19,14 @@ export function uniquePrefix(label = 't'): string {
 }
 
 /** Removes every key under a prefix (`{name}` for a hash-tagged one), SCAN + UNLINK, bounded. */
-export async function deletePrefix(redis: Redis, base: string): Promise<number> {
+export async function deletePrefix(client: RedisClient, base: string): Promise<number> {
+  // SCAN is per node: on a cluster, walk every master
+  if (isCluster(client)) {
+    let deleted = 0;
+    for (const node of client.nodes('master')) deleted += await deletePrefix(node, base);
+    return deleted;
+  }
+  const redis: Redis = client;
   const pattern = `${base.replace(/[*?[\]\\]/g, '\\$&')}*`;
   let cursor = '0';
   let deleted = 0;
@@ -56,4 +64,10 @@ export async function cleanIssuedPrefixes(): Promise<number> {
   } finally {
     await redis.quit().catch(() => redis.disconnect());
   }
+}
+
+/** The one Redis behind `client`; a test that SCANs needs one node, not a cluster client. */
+export function oneRedis(client: RedisClient): Redis {
+  if (isCluster(client)) throw new Error('expected a connection to one Redis, got a cluster client');
+  return client;
 }

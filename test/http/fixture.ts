@@ -9,6 +9,7 @@ import { createLogger } from '../../src/daemon/logger.js';
 import type { Daemon } from '../../src/daemon/daemon.js';
 import type { Config } from '../../src/adapters/config/config.js';
 import type { DaemonView } from '../../src/adapters/view/daemon-view.js';
+import type { RedisTarget } from '../../src/adapters/redis/connection.js';
 import { startHttpServer, type HttpServer } from '../../src/adapters/http/server.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
@@ -44,7 +45,7 @@ export interface StackOptions {
   overrides?: Record<string, unknown>;
   relays?: number;
   /** Default: the shared test Redis. */
-  redisUrl?: string;
+  redisUrl?: RedisTarget;
 }
 
 /** The same daemon seen with other HTTP settings, for a second server on another port. */

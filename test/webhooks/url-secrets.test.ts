@@ -17,7 +17,7 @@ import { hookId, WebhookLog } from '../../src/adapters/webhooks/delivery-log.js'
 import { startWebhooks, type WebhookDeliverer as Deliverer } from '../../src/adapters/webhooks/webhooks.js';
 import { receiptFields, SHARED_REDIS_URL, uniquePrefix, waitFor } from '../helpers/harness.js';
 import { startStack, type Stack } from '../http/fixture.js';
-import { deletePrefix } from '../helpers/shared-redis.js';
+import { deletePrefix, oneRedis } from '../helpers/shared-redis.js';
 import { startReceiver, type Receiver } from './receiver.js';
 
 const SECRET = 'url-secrets-hook-secret-0123';
@@ -165,7 +165,7 @@ describe('a webhook URL with a query, and a credential in headers, on a running 
     expect(JSON.parse(body)).toMatchObject({ hooks: [{ id, url: receiver.url }] });
     const places: Array<[string, string]> = [
       ['GET /v1/webhooks', body],
-      ['Redis', await dump(s.daemon.redis, s.daemon.store.keys.base)],
+      ['Redis', await dump(oneRedis(s.daemon.redis), s.daemon.store.keys.base)],
       ['log', captured.lines.join('')],
       ['/metrics', await (await s.get('/metrics')).text()],
     ];

@@ -150,6 +150,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
 
 /** Checks across keys; `fail` names the key (and its variable when the value came from the environment). */
 function crossCheck(c: Config, fail: (key: string, message: string) => never): void {
+  if (c.redis.url !== null && c.redis.cluster.length > 0) fail('redis.cluster', 'redis.url and redis.cluster are both set: set redis.url for one Redis or redis.cluster for a Redis Cluster, not both');
   if (c.nostr.enabled && c.nostr.relays.length === 0) fail('nostr.relays', 'nostr is enabled but no relay is configured');
   if (c.nostr.quorum > c.nostr.relays.length) fail('nostr.quorum', `quorum ${c.nostr.quorum} exceeds the ${c.nostr.relays.length} configured relays`);
   if (c.ots.enabled && c.ots.calendars.length === 0) fail('ots.calendars', 'ots is enabled but no calendar is configured');

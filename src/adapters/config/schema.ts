@@ -180,6 +180,7 @@ const MS_DAY = 86_400_000;
 
 export const CONFIG_KEYS = [
   { key: 'redis.url', schema: optionalUrl(['redis:', 'rediss:']), default: null, env: 'REDIS_URL', doc: 'Redis to use. Unset: 127.0.0.1:6379 when it answers, else the embedded redis-server.' },
+  { key: 'redis.cluster', schema: urlList(['redis:', 'rediss:']), default: [], env: 'AER1_REDIS_CLUSTER', doc: 'Redis Cluster startup nodes (comma-separated in the environment): the daemon and the CLI connect with a cluster client, which finds the other nodes and follows MOVED. Not with redis.url.' },
   { key: 'redis.prefix', schema: string(), default: 'aer1', env: 'AER1_REDIS_PREFIX', doc: 'Key prefix; wrapped in a hash tag ({aer1}) so every key lands in one Redis Cluster slot.' },
   { key: 'redis.localDefault', schema: bool(), default: true, env: 'AER1_REDIS_LOCAL_DEFAULT', doc: 'With no Redis configured, use 127.0.0.1:6379 when it answers; off: go straight to the embedded redis-server.' },
   { key: 'redis.embedded', schema: bool(), default: true, env: 'AER1_REDIS_EMBEDDED', doc: 'Start and supervise a private redis-server when no Redis is configured or answering.' },

@@ -5,7 +5,7 @@
  * first (XRANGE, in pages it must take before the next is read, at most `maxReplay`), then
  * the live ones, without gaps or repeats.
  */
-import type { Redis } from 'ioredis';
+import { duplicateClient, type RedisClient as Redis } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import { configDefault } from '../config/schema.js';
 
@@ -127,7 +127,7 @@ export class EventFeed {
 
   constructor(redis: Redis, stream: string, log: Logger, options: EventFeedOptions = {}) {
     this.redis = redis;
-    this.reader = redis.duplicate();
+    this.reader = duplicateClient(redis);
     this.reader.on('error', (err: Error) => {
       if (!this.closed) log.warn({ err }, 'event feed connection error');
     });

@@ -3,22 +3,23 @@
  * check writes the probe key (SET with a short expiry) within `http.redisTimeoutMs`; a write
  * Redis refused, here or on `POST /v1/anchors`, keeps readiness red for as long as the 503
  * told clients to wait, so a Redis at its memory limit does not flap green between refusals.
- * A Redis Cluster node that does not serve the prefix's slot (MOVED) is red, and says so.
+ * A Redis Cluster node given as redis.url that does not serve the prefix's slot (MOVED) is
+ * red, and says so; on redis.cluster the probe key goes to the node serving its slot.
  */
-import type { Redis } from 'ioredis';
 import { describeRefusal, redisRefusal, type RedisRefusal } from '../redis/redis-refusal.js';
 import { clusterRedirect, describeClusterRedirect } from '../redis/cluster-redirect.js';
+import { describeClient, type RedisClient } from '../redis/connection.js';
 
 const PROBE_TTL_MS = 60_000;
 
 export class Readiness {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly probeKey: string;
   private readonly timeoutMs: number;
   private readonly now: () => number;
   private lastRefused: { refusal: RedisRefusal; atMs: number } | null = null;
 
-  constructor(redis: Redis, probeKey: string, timeoutMs: number, now: () => number = Date.now) {
+  constructor(redis: RedisClient, probeKey: string, timeoutMs: number, now: () => number = Date.now) {
     this.redis = redis;
     this.probeKey = probeKey;
     this.timeoutMs = timeoutMs;
@@ -36,7 +37,7 @@ export class Readiness {
       await this.redis.set(this.probeKey, String(this.now()), 'PX', PROBE_TTL_MS);
     } catch (err) {
       const redirect = clusterRedirect(err);
-      if (redirect) return `redis: ${describeClusterRedirect(redirect, this.probeKey.slice(0, this.probeKey.indexOf('}') + 1), `Redis at ${this.redis.options.host}:${this.redis.options.port}`)}`;
+      if (redirect) return `redis: ${describeClusterRedirect(redirect, this.probeKey.slice(0, this.probeKey.indexOf('}') + 1), describeClient(this.redis))}`;
       const refusal = redisRefusal(err);
       if (!refusal) return `redis: ${(err as Error).message.slice(0, 200)}`;
       this.noteRefusal(refusal);

@@ -7,9 +7,8 @@
  * jobs must survive a Redis restart, a client's request need not.
  */
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { duplicateClient, failFastOptions, type RedisClient as Redis } from '../redis/connection.js';
 import type { Logger } from 'pino';
-import { failFastOptions } from '../redis/connection.js';
 import { queueDepth } from '../queue/depth.js';
 import { AnchorStore } from '../state/anchor-store.js';
 import type { DaemonView } from '../view/daemon-view.js';
@@ -53,7 +52,7 @@ export class RequestRedis {
 
   /** Opens the connection and waits (bounded) until it is ready: a fail-fast connection refuses commands until then. */
   static async open(daemon: DaemonView, timeoutMs: number, log: Logger): Promise<RequestRedis> {
-    const redis = daemon.redis.duplicate(failFastOptions(timeoutMs));
+    const redis = duplicateClient(daemon.redis, failFastOptions(timeoutMs));
     redis.on('error', (err: Error) => log.debug({ err }, 'redis connection error (http)'));
     try {
       await new Promise<void>((resolve, reject) => {

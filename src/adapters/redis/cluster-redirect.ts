@@ -1,10 +1,11 @@
 /**
  * A Redis Cluster node that does not serve the key prefix's slot answers every command on
- * our keys with `MOVED <slot> <host:port>` (or `ASK`). The daemon speaks to one Redis, not
- * to a cluster, so it would loop on those answers for ever without accepting anything: it
- * checks at start (and `/readyz` on every probe) and says so in one line instead.
+ * our keys with `MOVED <slot> <host:port>` (or `ASK`). Given as redis.url, such a node is
+ * spoken to as one Redis, which would loop on those answers for ever without accepting
+ * anything: the daemon checks at start (and `/readyz` on every probe) and says in one line
+ * to name the cluster in redis.cluster instead, where the cluster client follows MOVED.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 
 export interface ClusterRedirect {
   kind: 'MOVED' | 'ASK';
@@ -24,15 +25,15 @@ export function clusterRedirect(err: unknown): ClusterRedirect | null {
 export function describeClusterRedirect(r: ClusterRedirect, hashTag: string, where = 'the configured Redis'): string {
   return (
     `${where} is a Redis Cluster node that does not serve slot ${r.slot} of the key prefix ${hashTag} (it answered ${r.kind} to ${r.target}); ` +
-    'Redis Cluster is not supported yet (there is no redis.cluster setting): set redis.url (REDIS_URL) to a standalone Redis or primary'
+    'for a Redis Cluster set redis.cluster (AER1_REDIS_CLUSTER) to its nodes instead of redis.url (REDIS_URL), which is for one standalone Redis or primary'
   );
 }
 
 /**
  * Asks for one of our keys (a read, so nothing is written): null when this Redis serves the
- * prefix's slot (a standalone Redis always does), else the redirect it answered.
+ * prefix's slot (a standalone Redis always does; a cluster client follows redirects), else the redirect it answered.
  */
-export async function checkSlotServed(redis: Redis, key: string): Promise<ClusterRedirect | null> {
+export async function checkSlotServed(redis: RedisClient, key: string): Promise<ClusterRedirect | null> {
   try {
     await redis.exists(key);
     return null;

@@ -34,7 +34,7 @@ const REPLY_KINDS: ReadonlyArray<[RegExp, RefusalKind, boolean]> = [
 ];
 
 /** A connection that could not be made (the command was never sent)... */
-const NOT_SENT = [/\bECONNREFUSED\b|\bEHOSTUNREACH\b|\bENOTFOUND\b/];
+const NOT_SENT = [/\bECONNREFUSED\b|\bEHOSTUNREACH\b|\bENOTFOUND\b/, /^Cluster isn't ready/, /^Failed to refresh slots cache/];
 /** ...or that dropped while the command waited for its answer. */
 const LOST = [/^Connection is closed/, /^Reached the max retries per request limit/, /\bECONNRESET\b|\bEPIPE\b|\bETIMEDOUT\b/];
 

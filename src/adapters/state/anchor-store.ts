@@ -5,7 +5,7 @@
  * a stream of state changes for live consumers.
  */
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../redis/connection.js';
 import { StateKeys, type WitnessName } from './keys.js';
 import { ACCEPT, CUT_BATCH, FORGET, MARK_SENT, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';

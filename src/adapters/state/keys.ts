@@ -12,6 +12,16 @@ export class StateKeys {
     this.base = `{${prefix}}`;
   }
 
+  /**
+   * The keys of shard `shard` of `shards`: one shard is today's layout exactly (`{prefix}`);
+   * K shards are K hash tags `{prefix:0}` … `{prefix:K-1}`, which a Redis Cluster spreads
+   * over its masters. A subject's shard is `shardOf(key, K)` (src/core/shard/shard.ts).
+   */
+  static forShard(prefix: string, shard: number, shards: number): StateKeys {
+    if (!Number.isInteger(shard) || shard < 0 || shard >= shards) throw new RangeError(`shard must be an integer 0–${shards - 1}, got ${shard}`);
+    return new StateKeys(shards === 1 ? prefix : `${prefix}:${shard}`);
+  }
+
   /** Prefix handed to BullMQ so its keys share the hash tag. */
   get bullPrefix(): string {
     return this.base;

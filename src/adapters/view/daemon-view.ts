@@ -3,7 +3,7 @@
  * naming the slice keeps these adapters from reaching into the rest.
  */
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../redis/connection.js';
 import type { Config } from '../config/config.js';
 import type { DaemonMetrics } from '../metrics/metrics.js';
 import type { WitnessHealth } from '../health/witness-health.js';

@@ -23,7 +23,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Queue, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { duplicateClient, type RedisClient as Redis } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import type { WebhookConfig } from '../config/config.js';
 import { scrubUrl } from '../config/display-url.js';
@@ -370,7 +370,7 @@ export class WebhookDeliverer {
       onDelivered: opts.onDelivered,
     };
     this.hooks = opts.hooks.map((hook) => new HookDelivery(hook, opts.queueBase ?? 'aer1-anchor', opts.base, tuning, this.log));
-    this.reader = opts.redis.duplicate();
+    this.reader = duplicateClient(opts.redis);
     this.reader.on('error', (err: Error) => {
       if (!this.stopped) this.plog.warn({ err }, 'webhook fan-out connection error');
     });

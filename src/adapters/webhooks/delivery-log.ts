@@ -5,7 +5,7 @@
  * URL's credentials or query never become part of a key or a report.
  */
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../redis/connection.js';
 import { displayUrl } from '../config/display-url.js';
 
 export { displayUrl };

@@ -11,7 +11,7 @@ const USAGE = 'usage: aer1-anchor enqueue FILE... [--json] [--config FILE] [--re
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args: argv, options: CLIENT_OPTIONS, allowPositionals: true, strict: true });
   if (values.help) {
-    process.stdout.write(`${USAGE}\n  ${summary}; several files go in bulk jobs of up to queue.maxSubjectsPerJob subjects; Redis from --redis-url, else REDIS_URL / redis.url, else 127.0.0.1:6379, else the daemon's embedded redis-server (recorded in redis.embeddedDir/aer1-redis.json).\n`);
+    process.stdout.write(`${USAGE}\n  ${summary}; several files go in bulk jobs of up to queue.maxSubjectsPerJob subjects; Redis from --redis-url, else the Redis Cluster in AER1_REDIS_CLUSTER / redis.cluster, else REDIS_URL / redis.url, else 127.0.0.1:6379, else the daemon's embedded redis-server (recorded in redis.embeddedDir/aer1-redis.json).\n`);
     return 0;
   }
   if (positionals.length === 0) throw new UsageError(USAGE);

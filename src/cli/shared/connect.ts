@@ -4,17 +4,16 @@
  */
 import { join, resolve } from 'node:path';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { loadConfig, type Config } from '../../adapters/config/config.js';
 import { UsageError } from '../../core/errors/errors.js';
 import { EMBEDDED_REDIS_FILE, readEmbeddedRedisRecord } from '../../daemon/embedded-redis.js';
-import { connectRedis, redisAnswers } from '../../adapters/redis/connection.js';
+import { connectRedis, describeClient, redisAnswers, type RedisClient, type RedisTarget } from '../../adapters/redis/connection.js';
 import { AnchorStore } from '../../adapters/state/anchor-store.js';
 import { checkSlotServed, describeClusterRedirect } from '../../adapters/redis/cluster-redirect.js';
 
 export interface Client {
   config: Config;
-  redis: Redis;
+  redis: RedisClient;
   store: AnchorStore;
   queue(): Queue;
   close(): Promise<void>;
@@ -45,8 +44,10 @@ async function daemonRedisUrl(config: Config): Promise<string> {
 
 export async function connectClient(opts: { config?: string | undefined; 'redis-url'?: string | undefined }): Promise<Client> {
   const config = loadConfig({ file: opts.config });
-  const url = opts['redis-url'] ?? config.redis.url ?? (await daemonRedisUrl(config));
-  const redis = connectRedis(url);
+  // --redis-url names one Redis and wins over the config; else redis.cluster, redis.url, or the daemon's default
+  const target: RedisTarget = opts['redis-url'] ?? (config.redis.cluster.length > 0 ? { cluster: config.redis.cluster } : (config.redis.url ?? (await daemonRedisUrl(config))));
+  const url = typeof target === 'string' ? target : target.cluster.join(',');
+  const redis = connectRedis(target);
   redis.on('error', () => undefined);
   try {
     await Promise.race([
@@ -55,13 +56,13 @@ export async function connectClient(opts: { config?: string | undefined; 'redis-
     ]);
   } catch (err) {
     redis.disconnect();
-    throw new UsageError(`cannot reach Redis at ${url.replace(/\/\/[^@]*@/, '//***@')}: ${(err as Error).message}`, 'no_redis');
+    throw new UsageError(`cannot reach ${typeof target === 'string' ? 'Redis' : 'the Redis Cluster'} at ${url.replace(/\/\/[^@]*@/g, '//***@')}: ${(err as Error).message}`, 'no_redis');
   }
   const store = new AnchorStore(redis, config.redis.prefix);
   const redirect = await checkSlotServed(redis, store.keys.probe).catch(() => null);
   if (redirect) {
     redis.disconnect();
-    throw new UsageError(describeClusterRedirect(redirect, store.keys.base, `Redis at ${redis.options.host}:${redis.options.port}`), 'redis_cluster');
+    throw new UsageError(describeClusterRedirect(redirect, store.keys.base, describeClient(redis)), 'redis_cluster');
   }
   let queue: Queue | null = null;
   return {

@@ -5,8 +5,10 @@
  * bad config); 70 an internal error. Errors print one line, never a stack or a file's text.
  */
 import { readFileSync } from 'node:fs';
-import { jsonTextDepth, MAX_JSON_DEPTH } from '../../core/aer1/json-limits.js';
-import { Aer1Error, InputError, jsonSyntaxReason, UsageError } from '../../core/errors/errors.js';
+import { parseJsonText } from '../../core/aer1/json-limits.js';
+
+export { parseJsonText };
+import { Aer1Error, InputError, UsageError } from '../../core/errors/errors.js';
 
 export type Command = (argv: string[]) => Promise<number>;
 
@@ -57,17 +59,6 @@ export function readInputText(file: string): string {
   }
 }
 
-/** Parses JSON text from a named source; unparseable or too deeply nested JSON is a UsageError (exit 2). */
-export function parseJsonText(text: string, source: string): unknown {
-  if (jsonTextDepth(text) > MAX_JSON_DEPTH) {
-    throw new UsageError(`${source} is nested deeper than ${MAX_JSON_DEPTH} levels (the limit for any JSON input)`, 'too_deep');
-  }
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new UsageError(`${source} is not JSON: ${jsonSyntaxReason(err)}`, 'not_json');
-  }
-}
 
 export function readJsonFile(file: string): unknown {
   return parseJsonText(readInputText(file), file === '-' ? 'stdin' : file);

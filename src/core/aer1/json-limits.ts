@@ -4,7 +4,7 @@
  * bounded way to quote an untrusted value in a message. Every recursive walk in the
  * project (canonical JSON, proof and document parsers) runs only on values that passed.
  */
-import { InputError } from '../errors/errors.js';
+import { InputError, jsonSyntaxReason, UsageError } from '../errors/errors.js';
 
 /**
  * Deepest nesting accepted in any JSON input (files, HTTP bodies, job data). Real inputs
@@ -85,4 +85,20 @@ export function quoteBounded(value: unknown, max = 60): string {
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   return 'an object';
+}
+
+/**
+ * JSON text a user handed in (a file, stdin, a dropped file in the browser verifier), parsed
+ * with the depth limit: unparseable or too deeply nested text is a UsageError (exit 2)
+ * naming `source`, never quoting the text.
+ */
+export function parseJsonText(text: string, source: string): unknown {
+  if (jsonTextDepth(text) > MAX_JSON_DEPTH) {
+    throw new UsageError(`${source} is nested deeper than ${MAX_JSON_DEPTH} levels (the limit for any JSON input)`, 'too_deep');
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${source} is not JSON: ${jsonSyntaxReason(err)}`, 'not_json');
+  }
 }
