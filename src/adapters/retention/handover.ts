@@ -11,7 +11,7 @@
  * Keys, under the daemon's hash-tagged prefix: `{prefix}:ret:offered` (subject key →
  * "<digest> <ms offered>") and `{prefix}:ret:ack:<hook id>` (subject key → digest).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../redis/connection.js';
 import type { AnchorProof } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
 
