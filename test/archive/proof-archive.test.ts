@@ -91,6 +91,9 @@ describe('ProofArchive paths', () => {
     // another key's proof in this key's place (a case-folding file system could do it)
     writeFileSync(path, proofBytes(proofFor('Victim')));
     expect(await archive.read('victim')).toBeNull();
+    // and is never overwritten by this key's proof
+    await expect(archive.write('victim', proofFor('victim'))).rejects.toThrow(/holds the proof of another key/);
+    expect(readFileSync(path).equals(proofBytes(proofFor('Victim')))).toBe(true);
     writeFileSync(path, '{"version": ');
     await expect(archive.read('victim')).rejects.toThrow(/is not JSON \(damaged archive file\)/);
     writeFileSync(path, '[]');

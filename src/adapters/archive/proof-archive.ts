@@ -70,9 +70,13 @@ export class ProofArchive {
     const path = this.pathFor(key);
     const folder = path.slice(0, path.lastIndexOf(sep));
     const bytes = proofBytes(proof);
+    const existing = await this.readFile(path).catch(() => null);
     // written by an earlier pass (a crash before the removal, webhooks not all acknowledged yet)
-    const existing = await this.read(key).catch(() => null);
     if (existing?.bytes.equals(bytes)) return path;
+    // another key's proof in this key's place (a case-folding file system): never overwritten
+    if (existing && subjectKey(existing.proof.envelope as unknown as Envelope) !== key) {
+      throw new Error(`archive: ${path} holds the proof of another key; keep archive.dir on a case-sensitive file system`);
+    }
     await mkdir(folder, { recursive: true });
     const tmp = join(folder, `.tmp-${randomBytes(8).toString('hex')}`);
     try {
@@ -103,9 +107,17 @@ export class ProofArchive {
 
   /** `key`'s archived proof, or null when none is archived (or the file is not this key's proof). */
   async read(key: string): Promise<ArchivedProof | null> {
+    const found = await this.readFile(this.pathFor(key));
+    // a case-folding file system could put two keys in one file: only this key's proof counts
+    if (!found || subjectKey(found.proof.envelope as unknown as Envelope) !== key) return null;
+    return found;
+  }
+
+  /** The proof in the file at `path`, whichever key it is for; null when there is no file. */
+  private async readFile(path: string): Promise<ArchivedProof | null> {
     let bytes: Buffer;
     try {
-      bytes = await readFile(this.pathFor(key));
+      bytes = await readFile(path);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
@@ -114,13 +126,11 @@ export class ProofArchive {
     try {
       proof = JSON.parse(bytes.toString('utf8')) as AnchorProof;
     } catch {
-      throw new Error(`archive: ${this.pathFor(key)} is not JSON (damaged archive file)`);
+      throw new Error(`archive: ${path} is not JSON (damaged archive file)`);
     }
     if (typeof proof !== 'object' || proof === null || typeof proof.digest !== 'string' || typeof proof.envelope !== 'object' || proof.envelope === null) {
-      throw new Error(`archive: ${this.pathFor(key)} is not an aer1-anchor-proof-v1 (damaged archive file)`);
+      throw new Error(`archive: ${path} is not an aer1-anchor-proof-v1 (damaged archive file)`);
     }
-    // a case-folding file system could put two keys in one file: only this key's proof counts
-    if (subjectKey(proof.envelope as unknown as Envelope) !== key) return null;
     return { bytes, proof };
   }
 }
