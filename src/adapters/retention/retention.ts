@@ -12,16 +12,15 @@
  * so the next pass starts from the oldest left: no cursor to lose. One owner across
  * daemons: the pass is a BullMQ job scheduler's job.
  */
-import { Queue, Worker, type ConnectionOptions } from 'bullmq';
+import type { ConnectionOptions } from 'bullmq';
 import type { Logger } from 'pino';
 import { retentionAfterMs, type Config } from '../config/config.js';
 import type { AnchorStore } from '../state/anchor-store.js';
 import type { ProofArchive } from '../archive/proof-archive.js';
 import type { WebhookHandover } from './handover.js';
 import type { ProofExporter } from '../proof/export.js';
-import { redisRefusal } from '../redis/redis-refusal.js';
 import { retentionQueueName } from '../queue/names.js';
-import { stalledJobOptions } from '../queue/stalled.js';
+import { PeriodicPass } from '../queue/periodic-pass.js';
 
 export interface RetentionDeps {
   config: Config;
@@ -64,17 +63,23 @@ export class Retention {
   private readonly deps: RetentionDeps;
   private readonly log: Logger;
   private readonly now: () => number;
-  private readonly queue: Queue;
-  private worker: Worker | null = null;
-  private retry: NodeJS.Timeout | null = null;
-  private closed = false;
+  private readonly periodic: PeriodicPass;
 
   constructor(deps: RetentionDeps) {
     this.deps = deps;
     this.log = deps.log.child({ part: 'retention' });
     this.now = deps.now ?? Date.now;
-    this.queue = new Queue(retentionQueueName(deps.config.queue.name), { connection: deps.connection, prefix: deps.store.keys.bullPrefix });
-    this.queue.on('error', (err) => this.log.warn({ err }, 'retention queue error'));
+    this.periodic = new PeriodicPass({
+      queueName: retentionQueueName(deps.config.queue.name),
+      prefix: deps.store.keys.bullPrefix,
+      connection: deps.connection,
+      intervalMs: deps.config.retention.intervalMs,
+      stalledIntervalMs: deps.config.queue.stalledIntervalMs,
+      schedulerId: SCHEDULER_ID,
+      name: 'retention',
+      log: this.log,
+      run: () => this.pass(),
+    });
   }
 
   get afterMs(): number {
@@ -82,29 +87,8 @@ export class Retention {
   }
 
   /** Schedules the pass (every daemon upserts the same scheduler) and starts this daemon's worker. */
-  async start(): Promise<void> {
-    await this.schedule();
-    this.worker = new Worker(retentionQueueName(this.deps.config.queue.name), () => this.pass(), {
-      connection: this.deps.connection,
-      prefix: this.deps.store.keys.bullPrefix,
-      concurrency: 1,
-      ...stalledJobOptions(this.deps.config.queue.stalledIntervalMs),
-    });
-    this.worker.on('error', (err) => this.log.warn({ err }, 'retention worker error'));
-    this.worker.on('failed', (_job, err) => this.log.warn({ err }, 'retention pass failed; the next one retries'));
-    await this.worker.waitUntilReady();
-  }
-
-  private async schedule(): Promise<void> {
-    const every = this.deps.config.retention.intervalMs;
-    try {
-      await this.queue.upsertJobScheduler(SCHEDULER_ID, { every }, { name: SCHEDULER_ID, opts: { removeOnComplete: true, removeOnFail: 10 } });
-    } catch (err) {
-      if (redisRefusal(err) === null || this.closed) throw err;
-      this.log.warn({ err }, 'could not schedule retention yet; trying again');
-      this.retry = setTimeout(() => void this.schedule().catch((e: unknown) => this.log.error({ err: e }, 'retention not scheduled')), every);
-      this.retry.unref();
-    }
+  start(): Promise<void> {
+    return this.periodic.start();
   }
 
   /** One bounded pass: the oldest confirmed subjects past the age, at most `retention.limit`. */
@@ -159,10 +143,7 @@ export class Retention {
     return out;
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    if (this.retry) clearTimeout(this.retry);
-    await this.worker?.close();
-    await this.queue.close();
+  close(): Promise<void> {
+    return this.periodic.close();
   }
 }
