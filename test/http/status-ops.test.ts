@@ -23,7 +23,9 @@ const rejectedKey = `bad-${Date.now()}`;
 let downUrl: string;
 
 beforeAll(async () => {
-  s = await startStack({ relays: 2 });
+  // envelope mode: one event per subject, so the stopped relay has exactly 25 events waiting
+  // (auto mode would decide per cut from the budget and the load, one event or 25)
+  s = await startStack({ relays: 2, overrides: { nostr: { mode: 'envelope' } } });
   expect((await s.post('/v1/anchors', { subjects: confirmed }, { auth: true })).status).toBe(202);
   await s.confirm(confirmed.map((x) => x.receipt_uuid));
   // a job the intake worker refuses (no output_sha256): status rejected, with its reason
@@ -73,7 +75,7 @@ describe('the status page with a relay down', () => {
     const identity = (await page.locator('#identity').textContent()) ?? '';
     expect(identity).toMatch(/^v\d+\.\d+\.\d+/);
     // auto is the default (docs/nostr.md)
-    expect(identity).toContain('nostr auto mode, quorum 2 of 2');
+    expect(identity).toContain('nostr envelope mode, quorum 2 of 2');
     expect(identity).toContain('ots regtest');
     expect(await page.locator('#identity [data-npub]').getAttribute('data-npub')).toMatch(/^npub1/);
 
