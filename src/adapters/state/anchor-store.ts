@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisClient as Redis } from '../redis/connection.js';
 import { StateKeys, type WitnessName } from './keys.js';
-import { ACCEPT, CUT_BATCH, MARK_SENT, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
+import { ACCEPT, CUT_BATCH, FORGET, MARK_SENT, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
@@ -244,6 +244,36 @@ export class AnchorStore {
       }
     }
     return out;
+  }
+
+  /**
+   * Removes confirmed subjects (retention: only once each one's proof is held elsewhere) with
+   * their envelope, history, own Nostr event and index entries, 100 per script call. A subject
+   * not confirmed, or whose event link changed since it was read, is left alone. Returns the
+   * keys removed. Safe to repeat.
+   */
+  async forget(keys: readonly string[]): Promise<string[]> {
+    const k = this.keys;
+    const removed: string[] = [];
+    for (let i = 0; i < keys.length; i += 100) {
+      const chunk = keys.slice(i, i + 100);
+      const events = await Promise.all(chunk.map((key) => this.redis.hget(k.subject(key), 'nostr:event')));
+      const scriptKeys = [k.all, ...SUBJECT_STATUSES.map((st) => k.byStatus(st))];
+      for (const w of ['nostr', 'ots'] as const) for (const st of WITNESS_STATUSES) scriptKeys.push(k.byWitness(w, st));
+      scriptKeys.push(k.meta, k.events);
+      const now = this.now();
+      const args: string[] = [nowIso(now), String(EVENTS_MAXLEN)];
+      chunk.forEach((key, j) => {
+        const ev = events[j] ?? null;
+        scriptKeys.push(k.subject(key), k.envelope(key), k.history(key), ev ? k.event(ev) : k.subject(key));
+        args.push(key, ev ?? '');
+      });
+      const res = (await this.run(FORGET, scriptKeys, args)) as number[];
+      chunk.forEach((key, j) => {
+        if (Number(res[j]) === 1) removed.push(key);
+      });
+    }
+    return removed;
   }
 
   async getRecord(key: string): Promise<SubjectRecord | null> {

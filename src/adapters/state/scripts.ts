@@ -51,4 +51,7 @@ export const CUT_BATCH = load(DIR, 'cut-batch');
 /** Auto mode: links a subject's own event, first stored copy wins. */
 export const SET_SUBJECT_EVENT = load(DIR, 'set-subject-event');
 
-export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT];
+/** Retention: removes confirmed subjects whose proofs are archived, and their index entries. */
+export const FORGET = load(DIR, 'forget');
+
+export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, FORGET];
