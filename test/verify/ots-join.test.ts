@@ -1,6 +1,6 @@
 /**
  * NIP-03's joined root seen by the verifier: in envelope mode an OTS batch submits
- * R = SHA-256(01 || R_s || R_e) (src/core/ots/event-tree.ts). A subject's .ots still commits
+ * R = SHA-256(02 || R_s || R_e) (src/core/ots/event-tree.ts). A subject's .ots still commits
  * to its own d through standard ops and PASSes against a real (regtest) header; the event-id
  * half of the tree never proves a subject: an event id's .ots, another subject's path, a
  * digest swapped in, a path one level short or long, all FAIL. And the one weakness the join
@@ -106,10 +106,11 @@ describe('the NIP-03 joined root, seen by the verifier', () => {
     }
   });
 
-  it('the join is an RFC 6962 node: with n a power of two and k <= n, R is also the root over the n + k leaves (why no event id may ever be read as a subject)', () => {
+  it('the join is no RFC 6962 node: R is not the root over the n + k leaves, nor an inner node over R_s and R_e (no event id can be read as a subject)', () => {
     const mixed = new BatchTree([...subjects.map((s) => s.digest), ...ids]);
-    expect(mixed.root).toEqual(R);
-    expect(R).toEqual(nodeHash(Rs, Re));
+    expect(mixed.root).not.toEqual(R);
+    expect(R).not.toEqual(nodeHash(Rs, Re));
+    expect(R).toEqual(createHash('sha256').update(Uint8Array.of(0x02)).update(Rs).update(Re).digest());
     // what keeps a subject from being confused with anything else is d itself: SHA-256 of the
     // envelope's canonical JSON text, recomputed by the verifier; an event id or a tree node
     // would need an envelope hashing to it
