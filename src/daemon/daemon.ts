@@ -4,7 +4,7 @@
  */
 import { Queue, type Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { enabledWitnesses, nostrQuorum, type Config } from '../adapters/config/config.js';
+import { enabledWitnesses, nostrQuorum, retentionAfterMs, type Config } from '../adapters/config/config.js';
 import { AnchorStore, STATE_SCHEMA } from '../adapters/state/anchor-store.js';
 import type { WitnessName } from '../adapters/state/keys.js';
 import { Batcher } from '../adapters/batch/batcher.js';
@@ -24,6 +24,11 @@ import { DaemonMetrics } from '../adapters/metrics/metrics.js';
 import { WitnessHealth } from '../adapters/health/witness-health.js';
 import { probeWitnesses, type ProbeOutcome } from '../adapters/health/witness-probe.js';
 import { Reconciler } from './reconciler.js';
+import { ProofArchive } from '../adapters/archive/proof-archive.js';
+import { ProofExporter } from '../adapters/proof/export.js';
+import { Retention, type RetentionDeps } from '../adapters/retention/retention.js';
+import { WebhookHandover } from '../adapters/retention/handover.js';
+import { hookId } from '../adapters/webhooks/delivery-log.js';
 
 /** Relay answers that say the relay has the event; any other outcome is a failed attempt. */
 const RELAY_SUCCESS = new Set(['accepted', 'rejected:duplicate']);
@@ -38,6 +43,8 @@ export interface DaemonDeps {
   redisUrl: RedisTarget;
   log: Logger;
   signingKey: SigningKey | null;
+  /** Retention's crash-injection point (tests): after a proof is archived, before its subject is removed. */
+  afterArchive?: RetentionDeps['afterArchive'];
 }
 
 export class Daemon {
@@ -60,6 +67,10 @@ export class Daemon {
   private readonly batchers: Batcher[] = [];
   private intakeWorker: Worker | null = null;
   readonly reconciler: Reconciler;
+  /** The proof archive (archive.dir), null when none is configured. */
+  readonly archive: ProofArchive | null;
+  /** Retires old confirmed subjects to the archive; null when retention is off. */
+  readonly retention: Retention | null;
   private stopping: Promise<void> | null = null;
 
   constructor(deps: DaemonDeps) {
@@ -155,6 +166,22 @@ export class Daemon {
       log,
       onRepair: (kind, n) => this.metrics.reconcilerRepairs(kind, n),
     });
+    this.archive = config.archive.dir !== null ? new ProofArchive(config.archive.dir) : null;
+    const handover = config.webhooks.length > 0 ? new WebhookHandover(this.redis, this.store.keys.base, config.webhooks.map((h) => hookId(h.url))) : null;
+    this.retention =
+      (this.archive || handover) && retentionAfterMs(config) > 0
+        ? new Retention({
+            config,
+            store: this.store,
+            archive: this.archive,
+            handover,
+            exporter: new ProofExporter(this.store, { relays: config.nostr.enabled ? config.nostr.relays : [], calendars: config.ots.enabled ? config.ots.calendars : [] }),
+            connection: this.redis,
+            log,
+            ...(deps.afterArchive ? { afterArchive: deps.afterArchive } : {}),
+            onRetired: (n) => this.metrics.retentionRetired(n),
+          })
+        : null;
   }
 
   /** The intake processor on its own (the HTTP API uses it to answer conflicts synchronously). */
@@ -176,6 +203,14 @@ export class Daemon {
               signEnvelope: (canonical: string, digestHex: string) => {
                 const ev = nostr.signEnvelope(canonical, digestHex);
                 return { id: ev.id, json: serializeEvent(ev) };
+              },
+            }
+          : {}),
+        ...(this.archive
+          ? {
+              archived: async (key: string) => {
+                const found = await this.archive!.read(key);
+                return found ? { envelope: found.proof.envelope, digest: found.proof.digest } : null;
               },
             }
           : {}),
@@ -220,6 +255,7 @@ export class Daemon {
       this.log,
     );
     await this.reconciler.start();
+    await this.retention?.start();
     this.intakeWorker.on('completed', (_job, rv: unknown) => {
       const bulk = rv as BulkIntakeResult | undefined;
       if (bulk?.bulk !== true) return this.metrics.intake('accepted');
@@ -259,6 +295,7 @@ export class Daemon {
     this.stopping ??= (async () => {
       await this.intakeWorker?.close();
       await this.reconciler.close();
+      await this.retention?.close();
       for (const b of this.batchers) await b.stop();
       await this.nostr?.close();
       await this.ots?.close();

@@ -15,15 +15,14 @@
  * One owner across daemons: the pass is a BullMQ job scheduler's job (one job per tick,
  * taken by one worker), so two daemons never reconcile at once.
  */
-import { Queue, Worker, type ConnectionOptions } from 'bullmq';
+import type { ConnectionOptions } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../adapters/config/config.js';
 import type { AnchorStore } from '../adapters/state/anchor-store.js';
-import { redisRefusal } from '../adapters/redis/redis-refusal.js';
 import type { WitnessName } from '../adapters/state/keys.js';
 import type { WitnessStatus } from '../core/proof/format.js';
 import { reconcileQueueName } from '../adapters/queue/names.js';
-import { stalledJobOptions } from '../adapters/queue/stalled.js';
+import { PeriodicPass } from '../adapters/queue/periodic-pass.js';
 import type { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import type { OtsWitness } from '../adapters/ots/ots-witness.js';
 
@@ -55,44 +54,29 @@ export class Reconciler {
   private readonly cfg: Config['reconcile'];
   private readonly log: Logger;
   private readonly now: () => number;
-  private readonly queue: Queue;
-  private worker: Worker | null = null;
-  private retry: NodeJS.Timeout | null = null;
-  private closed = false;
+  private readonly periodic: PeriodicPass;
 
   constructor(deps: ReconcilerDeps) {
     this.deps = deps;
     this.cfg = deps.config.reconcile;
     this.log = deps.log.child({ part: 'reconciler' });
     this.now = deps.now ?? Date.now;
-    this.queue = new Queue(reconcileQueueName(deps.config.queue.name), { connection: deps.connection, prefix: deps.store.keys.bullPrefix });
-    this.queue.on('error', (err) => this.log.warn({ err }, 'reconciler queue error'));
+    this.periodic = new PeriodicPass({
+      queueName: reconcileQueueName(deps.config.queue.name),
+      prefix: deps.store.keys.bullPrefix,
+      connection: deps.connection,
+      intervalMs: this.cfg.intervalMs,
+      stalledIntervalMs: deps.config.queue.stalledIntervalMs,
+      schedulerId: SCHEDULER_ID,
+      name: 'reconciler',
+      log: this.log,
+      run: () => this.pass(),
+    });
   }
 
   /** Schedules the pass (every daemon upserts the same scheduler) and starts this daemon's worker. */
-  async start(): Promise<void> {
-    await this.schedule();
-    this.worker = new Worker(reconcileQueueName(this.deps.config.queue.name), () => this.pass(), {
-      connection: this.deps.connection,
-      prefix: this.deps.store.keys.bullPrefix,
-      concurrency: 1,
-      ...stalledJobOptions(this.deps.config.queue.stalledIntervalMs),
-    });
-    this.worker.on('error', (err) => this.log.warn({ err }, 'reconciler worker error'));
-    this.worker.on('failed', (_job, err) => this.log.warn({ err }, 'reconcile pass failed; the next one retries'));
-    await this.worker.waitUntilReady();
-  }
-
-  /** Upserts the scheduler; a Redis refusing writes (full, read-only) is tried again each interval, not fatal. */
-  private async schedule(): Promise<void> {
-    try {
-      await this.queue.upsertJobScheduler(SCHEDULER_ID, { every: this.cfg.intervalMs }, { name: SCHEDULER_ID, opts: { removeOnComplete: true, removeOnFail: 10 } });
-    } catch (err) {
-      if (redisRefusal(err) === null || this.closed) throw err;
-      this.log.warn({ err }, 'could not schedule the reconciler yet; trying again');
-      this.retry = setTimeout(() => void this.schedule().catch((e: unknown) => this.log.error({ err: e }, 'reconciler not scheduled')), this.cfg.intervalMs);
-      this.retry.unref();
-    }
+  start(): Promise<void> {
+    return this.periodic.start();
   }
 
   /** One bounded pass: at most `reconcile.limit` subjects per witness and status. */
@@ -165,10 +149,7 @@ export class Reconciler {
     repairs.inbox++;
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    if (this.retry) clearTimeout(this.retry);
-    await this.worker?.close();
-    await this.queue.close();
+  close(): Promise<void> {
+    return this.periodic.close();
   }
 }

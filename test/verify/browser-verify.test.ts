@@ -27,12 +27,51 @@ beforeAll(() => {
   writeFileSync(join(base, 'broken.json'), '{"a": [1, 2');
   writeFileSync(join(base, 'latin1.json'), Buffer.from([0x7b, 0x22, 0xe9, 0x22, 0x3a, 0x31, 0x7d]));
   writeFileSync(join(base, 'bad-headers.json'), JSON.stringify({ 1: 'abcd' }));
+  // hostile variants of the demo's receipt: the page must judge them as the CLI does
+  const receiptText = readFileSync(join(out, 'receipt.json'), 'utf8');
+  for (const [name, mutate] of Object.entries(HOSTILE)) {
+    const value = JSON.parse(receiptText) as { anchor_proof: { nostr: Record<string, unknown>; ots: Record<string, unknown> } } & Record<string, unknown>;
+    writeFileSync(join(base, name), mutate(value, receiptText));
+  }
 }, 120_000);
 
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
+type Receipt = { anchor_proof: { nostr: Record<string, unknown>; ots: Record<string, unknown> } } & Record<string, unknown>;
+type Relay = Record<string, unknown>;
+const flipped = (b64: string, at: number): string => {
+  const b = Buffer.from(b64, 'base64');
+  b[at % b.length] = b[at % b.length]! ^ 0x5a;
+  return b.toString('base64');
+};
+/** Hostile variants of the demo's receipt.json, by file name (each written in beforeAll). */
+const HOSTILE: Record<string, (r: Receipt, text: string) => string> = {
+  'h-mode-unknown.json': (r) => JSON.stringify({ ...r, anchor_proof: { ...r.anchor_proof, nostr: { ...r.anchor_proof.nostr, mode: 'auto' } } }),
+  'h-mode-batch-no-path.json': (r) => JSON.stringify({ ...r, anchor_proof: { ...r.anchor_proof, nostr: { ...r.anchor_proof.nostr, mode: 'batch' } } }),
+  'h-mode-lookalike.json': (r) => JSON.stringify({ ...r, anchor_proof: { ...r.anchor_proof, nostr: { ...r.anchor_proof.nostr, mode: 'envelop\u0435' } } }),
+  'h-copy-other-content.json': (r) => {
+    const ev = r.anchor_proof.nostr.event as Record<string, unknown>;
+    const relays = (r.anchor_proof.nostr.relays as Relay[]).map((x, i) => (i === 0 ? { ...x, event: { ...ev, content: `${String(ev.content)} ` } } : x));
+    return JSON.stringify({ ...r, anchor_proof: { ...r.anchor_proof, nostr: { ...r.anchor_proof.nostr, relays } } });
+  },
+  'h-copy-two-nonces.json': (r) => {
+    const ev = r.anchor_proof.nostr.event as Record<string, unknown>;
+    const copy = { ...ev, tags: [...(ev.tags as string[][]), ['nonce', '1', '0'], ['nonce', '2', '0']] };
+    const relays = (r.anchor_proof.nostr.relays as Relay[]).map((x, i) => (i === 1 ? { ...x, event: copy } : x));
+    return JSON.stringify({ ...r, anchor_proof: { ...r.anchor_proof, nostr: { ...r.anchor_proof.nostr, relays } } });
+  },
+  'h-ots-flipped.json': (r) => JSON.stringify({ ...r, anchor_proof: { ...r.anchor_proof, ots: { ...r.anchor_proof.ots, proof: flipped(r.anchor_proof.ots.proof as string, 77) } } }),
+  'h-created-at-string.json': (r) => JSON.stringify({ ...r, anchor_proof: { ...r.anchor_proof, nostr: { ...r.anchor_proof.nostr, event: { ...(r.anchor_proof.nostr.event as Relay), created_at: String((r.anchor_proof.nostr.event as Relay).created_at) } } } }),
+  'h-nostr-lookalike-key.json': (r) => {
+    const { nostr, ...rest } = r.anchor_proof;
+    return JSON.stringify({ ...r, anchor_proof: { ...rest, ['n\u043estr']: nostr } });
+  },
+  'h-duplicate-digest-key.json': (_r, text) => text.replace('"digest":', `"digest":"${'0'.repeat(64)}","digest":`),
+  'h-deep-relay-message.json': (r) => JSON.stringify({ ...r, anchor_proof: { ...r.anchor_proof, nostr: { ...r.anchor_proof.nostr, relays: [{ url: 'wss://x', status: 'accepted', message: JSON.parse(`${'['.repeat(200)}1${']'.repeat(200)}`) }] } } }),
+};
+
 const dropped = (path: string): DroppedFile => ({ name: basename(path), bytes: new Uint8Array(readFileSync(path)) });
-const at = (name: string): string => (['doc.json', 'proof.json', 'trust.txt', 'bad-trust.txt', 'broken.json', 'latin1.json', 'bad-headers.json'].includes(name) ? join(base, name) : join(out, name));
+const at = (name: string): string => (['doc.json', 'proof.json', 'trust.txt', 'bad-trust.txt', 'broken.json', 'latin1.json', 'bad-headers.json', ...Object.keys(HOSTILE)].includes(name) ? join(base, name) : join(out, name));
 
 interface Case {
   name: string;
@@ -88,6 +127,10 @@ const cases = (): Case[] => [
   { name: 'a file that is not UTF-8', document: 'latin1.json' },
   { name: 'a malformed headers file', document: 'receipt.json', headers: 'bad-headers.json', network: 'regtest' },
   { name: 'an unknown network', document: 'receipt.json', network: 'testnet' },
+  // hostile inputs (trust review): the same verdict, line for line
+  ...Object.keys(HOSTILE).map((f): Case => ({ name: `hostile ${f}`, document: f, headers: 'headers.json', network: 'regtest', pubkeys: [demo.signer.pubkey] })),
+  { name: 'hostile: a flipped .ots under --require-confirmed', document: 'h-ots-flipped.json', headers: 'headers.json', network: 'regtest', pubkeys: [demo.signer.pubkey], requireConfirmed: true },
+  { name: 'hostile: a lookalike nostr key, no trust, --require-confirmed', document: 'h-nostr-lookalike-key.json', headers: 'headers.json', network: 'regtest', requireConfirmed: true },
 ];
 
 describe('the /verify verifier under Node, against the CLI', () => {

@@ -77,6 +77,27 @@ describe('online: the event read back from its relays', () => {
     expect(online(opted)).toMatchObject({ status: 'PASS', detail: `identical event served by ${relay.url} (all taken from the proof itself, --use-proof-relays)` });
   });
 
+  it('--use-proof-relays asks at most 16 of the proof\'s relays, only ws:// or wss:// URLs in ASCII, and says how many it left out', async () => {
+    const asked: string[] = [];
+    // the real fetcher, wrapped to count the URLs it is asked to reach
+    const counting = {
+      fetch: (url: string, id: string) => {
+        asked.push(url);
+        return fetcher.fetch(url, id);
+      },
+      query: fetcher.query.bind(fetcher),
+      close: () => undefined,
+    };
+    const hostile = [relay.url, 'http://127.0.0.1:6379/', 'wss://rel\u0430y.example/', 'ftp://127.0.0.1/', ...Array.from({ length: 40 }, (_, i) => `${stopped.url}/p${i}`)];
+    const proof = withRelays(built.proof, hostile);
+    const report = await verifyAnchor({ value: attach(receipt, proof) }, { ...trusted, relayFetcher: counting, useProofRelays: true });
+    expect(new Set(asked).size).toBe(16);
+    expect(asked).toContain(relay.url);
+    expect(asked.some((u) => !/^wss?:\/\/[\x21-\x7e]+$/.test(u))).toBe(false);
+    expect(online(report).status).toBe('PASS');
+    expect(online(report).detail).toMatch(/; 28 relays of the proof not asked \(3 not ws:\/\/ or wss:\/\/ in ASCII, 25 past the first 16\)$/);
+  });
+
   it('fails when every relay that answered has no such event', async () => {
     const report = await verifyAnchor({ value: attach(receipt, built.proof) }, { ...trusted, relays: [empty.url, stopped.url] });
     expect(online(report).status).toBe('FAIL');

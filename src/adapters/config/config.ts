@@ -160,7 +160,16 @@ function crossCheck(c: Config, fail: (key: string, message: string) => never): v
   if (!c.nostr.enabled && !c.ots.enabled) fail('nostr.enabled', 'no witness is enabled (nostr.enabled and ots.enabled are both false)');
   if (c.nostr.backoffMaxMs < c.nostr.backoffMs) fail('nostr.backoffMaxMs', 'must be at least nostr.backoffMs');
   if (c.webhookDelivery.backoffMaxMs < c.webhookDelivery.backoffMs) fail('webhookDelivery.backoffMaxMs', 'must be at least webhookDelivery.backoffMs');
+  if (retentionAfterMs(c) > 0 && c.archive.dir === null && c.webhooks.length === 0) {
+    const key = c.retention.confirmedAfterMs > 0 ? 'retention.confirmedAfterMs' : 'retention.confirmedDays';
+    fail(key, 'retention is on but there is nowhere to hand proofs to before subjects are removed: set archive.dir, or webhooks (every hook must acknowledge a proof), or both');
+  }
   if (c.ots.upgradeMaxMs < c.ots.upgradeInitialMs) fail('ots.upgradeMaxMs', 'must be at least ots.upgradeInitialMs');
+}
+
+/** The age (ms since acceptance) past which a confirmed subject is retired from Redis; 0: retention off. */
+export function retentionAfterMs(c: Config): number {
+  return c.retention.confirmedAfterMs > 0 ? c.retention.confirmedAfterMs : c.retention.confirmedDays * 86_400_000;
 }
 
 /** The quorum in force: 0 (the default) means a majority of the configured relays, floor(n/2)+1. */

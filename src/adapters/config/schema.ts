@@ -195,6 +195,12 @@ export const CONFIG_KEYS = [
   { key: 'reconcile.limit', schema: int(1, 1_000_000), default: 10_000, env: 'AER1_RECONCILE_LIMIT', doc: 'Subjects the reconciler checks per witness and status in one pass (it resumes where it stopped).' },
   { key: 'reconcile.reopenAfterMs', schema: int(1000, 365 * MS_DAY), default: 3_600_000, env: 'AER1_RECONCILE_REOPEN_AFTER_MS', doc: 'A relay given up on this long ago gets a new round of attempts when the quorum cannot be met without it.' },
 
+  { key: 'retention.confirmedDays', schema: int(0, 36_500), default: 0, env: 'AER1_RETENTION_CONFIRMED_DAYS', doc: 'Retire a confirmed subject from Redis once it was accepted this many days ago and its proof is held elsewhere: written to archive.dir and/or acknowledged by every webhook (both, when both are configured; docs/reliability.md, Retention). 0: off. Refused with neither archive.dir nor webhooks.' },
+  { key: 'retention.confirmedAfterMs', schema: int(0, 36_500 * MS_DAY), default: 0, env: 'AER1_RETENTION_CONFIRMED_AFTER_MS', doc: 'The same age in milliseconds (tests, short-lived setups); when not 0 it wins over retention.confirmedDays.' },
+  { key: 'retention.intervalMs', schema: int(100, MS_DAY), default: 60_000, env: 'AER1_RETENTION_INTERVAL_MS', doc: 'How often a retention pass runs (one daemon at a time across daemons).' },
+  { key: 'retention.limit', schema: int(1, 100_000), default: 1000, env: 'AER1_RETENTION_LIMIT', doc: 'Most subjects one retention pass archives and removes (the next pass goes on).' },
+  { key: 'archive.dir', schema: optionalString(), default: null, env: 'AER1_ARCHIVE_DIR', doc: 'Folder of the proof archive: one aer1-anchor-proof-v1 JSON per retired subject, in folders sharded by sha256 of the key. Proofs of retired subjects are served from it.' },
+
   { key: 'limits.maxJobBytes', schema: int(1024, 64 * 1024 * 1024), default: 4 * 1024 * 1024, env: 'AER1_LIMIT_MAX_JOB_BYTES', doc: 'Largest job document accepted (bytes of its JSON).' },
   { key: 'limits.maxSteps', schema: int(1, 10_000_000), default: DEFAULT_LIMITS.maxSteps, env: 'AER1_LIMIT_MAX_STEPS', doc: 'Most steps in one workflow close.' },
   { key: 'limits.maxEntries', schema: int(1, 10_000_000), default: DEFAULT_LIMITS.maxEntries, env: 'AER1_LIMIT_MAX_ENTRIES', doc: 'Most entries in one job timeline.' },

@@ -5,6 +5,7 @@
 import { redisRefusal, type RedisRefusal } from '../redis/redis-refusal.js';
 import { ConflictError, InputError } from '../../core/errors/errors.js';
 import { ProofExporter } from '../proof/export.js';
+import { ProofArchive, archivedSummary } from '../archive/proof-archive.js';
 import { enqueueAnchor, enqueueAnchors, type BulkEnqueueOutcome, type EnqueueOutcome } from '../queue/producer.js';
 import { claimsFromJobData, type JobLimits } from '../queue/job-data.js';
 import { SUBJECT_STATUSES } from '../state/anchor-store.js';
@@ -12,7 +13,7 @@ import { WITNESSES, type WitnessName } from '../state/keys.js';
 import { anchorDetail, summarize } from '../state/subject-view.js';
 import { readJsonBody } from './body.js';
 import type { DaemonView } from '../view/daemon-view.js';
-import { HttpError, json, refusalError, type HttpErrorCode, type Reply } from './respond.js';
+import { HttpError, JSON_TYPE, json, refusalError, type HttpErrorCode, type Reply } from './respond.js';
 import type { RequestContext } from './router.js';
 
 export const DEFAULT_LIMIT = 50;
@@ -34,6 +35,8 @@ export interface AnchorRoutesHooks {
 export class AnchorRoutes {
   private readonly daemon: DaemonView;
   private readonly exporter: ProofExporter;
+  /** Proofs of subjects retired from Redis (archive.dir); null when none is configured. */
+  private readonly archive: ProofArchive | null;
   private readonly limits: JobLimits;
   private readonly hooks: AnchorRoutesHooks;
 
@@ -45,13 +48,18 @@ export class AnchorRoutes {
       relays: c.nostr.enabled ? c.nostr.relays : [],
       calendars: c.ots.enabled ? c.ots.calendars : [],
     });
+    this.archive = c.archive.dir !== null ? new ProofArchive(c.archive.dir) : null;
     this.limits = { maxJobBytes: c.limits.maxJobBytes, maxSteps: c.limits.maxSteps, maxEntries: c.limits.maxEntries };
   }
 
   async get({ params }: RequestContext): Promise<Reply> {
     const key = params.key!;
     const record = await this.daemon.store.getRecord(key);
-    if (!record) throw new HttpError(404, 'not_found', `no subject with key ${JSON.stringify(key)}`, 'key');
+    if (!record) {
+      const archived = await this.archive?.read(key);
+      if (archived) return json(200, archivedSummary(key, archived.proof));
+      throw new HttpError(404, 'not_found', `no subject with key ${JSON.stringify(key)}`, 'key');
+    }
     return json(200, await anchorDetail(this.daemon.store, this.daemon.config, record));
   }
 
@@ -60,6 +68,11 @@ export class AnchorRoutes {
     const proof = await this.exporter.export(key);
     if (proof) return json(200, proof);
     const record = await this.daemon.store.getRecord(key);
+    if (!record) {
+      // retired from Redis: the archived file, byte for byte what this answered before
+      const archived = await this.archive?.read(key);
+      if (archived) return json(200, archived.bytes, { 'Content-Type': JSON_TYPE });
+    }
     if (record?.status === 'rejected') {
       throw new HttpError(404, 'no_proof', `subject ${JSON.stringify(key)} was refused, so it has no proof: ${record.reason ?? 'no reason recorded'}`, 'key');
     }

@@ -11,7 +11,7 @@ import { configDefault } from '../config/schema.js';
 
 /** One entry of the events stream (`data` as written by the state scripts). */
 export interface StateEvent {
-  type: 'accepted' | 'state' | 'rejected' | 'conflict';
+  type: 'accepted' | 'state' | 'rejected' | 'conflict' | 'retired' | 'proof';
   key: string;
   status: string;
   at: string;
@@ -22,6 +22,8 @@ export interface StateEvent {
   detail?: string;
   reason?: string;
   digest?: string;
+  /** `proof` entries (retention handing a proof to the webhooks): the aer1-anchor-proof-v1. */
+  proof?: Record<string, unknown>;
 }
 
 /** What SSE and WebSocket clients receive: the event plus its stream id. */

@@ -22,6 +22,7 @@ export class DaemonMetrics {
   private readonly intakeTotal: Counter<'result'>;
   private readonly repairsTotal: Counter<'kind'>;
   private readonly nostrModeSubjects: Counter<'mode'>;
+  private readonly retiredTotal: Counter;
   private source: GaugeSource | null = null;
   private health: (() => EndpointHealth[]) | null = null;
 
@@ -62,6 +63,11 @@ export class DaemonMetrics {
       name: 'aer1_nostr_mode_subjects_total',
       help: 'Subjects of cut Nostr batches by the kind of event decided for them (envelope: one event each; batch: one batch event per cut); auto mode switches between them.',
       labelNames: ['mode'],
+      registers: [this.registry],
+    });
+    this.retiredTotal = new Counter({
+      name: 'aer1_retention_retired_total',
+      help: 'Confirmed subjects removed from Redis by retention after their proof was handed over (archive and/or every webhook).',
       registers: [this.registry],
     });
     const self = this;
@@ -162,6 +168,11 @@ export class DaemonMetrics {
 
   reconcilerRepairs(kind: string, n: number): void {
     this.repairsTotal.inc({ kind }, n);
+  }
+
+  /** `n` subjects retired from Redis by one retention pass. */
+  retentionRetired(n: number): void {
+    this.retiredTotal.inc(n);
   }
 
   /** `n` subjects (a bulk job counts each of its subjects). */

@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import { Aer1Error, InputError } from '../../core/errors/errors.js';
 import { canonicalJson } from '../../core/aer1/canonical-json.js';
 import { sha256Hex } from '../../core/aer1/hash.js';
-import { buildEnvelope, envelopeCanonical, subjectKey } from '../../core/envelope/envelope.js';
+import { buildEnvelope, envelopeCanonical, sameRoot, subjectKey, type Envelope } from '../../core/envelope/envelope.js';
 import type { SubjectClaims } from '../../core/envelope/claims.js';
 import type { AcceptSubject, AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
@@ -65,7 +65,15 @@ export interface Anchoring {
   signEnvelope?: (canonical: string, digestHex: string) => { id: string; json: string };
   /** After subjects are accepted (or found again): make sure their witness work is queued. */
   afterAccept: (accepted: Accepted) => Promise<void>;
+  /**
+   * Retired subjects (the proof archive): the envelope and digest archived under `key`, or
+   * null. A key found there is answered from it (duplicate, or conflict for another root) and
+   * never accepted as new.
+   */
+  archived?: (key: string) => Promise<{ envelope: Record<string, unknown>; digest: string } | null>;
 }
+
+type ArchivedAnswer = { result: 'duplicate'; digest: string } | { result: 'conflict'; digest: string; reason: string };
 
 export interface IntakeLimits extends JobLimits {
   /** Most subjects one bulk job may carry (queue.maxSubjectsPerJob). */
@@ -120,6 +128,12 @@ export class IntakeProcessor {
       await this.store.reject(jobId, reason);
       throw new UnrecoverableError(`refused: ${reason}`);
     }
+    const archived = await this.fromArchive(claims);
+    if (archived?.result === 'duplicate') return { key, result: 'duplicate', digest: archived.digest };
+    if (archived) {
+      this.log.warn({ key }, 'conflicting root refused (subject retired to the archive)');
+      throw new UnrecoverableError(archived.reason);
+    }
     const subject = this.prepare(claims);
     const { results, inboxLengths } = await this.store.acceptMany(this.anchoring, [subject]);
     const res = results[0]!;
@@ -131,6 +145,16 @@ export class IntakeProcessor {
     const eventId = res.result === 'created' ? (subject.nostrEvent?.id ?? null) : res.nostrEventId;
     await this.anchoring.afterAccept({ subjects: [{ key, nostrEventId: eventId }], inboxLengths });
     return { key, result: res.result, digest: res.result === 'created' ? subject.digest : res.digest };
+  }
+
+  /** How the archive answers for a subject retired from Redis; null when it holds nothing under its key. */
+  private async fromArchive(claims: SubjectClaims): Promise<ArchivedAnswer | null> {
+    if (!this.anchoring.archived) return null;
+    const key = subjectKey(claims);
+    const found = await this.anchoring.archived(key);
+    if (!found) return null;
+    if (sameRoot(claims, found.envelope as unknown as Envelope)) return { result: 'duplicate', digest: found.digest };
+    return { result: 'conflict', digest: found.digest, reason: `conflict: subject ${key} is already anchored with another root (envelope digest ${found.digest}, retired to the proof archive); refused, not re-anchored` };
   }
 
   /** The envelope of a validated subject, signed in envelope mode: what the accept script stores. */
@@ -166,15 +190,22 @@ export class IntakeProcessor {
     }
     const results: Array<BulkSubjectResult | null> = list.map(() => null);
     const valid: Array<{ index: number; subject: AcceptSubject }> = [];
+    const claimsList: Array<{ index: number; claims: SubjectClaims }> = [];
     list.forEach((item, index) => {
       try {
-        valid.push({ index, subject: this.prepare(claimsFromJobData(item, this.limits)) });
+        claimsList.push({ index, claims: claimsFromJobData(item, this.limits) });
       } catch (err) {
         if (!(err instanceof Aer1Error)) throw err;
         const field = err instanceof InputError && err.field !== undefined && err.field !== '$' ? err.field : undefined;
         results[index] = { index, result: 'refused', code: err.code, reason: err.message, ...(field !== undefined ? { field } : {}) };
       }
     });
+    for (const { index, claims } of claimsList) {
+      const archived = await this.fromArchive(claims);
+      const key = subjectKey(claims);
+      if (archived) results[index] = { index, key, ...archived };
+      else valid.push({ index, subject: this.prepare(claims) });
+    }
     const { results: accepted, inboxLengths } = valid.length > 0 ? await this.store.acceptMany(this.anchoring, valid.map((v) => v.subject)) : { results: [], inboxLengths: {} };
     const after: Accepted['subjects'] = [];
     accepted.forEach((res, i) => {

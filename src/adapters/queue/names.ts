@@ -25,3 +25,8 @@ export function reconcileQueueName(base: string): string {
 export function webhookQueueName(base: string, hookId: string): string {
   return `${base}-wh-${hookId}`;
 }
+
+/** Retention's queue: one job scheduler, one pass at a time across daemons. */
+export function retentionQueueName(base: string): string {
+  return `${base}-retention`;
+}

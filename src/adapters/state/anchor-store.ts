@@ -257,40 +257,6 @@ export class AnchorStore {
     return { results, inboxLengths };
   }
 
-  /**
-   * Removes every trace of these subjects (retention, once a proof is archived): record,
-   * envelope, history, own Nostr event, index memberships and counts; batches keep their
-   * digests for the other subjects' proofs. Returns how many were there and are gone. In
-   * chunks of ACCEPT_CHUNK.subjects; a subject whose event changed between the read and the
-   * script (a second daemon linking it) is read again, a bounded number of times.
-   */
-  async forget(keys: readonly string[]): Promise<number> {
-    const k = this.keys;
-    let forgotten = 0;
-    for (let i = 0; i < keys.length; i += ACCEPT_CHUNK.subjects) {
-      let chunk = [...new Set(keys.slice(i, i + ACCEPT_CHUNK.subjects))];
-      for (let attempt = 0; attempt < 5 && chunk.length > 0; attempt++) {
-        const pipe = this.redis.pipeline();
-        for (const key of chunk) pipe.hget(k.subject(key), 'nostr:event');
-        const ids = ((await pipe.exec()) ?? []).map(([err, v]) => {
-          if (err) throw err;
-          return (v as string | null) ?? '';
-        });
-        const scriptKeys = [k.counts, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), k.nostrRecent, ...WITNESSES.flatMap((w) => (['pending', 'partial', 'failed'] as const).map((st) => k.byWitness(w, st)))];
-        const args: string[] = [WITNESSES.join(',')];
-        chunk.forEach((key, j) => {
-          scriptKeys.push(k.subject(key), k.envelope(key), k.history(key), ids[j] ? k.event(ids[j]!) : k.subject(key));
-          args.push(key, ids[j]!);
-        });
-        const res = (await this.run(FORGET, scriptKeys, args)) as number[];
-        forgotten += res.filter((r) => r === 1).length;
-        chunk = chunk.filter((_key, j) => res[j] === -1);
-      }
-      if (chunk.length > 0) throw new Error(`forget: the Nostr event of ${chunk.length} subjects kept changing under 5 reads (${chunk[0]}, ...)`);
-    }
-    return forgotten;
-  }
-
   /** Records a refused job (`rejected`) or a conflicting one (`conflict`) with its reason. */
   async reject(key: string, reason: string, code: 'rejected' | 'conflict' = 'rejected'): Promise<void> {
     const now = this.now();
@@ -330,6 +296,34 @@ export class AnchorStore {
       for (let j = 0; j < chunk.length; j++) out.push({ changed: Number(res[3 * j]) === 1, overall: String(res[3 * j + 1]), createdMs: Number(res[3 * j + 2]) });
     }
     return out;
+  }
+
+  /**
+   * Removes confirmed subjects (retention: only once each one's proof is held elsewhere) with
+   * their envelope, history, own Nostr event and index entries, 100 per script call. A subject
+   * not confirmed, or whose event link changed since it was read, is left alone. Returns the
+   * keys removed. Safe to repeat.
+   */
+  async forget(keys: readonly string[]): Promise<string[]> {
+    const k = this.keys;
+    const removed: string[] = [];
+    for (let i = 0; i < keys.length; i += 100) {
+      const chunk = keys.slice(i, i + 100);
+      const events = await Promise.all(chunk.map((key) => this.redis.hget(k.subject(key), 'nostr:event')));
+      const scriptKeys = [k.counts, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), k.meta, k.events, k.nostrRecent];
+      const now = this.now();
+      const args: string[] = [nowIso(now), String(EVENTS_MAXLEN)];
+      chunk.forEach((key, j) => {
+        const ev = events[j] ?? null;
+        scriptKeys.push(k.subject(key), k.envelope(key), k.history(key), ev ? k.event(ev) : k.subject(key));
+        args.push(key, ev ?? '');
+      });
+      const res = (await this.run(FORGET, scriptKeys, args)) as number[];
+      chunk.forEach((key, j) => {
+        if (Number(res[j]) === 1) removed.push(key);
+      });
+    }
+    return removed;
   }
 
   async getRecord(key: string): Promise<SubjectRecord | null> {

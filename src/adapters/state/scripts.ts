@@ -54,7 +54,7 @@ export const SET_SUBJECT_EVENT = load(DIR, 'set-subject-event');
 /** Records the layout version, moving a layout-1 Redis to the current layout first. */
 export const OPEN_SCHEMA = load(DIR, 'open-schema');
 
-/** Removes every trace of some subjects (retention). */
+/** Retention: removes confirmed subjects whose proofs are archived, every trace of them. */
 export const FORGET = load(DIR, 'forget');
 
 export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, OPEN_SCHEMA, FORGET];

@@ -68,6 +68,12 @@ export interface WebhookDelivererOptions {
   stalledIntervalMs?: number;
   /** Called after each delivery settles (metrics). */
   onOutcome?: (hook: string, outcome: DeliveryRecord['outcome']) => void;
+  /**
+   * Called when a hook answered 2xx for a change, before the outcome is recorded; a throw
+   * fails the job, which BullMQ retries (the change is sent again: at least once). Retention
+   * notes proof acknowledgements here.
+   */
+  onDelivered?: (hook: string, job: DeliveryJob) => Promise<void>;
 }
 
 /** What a hook's queue holds per change: the stream id and the entry's JSON, byte for byte. */
@@ -155,6 +161,7 @@ interface Tuning {
   concurrency: number;
   stalledIntervalMs: number;
   onOutcome: WebhookDelivererOptions['onOutcome'];
+  onDelivered: WebhookDelivererOptions['onDelivered'];
 }
 
 class HookDelivery {
@@ -247,6 +254,7 @@ class HookDelivery {
         error: last.ok ? null : last.error,
         at: new Date().toISOString(),
       };
+      if (last.ok) await this.t.onDelivered?.(this.id, job.data);
       await this.deliveries.record(this.id, record);
       this.t.onOutcome?.(this.id, record.outcome);
       if (!last.ok) {
@@ -359,6 +367,7 @@ export class WebhookDeliverer {
       concurrency: opts.concurrency ?? 1,
       stalledIntervalMs: opts.stalledIntervalMs ?? 30_000,
       onOutcome: opts.onOutcome,
+      onDelivered: opts.onDelivered,
     };
     this.hooks = opts.hooks.map((hook) => new HookDelivery(hook, opts.queueBase ?? 'aer1-anchor', opts.base, tuning, this.log));
     this.reader = duplicateClient(opts.redis);

@@ -7,6 +7,8 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { DaemonView } from '../view/daemon-view.js';
 import { WebhookDeliverer, type WebhookDelivererOptions } from './deliverer.js';
+import { hookId } from './delivery-log.js';
+import { WebhookHandover } from '../retention/handover.js';
 
 export { WebhookDeliverer } from './deliverer.js';
 export { WebhookLog, hookId, displayUrl, type DeliveryRecord, type HookOverview } from './delivery-log.js';
@@ -65,6 +67,7 @@ export interface StartWebhooksOptions {
 export async function startWebhooks({ daemon, log, tuning = {} }: StartWebhooksOptions): Promise<WebhookDeliverer> {
   const counter = deliveriesCounter(daemon);
   const d = daemon.config.webhookDelivery;
+  const handover = new WebhookHandover(daemon.redis, daemon.store.keys.base, daemon.config.webhooks.map((h) => hookId(h.url)));
   const deliverer = new WebhookDeliverer({
     retryHorizonMs: d.retryHorizonMs,
     backoffMs: d.backoffMs,
@@ -83,6 +86,8 @@ export async function startWebhooks({ daemon, log, tuning = {} }: StartWebhooksO
       counter.inc({ hook, result });
       tuning.onOutcome?.(hook, result);
     },
+    // retention counts a proof handed over once every hook acknowledged it
+    onDelivered: (hook, job) => handover.acknowledge(hook, job.body),
   });
   await deliverer.start();
   backlogGauge(daemon, deliverer);

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { subjectDetail, type AnchorDetail } from '../../adapters/state/subject-view.js';
 import { CLIENT_OPTIONS, connectClient } from '../shared/connect.js';
 import { UsageError } from '../shared/run.js';
+import { ProofArchive, archivedSummary } from '../../adapters/archive/proof-archive.js';
 
 export const summary = "show a subject's anchoring state: witnesses, relays, calendars, history";
 
@@ -38,6 +39,16 @@ export async function run(argv: string[]): Promise<number> {
   const client = await connectClient(values);
   try {
     const view = await subjectDetail(client.store, client.config, positionals[0]!);
+    if (!view && client.config.archive.dir !== null) {
+      // retired from Redis by retention: what the archived proof says
+      const archived = await new ProofArchive(client.config.archive.dir).read(positionals[0]!);
+      if (archived) {
+        const a = archivedSummary(positionals[0]!, archived.proof);
+        const witnesses = Object.entries(a.witnesses).map(([w, st]) => `  ${w}: ${st}`);
+        process.stdout.write(values.json ? JSON.stringify(a, null, 2) + '\n' : [`${a.key}: ${a.status}${a.kind ? ` (${a.kind})` : ''}, archived`, `  digest: ${a.digest}`, ...witnesses, `  retired from Redis; its proof is in the archive (aer1-anchor proof ${a.key})`].join('\n') + '\n');
+        return 0;
+      }
+    }
     if (!view) {
       process.stderr.write(`aer1-anchor: no subject with key ${positionals[0]}\n`);
       return 1;

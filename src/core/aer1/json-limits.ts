@@ -90,15 +90,80 @@ export function quoteBounded(value: unknown, max = 60): string {
 /**
  * JSON text a user handed in (a file, stdin, a dropped file in the browser verifier), parsed
  * with the depth limit: unparseable or too deeply nested text is a UsageError (exit 2)
- * naming `source`, never quoting the text.
+ * naming `source`, never quoting the text; so is text with a member name twice in one
+ * object (it reads two ways: JSON.parse keeps the last, other readers the first).
  */
 export function parseJsonText(text: string, source: string): unknown {
   if (jsonTextDepth(text) > MAX_JSON_DEPTH) {
     throw new UsageError(`${source} is nested deeper than ${MAX_JSON_DEPTH} levels (the limit for any JSON input)`, 'too_deep');
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (err) {
     throw new UsageError(`${source} is not JSON: ${jsonSyntaxReason(err)}`, 'not_json');
   }
+  const twice = duplicateMember(text);
+  if (twice) throw new UsageError(`${source} reads two ways: member ${quoteBounded(twice.name, 60)} twice in ${twice.at.length > 200 ? `${twice.at.slice(0, 200)}…` : twice.at} (JSON.parse keeps the last, other readers the first)`, 'ambiguous');
+  return value;
+}
+
+/**
+ * The first member name that appears twice in one object of JSON text (escapes decoded:
+ * `"id"` and `"\u0069d"` are one name), with where that object is (`anchor_proof.nostr`,
+ * `x.p[1]`, `(top level)`), or null. Such a file reads two ways (JSON.parse keeps the last,
+ * other readers the first). One scan, no recursion; meant for text JSON.parse accepted.
+ */
+export function duplicateMember(text: string): { name: string; at: string } | null {
+  type Frame = { obj: true; keys: Set<string>; expectKey: boolean; key: string | null } | { obj: false; index: number };
+  const stack: Frame[] = [];
+  const where = (): string => {
+    let out = '';
+    for (let f = 0; f < stack.length - 1; f++) {
+      const frame = stack[f]!;
+      const key = frame.obj ? (/^[A-Za-z0-9_$-]{1,40}$/.test(frame.key ?? '') ? frame.key! : quoteBounded(frame.key ?? '', 40)) : '';
+      out += frame.obj ? `${out ? '.' : ''}${key}` : `[${frame.index}]`;
+    }
+    return out || '(top level)';
+  };
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      let j = i + 1;
+      for (; j < text.length; j++) {
+        const d = text.charCodeAt(j);
+        if (d === 0x5c) j++;
+        else if (d === 0x22) break;
+      }
+      const top = stack[stack.length - 1];
+      if (top?.obj && top.expectKey) {
+        const raw = text.slice(i, j + 1);
+        const name = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+        if (top.keys.has(name)) return { name, at: where() };
+        top.keys.add(name);
+        top.key = name;
+        top.expectKey = false;
+      }
+      i = j;
+    } else if (c === 0x7b) stack.push({ obj: true, keys: new Set(), expectKey: true, key: null });
+    else if (c === 0x5b) stack.push({ obj: false, index: 0 });
+    else if (c === 0x7d || c === 0x5d) stack.pop();
+    else if (c === 0x2c) {
+      const top = stack[stack.length - 1];
+      if (top?.obj) top.expectKey = true;
+      else if (top) top.index++;
+    }
+  }
+  return null;
+}
+
+/** A hash or key from untrusted input, for a message: as it is when it is 64 (or 128) hex characters, else quoted bounded. */
+export function hexOrQuoted(value: string, max = 70): string {
+  return /^[0-9a-f]{64}([0-9a-f]{64})?$/.test(value) ? value : quoteBounded(value, max);
+}
+
+/** A list of untrusted strings for a message: the first three (each as hexOrQuoted), then how many more. */
+export function listBounded(values: readonly string[]): string {
+  const shown = values.slice(0, 3).map((v) => hexOrQuoted(v)).join(', ');
+  return values.length > 3 ? `${shown} and ${values.length - 3} more` : shown;
 }

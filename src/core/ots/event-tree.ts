@@ -2,15 +2,17 @@
  * NIP-03 without an extra calendar submission: in envelope mode a batch commits to its
  * subjects' digests and to their Nostr event ids at once. The batch's subject tree (root
  * R_s over d_0..d_{n-1}, SPEC §4.2) and an event tree (root R_e, the same RFC 6962 tree
- * over the event ids e_0..e_{k-1}, in batch order) are joined by one more RFC 6962 node:
+ * over the event ids e_0..e_{k-1}, in batch order) are joined by one more hash, with a
+ * prefix no RFC 6962 leaf (0x00) or node (0x01) uses, so R is never also a tree node:
  *
- *     R = SHA-256(0x01 || R_s || R_e)
+ *     R = SHA-256(0x02 || R_s || R_e)
  *
  * and R is what the calendars timestamp. A subject's proof is unchanged up to R_s, then
- * `prepend 01, append R_e, sha256` reaches R; an event id's proof is its inclusion path
- * to R_e, then `prepend R_s, prepend 01, sha256`. Both are standard `.ots` files. Pure.
+ * `prepend 02, append R_e, sha256` reaches R; an event id's proof is its inclusion path
+ * to R_e, then `prepend R_s, prepend 02, sha256`. Both are standard `.ots` files. Pure.
  */
-import { BatchTree, nodeHash } from '../batch/batch-tree.js';
+import { createHash } from 'node:crypto';
+import { BatchTree } from '../batch/batch-tree.js';
 import { subjectOps } from './batch-proof.js';
 import { DetachedTimestampFile } from './codec.js';
 import { OtsFormatError } from './errors.js';
@@ -18,21 +20,23 @@ import { SHA256, append, prepend, type Op } from './ops.js';
 import { Timestamp, walk } from './timestamp.js';
 import type { Attestation } from './attestations.js';
 
-const NODE = Uint8Array.of(0x01);
+/** The join's domain prefix: neither an RFC 6962 leaf (0x00) nor node (0x01). */
+export const JOIN_PREFIX = 0x02;
+const JOIN = Uint8Array.of(JOIN_PREFIX);
 
 /** The message the calendars timestamp for a batch with an event tree. */
 export function joinedRoot(subjectsRoot: Uint8Array, eventsRoot: Uint8Array): Buffer {
-  return nodeHash(subjectsRoot, eventsRoot);
+  return createHash('sha256').update(JOIN).update(subjectsRoot).update(eventsRoot).digest();
 }
 
 /** Ops from the subject root R_s to the joined root R. */
 export function subjectsToJoined(eventsRoot: Uint8Array): Op[] {
-  return [prepend(NODE), append(eventsRoot), SHA256];
+  return [prepend(JOIN), append(eventsRoot), SHA256];
 }
 
 /** Ops from the event root R_e to the joined root R. */
 export function eventsToJoined(subjectsRoot: Uint8Array): Op[] {
-  return [prepend(subjectsRoot), prepend(NODE), SHA256];
+  return [prepend(subjectsRoot), prepend(JOIN), SHA256];
 }
 
 /** The root of the event tree over `eventIds` (32 bytes each), or null when there are none. */

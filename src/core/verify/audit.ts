@@ -9,8 +9,9 @@ import type { SubjectKind } from '../envelope/envelope.js';
 import { SUBJECT_TAG, subjectTagValue } from '../nostr/events.js';
 import { MAX_QUERY_LIMIT, type RelayQueryFilter } from '../nostr/filter.js';
 import type { AnchorEventPolicy } from './anchor-events.js';
+import type { NostrEventJson } from '../proof/format.js';
 import {
-  checkAgainstAnchor, emptyHarvest, harvest, queryAll, recognizeForDiscovery,
+  anchorIdentity, checkAgainstAnchor, emptyHarvest, harvest, queryAll, recognizeForDiscovery,
   type FoundAnchor, type Harvest, type IgnoredEvent, type RelayAnswer,
 } from './discover.js';
 import { findAttached } from './input.js';
@@ -57,7 +58,7 @@ export interface AuditRow {
 export interface AuditReport {
   readonly signers: string[];
   readonly relays: RelayAnswer[];
-  /** Envelope-mode anchors seen (listing and look-ups), distinct events. */
+  /** Envelope-mode anchors seen (listing and look-ups), distinct anchors: a relay copy counts with the event it copies. */
   readonly anchor_events: number;
   /** Batch-mode events listed: their subjects cannot be named. */
   readonly batch_events: number;
@@ -120,17 +121,26 @@ async function batchAnchored(
   const nostr = report.witnesses.nostr;
   if (nostr?.mode !== 'batch' || nostr.event_id === null) return null;
   const id = nostr.event_id;
-  if (!found.batches.has(id)) {
+  // the event as the proof carries it (the pipeline verified it and its relay copies), and
+  // the ids of those copies: a relay that asked for proof of work holds only its copy
+  const proofNostr = (findAttached(original)?.proof as { nostr?: { event?: NostrEventJson; relays?: Array<{ event?: NostrEventJson }> } } | undefined)?.nostr;
+  if (!proofNostr?.event || proofNostr.event.id !== id) return null;
+  const identity = anchorIdentity(proofNostr.event);
+  const copyIds = [...new Set((proofNostr.relays ?? []).flatMap((r) => (r?.event && typeof r.event.id === 'string' && r.event.id !== id ? [r.event.id] : [])))].slice(0, 8);
+  if (!found.batches.has(identity)) {
     for (const url of relays) {
-      try {
-        const text = await fetcher.fetch(url, id);
-        if (text !== null) harvest(found, url, [text], policy);
-      } catch {
-        // unreachable: the listing already reported it
+      for (const wanted of [id, ...copyIds]) {
+        try {
+          const text = await fetcher.fetch(url, wanted);
+          if (text !== null) harvest(found, url, [text], policy);
+        } catch {
+          // unreachable: the listing already reported it
+        }
+        if (found.batches.get(identity)?.includes(url)) break;
       }
     }
   }
-  const on = found.batches.get(id);
+  const on = found.batches.get(identity);
   if (!on) return null;
   if (report.verdict === 'FAIL') return { outcome: classify(report.reason), anchors: [id], detail: `batch event ${id}, by its attached proof: ${report.reason}` };
   return { outcome: 'matching', anchors: [id], detail: `batch mode: matches its attached proof, whose batch event ${id} is on ${on.join(', ')}` };

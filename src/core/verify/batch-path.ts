@@ -5,7 +5,7 @@
  */
 import { isObject } from '../aer1/fields.js';
 import { isHex64 } from '../aer1/hash.js';
-import { jsonTextDepth, MAX_JSON_DEPTH, quoteBounded } from '../aer1/json-limits.js';
+import { jsonTextDepth, listBounded, MAX_JSON_DEPTH, quoteBounded } from '../aer1/json-limits.js';
 import { rootFromPath } from '../batch/batch-tree.js';
 import type { BatchInclusion, NostrEventJson } from '../proof/format.js';
 import { BATCH_CONTENT_TYPE, BATCH_TREE, batchContent } from '../nostr/events.js';
@@ -59,7 +59,7 @@ export function checkBatchPath(event: NostrEventJson | null, batch: BatchInclusi
   }
   const x = xTags(event);
   if (!x.includes(content.batch_root)) {
-    return fail('batch-path', x.length ? `the x tag ${x.join(', ')} is not the batch root ${content.batch_root}` : 'the event has no x tag naming the batch root');
+    return fail('batch-path', x.length ? `the x tag ${listBounded(x)} is not the batch root ${content.batch_root}` : 'the event has no x tag naming the batch root');
   }
   return pass('batch-path', `leaf ${index} of ${size}: the path leads from d to batch_root ${content.batch_root}; x tag = batch root`);
 }

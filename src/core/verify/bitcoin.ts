@@ -5,6 +5,7 @@
  * message. No source: SKIP. A source that lacks the block or cannot be reached: SKIP
  * (not a verdict on the proof). A header that does not match: FAIL.
  */
+import { hexOrQuoted } from '../aer1/json-limits.js';
 import type { BitcoinConfirmation } from '../proof/format.js';
 import { BitcoinVerificationError } from '../bitcoin/errors.js';
 import type { BitcoinNetwork } from '../bitcoin/header.js';
@@ -85,7 +86,7 @@ export async function checkBitcoin(summary: AttestationSummary | null, opts: Bit
     const claim = opts.claim;
     const match = verified.find((b) => b.height === claim.height);
     if (!match) failures.push(`the proof claims block ${claim.height}, the .ots attests block ${verified.map((b) => b.height).join(', ')}`);
-    else if (match.block_hash !== claim.block_hash) failures.push(`the proof claims block ${claim.height} is ${claim.block_hash}, ${source.name} has ${match.block_hash}`);
+    else if (match.block_hash !== claim.block_hash) failures.push(`the proof claims block ${claim.height} is ${hexOrQuoted(claim.block_hash)}, ${source.name} has ${match.block_hash}`);
   }
   if (failures.length) return { check: fail('bitcoin', failures.join('; ')), blocks, confirmed: false, unchecked: false };
   if (verified.length === 0) {

@@ -10,6 +10,7 @@
  */
 import { recognizeDocument, type RecognizedDocument } from '../aer1/document.js';
 import { MAX_JSON_DEPTH, valueDepth } from '../aer1/json-limits.js';
+import { sha256Hex } from '../aer1/hash.js';
 import { Aer1Error, UsageError } from '../errors/errors.js';
 import type { Envelope, SubjectKind } from '../envelope/envelope.js';
 import { PROOF_VERSION, type NostrEventJson } from '../proof/format.js';
@@ -60,8 +61,19 @@ export interface FoundAnchor {
   readonly envelope: Envelope;
   readonly digest: string;
   readonly key: string;
-  /** The named relays that served it. */
+  /** The named relays that served it, or a copy of it. */
   readonly relays: string[];
+  /** Relays that served a copy of `event` instead (NIP-13 mined, re-dated: same signer, kind, content and tags but a nonce tag), by URL. */
+  readonly copies: Map<string, NostrEventJson>;
+}
+
+/**
+ * What makes two events one anchor: the same signer, kind, content and tags, any `nonce`
+ * tag aside (a relay copy, SPEC §5 `relays[i].event`, differs only in those and created_at).
+ * Every copy is still verified on its own by the pipeline (nostr.ts).
+ */
+export function anchorIdentity(event: NostrEventJson): string {
+  return sha256Hex(JSON.stringify([event.pubkey, event.kind, event.tags.filter((t) => t[0] !== 'nonce'), event.content]));
 }
 
 export interface RelayAnswer {
@@ -82,9 +94,9 @@ export interface IgnoredEvent {
 
 /** What a set of relay answers held, every event verified against the policy. */
 export interface Harvest {
-  /** Envelope-mode anchors by event id. */
+  /** Envelope-mode anchors by anchorIdentity (an event and its relay copies are one). */
   readonly anchors: Map<string, FoundAnchor>;
-  /** Batch-mode events by id, with the relays that served them. */
+  /** Batch-mode events by anchorIdentity (an event and its relay copies are one), with the relays that served them. */
   readonly batches: Map<string, string[]>;
   readonly ignored: IgnoredEvent[];
 }
@@ -102,16 +114,21 @@ export function harvest(into: Harvest, url: string, texts: readonly string[], po
       continue;
     }
     if (read.mode === 'batch') {
-      const on = into.batches.get(read.event.id) ?? [];
+      const identity = anchorIdentity(read.event);
+      const on = into.batches.get(identity) ?? [];
       if (!on.includes(url)) on.push(url);
-      into.batches.set(read.event.id, on);
+      into.batches.set(identity, on);
       continue;
     }
-    const known = into.anchors.get(read.event.id);
+    const identity = anchorIdentity(read.event);
+    const known = into.anchors.get(identity);
     if (known) {
-      if (!known.relays.includes(url)) known.relays.push(url);
+      if (!known.relays.includes(url)) {
+        known.relays.push(url);
+        if (read.event.id !== known.event.id) known.copies.set(url, read.event);
+      }
     } else {
-      into.anchors.set(read.event.id, { event: read.event, envelope: read.envelope, digest: read.digest, key: read.key, relays: [url] });
+      into.anchors.set(identity, { event: read.event, envelope: read.envelope, digest: read.digest, key: read.key, relays: [url], copies: new Map() });
     }
   }
 }
@@ -139,7 +156,14 @@ export async function checkAgainstAnchor(document: unknown, anchor: FoundAnchor,
     envelope: anchor.envelope,
     digest: anchor.digest,
     status,
-    nostr: { status, event: anchor.event, relays: anchor.relays.map((url) => ({ url, status: 'accepted', message: '', at: '' })) },
+    nostr: {
+      status,
+      event: anchor.event,
+      relays: anchor.relays.map((url) => {
+        const copy = anchor.copies.get(url);
+        return { url, status: 'accepted', message: '', at: '', ...(copy ? { event: copy } : {}) };
+      }),
+    },
   };
   const report = await verifyAnchor({ value: document, proof }, options);
   // the proof was rebuilt here, not given: say so where the input line would name --proof
@@ -215,10 +239,10 @@ export async function discoverAnchors(document: unknown, options: DiscoveryOptio
   for (const a of answers) harvest(found, a.url, a.texts, policy);
   const relayAnswers: RelayAnswer[] = answers.map((a) => ({ url: a.url, events: a.texts.length, error: a.error, complete: a.error === null && a.texts.length < DISCOVERY_LIMIT }));
   // an event of another subject is not this subject's anchor, whatever tag a relay matched
-  for (const [id, anchor] of found.anchors) {
+  for (const [identity, anchor] of found.anchors) {
     if (anchor.key !== subject.key) {
-      found.anchors.delete(id);
-      for (const url of anchor.relays) found.ignored.push({ relay: url, event_id: id, reason: `it anchors another subject ${quote(anchor.key)}` });
+      found.anchors.delete(identity);
+      for (const url of anchor.relays) found.ignored.push({ relay: url, event_id: (anchor.copies.get(url) ?? anchor.event).id, reason: `it anchors another subject ${quote(anchor.key)}` });
     }
   }
 

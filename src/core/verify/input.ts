@@ -101,6 +101,34 @@ function nothingCheckable(proof: AnchorProof): string | null {
   return null;
 }
 
+const KNOWN_MEMBERS: Record<string, readonly string[]> = {
+  '': PROOF_MEMBERS,
+  nostr: ['status', 'mode', 'event', 'relays', 'batch'],
+  ots: ['status', 'proof', 'calendars', 'bitcoin'],
+};
+
+/** A member name for a message: JSON-quoted, non-ASCII as \u escapes (a look-alike shows), bounded. */
+function escapedName(name: string): string {
+  const q = quoteBounded(name, 40);
+  return q.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * Members of the proof, its `nostr` and its `ots` that this verifier does not define: never
+ * read, never counted (a newer exporter may add some), named in the input line so a
+ * look-alike key hiding something is seen. Empty string when there are none.
+ */
+function unknownMembers(raw: Record<string, unknown>, prefix: string): string {
+  const found: string[] = [];
+  for (const [where, known] of Object.entries(KNOWN_MEMBERS)) {
+    const obj = where === '' ? raw : raw[where];
+    if (!isObject(obj)) continue;
+    for (const k of Object.keys(obj)) if (!known.includes(k)) found.push(`${prefix}${where ? `${where}.` : ''}${escapedName(k)}`);
+  }
+  if (found.length === 0) return '';
+  return `; not read (members this verifier does not know): ${found.slice(0, 3).join(', ')}${found.length > 3 ? ` and ${found.length - 3} more` : ''}`;
+}
+
 /** Deep nesting is refused before any stage walks the value. */
 function assertDepth(value: unknown, what: string): void {
   if (valueDepth(value) > MAX_JSON_DEPTH) throw new UsageError(`${what} is nested deeper than ${MAX_JSON_DEPTH} levels (the limit for any JSON input)`, 'too_deep');
@@ -155,7 +183,9 @@ export function readInput(value: unknown, givenProof?: unknown): InputOutcome {
   const base = { proofSource, proof, rawProof: rawProof as Record<string, unknown> };
   const nothing = nothingCheckable(proof);
   if (nothing) return { check: fail('input', nothing), prepared: null };
-  const proofWords = proofSource === 'standalone' ? `standalone ${PROOF_VERSION} (no document given)` : `${PROOF_VERSION} ${proofSource === 'given' ? 'given with --proof' : 'attached'}`;
+  const unread = unknownMembers(rawProof as Record<string, unknown>, proofSource === 'attached' ? `${PROOF_MEMBER}.` : '');
+  const proofWordsBase = proofSource === 'standalone' ? `standalone ${PROOF_VERSION} (no document given)` : `${PROOF_VERSION} ${proofSource === 'given' ? 'given with --proof' : 'attached'}`;
+  const proofWords = `${proofWordsBase}${unread}`;
 
   if (proofSource === 'standalone') {
     return { check: pass('input', proofWords), prepared: { ...base, document: null, openTimeline: false } };

@@ -7,7 +7,7 @@
  */
 import { decode as nip19Decode } from 'nostr-tools/nip19';
 import { sha256Hex } from '../aer1/hash.js';
-import { quoteBounded } from '../aer1/json-limits.js';
+import { hexOrQuoted, listBounded, quoteBounded } from '../aer1/json-limits.js';
 import { UsageError } from '../errors/errors.js';
 import type { NostrEventJson } from '../proof/format.js';
 import { canonicalEventJson, verifySignedEvent, type VerifiedEventResult } from '../nostr/events.js';
@@ -116,17 +116,48 @@ function checkRelayCopies(input: PreparedInput, event: NostrEventJson, cache: Ev
   for (let i = 0; i < relays.length; i++) {
     const copy = relays[i]!.event;
     if (!copy) continue;
-    const where = `relays[${i}].event (${relays[i]!.url})`;
+    const url = shortUrl(relays[i]!.url);
+    const where = `relays[${i}].event (${url})`;
     const result = cache.verify(copy, JSON.stringify(rawRelays?.[i]?.event));
     if (!result.ok) return { ok: false, reason: `${where}: ${result.reason}` };
-    if (copy.pubkey !== event.pubkey) return { ok: false, reason: `${where} is signed by ${copy.pubkey}, not by the event's signer ${event.pubkey}` };
+    if (copy.pubkey !== event.pubkey) return { ok: false, reason: `${where} is signed by ${hexOrQuoted(copy.pubkey)}, not by the event's signer ${hexOrQuoted(event.pubkey)}` };
     if (copy.kind !== event.kind || copy.content !== event.content) return { ok: false, reason: `${where} has another kind or content than the event` };
     if (JSON.stringify(withoutNonceTags(copy.tags)) !== base) return { ok: false, reason: `${where} has other tags than the event (only a nonce tag may differ)` };
     const bits = getPow(copy.id);
+    const nonce = nonceProblem(copy.tags, bits);
+    if (nonce) return { ok: false, reason: `${where}: ${nonce}` };
     const what = [copy.tags.some((t) => t[0] === 'nonce') ? `proof of work ${bits} bits` : '', copy.created_at !== event.created_at ? `created_at ${copy.created_at}` : ''].filter(Boolean).join(', ');
-    notes.push(`${relays[i]!.url} took copy ${copy.id}${what ? ` (${what})` : ''}`);
+    notes.push(`${url} took copy ${copy.id}${what ? ` (${what})` : ''}`);
   }
-  return { ok: true, detail: notes.length ? `; ${notes.join('; ')}: id recomputed, signature valid, same signer, kind, content and tags` : '' };
+  // a few named, the rest counted: the line stays bounded however many relays the proof lists
+  const shown = notes.slice(0, 3).join('; ') + (notes.length > 3 ? `; and ${notes.length - 3} more relays took copies` : '');
+  return { ok: true, detail: notes.length ? `; ${shown}: id recomputed, signature valid, same signer, kind, content and tags` : '' };
+}
+
+/**
+ * NIP-13 exactly, for a copy: at most one `nonce` tag, `["nonce", "<n>", "<target>"]` with
+ * decimal n and target (0-256), and an id with at least `target` leading zero bits (the
+ * target is what the signer committed to; a copy claiming more than its id has is refused).
+ */
+function nonceProblem(tags: readonly string[][], bits: number): string | null {
+  const nonces = tags.filter((t) => t[0] === 'nonce');
+  if (nonces.length === 0) return null;
+  if (nonces.length > 1) return `${nonces.length} nonce tags (NIP-13: one)`;
+  const t = nonces[0]!;
+  const json = JSON.stringify(t);
+  const shown = json.length > 80 ? `${json.slice(0, 80)}…` : json;
+  if (t.length !== 3 || !/^(0|[1-9][0-9]{0,19})$/.test(t[1]!) || !/^(0|[1-9][0-9]{0,2})$/.test(t[2]!) || Number(t[2]) > 256) {
+    return `nonce tag ${shown} is not ["nonce", "<n>", "<target>"] (decimal nonce, target 0-256)`;
+  }
+  const target = Number(t[2]);
+  if (bits < target) return `its id has ${bits} leading zero bits, below the target ${target} its nonce tag commits to`;
+  return null;
+}
+
+/** A relay URL from the proof, for a message: control characters blanked, at most 120 characters. */
+function shortUrl(url: string): string {
+  const line = url.replace(/[\u0000-\u001f\u007f\u2028\u2029]+/g, ' ');
+  return line.length > 120 ? `${line.slice(0, 120)}…` : line;
 }
 
 function withoutNonceTags(tags: readonly string[][]): string[][] {
@@ -148,14 +179,14 @@ export function checkEnvelopeContent(event: NostrEventJson | null, envelopeText:
   }
   const x = xTags(event);
   if (!x.includes(d)) {
-    return fail('nostr-content', x.length ? `the x tag ${x.join(', ')} is not d ${d}` : `the event has no x tag (expected d ${d})`);
+    return fail('nostr-content', x.length ? `the x tag ${listBounded(x)} is not d ${d}` : `the event has no x tag (expected d ${d})`);
   }
   return pass('nostr-content', 'content is the envelope\'s canonical bytes, byte for byte; x tag = d');
 }
 
 export function checkSigner(event: NostrEventJson | null, expected: readonly string[]): { check: CheckResult; expected: boolean | null } {
   if (!event) return { check: skip('signer', 'no event'), expected: null };
-  const who = `${npubOf(event.pubkey)} (${event.pubkey})`;
+  const who = /^[0-9a-f]{64}$/.test(event.pubkey) ? `${npubOf(event.pubkey)} (${event.pubkey})` : `${hexOrQuoted(event.pubkey)} (not a key)`;
   if (expected.length === 0) return { check: skip('signer', `unverified signer ${who}: give --expected-pubkey to check it`), expected: null };
   if (expected.includes(event.pubkey)) return { check: pass('signer', `signed by expected key ${who}`), expected: true };
   const wanted = expected.map(npubOf).join(', ');

@@ -23,18 +23,29 @@ export interface RelayFetcher {
 export interface OnlineRelays {
   named: readonly string[];
   fromProof: readonly string[];
+  /** The proof's relays not asked: not a ws:// or wss:// URL in ASCII, or past the bound. */
+  fromProofLeftOut?: { notUrl: number; past: number };
 }
+
+/** Copies of the proof a relay with none of its own is asked for, at most (each one more round trip). */
+export const MAX_OTHER_COPIES = 4;
 
 export interface OnlineOutcome {
   check: CheckResult;
   found: boolean;
-  /** Relays that served the identical event. */
+  /** Relays that served the identical event, or an identical copy the proof carries. */
   holders: string[];
+  /** Of `holders`, those that served a copy (another id) rather than the event itself. */
+  copyHolders?: string[];
 }
 
 /**
  * `copies`: per relay URL, the copy of the event the proof says that relay was sent instead
- * (proof of work, re-dated); that relay is asked for the copy's id and compared with it.
+ * (proof of work, re-dated; already verified to be the same anchor, same signer); that
+ * relay is asked for the copy's id and compared with it, then, when it has none, for the
+ * event's; a relay with no copy of its own is asked for the event, then for up to
+ * MAX_OTHER_COPIES of the proof's copies (URLs are spelled many ways). A copy counts exactly
+ * as the event would: that relay holds the anchor.
  */
 export async function checkOnline(event: NostrEventJson | null, relays: OnlineRelays, fetcher: RelayFetcher | null, copies: ReadonlyMap<string, NostrEventJson> = new Map()): Promise<OnlineOutcome> {
   const none = (check: CheckResult): OnlineOutcome => ({ check, found: false, holders: [] });
@@ -43,13 +54,28 @@ export async function checkOnline(event: NostrEventJson | null, relays: OnlineRe
   const urls = [...new Set([...relays.named, ...relays.fromProof])];
   if (urls.length === 0) return none(skip('online', 'no relay to ask (give --relay URL, or --use-proof-relays to ask the relays the proof names)'));
   const fromProofOnly = relays.fromProof.filter((u) => !relays.named.includes(u));
-  const origin = fromProofOnly.length ? ` (${fromProofOnly.length === urls.length ? 'all' : fromProofOnly.length} taken from the proof itself, --use-proof-relays)` : '';
+  const left = relays.fromProofLeftOut ?? { notUrl: 0, past: 0 };
+  const leftOut = left.notUrl + left.past;
+  const leftWhy = [left.notUrl ? `${left.notUrl} not ws:// or wss:// in ASCII` : '', left.past ? `${left.past} past the first ${relays.fromProof.length}` : ''].filter(Boolean).join(', ');
+  const origin = (fromProofOnly.length ? ` (${fromProofOnly.length === urls.length ? 'all' : fromProofOnly.length} taken from the proof itself, --use-proof-relays)` : '')
+    + (leftOut ? `; ${leftOut} relay${leftOut === 1 ? '' : 's'} of the proof not asked (${leftWhy})` : '');
+  const others = [...new Map([...copies.values()].filter((c) => c.id !== event.id).map((c) => [c.id, c] as const)).values()].slice(0, MAX_OTHER_COPIES);
   const answers = await Promise.all(urls.map(async (url) => {
     try {
-      const wanted = copies.get(url) ?? event;
-      const json = await fetcher.fetch(url, wanted.id);
-      if (json === null) return { url, state: 'missing' as const };
-      return { url, state: sameSignedEvent(json, wanted) ? ('same' as const) : ('different' as const) };
+      // The copy the proof names for this relay first, then the event itself: which relay
+      // took which copy is the proof's unsigned word, so a copy named for the wrong relay
+      // never hides the event that relay holds. Both are verified to be the same anchor.
+      const copy = copies.get(url);
+      // a relay named for no copy (or spelled otherwise than in the proof) is asked for the
+      // event, then for a few of the proof's copies: each is the same anchor, already verified
+      const candidates = copy && copy.id !== event.id ? [copy, event] : [event, ...others];
+      for (const wanted of candidates) {
+        const json = await fetcher.fetch(url, wanted.id);
+        if (json === null) continue;
+        if (!sameSignedEvent(json, wanted)) return { url, state: 'different' as const, id: wanted.id };
+        return { url, state: 'same' as const, copy: wanted.id !== event.id };
+      }
+      return { url, state: 'missing' as const };
     } catch (err) {
       return { url, state: 'unreachable' as const, reason: (err as Error).message };
     }
@@ -64,9 +90,12 @@ export async function checkOnline(event: NostrEventJson | null, relays: OnlineRe
     unreachable.length ? `unreachable: ${unreachable.join(', ')}` : '',
   ].filter(Boolean).join('; ');
   const more = `${tail ? `; ${tail}` : ''}${origin}`;
-  const asked = [...new Set(different.map((u) => (copies.get(u) ?? event).id))].join(', ');
-  if (different.length) return { check: fail('online', `${different.join(', ')} serve${different.length === 1 ? 's' : ''} a different event under id ${asked}${more}`), found: same.length > 0, holders: same };
-  if (same.length) return { check: pass('online', `identical event served by ${same.join(', ')}${more}`), found: true, holders: same };
+  const asked = [...new Set(answers.flatMap((a) => (a.state === 'different' ? [a.id] : [])))].join(', ');
+  const byCopy = answers.filter((a) => a.state === 'same' && a.copy).map((a) => a.url);
+  if (different.length) return { check: fail('online', `${different.join(', ')} serve${different.length === 1 ? 's' : ''} a different event under id ${asked}${more}`), found: same.length > 0, holders: same, copyHolders: byCopy };
+  const byEvent = same.filter((u) => !byCopy.includes(u));
+  const served = [byEvent.length ? `identical event served by ${byEvent.join(', ')}` : '', byCopy.length ? `${byEvent.length ? 'an identical copy of it' : 'an identical copy of the event'} (same signer, kind, content and tags, another id) by ${byCopy.join(', ')}` : ''].filter(Boolean).join('; ');
+  if (same.length) return { check: pass('online', `${served}${more}`), found: true, holders: same, copyHolders: byCopy };
   if (missing.length) return { check: fail('online', `event ${event.id} not found: ${tail}${origin}`), found: false, holders: [] };
   return none(skip('online', `no relay could be asked: ${tail}${origin}`));
 }

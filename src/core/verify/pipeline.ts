@@ -100,9 +100,11 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
     cache: bitcoinCache,
     claim: prepared?.proof.ots?.bitcoin,
   });
+  const proofRelays = options.useProofRelays === true ? proofRelayUrls(nostrProof?.relays.map((r) => r.url) ?? []) : { urls: [], notUrl: 0, past: 0 };
   const online = await checkOnline(event.event, {
     named: options.relays ?? [],
-    fromProof: options.useProofRelays === true ? nostrProof?.relays.map((r) => r.url) ?? [] : [],
+    fromProof: proofRelays.urls,
+    fromProofLeftOut: { notUrl: proofRelays.notUrl, past: proofRelays.past },
   }, options.relayFetcher ?? null, new Map((event.valid ? nostrProof?.relays ?? [] : []).flatMap((r) => (r.event ? [[r.url, r.event] as const] : []))));
 
   const checks: CheckResult[] = [
@@ -167,6 +169,20 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
     documentGiven: prepared?.document != null,
   });
   return { verdict, reason, pending, checks, subject, witnesses };
+}
+
+/** Relays `--use-proof-relays` asks at most: the proof names them, so the proof must not decide how many sockets the verifier opens. */
+export const MAX_PROOF_RELAYS = 16;
+
+/**
+ * The proof's own relay URLs that `--use-proof-relays` may ask: distinct, `ws://` or
+ * `wss://` in printable ASCII only (no `http://` to a local service, no look-alike host),
+ * the first MAX_PROOF_RELAYS of them; with counts of those left out.
+ */
+function proofRelayUrls(urls: readonly string[]): { urls: string[]; notUrl: number; past: number } {
+  const distinct = [...new Set(urls)];
+  const ok = distinct.filter((u) => /^wss?:\/\/[\x21-\x7e]{1,200}$/.test(u));
+  return { urls: ok.slice(0, MAX_PROOF_RELAYS), notUrl: distinct.length - ok.length, past: Math.max(0, ok.length - MAX_PROOF_RELAYS) };
 }
 
 function subjectOf(envelope: Record<string, unknown> | undefined, d: Buffer | null): SubjectReport {

@@ -42,7 +42,14 @@ export function nostrStatement(
   if (signerExpected === true) established.push('the signer is a key you trust (--expected-pubkey)');
   else notEstablished.push('that the signer is anyone you trust (give --expected-pubkey or --trust-file)');
   if (!online) notEstablished.push('which relays hold it (offline: --online --relay URL asks relays you name)');
-  else if (online.holders.length) established.push(`the identical event is held by ${online.holders.join(', ')}`);
+  else if (online.holders.length) {
+    const copies = online.copyHolders ?? [];
+    const exact = online.holders.filter((u) => !copies.includes(u));
+    established.push([
+      exact.length ? `the identical event is held by ${exact.join(', ')}` : '',
+      copies.length ? `${exact.length ? 'a copy of it' : 'a copy of the event'} (same signer, kind, content and tags) by ${copies.join(', ')}` : '',
+    ].filter(Boolean).join('; '));
+  }
   else notEstablished.push('that any relay you asked holds it');
   notEstablished.push(`a time: created_at ${isoSeconds(event.created_at)} is the signer's own word, not a time proof`);
   return { established, not_established: notEstablished };

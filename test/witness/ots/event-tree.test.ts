@@ -1,6 +1,6 @@
 /**
  * The joined root of NIP-03 batches (src/core/ots/event-tree.ts), pure: subjects' and
- * event ids' proofs meet at R = SHA-256(01 || R_s || R_e), and the NIP-03 copy keeps one
+ * event ids' proofs meet at R = SHA-256(02 || R_s || R_e), and the NIP-03 copy keeps one
  * Bitcoin attestation and no pending one.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -34,7 +34,7 @@ describe('event tree', () => {
       const subjectsRoot = new BatchTree(digests).root;
       const eventsRoot = eventsRootOf(ids)!;
       const R = joinedRoot(subjectsRoot, eventsRoot);
-      expect(R).toEqual(sha(Buffer.concat([Buffer.from([1]), subjectsRoot, eventsRoot])));
+      expect(R).toEqual(sha(Buffer.concat([Buffer.from([2]), subjectsRoot, eventsRoot])));
       const { ts, joined } = rootTimestamp(subjectsRoot, eventsRoot);
       expect(joined.msg).toEqual(R);
       const tree = new BatchTree(digests);

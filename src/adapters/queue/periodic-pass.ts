@@ -1,0 +1,76 @@
+/**
+ * PeriodicPass: a bounded pass run every `intervalMs` by one daemon at a time across all of
+ * them: a BullMQ job scheduler (every daemon upserts the same one) makes one job per tick,
+ * taken by one worker with concurrency 1. Used by the reconciler and by retention. A Redis
+ * refusing writes (full, read-only) when the scheduler is upserted is tried again each
+ * interval, not fatal.
+ */
+import { Queue, Worker, type ConnectionOptions } from 'bullmq';
+import type { Logger } from 'pino';
+import { redisRefusal } from '../redis/redis-refusal.js';
+import { stalledJobOptions } from './stalled.js';
+
+export interface PeriodicPassOptions {
+  /** The pass's queue (one per kind of pass). */
+  queueName: string;
+  /** BullMQ key prefix (`StateKeys.bullPrefix`). */
+  prefix: string;
+  connection: ConnectionOptions;
+  intervalMs: number;
+  stalledIntervalMs: number;
+  /** The job scheduler's id and its jobs' name (kept across versions: a new id would add a second scheduler). */
+  schedulerId: string;
+  /** What the log lines call it ("reconciler", "retention"). */
+  name: string;
+  log: Logger;
+  run: () => Promise<unknown>;
+}
+
+export class PeriodicPass {
+  private readonly opts: PeriodicPassOptions;
+  private readonly queue: Queue;
+  private worker: Worker | null = null;
+  private retry: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(opts: PeriodicPassOptions) {
+    this.opts = opts;
+    this.queue = new Queue(opts.queueName, { connection: opts.connection, prefix: opts.prefix });
+    this.queue.on('error', (err) => opts.log.warn({ err }, `${opts.name} queue error`));
+  }
+
+  /** Schedules the pass and starts this daemon's worker. */
+  async start(): Promise<void> {
+    const { opts } = this;
+    await this.schedule();
+    this.worker = new Worker(opts.queueName, () => opts.run(), {
+      connection: opts.connection,
+      prefix: opts.prefix,
+      concurrency: 1,
+      ...stalledJobOptions(opts.stalledIntervalMs),
+    });
+    this.worker.on('error', (err) => opts.log.warn({ err }, `${opts.name} worker error`));
+    this.worker.on('failed', (_job, err) => opts.log.warn({ err }, `${opts.name} pass failed; the next one retries`));
+    await this.worker.waitUntilReady();
+  }
+
+  private async schedule(): Promise<void> {
+    const { opts } = this;
+    const id = opts.schedulerId;
+    try {
+      await this.queue.upsertJobScheduler(id, { every: opts.intervalMs }, { name: id, opts: { removeOnComplete: true, removeOnFail: 10 } });
+    } catch (err) {
+      if (redisRefusal(err) === null || this.closed) throw err;
+      opts.log.warn({ err }, `could not schedule the ${opts.name} pass yet; trying again`);
+      this.retry = setTimeout(() => void this.schedule().catch((e: unknown) => opts.log.error({ err: e }, `${opts.name} pass not scheduled`)), opts.intervalMs);
+      this.retry.unref();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
+    await this.worker?.close();
+    await this.queue.close();
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * Retention (docs/reliability.md, Retention): confirmed subjects accepted more than
+ * `retention.confirmedDays` (or `retention.confirmedAfterMs`) ago are retired from Redis
+ * once their proof is held elsewhere: in the archive (`archive.dir`) and/or by every
+ * webhook; with both configured, both must hold it. A pass, oldest first and at most
+ * `retention.limit` subjects, does per subject: export the proof from state; write it to
+ * the archive (atomically, read back and compared); offer it to the webhooks (a `proof`
+ * entry on the change stream) unless every hook already acknowledged it; and only once
+ * every place holds it remove the subject from Redis in one script (`AnchorStore.forget`).
+ * A crash anywhere leaves the subject in Redis (the next pass goes on where it stands) or
+ * removed with its proof held elsewhere; never neither. Removed subjects leave the index,
+ * so the next pass starts from the oldest left: no cursor to lose. One owner across
+ * daemons: the pass is a BullMQ job scheduler's job.
+ */
+import type { ConnectionOptions } from 'bullmq';
+import type { Logger } from 'pino';
+import { retentionAfterMs, type Config } from '../config/config.js';
+import type { AnchorStore } from '../state/anchor-store.js';
+import type { ProofArchive } from '../archive/proof-archive.js';
+import type { WebhookHandover } from './handover.js';
+import type { ProofExporter } from '../proof/export.js';
+import { retentionQueueName } from '../queue/names.js';
+import { PeriodicPass } from '../queue/periodic-pass.js';
+
+export interface RetentionDeps {
+  config: Config;
+  store: AnchorStore;
+  /** The proof archive; null when only webhooks take proofs. */
+  archive: ProofArchive | null;
+  /** Proofs handed to every webhook; null when no webhook is configured. */
+  handover: WebhookHandover | null;
+  exporter: ProofExporter;
+  connection: ConnectionOptions;
+  log: Logger;
+  now?: () => number;
+  /** Called after a proof is archived and before its subject is removed (tests inject crashes here). */
+  afterArchive?: (key: string, path: string) => Promise<void> | void;
+  /** Called with the number of subjects removed by a pass (metrics). */
+  onRetired?: (n: number) => void;
+}
+
+export interface RetentionPass {
+  /** Proofs written to the archive. */
+  archived: number;
+  /** Subjects removed from Redis. */
+  removed: number;
+  /** Subjects whose proof could not be archived (left in Redis, tried again next pass). */
+  failed: number;
+  /** Proofs offered to the webhooks by this pass (removed once every hook acknowledged). */
+  offered: number;
+  /** Subjects whose proof a webhook has not acknowledged yet (left in Redis). */
+  waiting: number;
+}
+
+/** The change stream's cap, as the state scripts keep it. */
+const EVENTS_MAXLEN = 100_000;
+
+const SCHEDULER_ID = 'retention';
+/** Archive writes in flight within a pass. */
+const CONCURRENCY = 8;
+
+export class Retention {
+  private readonly deps: RetentionDeps;
+  private readonly log: Logger;
+  private readonly now: () => number;
+  private readonly periodic: PeriodicPass;
+
+  constructor(deps: RetentionDeps) {
+    this.deps = deps;
+    this.log = deps.log.child({ part: 'retention' });
+    this.now = deps.now ?? Date.now;
+    this.periodic = new PeriodicPass({
+      queueName: retentionQueueName(deps.config.queue.name),
+      prefix: deps.store.keys.bullPrefix,
+      connection: deps.connection,
+      intervalMs: deps.config.retention.intervalMs,
+      stalledIntervalMs: deps.config.queue.stalledIntervalMs,
+      schedulerId: SCHEDULER_ID,
+      name: 'retention',
+      log: this.log,
+      run: () => this.pass(),
+    });
+  }
+
+  get afterMs(): number {
+    return retentionAfterMs(this.deps.config);
+  }
+
+  /** Schedules the pass (every daemon upserts the same scheduler) and starts this daemon's worker. */
+  start(): Promise<void> {
+    return this.periodic.start();
+  }
+
+  /** One bounded pass: the oldest confirmed subjects past the age, at most `retention.limit`. */
+  async pass(): Promise<RetentionPass> {
+    const { store, archive, handover, exporter } = this.deps;
+    const out: RetentionPass = { archived: 0, removed: 0, failed: 0, offered: 0, waiting: 0 };
+    const now = this.now();
+    const before = now - this.afterMs;
+    // an offer not acknowledged by every hook within the delivery horizon is made again
+    const reofferMs = Math.max(this.deps.config.webhookDelivery.retryHorizonMs, 60_000) + this.deps.config.retention.intervalMs;
+    const keys = await store.redis.zrangebyscore(store.keys.byStatus('confirmed'), '-inf', `(${before}`, 'LIMIT', 0, this.deps.config.retention.limit);
+    const ready: string[] = [];
+    for (let i = 0; i < keys.length; i += CONCURRENCY) {
+      const page = keys.slice(i, i + CONCURRENCY);
+      const proofs = await Promise.all(page.map((key) => exporter.export(key)));
+      // confirmed when the index was read; anything else now is left for a later pass
+      const items = page.flatMap((key, j) => (proofs[j]?.status === 'confirmed' ? [{ key, proof: proofs[j]!, digest: proofs[j]!.digest }] : []));
+      const states = handover ? await handover.states(items) : null;
+      await Promise.all(
+        items.map(async ({ key, proof }, j) => {
+          try {
+            if (archive) {
+              const path = await archive.write(key, proof);
+              out.archived++;
+              await this.deps.afterArchive?.(key, path);
+            }
+            if (handover) {
+              const st = states![j]!;
+              if (!st.acknowledged) {
+                if (st.offeredMs === null || now - st.offeredMs > reofferMs) {
+                  await handover.offer(store.keys.events, EVENTS_MAXLEN, key, proof, now);
+                  out.offered++;
+                } else out.waiting++;
+                return;
+              }
+            }
+            ready.push(key);
+          } catch (err) {
+            out.failed++;
+            this.log.warn({ err, key }, 'could not hand a proof over; the subject stays in Redis');
+          }
+        }),
+      );
+    }
+    if (ready.length > 0) {
+      const removed = await store.forget(ready);
+      out.removed = removed.length;
+      await handover?.clear(removed);
+      this.deps.onRetired?.(removed.length);
+    }
+    if (out.removed > 0 || out.failed > 0 || out.offered > 0) this.log.info(out, 'retention pass');
+    return out;
+  }
+
+  close(): Promise<void> {
+    return this.periodic.close();
+  }
+}
