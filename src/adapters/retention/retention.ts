@@ -99,7 +99,7 @@ export class Retention {
     const before = now - this.afterMs;
     // an offer not acknowledged by every hook within the delivery horizon is made again
     const reofferMs = Math.max(this.deps.config.webhookDelivery.retryHorizonMs, 60_000) + this.deps.config.retention.intervalMs;
-    const keys = await store.redis.zrangebyscore(store.keys.byStatus('confirmed'), '-inf', `(${before}`, 'LIMIT', 0, this.deps.config.retention.limit);
+    const keys = await store.confirmedBefore(before, this.deps.config.retention.limit);
     const ready: string[] = [];
     for (let i = 0; i < keys.length; i += CONCURRENCY) {
       const page = keys.slice(i, i + CONCURRENCY);

@@ -390,6 +390,11 @@ export class AnchorStore {
     return best;
   }
 
+  /** Retention: up to `limit` confirmed subjects accepted before `beforeMs`, oldest first. */
+  async confirmedBefore(beforeMs: number, limit: number): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.byStatus('confirmed'), '-inf', `(${beforeMs}`, 'LIMIT', 0, limit);
+  }
+
   async history(key: string): Promise<HistoryEntry[]> {
     const items = await this.redis.lrange(this.keys.history(key), 0, -1);
     return items.map((t) => JSON.parse(t) as HistoryEntry);
