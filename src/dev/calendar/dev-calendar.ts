@@ -5,16 +5,18 @@
  * real 80-byte header and real proof of work, appended to a headers file.
  *
  * The parts: `commitment-book.ts` (rounds, pending and confirmed commitments),
- * `dev-chain.ts` (the regtest chain), `http-handler.ts` (the endpoints), `behaviour.ts`
- * (fault modes and the real server's awkward answers: Not found, gzip, slow).
+ * `dev-chain.ts` (the regtest chain), `block-miner.ts` (one mine at a time),
+ * `http-handler.ts` (the endpoints), `behaviour.ts` (fault modes and the real server's
+ * awkward answers: Not found, gzip, slow).
  *
  * Not for production: commitments live in memory, and `POST /mine` is unauthenticated.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { InputError } from '../../core/errors/errors.js';
 import { checkMode, DEFAULT_BEHAVIOUR, MODES, mergeBehaviour, type DevCalendarBehaviour, type DevCalendarMode } from './behaviour.js';
+import { BlockMiner, type MineResult } from './block-miner.js';
 import { CommitmentBook } from './commitment-book.js';
 import { DevChain } from './dev-chain.js';
 import { createHandler, sendError } from './http-handler.js';
@@ -22,6 +24,7 @@ import { checkPendingUri } from './ots-ops.js';
 
 export { MAX_DIGEST_LENGTH, PENDING_REASON, NOT_FOUND_REASON } from './http-handler.js';
 export type { DevCalendarBehaviour, DevCalendarMode } from './behaviour.js';
+export type { MineResult } from './block-miner.js';
 
 export interface DevCalendarOptions extends Partial<DevCalendarBehaviour> {
   /** 0 (default) picks a free port. */
@@ -42,18 +45,6 @@ export interface DevCalendarOptions extends Partial<DevCalendarBehaviour> {
   startHeight?: number;
   /** Extra transactions after the commitment tx in each mined block (default 0). */
   fillerTxs?: number;
-}
-
-export interface MineResult {
-  height: number;
-  /** Block hash as explorers and bitcoind print it (reversed internal order). */
-  blockHash: string;
-  /** Merkle root in internal byte order: the message the Bitcoin attestations commit to. */
-  merkleRootHex: string;
-  /** The 80-byte header, hex, as written to the headers file. */
-  headerHex: string;
-  /** How many commitments (aggregation rounds) the block confirmed. */
-  count: number;
 }
 
 export interface DevCalendarStats {
@@ -107,6 +98,52 @@ function pendingUri(opts: DevCalendarOptions, host: string, port: number, basePa
 }
 
 export async function startDevCalendar(opts: DevCalendarOptions = {}): Promise<DevCalendar> {
+  const { host, basePath, aggregationMs, startHeight, fillerTxs } = checkedSettings(opts);
+  const state: CalendarState = {
+    mode: 'ok',
+    behaviour: mergeBehaviour(DEFAULT_BEHAVIOUR, { notFoundMs: opts.notFoundMs, gzip: opts.gzip, delayMs: opts.delayMs }),
+    uri: '',
+  };
+  const book = new CommitmentBook({ aggregationMs, hmacKey: opts.hmacKey ?? randomBytes(32), uri: () => state.uri });
+  const chain = new DevChain({ headersOut: opts.headersOut, startHeight, fillerTxs });
+  await chain.init();
+  const miner = new BlockMiner(book, chain);
+  const sleepers = new Sleepers();
+  const handle = createHandler({
+    basePath,
+    book,
+    mine: () => miner.mine(),
+    mode: () => state.mode,
+    setMode: (m) => {
+      state.mode = m;
+    },
+    behaviour: () => state.behaviour,
+    homePage: () => homePage(state, book, miner.lastHeight),
+    sleep: (ms) => sleepers.sleep(ms),
+  });
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => sendError(res, err));
+  });
+  const port = await listen(server, opts.port ?? 0, host);
+  try {
+    state.uri = pendingUri(opts, host, port, basePath);
+  } catch (err) {
+    server.close();
+    throw err;
+  }
+  return devCalendarHandle({ state, port, book, miner, sleepers, server });
+}
+
+interface CalendarSettings {
+  host: string;
+  basePath: string;
+  aggregationMs: number;
+  startHeight: number;
+  fillerTxs: number;
+}
+
+/** The options with their defaults, each checked. */
+function checkedSettings(opts: DevCalendarOptions): CalendarSettings {
   const host = opts.host ?? '127.0.0.1';
   const basePath = normalizeBasePath(opts.basePath);
   const aggregationMs = opts.aggregationMs ?? 1000;
@@ -115,120 +152,102 @@ export async function startDevCalendar(opts: DevCalendarOptions = {}): Promise<D
   checkInt('aggregationMs', aggregationMs);
   checkInt('startHeight', startHeight);
   checkInt('fillerTxs', fillerTxs, 1000);
-  let behaviour = mergeBehaviour(DEFAULT_BEHAVIOUR, { notFoundMs: opts.notFoundMs, gzip: opts.gzip, delayMs: opts.delayMs });
+  return { host, basePath, aggregationMs, startHeight, fillerTxs };
+}
 
-  let mode: DevCalendarMode = 'ok';
-  let uri = '';
-  let lastHeight: number | null = null;
-  const book = new CommitmentBook({ aggregationMs, hmacKey: opts.hmacKey ?? randomBytes(32), uri: () => uri });
-  const chain = new DevChain({ headersOut: opts.headersOut, startHeight, fillerTxs });
-  await chain.init();
+/** What changes while the calendar runs; `uri` is known once the port is. */
+interface CalendarState {
+  mode: DevCalendarMode;
+  behaviour: DevCalendarBehaviour;
+  uri: string;
+}
 
-  let mineQueue: Promise<unknown> = Promise.resolve();
-  async function mineNow(): Promise<MineResult> {
-    const { keys, commitments } = book.pendingCommitments();
-    const block = await chain.extend(commitments);
-    book.confirm(keys, block.upgrades);
-    lastHeight = block.height;
-    return {
-      height: block.height,
-      blockHash: Buffer.from(block.hash).reverse().toString('hex'),
-      merkleRootHex: block.merkleRoot.toString('hex'),
-      headerHex: block.header.toString('hex'),
-      count: commitments.length,
-    };
-  }
-  /** One mine at a time, so two never build on the same tip. */
-  function mine(): Promise<MineResult> {
-    const run = mineQueue.catch(() => undefined).then(mineNow);
-    mineQueue = run;
-    return run;
-  }
+/** Delayed answers wake early when the calendar closes, so close() never waits on them. */
+class Sleepers {
+  private readonly waiting = new Set<() => void>();
 
-  // Delayed answers wake early when the calendar closes, so close() never waits on them.
-  const sleepers = new Set<() => void>();
-  function sleep(ms: number): Promise<void> {
+  sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
-        sleepers.delete(done);
+        this.waiting.delete(done);
         resolve();
       };
       const timer = setTimeout(done, ms);
-      sleepers.add(done);
+      this.waiting.add(done);
     });
   }
 
-  const homePage = (): string =>
-    [
-      'aer1-anchor development OpenTimestamps calendar (not for production)',
-      `calendar: ${uri}`,
-      `pending commitments: ${book.pendingCount}`,
-      `confirmed commitments: ${book.confirmedCount}`,
-      `last mined height: ${lastHeight ?? 'none'}`,
-      `mode: ${mode}; not-found window ${behaviour.notFoundMs} ms; gzip ${behaviour.gzip ? 'on' : 'off'}; delay ${behaviour.delayMs} ms`,
-      `POST /digest, GET /timestamp/<hex>; dev only: POST /mine, POST /mode/<${MODES.join('|')}>`,
-      '',
-    ].join('\n');
+  wakeAll(): void {
+    for (const wake of [...this.waiting]) wake();
+  }
+}
 
-  const handle = createHandler({
-    basePath,
-    book,
-    mine,
-    mode: () => mode,
-    setMode: (m) => {
-      mode = m;
-    },
-    behaviour: () => behaviour,
-    homePage,
-    sleep,
-  });
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => sendError(res, err));
-  });
+function homePage(state: CalendarState, book: CommitmentBook, lastHeight: number | null): string {
+  const { mode, behaviour } = state;
+  return [
+    'aer1-anchor development OpenTimestamps calendar (not for production)',
+    `calendar: ${state.uri}`,
+    `pending commitments: ${book.pendingCount}`,
+    `confirmed commitments: ${book.confirmedCount}`,
+    `last mined height: ${lastHeight ?? 'none'}`,
+    `mode: ${mode}; not-found window ${behaviour.notFoundMs} ms; gzip ${behaviour.gzip ? 'on' : 'off'}; delay ${behaviour.delayMs} ms`,
+    `POST /digest, GET /timestamp/<hex>; dev only: POST /mine, POST /mode/<${MODES.join('|')}>`,
+    '',
+  ].join('\n');
+}
+
+/** Listens on host:port (0: a free one) and resolves with the bound port. */
+async function listen(server: Server, port: number, host: string): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => {
+    server.listen(port, host, () => {
       server.off('error', reject);
       resolve();
     });
   });
-  const port = (server.address() as AddressInfo).port;
-  try {
-    uri = pendingUri(opts, host, port, basePath);
-  } catch (err) {
-    server.close();
-    throw err;
-  }
+  return (server.address() as AddressInfo).port;
+}
 
+interface CalendarParts {
+  state: CalendarState;
+  port: number;
+  book: CommitmentBook;
+  miner: BlockMiner;
+  sleepers: Sleepers;
+  server: Server;
+}
+
+/** The `DevCalendar` callers hold: its URL, mine(), switches, stats and close(). */
+function devCalendarHandle({ state, port, book, miner, sleepers, server }: CalendarParts): DevCalendar {
   let closed: Promise<void> | null = null;
   return {
-    url: uri,
+    url: state.uri,
     port,
     close(): Promise<void> {
       closed ??= new Promise<void>((resolve) => {
         book.abortRound('dev calendar closed');
-        for (const wake of [...sleepers]) wake();
+        sleepers.wakeAll();
         server.close(() => resolve());
         server.closeAllConnections();
       });
       return closed;
     },
-    mine,
+    mine: () => miner.mine(),
     pendingCount: () => book.pendingCount,
     setMode(m: DevCalendarMode): void {
-      mode = checkMode(m);
+      state.mode = checkMode(m);
     },
     setBehaviour(change: Partial<DevCalendarBehaviour>): void {
-      behaviour = mergeBehaviour(behaviour, change);
+      state.behaviour = mergeBehaviour(state.behaviour, change);
     },
-    behaviour: () => ({ ...behaviour }),
+    behaviour: () => ({ ...state.behaviour }),
     stats: () => ({
       digestsReceived: book.digestsReceived,
       rounds: book.rounds,
       pendingCommitments: book.pendingCount,
       confirmedCommitments: book.confirmedCount,
-      lastHeight,
+      lastHeight: miner.lastHeight,
     }),
   };
 }

@@ -23,7 +23,7 @@ import { verifyAnchor, type VerifyOptions, type VerifyReport } from '../../core/
 import { reportJson, type ReportJson } from '../../core/verify/report.js';
 import { HeadersFileSource } from '../../adapters/bitcoin/sources.js';
 import type { MineResult } from '../calendar/index.js';
-import { cutLastStep, mintDocuments } from './documents.js';
+import { cutLastStep, mintDocuments, type DemoDocuments, type WorkflowDocument } from './documents.js';
 import { ProgressDisplay, type ProgressOutput, type SubjectState } from './progress.js';
 import { startStack, type DemoStack } from './stack.js';
 
@@ -170,6 +170,11 @@ class Run {
     return this.now() - this.started;
   }
 
+  /** One line of the human-readable progress. */
+  show(text: string): void {
+    this.display.line(text);
+  }
+
   mark(phase: string): void {
     this.summary.timings_ms[phase] = this.elapsed();
   }
@@ -270,135 +275,24 @@ async function stopAndCheck(run: Run, stack: DemoStack): Promise<void> {
 
 export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
   const run = new Run(opts);
-  const { out } = opts;
-  const show = (text: string): void => run.display.line(text);
   let stack: DemoStack | null = null;
   try {
-    show(`aer1-anchor demo: the whole product on loopback, offline, nothing configured. Output: ${out}`);
-    show('');
-    show('Starting a private redis-server, 3 dev Nostr relays, 2 dev OpenTimestamps calendars (regtest) and the daemon...');
-    stack = await startStack(out);
+    stack = await startServices(run);
     const started = stack;
-    run.summary.signer = { pubkey: stack.pubkey, npub: stack.npub };
-    run.summary.services = {
-      redis: stack.redis.url,
-      relays: stack.relays.map((r) => r.url),
-      calendars: stack.calendars.map((c) => c.url),
-      http: stack.running.httpUrl,
-      ports: stack.ports(),
-      ports_closed: null,
-    };
-    run.summary.files.push(stack.files.key, stack.files.log, stack.files.headers);
-    run.mark('started');
-    show(`  redis      ${stack.redis.url} (private; data in a temporary folder, removed at the end)`);
-    show(`  relays     ${stack.relays.map((r) => r.url).join(', ')} (quorum: all 3)`);
-    show(`  calendars  ${stack.calendars.map((c) => c.url).join(', ')} (m = 2 of 2)`);
-    show(`  signer     ${stack.npub} (throwaway key: ${relativeName(out, stack.files.key)})`);
-    show(`  status     ${stack.running.httpUrl}/ (open it in a browser while the demo runs)`);
-    show(`  daemon log ${relativeName(out, stack.files.log)}`);
-    show('');
-
     const docs = mintDocuments();
-    const subjects: DemoSubject[] = [
-      { label: 'receipt', kind: 'receipt', key: docs.receipt.id as string, document: docs.receipt, file: join(out, 'receipt.json'), otsFile: join(out, 'receipt.ots'), via: 'bullmq', describe: 'a receipt (output_hash over its canonical_bytes)' },
-      { label: 'workflow', kind: 'workflow-close', key: docs.workflow.receipt_id, document: docs.workflow, file: join(out, 'workflow.json'), otsFile: join(out, 'workflow.ots'), via: 'bullmq', describe: `a workflow close, ${docs.workflow.steps.length} steps (receipt-id-v0 merkle_root)` },
-      { label: 'timeline', kind: 'chain-head', key: docs.timeline.job_id, document: docs.timeline, file: join(out, 'timeline.json'), otsFile: join(out, 'timeline.ots'), via: 'http', describe: `a job timeline, ${docs.timeline.entries.length} entries (chain head)` },
-    ];
-    const summaries = new Map<string, SubjectSummary>(subjects.map((s) => [s.key, {
-      label: s.label, kind: s.kind, key: s.key, digest: null, enqueued_via: s.via === 'bullmq' ? 'BullMQ queue' : 'POST /v1/anchors',
-      status: 'queued', witnesses: { nostr: null, ots: null }, reached_ms: {}, history: [],
-      files: { document: s.file, ots: null }, bitcoin: null, verify: null,
-    }]));
+    const subjects = demoSubjects(opts.out, docs);
+    const summaries = subjectSummaries(subjects);
     run.summary.subjects = [...summaries.values()];
-
-    show('Anchoring:');
-    for (const s of subjects) {
-      show(`  ${s.label.padEnd(9)} ${s.key}  ${s.describe}, via ${s.via === 'bullmq' ? `BullMQ (queue ${stack.config.queue.name}, job ${ANCHOR_JOB}, jobId = key)` : 'POST /v1/anchors (bearer token)'}`);
-    }
-    await enqueue(stack, subjects);
-    run.mark('enqueued');
-
-    const otsSubmitted = (v: SubjectView | null): boolean => (v?.witnesses.ots?.calendars ?? []).length > 0 && v!.witnesses.ots!.calendars.every((c) => c.status === 'pending');
-    await waitUntil(run, stack, subjects, summaries, 'submission to both calendars', otsSubmitted, SUBMIT_TIMEOUT_MS);
-    run.mark('ots_pending');
-
-    run.display.line('All three are pending on OTS. Mining a regtest block on each dev calendar...');
-    const mined: MineResult[] = [];
-    for (const cal of stack.calendars) {
-      const block = await cal.mine();
-      mined.push(block);
-      run.summary.blocks.push({ calendar: cal.url, height: block.height, block_hash: block.blockHash });
-      show(`  ${cal.url}: block ${block.height} ${block.blockHash} (${block.count} commitment${block.count === 1 ? '' : 's'})`);
-    }
-    run.mark('mined');
-
-    await waitUntil(run, stack, subjects, summaries, 'Bitcoin confirmation', (v) => v?.status === 'confirmed', CONFIRM_TIMEOUT_MS);
-    run.mark('confirmed');
-    run.display.finish();
-    show(`All confirmed after ${(run.elapsed() / 1000).toFixed(1)} s: 3/3 relays accepted each event, a verified Bitcoin attestation for each.`);
-    show('');
-
-    show(`Writing proofs to ${out}:`);
-    const exporter = new ProofExporter(stack.running.daemon.store, { relays: stack.config.nostr.relays, calendars: stack.config.ots.calendars });
-    const proofs = new Map<string, AnchorProof>();
-    for (const s of subjects) {
-      const proof = await exporter.export(s.key);
-      if (!proof) throw new DemoError('demo_failed', `no proof for the ${s.label} ${s.key}`);
-      proofs.set(s.key, proof);
-      const summary = summaries.get(s.key)!;
-      run.write(s.file, `${JSON.stringify({ ...s.document, anchor_proof: proof }, null, 2)}\n`);
-      if (proof.ots?.proof) {
-        run.write(s.otsFile, Buffer.from(proof.ots.proof, 'base64'));
-        summary.files.ots = s.otsFile;
-      }
-      summary.bitcoin = proof.ots?.bitcoin ?? null;
-      show(`  ${relativeName(out, s.file).padEnd(24)} the ${s.label} with its anchor_proof (${proof.status}); ${summary.files.ots ? relativeName(out, s.otsFile) : 'no .ots'}`);
-    }
-    show(`  ${relativeName(out, stack.files.headers).padEnd(24)} the regtest block headers the verifier checks the attestations against`);
-    run.mark('written');
-    show('');
-
-    const options: VerifyOptions = {
-      expectedPubkeys: [stack.pubkey],
-      headerSource: new HeadersFileSource(stack.files.headers),
-      network: 'regtest',
-      eventCache: new EventCheckCache(),
-      bitcoinCache: new BitcoinCheckCache(),
-    };
-    show(`Verifying, as anyone can (offline): ${verifyCommand(stack, '<file>')}`);
-    for (const s of subjects) {
-      const report = await verifyFile(s.file, options);
-      const v = summarizeReport(report, s.file, verifyCommand(stack, s.file));
-      summaries.get(s.key)!.verify = v;
-      show(`  ${relativeName(out, s.file).padEnd(24)} ${v.verdict}: ${v.reason}`);
-    }
-    run.mark('verified');
-    show('');
-
-    const wf = docs.workflow;
-    const cut = cutLastStep(wf);
-    const cutFile = run.write(join(out, 'workflow-truncated.json'), `${JSON.stringify({ ...cut, anchor_proof: proofs.get(wf.receipt_id) }, null, 2)}\n`);
-    show(`Removing the workflow's last step (${wf.steps.length} -> ${cut.steps.length} steps) and recomputing its merkle_root; same receipt_id, same anchor_proof:`);
-    const report = await verifyFile(cutFile, options);
-    const truncation = report.checks.find((c) => c.status === 'FAIL' && c.detail.startsWith('truncated:')) ?? null;
-    run.summary.truncation = {
-      file: cutFile,
-      steps_anchored: wf.steps.length,
-      steps_in_file: cut.steps.length,
-      verdict: report.verdict,
-      reason: report.reason,
-      check: truncation ? { name: truncation.name, status: truncation.status, detail: truncation.detail } : null,
-      named_truncation: report.verdict === 'FAIL' && truncation !== null,
-    };
-    show(`  ${relativeName(out, cutFile).padEnd(24)} ${report.verdict}: ${report.reason}`);
-    for (const c of report.checks) show(`      ${c.status.padEnd(4)}  ${c.name.padEnd(17)} ${c.detail}`);
-    run.mark('truncation_checked');
-    show('');
-
+    await anchor(run, stack, subjects);
+    await witness(run, stack, subjects, summaries);
+    const proofs = await writeProofs(run, stack, subjects, summaries);
+    const options = verifyOptions(stack);
+    await verifyAll(run, stack, subjects, summaries, options);
+    const truncation = await checkTruncation(run, docs.workflow, proofs.get(docs.workflow.receipt_id), options);
     stack = null;
     await stopAndCheck(run, started);
     const allPass = run.summary.subjects.every((s) => s.verify?.verdict === 'PASS' && s.status === 'confirmed');
-    run.summary.ok = allPass && run.summary.truncation.named_truncation && run.summary.services.ports_closed === true;
+    run.summary.ok = allPass && truncation.named_truncation && run.summary.services.ports_closed === true;
     if (!run.summary.ok) run.summary.error = 'an outcome differs from what the demo expects (see subjects[].verify and truncation)';
   } catch (err) {
     run.display.finish();
@@ -414,4 +308,156 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
   }
   run.summary.total_ms = run.elapsed();
   return run.summary;
+}
+
+/** Starts the stack and says what runs where. */
+async function startServices(run: Run): Promise<DemoStack> {
+  const { out } = run.opts;
+  run.show(`aer1-anchor demo: the whole product on loopback, offline, nothing configured. Output: ${out}`);
+  run.show('');
+  run.show('Starting a private redis-server, 3 dev Nostr relays, 2 dev OpenTimestamps calendars (regtest) and the daemon...');
+  const stack = await startStack(out);
+  run.summary.signer = { pubkey: stack.pubkey, npub: stack.npub };
+  run.summary.services = {
+    redis: stack.redis.url,
+    relays: stack.relays.map((r) => r.url),
+    calendars: stack.calendars.map((c) => c.url),
+    http: stack.running.httpUrl,
+    ports: stack.ports(),
+    ports_closed: null,
+  };
+  run.summary.files.push(stack.files.key, stack.files.log, stack.files.headers);
+  run.mark('started');
+  run.show(`  redis      ${stack.redis.url} (private; data in a temporary folder, removed at the end)`);
+  run.show(`  relays     ${stack.relays.map((r) => r.url).join(', ')} (quorum: all 3)`);
+  run.show(`  calendars  ${stack.calendars.map((c) => c.url).join(', ')} (m = 2 of 2)`);
+  run.show(`  signer     ${stack.npub} (throwaway key: ${relativeName(out, stack.files.key)})`);
+  run.show(`  status     ${stack.running.httpUrl}/ (open it in a browser while the demo runs)`);
+  run.show(`  daemon log ${relativeName(out, stack.files.log)}`);
+  run.show('');
+  return stack;
+}
+
+function demoSubjects(out: string, docs: DemoDocuments): DemoSubject[] {
+  return [
+    { label: 'receipt', kind: 'receipt', key: docs.receipt.id as string, document: docs.receipt, file: join(out, 'receipt.json'), otsFile: join(out, 'receipt.ots'), via: 'bullmq', describe: 'a receipt (output_hash over its canonical_bytes)' },
+    { label: 'workflow', kind: 'workflow-close', key: docs.workflow.receipt_id, document: docs.workflow, file: join(out, 'workflow.json'), otsFile: join(out, 'workflow.ots'), via: 'bullmq', describe: `a workflow close, ${docs.workflow.steps.length} steps (receipt-id-v0 merkle_root)` },
+    { label: 'timeline', kind: 'chain-head', key: docs.timeline.job_id, document: docs.timeline, file: join(out, 'timeline.json'), otsFile: join(out, 'timeline.ots'), via: 'http', describe: `a job timeline, ${docs.timeline.entries.length} entries (chain head)` },
+  ];
+}
+
+function subjectSummaries(subjects: readonly DemoSubject[]): Map<string, SubjectSummary> {
+  return new Map<string, SubjectSummary>(subjects.map((s) => [s.key, {
+    label: s.label, kind: s.kind, key: s.key, digest: null, enqueued_via: s.via === 'bullmq' ? 'BullMQ queue' : 'POST /v1/anchors',
+    status: 'queued', witnesses: { nostr: null, ots: null }, reached_ms: {}, history: [],
+    files: { document: s.file, ots: null }, bitcoin: null, verify: null,
+  }]));
+}
+
+/** Says how each subject goes in, then sends it. */
+async function anchor(run: Run, stack: DemoStack, subjects: readonly DemoSubject[]): Promise<void> {
+  run.show('Anchoring:');
+  for (const s of subjects) {
+    run.show(`  ${s.label.padEnd(9)} ${s.key}  ${s.describe}, via ${s.via === 'bullmq' ? `BullMQ (queue ${stack.config.queue.name}, job ${ANCHOR_JOB}, jobId = key)` : 'POST /v1/anchors (bearer token)'}`);
+  }
+  await enqueue(stack, subjects);
+  run.mark('enqueued');
+}
+
+/** Waits for both calendars to hold every subject, mines a block on each, waits for Bitcoin confirmation. */
+async function witness(run: Run, stack: DemoStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>): Promise<void> {
+  const otsSubmitted = (v: SubjectView | null): boolean => (v?.witnesses.ots?.calendars ?? []).length > 0 && v!.witnesses.ots!.calendars.every((c) => c.status === 'pending');
+  await waitUntil(run, stack, subjects, summaries, 'submission to both calendars', otsSubmitted, SUBMIT_TIMEOUT_MS);
+  run.mark('ots_pending');
+  await mineBlocks(run, stack);
+  await waitUntil(run, stack, subjects, summaries, 'Bitcoin confirmation', (v) => v?.status === 'confirmed', CONFIRM_TIMEOUT_MS);
+  run.mark('confirmed');
+  run.display.finish();
+  run.show(`All confirmed after ${(run.elapsed() / 1000).toFixed(1)} s: 3/3 relays accepted each event, a verified Bitcoin attestation for each.`);
+  run.show('');
+}
+
+async function mineBlocks(run: Run, stack: DemoStack): Promise<void> {
+  run.show('All three are pending on OTS. Mining a regtest block on each dev calendar...');
+  for (const cal of stack.calendars) {
+    const block: MineResult = await cal.mine();
+    run.summary.blocks.push({ calendar: cal.url, height: block.height, block_hash: block.blockHash });
+    run.show(`  ${cal.url}: block ${block.height} ${block.blockHash} (${block.count} commitment${block.count === 1 ? '' : 's'})`);
+  }
+  run.mark('mined');
+}
+
+/** Exports each subject's proof and writes the subject with it attached, and its `.ots`. */
+async function writeProofs(run: Run, stack: DemoStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>): Promise<Map<string, AnchorProof>> {
+  const { out } = run.opts;
+  run.show(`Writing proofs to ${out}:`);
+  const exporter = new ProofExporter(stack.running.daemon.store, { relays: stack.config.nostr.relays, calendars: stack.config.ots.calendars });
+  const proofs = new Map<string, AnchorProof>();
+  for (const s of subjects) {
+    const proof = await exporter.export(s.key);
+    if (!proof) throw new DemoError('demo_failed', `no proof for the ${s.label} ${s.key}`);
+    proofs.set(s.key, proof);
+    const summary = summaries.get(s.key)!;
+    run.write(s.file, `${JSON.stringify({ ...s.document, anchor_proof: proof }, null, 2)}\n`);
+    if (proof.ots?.proof) {
+      run.write(s.otsFile, Buffer.from(proof.ots.proof, 'base64'));
+      summary.files.ots = s.otsFile;
+    }
+    summary.bitcoin = proof.ots?.bitcoin ?? null;
+    run.show(`  ${relativeName(out, s.file).padEnd(24)} the ${s.label} with its anchor_proof (${proof.status}); ${summary.files.ots ? relativeName(out, s.otsFile) : 'no .ots'}`);
+  }
+  run.show(`  ${relativeName(out, stack.files.headers).padEnd(24)} the regtest block headers the verifier checks the attestations against`);
+  run.mark('written');
+  run.show('');
+  return proofs;
+}
+
+/** What `aer1-verify-anchor` is given on the command line (verifyCommand), as pipeline options. */
+function verifyOptions(stack: DemoStack): VerifyOptions {
+  return {
+    expectedPubkeys: [stack.pubkey],
+    headerSource: new HeadersFileSource(stack.files.headers),
+    network: 'regtest',
+    eventCache: new EventCheckCache(),
+    bitcoinCache: new BitcoinCheckCache(),
+  };
+}
+
+async function verifyAll(run: Run, stack: DemoStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>, options: VerifyOptions): Promise<void> {
+  run.show(`Verifying, as anyone can (offline): ${verifyCommand(stack, '<file>')}`);
+  for (const s of subjects) {
+    const report = await verifyFile(s.file, options);
+    const v = summarizeReport(report, s.file, verifyCommand(stack, s.file));
+    summaries.get(s.key)!.verify = v;
+    run.show(`  ${relativeName(run.opts.out, s.file).padEnd(24)} ${v.verdict}: ${v.reason}`);
+  }
+  run.mark('verified');
+  run.show('');
+}
+
+type TruncationSummary = NonNullable<DemoSummary['truncation']>;
+
+/** Cuts the workflow's last step, keeps its proof, and shows the verifier's answer. */
+async function checkTruncation(run: Run, wf: WorkflowDocument, proof: AnchorProof | undefined, options: VerifyOptions): Promise<TruncationSummary> {
+  const { out } = run.opts;
+  const cut = cutLastStep(wf);
+  const cutFile = run.write(join(out, 'workflow-truncated.json'), `${JSON.stringify({ ...cut, anchor_proof: proof }, null, 2)}\n`);
+  run.show(`Removing the workflow's last step (${wf.steps.length} -> ${cut.steps.length} steps) and recomputing its merkle_root; same receipt_id, same anchor_proof:`);
+  const report = await verifyFile(cutFile, options);
+  const truncation = report.checks.find((c) => c.status === 'FAIL' && c.detail.startsWith('truncated:')) ?? null;
+  const summary: TruncationSummary = {
+    file: cutFile,
+    steps_anchored: wf.steps.length,
+    steps_in_file: cut.steps.length,
+    verdict: report.verdict,
+    reason: report.reason,
+    check: truncation ? { name: truncation.name, status: truncation.status, detail: truncation.detail } : null,
+    named_truncation: report.verdict === 'FAIL' && truncation !== null,
+  };
+  run.summary.truncation = summary;
+  run.show(`  ${relativeName(out, cutFile).padEnd(24)} ${report.verdict}: ${report.reason}`);
+  for (const c of report.checks) run.show(`      ${c.status.padEnd(4)}  ${c.name.padEnd(17)} ${c.detail}`);
+  run.mark('truncation_checked');
+  run.show('');
+  return summary;
 }

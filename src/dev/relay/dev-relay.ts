@@ -14,14 +14,13 @@
  *
  * The @nostr-relay packages are optional dependencies, loaded on first use.
  */
-import type { AddressInfo } from 'node:net';
-import { createServer, type Server } from 'node:http';
-import { WebSocketServer, type WebSocket } from 'ws';
 import type { NostrRelay as NostrRelayType } from '@nostr-relay/core';
 import type { MemoryEventRepository as MemoryEventRepositoryType } from './memory-event-repository.js';
 import type { Validator as ValidatorType } from '@nostr-relay/validator';
 import type { ClientContext, Event as RelayEvent, HandleMessageResult, IncomingMessage, Logger } from '@nostr-relay/common';
 import { RelayProfileState, relayInfoDocument, type RelayProfileCounters, type RelayProfileName, type RelayProfileOptions } from './relay-profiles.js';
+import { acceptConnection, type DevRelayFaults, type RelayConnectionContext } from './relay-connection.js';
+import { RelayListener, relayInfoResponder } from './relay-listener.js';
 import { UsageError } from '../../core/errors/errors.js';
 import type { SignedEvent } from '../../core/nostr/keys.js';
 
@@ -36,12 +35,7 @@ export interface BeforeEventRefusal {
 
 export type BeforeEventHook = (event: SignedEvent) => BeforeEventRefusal | undefined | void;
 
-export interface DevRelayFaults {
-  /** Never answer an EVENT (no OK, no NOTICE): publishers time out. */
-  silent: boolean;
-  /** Close the connection abruptly upon receiving an EVENT. */
-  dropOnEvent: boolean;
-}
+export type { DevRelayFaults } from './relay-connection.js';
 
 export interface DevRelayOptions {
   /** 0 (default) picks a free port. */
@@ -168,194 +162,122 @@ function quietLogger(log: ((line: string) => void) | undefined): Logger {
 export async function startDevRelay(options: DevRelayOptions = {}): Promise<DevRelay> {
   const pkgs = await loadRelayPackages();
   const host = options.host ?? '127.0.0.1';
-  const requestedPort = options.port ?? 0;
-  if (!Number.isInteger(requestedPort) || requestedPort < 0 || requestedPort > 65535) {
-    throw new UsageError(`port must be an integer 0-65535, got ${String(requestedPort)}`);
-  }
+  const requestedPort = checkedPort(options.port ?? 0);
   const repository = new pkgs.MemoryEventRepository(options.eventsFile !== undefined ? { file: options.eventsFile } : {});
   await repository.init();
   const profile = new RelayProfileState(options.profile ?? 'open', options.profileOptions ?? {});
+  const hooks: BeforeEventState = { beforeEvent: options.beforeEvent };
+  const relay = createRelay(pkgs, { repository, profile, hooks, host, log: options.log });
+  const info = relayInfoDocument(profile);
+  const faults: DevRelayFaults = { silent: options.silent === true, dropOnEvent: options.dropOnEvent === true };
+  const connection: RelayConnectionContext = { relay, validator: new pkgs.Validator(), validateEvent: pkgs.validateEvent, profile, faults };
+  const listener = new RelayListener(host, requestedPort, relayInfoResponder(JSON.stringify(info)), (ws, req) => acceptConnection(connection, ws, req));
+  await listener.listen();
+  return devRelayHandle({ listener, relay, repository, profile, hooks, faults, info });
+}
+
+function checkedPort(port: number): number {
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new UsageError(`port must be an integer 0-65535, got ${String(port)}`);
+  }
+  return port;
+}
+
+/** The hook a test may replace while the relay runs. */
+interface BeforeEventState {
+  beforeEvent: BeforeEventHook | undefined;
+}
+
+interface RelaySetup {
+  repository: MemoryEventRepositoryType;
+  profile: RelayProfileState;
+  hooks: BeforeEventState;
+  host: string;
+  log: ((line: string) => void) | undefined;
+}
+
+/** The relay library with its caches off and the profile's and the hook's gates registered. */
+function createRelay(pkgs: RelayPackages, { repository, profile, hooks, host, log }: RelaySetup): NostrRelayType {
   const relay = new pkgs.NostrRelay(repository, {
     // with either cache on, a tampered event whose id was seen is answered `duplicate`
     eventHandlingResultCacheTtl: 0,
     filterResultCacheTtl: 0,
-    logger: quietLogger(options.log),
+    logger: quietLogger(log),
     // NIP-42 as @nostr-relay/core has it: an AUTH challenge on connect, kind 22242 checked
     // (challenge, relay host, created_at within 10 minutes); the profile requires it for writes
     ...(profile.name === 'auth' ? { hostname: host } : {}),
   });
-  const validator = new pkgs.Validator();
-  const state: { beforeEvent: BeforeEventHook | undefined } = { beforeEvent: options.beforeEvent };
-  relay.register({
-    handleMessage: async (ctx: ClientContext, message: IncomingMessage, next: () => Promise<HandleMessageResult>): Promise<HandleMessageResult> => {
-      if (message[0] === 'EVENT' && profile.name === 'auth' && ctx.pubkey === undefined) {
-        profile.refused('auth-required');
-        if (profile.authChallenge === 'demand') ctx.sendMessage(['AUTH', ctx.id]);
-        ctx.sendMessage(['OK', message[1].id, false, 'auth-required: this relay takes events from authenticated keys only (NIP-42)']);
-        return { messageType: 'EVENT', success: false } as HandleMessageResult;
-      }
-      const result = await next();
-      if (message[0] === 'AUTH' && (result as { success?: boolean }).success === true) profile.authenticated(ctx.id);
-      return result;
-    },
-  });
+  relay.register({ handleMessage: authGate(profile) });
   relay.register({
     beforeHandleEvent: (event: RelayEvent) => {
-      const verdict = state.beforeEvent?.(toSignedEvent(event));
+      const verdict = hooks.beforeEvent?.(toSignedEvent(event));
       if (verdict && verdict.accept === false) return { canHandle: false, message: verdict.message };
       const refusal = profile.check(toSignedEvent(event), repository.has(event.id));
       return refusal ? { canHandle: false, message: refusal } : { canHandle: true };
     },
   });
-  const info = relayInfoDocument(profile);
-  const faults: DevRelayFaults = { silent: options.silent === true, dropOnEvent: options.dropOnEvent === true };
+  return relay;
+}
 
-  const send = (ws: WebSocket, message: unknown[]): void => {
-    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(message));
+type MessageHandler = (ctx: ClientContext, message: IncomingMessage, next: () => Promise<HandleMessageResult>) => Promise<HandleMessageResult>;
+
+/** The `auth` profile: EVENTs from unauthenticated connections are refused; AUTH successes are counted. */
+function authGate(profile: RelayProfileState): MessageHandler {
+  return async (ctx, message, next) => {
+    if (message[0] === 'EVENT' && profile.name === 'auth' && ctx.pubkey === undefined) {
+      profile.refused('auth-required');
+      if (profile.authChallenge === 'demand') ctx.sendMessage(['AUTH', ctx.id]);
+      ctx.sendMessage(['OK', message[1].id, false, 'auth-required: this relay takes events from authenticated keys only (NIP-42)']);
+      return { messageType: 'EVENT', success: false } as HandleMessageResult;
+    }
+    const result = await next();
+    if (message[0] === 'AUTH' && (result as { success?: boolean }).success === true) profile.authenticated(ctx.id);
+    return result;
   };
+}
 
-  const onMessage = async (ws: WebSocket, text: string): Promise<void> => {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      send(ws, ['NOTICE', 'invalid: message is not JSON']);
-      return;
-    }
-    const isEvent = Array.isArray(parsed) && parsed[0] === 'EVENT';
-    if (isEvent && profile.maxMessageLength !== undefined && Buffer.byteLength(text, 'utf8') > profile.maxMessageLength) {
-      profile.refused('invalid');
-      send(ws, ['OK', eventIdOf(parsed), false, `invalid: message over ${profile.maxMessageLength} bytes`]);
-      return;
-    }
-    if (isEvent) {
-      if (faults.dropOnEvent) {
-        ws.terminate();
-        return;
-      }
-      if (faults.silent) return;
-    }
-    const claimedId = isEvent ? eventIdOf(parsed) : '';
-    let message: IncomingMessage;
-    try {
-      message = await validator.validateIncomingMessage(parsed as never);
-    } catch (err) {
-      const reason = withPrefix('invalid', (err as Error).message);
-      // the library's default answer is a NOTICE; publishers wait for an OK
-      send(ws, isEvent ? ['OK', claimedId, false, reason] : ['NOTICE', reason]);
-      return;
-    }
-    if (message[0] === 'EVENT') {
-      const problem = pkgs.validateEvent(message[1]);
-      if (problem) {
-        send(ws, ['OK', message[1].id, false, withPrefix('invalid', problem)]);
-        return;
-      }
-    }
-    try {
-      await relay.handleMessage(ws, message);
-    } catch (err) {
-      const reason = withPrefix('error', (err as Error).message);
-      send(ws, message[0] === 'EVENT' ? ['OK', message[1].id, false, reason] : ['NOTICE', reason]);
-    }
-  };
+interface RelayParts {
+  listener: RelayListener;
+  relay: NostrRelayType;
+  repository: MemoryEventRepositoryType;
+  profile: RelayProfileState;
+  hooks: BeforeEventState;
+  faults: DevRelayFaults;
+  info: Record<string, unknown>;
+}
 
-  let server: WebSocketServer | undefined;
-  let http: Server | undefined;
-  let port = requestedPort;
-  const infoText = JSON.stringify(info);
-
-  const listen = async (): Promise<void> => {
-    // NIP-11 on the same port: GET with Accept: application/nostr+json
-    const httpServer = createServer((req, res) => {
-      const accept = String(req.headers.accept ?? '');
-      if (req.method === 'GET' && accept.includes('application/nostr+json')) {
-        res.writeHead(200, { 'content-type': 'application/nostr+json', 'access-control-allow-origin': '*', 'access-control-allow-headers': '*', 'access-control-allow-methods': 'GET' });
-        res.end(infoText);
-        return;
-      }
-      res.writeHead(426, { 'content-type': 'text/plain' });
-      res.end('a Nostr relay: connect with a WebSocket, or GET with Accept: application/nostr+json\n');
-    });
-    await new Promise<void>((resolve, reject) => {
-      httpServer.once('listening', resolve);
-      httpServer.once('error', reject);
-      httpServer.listen(port, host);
-    });
-    httpServer.on('error', () => undefined);
-    const wss = new WebSocketServer({ server: httpServer, maxPayload: 1024 * 1024 });
-    wss.on('error', () => undefined);
-    wss.on('connection', (ws, req) => {
-      profile.connected();
-      if (profile.name === 'auth' && profile.authChallenge === 'demand') {
-        // @nostr-relay/core sends its challenge on connect: hold that one back (it stays the
-        // connection's challenge, sent with the first auth-required: answer)
-        const send = ws.send.bind(ws);
-        ws.send = (() => undefined) as typeof ws.send;
-        relay.handleConnection(ws, req.socket.remoteAddress);
-        ws.send = send;
-      } else {
-        relay.handleConnection(ws, req.socket.remoteAddress);
-      }
-      ws.on('message', (data, isBinary) => {
-        const text = isBinary ? null : Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
-        if (text === null) {
-          send(ws, ['NOTICE', 'invalid: binary messages are not accepted']);
-          return;
-        }
-        void onMessage(ws, text);
-      });
-      ws.on('close', () => relay.handleDisconnect(ws));
-      ws.on('error', () => undefined);
-    });
-    port = (httpServer.address() as AddressInfo).port;
-    server = wss;
-    http = httpServer;
-  };
-
-  const stop = async (): Promise<void> => {
-    const wss = server;
-    const httpServer = http;
-    if (!wss || !httpServer) return;
-    server = undefined;
-    http = undefined;
-    for (const client of wss.clients) client.terminate();
-    await new Promise<void>((resolve) => wss.close(() => resolve()));
-    httpServer.closeAllConnections();
-    await new Promise<void>((resolve) => httpServer.close(() => resolve()));
-  };
-
-  await listen();
+/** The `DevRelay` callers hold: its address, switches and store, and stop/restart/close. */
+function devRelayHandle({ listener, relay, repository, profile, hooks, faults, info }: RelayParts): DevRelay {
+  const { host } = listener;
   let closed = false;
-
-  const devRelay: DevRelay = {
+  return {
     get url() {
-      return `ws://${host.includes(':') ? `[${host}]` : host}:${port}`;
+      return `ws://${host.includes(':') ? `[${host}]` : host}:${listener.port}`;
     },
     get port() {
-      return port;
+      return listener.port;
     },
     host,
     faults,
     get beforeEvent() {
-      return state.beforeEvent;
+      return hooks.beforeEvent;
     },
     set beforeEvent(hook: BeforeEventHook | undefined) {
-      state.beforeEvent = hook;
+      hooks.beforeEvent = hook;
     },
     get listening() {
-      return server !== undefined;
+      return listener.listening;
     },
-    stop,
+    stop: () => listener.stop(),
     async restart() {
       if (closed) throw new Error('dev relay is closed');
-      if (server) return;
-      await listen();
+      if (listener.listening) return;
+      await listener.listen();
     },
     async close() {
       if (closed) return;
       closed = true;
-      await stop();
+      await listener.stop();
       await relay.destroy();
       await repository.destroy();
     },
@@ -371,22 +293,8 @@ export async function startDevRelay(options: DevRelayOptions = {}): Promise<DevR
     },
     info,
   };
-  return devRelay;
 }
 
 function toSignedEvent(e: RelayEvent): SignedEvent {
   return { id: e.id, pubkey: e.pubkey, created_at: e.created_at, kind: e.kind, tags: e.tags, content: e.content, sig: e.sig };
-}
-
-function eventIdOf(parsed: unknown): string {
-  const event: unknown = Array.isArray(parsed) ? parsed[1] : undefined;
-  if (event !== null && typeof event === 'object') {
-    const id = (event as Record<string, unknown>)['id'];
-    if (typeof id === 'string') return id;
-  }
-  return '';
-}
-
-function withPrefix(prefix: string, message: string): string {
-  return /^[a-z-]+: /.test(message) ? message : `${prefix}: ${message}`;
 }
