@@ -250,6 +250,85 @@ describe('set-witness.lua', () => {
   });
 });
 
+describe('batch transitions recorded once on the batch (layout 3)', () => {
+  const strip = (h: Array<Record<string, unknown>>) => h.map(({ at: _at, digest: _digest, ...rest }) => rest);
+  type Move = [witness: 'nostr' | 'ots', status: 'pending' | 'partial' | 'confirmed' | 'failed', progress: number, detail: string];
+  const path: Move[] = [
+    ['nostr', 'partial', 1, 'wss://a: accepted'],
+    ['ots', 'partial', 1, 'submitted to 2 calendars'],
+    ['nostr', 'partial', 2, 'wss://b: accepted'],
+    ['nostr', 'partial', 2, ''],
+    ['nostr', 'confirmed', 3, ''],
+    ['ots', 'confirmed', 5, 'bitcoin block 812345'],
+  ];
+
+  async function batchOf(w: 'nostr' | 'ots', n: number): Promise<{ id: string; keys: string[] }> {
+    const cut = (await store.cutBatch(w, n))!;
+    return { id: cut.id, keys: await store.batchKeys(w, cut.id) };
+  }
+
+  it('a subject reads the same history as when every transition was written to it, from one entry per transition', async () => {
+    const single = subject();
+    const batched = [subject(), subject(), subject()];
+    await store.acceptMany(BOTH, [single]);
+    for (const w of ['nostr', 'ots'] as const) await store.cutBatch(w, 1);
+    await store.acceptMany(BOTH, batched);
+    const nb = await batchOf('nostr', 3);
+    const ob = await batchOf('ots', 3);
+    for (const [w, status, progress, detail] of path) {
+      await store.setWitness(single.key, w, status, progress, detail);
+      const b = w === 'nostr' ? nb : ob;
+      await store.setWitnessMany(b.keys, w, status, progress, detail, b.id);
+    }
+    const want = await store.history(single.key);
+    expect(want.map((h) => `${h.witness ?? ''} ${h.to ?? ''} ${h.status}`)).toEqual(['  pending', 'nostr partial partial', 'ots partial partial', 'nostr partial partial', 'nostr confirmed partial', 'ots confirmed confirmed']);
+    for (const s of batched) {
+      const got = await store.history(s.key);
+      expect(strip(got as never)).toEqual(strip(want as never));
+      expect(got.map((h) => h.at)).toEqual([...got.map((h) => h.at)].sort());
+      // only the acceptance is the subject's own
+      expect(await redis.llen(store.keys.history(s.key))).toBe(1);
+    }
+    expect(await redis.llen(store.keys.batchHistory('nostr', nb.id))).toBe(3);
+    expect(await redis.llen(store.keys.batchHistory('ots', ob.id))).toBe(2);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
+  it('a batch subject that did not take a transition (ahead of it, or from another status) does not show it', async () => {
+    const [ahead, other, plain] = [subject(), subject(), subject()];
+    await store.acceptMany(BOTH, [ahead, other, plain]);
+    const b = await batchOf('ots', 3);
+    await store.setWitness(ahead.key, 'ots', 'confirmed', 9, 'alone');
+    await store.setWitness(other.key, 'ots', 'failed', 0, 'calendar refused');
+    // plain comes first in the call so the entry's `from` is pending
+    const order = [plain.key, ahead.key, other.key];
+    expect(b.keys.sort()).toEqual([...order].sort());
+    const res = await store.setWitnessMany(order, 'ots', 'partial', 1, 'submitted', b.id);
+    expect(res.map((r) => r.changed)).toEqual([true, false, true]);
+    const last = (h: Awaited<ReturnType<typeof store.history>>) => h.filter((e) => e.witness === 'ots').map((e) => `${e.from}>${e.to} ${e.detail ?? ''}`);
+    expect(last(await store.history(plain.key))).toEqual(['pending>partial submitted']);
+    expect(last(await store.history(ahead.key))).toEqual(['pending>confirmed alone']);
+    expect(last(await store.history(other.key))).toEqual(['pending>failed calendar refused', 'failed>partial submitted']);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
+  it('over several chunks: subjects of a chunk before the entry existed are marked after', async () => {
+    const many = Array.from({ length: 260 }, () => subject());
+    await store.acceptMany(BOTH, many);
+    const b = await batchOf('ots', 260);
+    // the first chunk (250) is ahead of the transition, the rest takes it
+    await store.setWitnessMany(b.keys.slice(0, 250), 'ots', 'partial', 4, 'alone');
+    const res = await store.setWitnessMany(b.keys, 'ots', 'partial', 2, 'submitted', b.id);
+    expect(res.map((r) => r.changed)).toEqual([...Array<boolean>(250).fill(false), ...Array<boolean>(10).fill(true)]);
+    const details = async (key: string) => (await store.history(key)).filter((e) => e.witness === 'ots').map((e) => e.detail);
+    expect(await details(b.keys[0]!)).toEqual(['alone']);
+    expect(await details(b.keys[249]!)).toEqual(['alone']);
+    expect(await details(b.keys[250]!)).toEqual(['submitted']);
+    expect(await redis.llen(store.keys.batchHistory('ots', b.id))).toBe(1);
+    await expectKeysDeclared();
+  });
+});
+
 describe('listing subjects (one index membership each, layout 2)', () => {
   async function all(q: { status?: string; witness?: 'nostr' | 'ots' }, limit: number): Promise<string[][]> {
     const pages: string[][] = [];

@@ -1,8 +1,10 @@
 /**
  * The state's layout version (`{prefix}:schema`, AnchorStore.openSchema): a fresh prefix is
- * marked 2 on first start; a Redis written by the layout before the key existed (layout 1:
+ * marked 3 on first start; a layout-2 Redis (every witness transition in each subject's
+ * history list) is marked 3 and its history lists read as they are, merged with the batch
+ * transitions layout 3 records once per batch; a Redis written by the layout before the key existed (layout 1:
  * idx:all and idx:w:<w>:confirmed, every envelope under e:<key>, no counts, no schema key)
- * is moved to 2 (counts from the old indexes) and its subjects read as they are; a
+ * is moved to 3 (counts from the old indexes) and its subjects read as they are; a
  * layout this release does not know makes aer1-anchord refuse to start (exit 2, one line)
  * and aer1-anchor status refuse the same way, writing nothing.
  */
@@ -68,7 +70,7 @@ describe('the state layout version', () => {
     expect(await redis.exists(k.schema, k.counts)).toBe(0);
     const daemon = await startDaemon(config);
     try {
-      expect(await redis.get(k.schema)).toBe('2');
+      expect(await redis.get(k.schema)).toBe('3');
       expect(await redis.exists(k.layout1All, k.byWitness('nostr', 'confirmed'))).toBe(0);
       expect(await daemon.store.countByStatus()).toEqual({ pending: 1, partial: 2, confirmed: 0, failed: 0, rejected: 1 });
       expect((await daemon.store.countByWitness(['nostr', 'ots']))).toEqual({ nostr: { pending: 1, partial: 0, confirmed: 2, failed: 0 }, ots: { pending: 3, partial: 0, confirmed: 0, failed: 0 } });
@@ -82,9 +84,42 @@ describe('the state layout version', () => {
     }
   });
 
+  it('a Redis of layout 2 (every batch transition in each subject\'s own history): marked 3 on start, its histories read as they were and go on with the batch\'s transitions', { timeout: 30_000 }, async () => {
+    const config = testConfig({ overrides: { ots: { enabled: true } } });
+    const store = new AnchorStore(redis, config.redis.prefix);
+    const k = store.keys;
+    const subjects = [subject(), subject()];
+    await store.acceptMany({ witnesses: BOTH.witnesses, inboxes: ['ots'] }, subjects);
+    const cut = (await store.cutBatch('ots', 2))!;
+    // not open: the daemon started below leaves the batch to this test
+    await store.closeBatch('ots', cut.id);
+    // what layout 2 wrote: the transition in every subject's list (no batch named)
+    await store.setWitnessMany(subjects.map((x) => x.key), 'ots', 'partial', 1, 'submitted');
+    await redis.set(k.schema, '2');
+    const before = await Promise.all(subjects.map((x) => store.history(x.key)));
+    expect(before[0]!.map((h) => `${h.event} ${h.to ?? ''} ${h.status}`)).toEqual(['accepted  pending', 'witness partial partial']);
+    expect(await store.openSchema({ write: false })).toEqual({ found: 'layout 2', recorded: false });
+    expect(await redis.get(k.schema)).toBe('2');
+    const daemon = await startDaemon(config);
+    try {
+      expect(await redis.get(k.schema)).toBe('3');
+      expect(await Promise.all(subjects.map((x) => daemon.store.history(x.key)))).toEqual(before);
+      // the next transition of the batch is recorded once, on it, and read in order after the old entries
+      await daemon.store.setWitnessMany(subjects.map((x) => x.key), 'ots', 'confirmed', 5, 'bitcoin block 7', cut.id);
+      expect(await redis.llen(k.batchHistory('ots', cut.id))).toBe(1);
+      for (const x of subjects) {
+        expect(await redis.llen(k.history(x.key))).toBe(2);
+        expect((await daemon.store.history(x.key)).map((h) => `${h.event} ${h.from ?? ''}>${h.to ?? ''} ${h.status} ${h.detail ?? ''}`)).toEqual(['accepted > pending ', 'witness pending>partial partial submitted', 'witness partial>confirmed partial bitcoin block 7']);
+      }
+      expect(await new AnchorStore(redis, config.redis.prefix).openSchema({ write: true })).toEqual({ found: 'current', recorded: false });
+    } finally {
+      await daemon.stop();
+    }
+  });
+
   it.each([
-    ['3', /is layout 3 \(\{[^}]+\}:schema\), newer than this release knows \(2\): run the release that wrote it, or set redis\.prefix to a prefix of its own$/],
-    ['banana', /has an unknown layout version "banana" in \{[^}]+\}:schema \(this release writes 2\): it was not written by aer1-anchor, or set redis\.prefix/],
+    ['4', /is layout 4 \(\{[^}]+\}:schema\), newer than this release knows \(3\): run the release that wrote it, or set redis\.prefix to a prefix of its own$/],
+    ['banana', /has an unknown layout version "banana" in \{[^}]+\}:schema \(this release writes 3\): it was not written by aer1-anchor, or set redis\.prefix/],
   ])('a layout it does not know (%s): Daemon.start throws redis_schema and writes nothing', { timeout: 30_000 }, async (version, line) => {
     const config = testConfig({ overrides: { ots: { enabled: true } } });
     const keys = new AnchorStore(redis, config.redis.prefix).keys;
@@ -101,7 +136,7 @@ describe('the state layout version', () => {
     const dir = tempDir('schema');
     const config = testConfig({ prefix: uniquePrefix('schema'), overrides: { ots: { enabled: true } } });
     const keys = new AnchorStore(redis, config.redis.prefix).keys;
-    await redis.set(keys.schema, '3');
+    await redis.set(keys.schema, '4');
     const file = join(dir, 'config.json');
     writeFileSync(file, JSON.stringify({ ...config, redis: { ...config.redis, url: SHARED_REDIS_URL } }));
     const child = spawn(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchord.js'), '--config', file], { cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -117,9 +152,9 @@ describe('the state layout version', () => {
     expect(code).toBe(2);
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^aer1-anchord: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 3 .*newer than this release knows \(2\)/);
+    expect(lines[0]).toMatch(/^aer1-anchord: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 4 .*newer than this release knows \(3\)/);
     const r = spawnSync(process.execPath, [join(REPO_ROOT, 'dist/src/cli/aer1-anchor.js'), 'status', 'some-key', '--config', file], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: dir }, cwd: dir, timeout: 20_000 });
     expect(r.status).toBe(2);
-    expect(r.stderr.trim()).toMatch(/^aer1-anchor: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 3 /);
+    expect(r.stderr.trim()).toMatch(/^aer1-anchor: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 4 /);
   });
 });

@@ -38,12 +38,16 @@ function cursorOf(item: [number, string]): string {
  * every status; no counts). 2: a subject with its own Nostr event keeps its envelope only in
  * that event (a layout-1 e:<key> is still read); subjects are counted per status and witness
  * status in `counts`; no idx:all, no idx:w:<witness>:confirmed (a confirmed subject is in
- * idx:st:confirmed only). The daemon moves a layout-1 Redis to 2 on start (open-schema.lua).
+ * idx:st:confirmed only). 3: a batch's witness transitions are recorded once, on the batch's
+ * transition list bh:<witness>:<id>, not in each subject's history h:<key> (which keeps the
+ * subject's own entries); a subject's history is the merge of both (history()). Layout-2
+ * history lists are read as they are. The daemon moves a layout-1 or layout-2 Redis to 3 on
+ * start (open-schema.lua).
  */
-export const STATE_SCHEMA = 2;
+export const STATE_SCHEMA = 3;
 
 /** How a store found the layout under its prefix (AnchorStore.openSchema); `recorded`: the schema key was written. */
-export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1'; recorded: boolean };
+export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2'; recorded: boolean };
 
 /** One subject to accept: what the accept script stores. */
 export interface AcceptSubject {
@@ -165,8 +169,9 @@ export class AnchorStore {
 
   /**
    * Checks the layout under the prefix before anything is written. Nothing under it: marked
-   * STATE_SCHEMA (when `write`, the daemon). Layout 1 (subjects, no schema key): when `write`,
-   * moved to layout 2 in one script (open-schema.lua: the counts taken from the old indexes,
+   * STATE_SCHEMA (when `write`, the daemon). Layout 2: when `write`, marked 3 (nothing else
+   * moves: its history lists are read as they are); a client reads it as it is. Layout 1 (subjects, no schema key): when `write`,
+   * moved to the current layout in one script (open-schema.lua: the counts taken from the old indexes,
    * idx:all and idx:w:<w>:confirmed removed; the old e:<key> envelopes stay and are read as
    * they are); a client reads it as it is (subjects and lists; the counts stay absent). A layout
    * this release does not know (newer, or not a number) is refused with a UsageError
@@ -176,6 +181,13 @@ export class AnchorStore {
     const k = this.keys;
     const raw = await this.redis.get(k.schema);
     if (raw === String(STATE_SCHEMA)) return { found: 'current', recorded: false };
+    const keys = [k.schema, k.counts, k.layout1All, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), ...WITNESSES.flatMap((w) => WITNESS_STATUSES.map((st) => k.byWitness(w, st)))];
+    if (raw === '2') {
+      // layout 2 is read as it is (its history lists are a subject's own entries); moving it only records 3
+      if (!opts.write) return { found: 'layout 2', recorded: false };
+      const opened = String(await this.run(OPEN_SCHEMA, keys, [STATE_SCHEMA, WITNESSES.join(',')]));
+      return { found: opened === 'layout 2' ? 'layout 2' : 'current', recorded: opened === 'layout 2' };
+    }
     if (raw !== null) {
       const n = Number(raw);
       const what = Number.isInteger(n) && n > STATE_SCHEMA
@@ -194,7 +206,6 @@ export class AnchorStore {
     const found = hasSubjects ? 'layout 1' : 'fresh';
     if (!opts.write) return { found, recorded: false };
     // Atomic: a second daemon opening at the same moment finds the key and leaves it.
-    const keys = [k.schema, k.counts, k.layout1All, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), ...WITNESSES.flatMap((w) => WITNESS_STATUSES.map((st) => k.byWitness(w, st)))];
     const opened = String(await this.run(OPEN_SCHEMA, keys, [STATE_SCHEMA, WITNESSES.join(',')]));
     return { found: opened === 'migrated' ? 'layout 1' : opened === 'present' ? 'current' : 'fresh', recorded: opened !== 'present' };
   }
@@ -275,13 +286,17 @@ export class AnchorStore {
   }
 
   /**
-   * The same transition for many subjects (a batch): one set-witness.lua call per
-   * WITNESS_CHUNK subjects, which moves the indexes and counts once for all of them.
+   * The same transition for many subjects: one set-witness.lua call per WITNESS_CHUNK
+   * subjects, which moves the indexes and counts once for all of them. With `batch` (the
+   * subjects are that batch's, in the caller's words), the transition is recorded once on the
+   * batch's transition list instead of in every subject's history (layout 3; history()
+   * merges them); subjects that did not take it are marked so in their hash.
    */
-  async setWitnessMany(keys: readonly string[], witness: WitnessName, status: WitnessStatus, progress: number, detail = ''): Promise<WitnessChange[]> {
+  async setWitnessMany(keys: readonly string[], witness: WitnessName, status: WitnessStatus, progress: number, detail = '', batch?: string): Promise<WitnessChange[]> {
     const out: WitnessChange[] = [];
     const now = this.now();
     const k = this.keys;
+    const token = batch === undefined ? '' : randomBytes(6).toString('hex');
     const shared = [
       k.events,
       ...(['pending', 'partial', 'failed'] as const).map((st) => k.byWitness(witness, st)),
@@ -289,11 +304,25 @@ export class AnchorStore {
       k.meta,
       k.timeline(Math.floor(now / 60_000)),
       k.counts,
+      batch === undefined ? k.meta : k.batchHistory(witness, batch),
     ];
+    // batch subjects that took no entry before the call's entry existed: marked once it does
+    const unmarked: string[] = [];
+    let entry = -1;
     for (let i = 0; i < keys.length; i += WITNESS_CHUNK) {
       const chunk = keys.slice(i, i + WITNESS_CHUNK);
-      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)])], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, ...chunk])) as Array<number | string>;
-      for (let j = 0; j < chunk.length; j++) out.push({ changed: Number(res[3 * j]) === 1, overall: String(res[3 * j + 1]), createdMs: Number(res[3 * j + 2]) });
+      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)])], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, ...chunk])) as Array<number | string>;
+      for (let j = 0; j < chunk.length; j++) {
+        const outcome = Number(res[3 * j]);
+        if (outcome === 3) unmarked.push(chunk[j]!);
+        out.push({ changed: outcome === 1, overall: String(res[3 * j + 1]), createdMs: Number(res[3 * j + 2]) });
+      }
+      entry = Number(res[3 * chunk.length]);
+    }
+    if (entry >= 0 && unmarked.length > 0) {
+      const pipe = this.redis.pipeline();
+      for (const key of unmarked) pipe.hset(k.subject(key), `hx:${witness}:${entry}`, '1');
+      for (const [err] of (await pipe.exec()) ?? []) if (err) throw err;
     }
     return out;
   }
@@ -395,9 +424,55 @@ export class AnchorStore {
     return this.redis.zrangebyscore(this.keys.byStatus('confirmed'), '-inf', `(${beforeMs}`, 'LIMIT', 0, limit);
   }
 
+  /**
+   * The subject's history, oldest first: its own entries (h:<key>: accepted, rejected,
+   * conflict, and witness transitions made for it alone) merged by time with the transitions
+   * of its batches (layout 3, bh:<witness>:<id>) that applied to it. A batch entry carries no
+   * overall status; it is derived by replaying the witness statuses from the subject's own
+   * entries and the batch entries before it (the rule of SPEC §4.3, as set-witness.lua
+   * applies it). On a tie of time, the subject's own entries come first.
+   */
   async history(key: string): Promise<HistoryEntry[]> {
-    const items = await this.redis.lrange(this.keys.history(key), 0, -1);
-    return items.map((t) => JSON.parse(t) as HistoryEntry);
+    const k = this.keys;
+    const [[oerr, own], [herr, hash]] = ((await this.redis.pipeline().lrange(k.history(key), 0, -1).hgetall(k.subject(key)).exec()) ?? []) as Array<[Error | null, unknown]> as [[Error | null, string[]], [Error | null, Record<string, string>]];
+    if (oerr) throw oerr;
+    if (herr) throw herr;
+    const entries = own.map((t) => JSON.parse(t) as HistoryEntry);
+    const witnesses = (hash.witnesses ?? '').split(',').filter(Boolean) as WitnessName[];
+    const linked = witnesses.flatMap((w) => (hash[`${w}:batch`] ? [{ w, id: hash[`${w}:batch`]! }] : []));
+    if (linked.length === 0) return entries;
+    const pipe = this.redis.pipeline();
+    for (const { w, id } of linked) pipe.lrange(k.batchHistory(w, id), 0, -1);
+    const res = (await pipe.exec()) ?? [];
+    const fromBatches: Array<HistoryEntry & { ms: number }> = [];
+    linked.forEach(({ w }, i) => {
+      const [err, list] = res[i] ?? [null, []];
+      if (err) throw err;
+      (list as string[]).forEach((t, n) => {
+        if (hash[`hx:${w}:${n}`] !== undefined) return;
+        const e = JSON.parse(t) as { at: string; ms: number; witness: string; from: string; to: string; detail?: string };
+        fromBatches.push({ at: e.at, event: 'witness', witness: e.witness, from: e.from, to: e.to, ...(e.detail !== undefined ? { detail: e.detail } : {}), ms: e.ms });
+      });
+    });
+    if (fromBatches.length === 0) return entries;
+    fromBatches.sort((a, b) => a.ms - b.ms);
+    // merge by time, the subject's own entries first on a tie
+    const merged: Array<HistoryEntry & { derived?: boolean }> = [];
+    let i = 0;
+    for (const b of fromBatches) {
+      while (i < entries.length && entries[i]!.at <= b.at) merged.push(entries[i++]!);
+      const { ms: _ms, ...rest } = b;
+      merged.push({ ...rest, derived: true });
+    }
+    while (i < entries.length) merged.push(entries[i++]!);
+    // the overall status after each batch entry, replayed from the witness statuses
+    const state = new Map<string, string>(witnesses.map((w) => [w, 'pending']));
+    return merged.map(({ derived, ...e }) => {
+      if (e.event === 'accepted') for (const w of witnesses) state.set(w, 'pending');
+      if (e.event === 'witness' && e.witness && e.to) state.set(e.witness, e.to);
+      if (!derived) return e;
+      return { at: e.at, event: e.event, witness: e.witness, from: e.from, to: e.to, status: overallOf(witnesses.map((w) => state.get(w) ?? 'pending')), ...(e.detail !== undefined ? { detail: e.detail } : {}) } as HistoryEntry;
+    });
   }
 
   /**
@@ -829,6 +904,14 @@ function scriptCommand(target: Commander, script: LuaScript): ScriptFn {
   const fn = (target as unknown as Record<string, ScriptFn | undefined>)[commandName(script)];
   if (!fn) throw new Error('script not defined on this connection');
   return fn.bind(target);
+}
+
+/** The overall status from every witness's (SPEC §4.3; set-witness.lua computes the same). */
+function overallOf(statuses: readonly string[]): string {
+  if (statuses.length > 0 && statuses.every((s) => s === 'confirmed')) return 'confirmed';
+  if (statuses.length > 0 && statuses.every((s) => s === 'failed')) return 'failed';
+  if (statuses.some((s) => s === 'partial' || s === 'confirmed')) return 'partial';
+  return 'pending';
 }
 
 /** The envelope a subject's own event carries as its content, or null when the event is missing or unreadable. */

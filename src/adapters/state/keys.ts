@@ -69,6 +69,10 @@ export class StateKeys {
   batch(witness: WitnessName, id: string): string {
     return `${this.base}:b:${witness}:${id}`;
   }
+  /** Layout 3: the batch's witness transitions, one JSON entry each (its subjects' history is derived from it). */
+  batchHistory(witness: WitnessName, id: string): string {
+    return `${this.base}:bh:${witness}:${id}`;
+  }
   batchKeys(witness: WitnessName, id: string): string {
     return `${this.base}:bk:${witness}:${id}`;
   }

@@ -5,13 +5,23 @@
 -- status and per witness status in one hash, and drops idx:all and idx:w:<witness>:confirmed
 -- (a confirmed subject is in idx:st:confirmed only). The counts are taken from the old
 -- indexes' sizes, then those two kinds of index are removed.
--- A schema key already present is left alone (the caller reads and judges it first).
+-- Layout 3 records a batch's witness transitions once on the batch (bh:<witness>:<id>)
+-- instead of in every subject's history; the histories written by layout 2 stay as they are
+-- and are read as they are (AnchorStore.history merges a subject's own list with its
+-- batches'), so moving 2 to 3 only records the version. Layout 1 moves to 3 in one step.
+-- Any other schema key already present is left alone (the caller reads and judges it first).
 --
 -- KEYS[1] schema key, [2] counts, [3] idx:all, [4..8] idx:st:pending, partial, confirmed,
 -- failed, rejected, then per witness in ARGV[2] (comma list) its idx:w:<w>:pending, partial,
 -- confirmed, failed. ARGV[1] the current layout version, [2] witnesses.
--- Returns 'present' (a schema key was there), 'fresh' (no subjects) or 'migrated'.
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'present' end
+-- Returns 'present' (a schema key other than 2 was there), 'layout 2' (moved from 2), 'fresh'
+-- (no subjects) or 'migrated' (from layout 1).
+local was = redis.call('GET', KEYS[1])
+if was == '2' and ARGV[1] == '3' then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return 'layout 2'
+end
+if was then return 'present' end
 local statuses = {'pending', 'partial', 'confirmed', 'failed', 'rejected'}
 local wstatuses = {'pending', 'partial', 'confirmed', 'failed'}
 local fields, subjects = {}, 0

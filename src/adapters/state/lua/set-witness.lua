@@ -9,18 +9,62 @@
 -- per witness and per subject, the number, the summed and the longest time to confirm; the
 -- minute expires after 2 h.
 --
+--
+-- History (layout 3). One subject (ARGV[8] ''): the transition goes to its history list
+-- h:<key>, as before. A batch's subjects (ARGV[8] the call's token): the transition is
+-- recorded once, on the batch's transition list bh:<witness>:<id> (KEYS[12]), as
+-- {at, ms, c (the token), witness, from, to, detail}; the subjects' own lists are not
+-- written. The first subject of the call (over all its chunks: the token on the list's last
+-- entry says the entry is this call's) that takes an entry fixes its `from`. A subject that
+-- takes none while the entry exists, or takes one from another status, is marked
+-- `hx:<witness>:<n>` (entry n does not apply to it) in its hash, and in the second case gets
+-- its own entry in h:<key> as before. AnchorStore.history merges the two.
+--
 -- KEYS[1] events stream, [2..4] idx:w:<witness>:pending, partial, failed (of the witness in
 -- ARGV[1]), [5..8] idx:st:pending, partial, confirmed, failed, [9] meta, [10] the timeline
--- minute of ARGV[4] (tl:<floor(now / 60000)>), [11] counts, then per subject 2: its hash and
--- its history.
+-- minute of ARGV[4] (tl:<floor(now / 60000)>), [11] counts, [12] the batch's transition list
+-- (any key when ARGV[8] is ''), then per subject 2: its hash and its history.
 -- ARGV[1] witness, [2] new status, [3] progress, [4] now (ms), [5] now (ISO), [6] detail
--- ('' for none), [7] stream MAXLEN, then the subject keys (in KEYS order).
--- Returns per subject {changed(0|1), overall, created}, flat.
+-- ('' for none), [7] stream MAXLEN, [8] the call's token ('' for one subject), then the
+-- subject keys (in KEYS order).
+-- Returns per subject {outcome, overall, created}, flat (outcome 1: the status changed,
+-- 2: an entry without a change, 0: nothing, 3: nothing and not marked because the batch has
+-- no entry of this call yet: the caller marks it once one exists), then the index of the
+-- call's batch entry (-1: none).
 local ORDER = {pending = 0, partial = 1, confirmed = 2, failed = 3}
-local w, new, prog, now, nowIso, detail, maxlen = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local w, new, prog, now, nowIso, detail, maxlen, token = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 if not ORDER[new] then return redis.error_reply('set-witness: unknown status ' .. tostring(new)) end
-local n = #ARGV - 7
-if n < 1 or #KEYS ~= 11 + 2 * n then return redis.error_reply('set-witness: ' .. #KEYS .. ' keys for ' .. n .. ' subjects') end
+local n = #ARGV - 8
+if n < 1 or #KEYS ~= 12 + 2 * n then return redis.error_reply('set-witness: ' .. #KEYS .. ' keys for ' .. n .. ' subjects') end
+-- the batch entry of this call, when an earlier chunk made it: {index, from}
+local bh, entryIndex, entryFrom = KEYS[12], -1, nil
+if token ~= '' then
+  local last = redis.call('LINDEX', bh, -1)
+  if last then
+    local ok, e = pcall(cjson.decode, last)
+    if ok and type(e) == 'table' and e.c == token then entryIndex = redis.call('LLEN', bh) - 1; entryFrom = e.from end
+  end
+end
+-- Records a subject's entry: on its own list (one subject, or a batch subject that came from
+-- another status than the batch's entry), or once on the batch. Returns nothing.
+local function record(s, h, entry)
+  if token == '' then redis.call('RPUSH', h, cjson.encode(entry)); return end
+  if entryIndex < 0 then
+    local be = {at = nowIso, ms = tonumber(now), c = token, witness = w, from = entry.from, to = entry.to}
+    if detail ~= '' then be.detail = detail end
+    entryIndex = redis.call('RPUSH', bh, cjson.encode(be)) - 1
+    entryFrom = entry.from
+  elseif entry.from ~= entryFrom then
+    redis.call('HSET', s, 'hx:' .. w .. ':' .. entryIndex, 1)
+    redis.call('RPUSH', h, cjson.encode(entry))
+  end
+end
+-- A batch subject that takes no entry: marked when the call's entry exists, else reported (3).
+local function none(s)
+  if token == '' then return 0 end
+  if entryIndex >= 0 then redis.call('HSET', s, 'hx:' .. w .. ':' .. entryIndex, 1); return 0 end
+  return 3
+end
 local W_INDEX = {pending = KEYS[2], partial = KEYS[3], failed = KEYS[4]}
 local function statusIndex(st)
   if not ORDER[st] then error('set-witness: stored status ' .. tostring(st) .. ' is not one of pending, partial, confirmed, failed') end
@@ -44,22 +88,25 @@ local function tallied(field, took)
 end
 local out = {}
 for i = 1, n do
-  local key, s, h = ARGV[7 + i], KEYS[10 + 2 * i], KEYS[11 + 2 * i]
+  local key, s, h = ARGV[8 + i], KEYS[11 + 2 * i], KEYS[12 + 2 * i]
   local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', 'witnesses')
   local old, stored = cur[1], tonumber(cur[2] or '0')
   if not old then
     table.insert(out, 0); table.insert(out, cur[3] or ''); table.insert(out, cur[4] or '0')
   elseif prog < stored then
-    table.insert(out, 0); table.insert(out, cur[3]); table.insert(out, cur[4])
+    table.insert(out, none(s)); table.insert(out, cur[3]); table.insert(out, cur[4])
   elseif old == new then
     -- Same status, further along (another relay, the calendars answered): history only.
+    local outcome
     if prog > stored then
       redis.call('HSET', s, 'p:' .. w, prog)
       if detail ~= '' then
-        redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'witness', witness = w, from = old, to = new, status = cur[3], detail = detail}))
+        record(s, h, {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = cur[3], detail = detail})
+        outcome = 2
       end
     end
-    table.insert(out, 0); table.insert(out, cur[3]); table.insert(out, cur[4])
+    if not outcome then outcome = none(s) end
+    table.insert(out, outcome); table.insert(out, cur[3]); table.insert(out, cur[4])
   else
     if not ORDER[old] then error('set-witness: stored witness status ' .. tostring(old) .. ' is not one of pending, partial, confirmed, failed') end
     local created = cur[4]
@@ -96,7 +143,7 @@ for i = 1, n do
     redis.call('HSET', s, unpack(fields))
     local entry = {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = overall}
     if detail ~= '' then entry.detail = detail end
-    redis.call('RPUSH', h, cjson.encode(entry))
+    record(s, h, entry)
     redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'data',
       cjson.encode({type = 'state', key = key, witness = w, from = old, to = new, status = overall, previous = oldOverall, at = nowIso, detail = detail}))
     table.insert(out, 1); table.insert(out, overall); table.insert(out, created)
@@ -121,4 +168,5 @@ for _, field in ipairs(tallyOrder) do
   redis.call('HINCRBY', tl, 't:' .. field, t.sum)
   if t.max > tonumber(redis.call('HGET', tl, 'm:' .. field) or '-1') then redis.call('HSET', tl, 'm:' .. field, t.max) end
 end
+table.insert(out, entryIndex)
 return out
