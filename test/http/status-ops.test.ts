@@ -23,9 +23,9 @@ const rejectedKey = `bad-${Date.now()}`;
 let downUrl: string;
 
 beforeAll(async () => {
-  // envelope mode: one event per subject, so the stopped relay has exactly 25 events waiting
+  // envelope mode, no NIP-03: one event per subject, so the stopped relay has exactly 25 waiting
   // (auto mode would decide per cut from the budget and the load, one event or 25)
-  s = await startStack({ relays: 2, overrides: { nostr: { mode: 'envelope' } } });
+  s = await startStack({ relays: 2, overrides: { nostr: { mode: 'envelope', nip03: false } } });
   expect((await s.post('/v1/anchors', { subjects: confirmed }, { auth: true })).status).toBe(202);
   await s.confirm(confirmed.map((x) => x.receipt_uuid));
   // a job the intake worker refuses (no output_sha256): status rejected, with its reason
