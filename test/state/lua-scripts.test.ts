@@ -327,6 +327,25 @@ describe('batch transitions recorded once on the batch (layout 3)', () => {
     expect(await redis.llen(store.keys.batchHistory('ots', b.id))).toBe(1);
     await expectKeysDeclared();
   });
+
+  it('two calls on one batch whose chunks interleave (two daemons): each call makes one entry, and every history ends where the record is', async () => {
+    const many = Array.from({ length: 600 }, () => subject());
+    await store.acceptMany(BOTH, many);
+    const b = await batchOf('nostr', 600);
+    // chunk by chunk on one connection, the two calls alternate: A1, B1, A2, B2, A3, B3
+    await Promise.all([
+      store.setWitnessMany(b.keys, 'nostr', 'partial', 1, 'one relay accepted', b.id),
+      store.setWitnessMany(b.keys, 'nostr', 'confirmed', 2, 'quorum', b.id),
+    ]);
+    expect(await redis.llen(store.keys.batchHistory('nostr', b.id))).toBeLessThanOrEqual(2);
+    const records = await store.getRecords(b.keys);
+    for (const [i, key] of b.keys.entries()) {
+      const changes = (await store.history(key)).filter((e) => e.event === 'witness' && e.from !== e.to && e.witness === 'nostr');
+      expect(records[i]!.witnesses.nostr!.status, key).toBe('confirmed');
+      expect(changes.at(-1)?.to, `${key}: ${JSON.stringify(changes)}`).toBe('confirmed');
+    }
+    await expectKeysDeclared();
+  });
 });
 
 describe('listing subjects (one index membership each, layout 2)', () => {

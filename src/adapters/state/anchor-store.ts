@@ -317,7 +317,8 @@ export class AnchorStore {
         if (outcome === 3) unmarked.push(chunk[j]!);
         out.push({ changed: outcome === 1, overall: String(res[3 * j + 1]), createdMs: Number(res[3 * j + 2]) });
       }
-      entry = Number(res[3 * chunk.length]);
+      // the call's entry, once a chunk made or found it (a later chunk never forgets it)
+      entry = Math.max(entry, Number(res[3 * chunk.length]));
     }
     if (entry >= 0 && unmarked.length > 0) {
       const pipe = this.redis.pipeline();

@@ -14,8 +14,8 @@
 -- h:<key>, as before. A batch's subjects (ARGV[8] the call's token): the transition is
 -- recorded once, on the batch's transition list bh:<witness>:<id> (KEYS[12]), as
 -- {at, ms, c (the token), witness, from, to, detail}; the subjects' own lists are not
--- written. The first subject of the call (over all its chunks: the token on the list's last
--- entry says the entry is this call's) that takes an entry fixes its `from`. A subject that
+-- written. The first subject of the call (over all its chunks: the token on one of the list's latest
+-- entries says the entry is this call's) that takes an entry fixes its `from`. A subject that
 -- takes none while the entry exists, or takes one from another status, is marked
 -- `hx:<witness>:<n>` (entry n does not apply to it) in its hash, and in the second case gets
 -- its own entry in h:<key> as before. AnchorStore.history merges the two.
@@ -39,10 +39,16 @@ if n < 1 or #KEYS ~= 12 + 2 * n then return redis.error_reply('set-witness: ' ..
 -- the batch entry of this call, when an earlier chunk made it: {index, from}
 local bh, entryIndex, entryFrom = KEYS[12], -1, nil
 if token ~= '' then
-  local last = redis.call('LINDEX', bh, -1)
-  if last then
-    local ok, e = pcall(cjson.decode, last)
-    if ok and type(e) == 'table' and e.c == token then entryIndex = redis.call('LLEN', bh) - 1; entryFrom = e.from end
+  -- Another call on the same batch (a second daemon, another relay's report) may have added
+  -- its entry after this call's: look for this call's token among the latest entries, not
+  -- only the last, so that one call never makes two entries (a second one would apply to
+  -- subjects that took the first).
+  local len = redis.call('LLEN', bh)
+  local from = math.max(0, len - 64)
+  local recent = redis.call('LRANGE', bh, from, -1)
+  for i = #recent, 1, -1 do
+    local ok, e = pcall(cjson.decode, recent[i])
+    if ok and type(e) == 'table' and e.c == token then entryIndex = from + i - 1; entryFrom = e.from; break end
   end
 end
 -- Records a subject's entry: on its own list (one subject, or a batch subject that came from
