@@ -344,7 +344,14 @@
     }
   }
 
-  const refreshList = () => guarded('the subject list', async () => renderList(await api(listQuery())));
+  // Answers can arrive out of order (a tab clicked while the previous list is on its way):
+  // only the answer to the latest request is drawn.
+  let listRequest = 0;
+  const refreshList = () => guarded('the subject list', async () => {
+    const mine = ++listRequest;
+    const page = await api(listQuery());
+    if (mine === listRequest) renderList(page);
+  });
 
   function setList(change) {
     Object.assign(list, change, { cursors: [null] });
