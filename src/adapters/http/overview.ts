@@ -74,7 +74,7 @@ export async function collectTimeline(daemon: DaemonView, minutes: number, now: 
   const current = Math.floor(at / 60_000);
   const first = current - minutes + 1;
   const series = ['subject', ...daemon.witnesses];
-  const minutesRead = await daemon.store.timelineMinutes(first, current, series);
+  const minutesRead = await daemon.state.timelineMinutes(first, current, series);
   const buckets: TimelineBucket[] = minutesRead.map((t) => {
     const confirmed: Record<string, number> = {};
     const timeToConfirm: Record<string, TimeToConfirm> = {};

@@ -61,13 +61,16 @@ export interface StartWebhooksOptions {
   log: Logger;
   /** Timings and attempts over `webhookDelivery.*` (tests shorten them). */
   tuning?: Partial<Omit<WebhookDelivererOptions, 'redis' | 'stream' | 'base' | 'queueBase' | 'hooks' | 'log'>>;
+  /** The shard whose state changes this deliverer sends (redis.shards; default 0, the only one with one shard). */
+  shard?: number;
 }
 
 /** Starts delivering the daemon's state changes to every configured hook. */
-export async function startWebhooks({ daemon, log, tuning = {} }: StartWebhooksOptions): Promise<WebhookDeliverer> {
+export async function startWebhooks({ daemon, log, tuning = {}, shard = 0 }: StartWebhooksOptions): Promise<WebhookDeliverer> {
+  const keys = daemon.state.shards[shard]!.keys;
   const counter = deliveriesCounter(daemon);
   const d = daemon.config.webhookDelivery;
-  const handover = new WebhookHandover(daemon.redis, daemon.store.keys.base, daemon.config.webhooks.map((h) => hookId(h.url)));
+  const handover = new WebhookHandover(daemon.redis, keys.base, daemon.config.webhooks.map((h) => hookId(h.url)));
   const deliverer = new WebhookDeliverer({
     retryHorizonMs: d.retryHorizonMs,
     backoffMs: d.backoffMs,
@@ -78,8 +81,8 @@ export async function startWebhooks({ daemon, log, tuning = {} }: StartWebhooksO
     ...tuning,
     queueBase: daemon.config.queue.name,
     redis: daemon.redis,
-    stream: daemon.store.keys.events,
-    base: daemon.store.keys.base,
+    stream: keys.events,
+    base: keys.base,
     hooks: daemon.config.webhooks,
     log,
     onOutcome: (hook, result) => {
@@ -92,4 +95,16 @@ export async function startWebhooks({ daemon, log, tuning = {} }: StartWebhooksO
   await deliverer.start();
   backlogGauge(daemon, deliverer);
   return deliverer;
+}
+
+/** One deliverer per shard (redis.shards): each shard's stream is delivered on its own, under its own hash tag. */
+export async function startShardWebhooks(opts: Omit<StartWebhooksOptions, 'shard'>): Promise<{ deliverers: WebhookDeliverer[]; stop(): Promise<void> }> {
+  const deliverers: WebhookDeliverer[] = [];
+  for (let shard = 0; shard < opts.daemon.state.count; shard++) deliverers.push(await startWebhooks({ ...opts, shard }));
+  return {
+    deliverers,
+    async stop() {
+      for (const d of deliverers) await d.stop();
+    },
+  };
 }
