@@ -6,7 +6,7 @@
  * it takes; the API, the list (its cursor across shards) and the stats show the shards as
  * one; every subject confirms with lost=0 duplicates=0. On the cluster the three shards sit
  * on three masters, and the built daemon SIGKILLed mid-run and restarted loses and
- * duplicates nothing.
+ * duplicates nothing; losing the master of shard 2 turns /readyz red.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +21,7 @@ import type { RedisTarget } from '../../src/adapters/redis/connection.js';
 import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 import { startLocalCluster, type LocalCluster } from '../helpers/redis-cluster.js';
 import { startStack } from '../http/fixture.js';
+import { openSse } from '../http/clients.js';
 import { audit, confirmAll, report, tapRelay } from '../reliability/audit.js';
 
 const K = 3;
@@ -34,12 +35,25 @@ async function threeShardsAsOne(redisUrl: RedisTarget, overrides: Record<string,
     const viaHttp = Array.from({ length: N }, () => receiptFields());
     const viaQueue = Array.from({ length: N }, () => receiptFields());
     const keys = [...viaHttp, ...viaQueue].map((x) => x.receipt_uuid);
+    // the live feed per shard: ?shard=i, each shard's changes on its own stream
+    const feeds = await Promise.all([0, 1, 2].map((i) => openSse(`${s.http.url}/v1/events?shard=${i}`)));
+    expect(feeds.map((f) => f.status)).toEqual([200, 200, 200]);
+    expect((await s.get('/v1/events?shard=3')).status).toBe(400);
     const res = await s.post('/v1/anchors', { subjects: viaHttp }, { auth: true });
     expect(res.status).toBe(202);
     // the usual intake queue ({prefix}), single jobs and one bulk job: the daemon routes them
     for (const x of viaQueue.slice(0, 10)) await issuer.enqueue(x, x.receipt_uuid);
     await issuer.queue.add('anchor', { subjects: viaQueue.slice(10) }, { jobId: 'bulk-sharded', removeOnComplete: true, removeOnFail: true });
     await s.confirm(keys, 90_000);
+    await Promise.all(feeds.map((f, i) => {
+      const mine = keys.filter((k) => shardOf(k, K) === i);
+      return f.until((m) => {
+        const changes = m.map((e) => JSON.parse(e.data) as { key?: string; status?: string });
+        const done = new Set(changes.filter((c) => c.status === 'confirmed').map((c) => c.key));
+        // each shard's feed carries its own subjects, and only those
+        return mine.every((k) => done.has(k)) && changes.every((c) => c.key === undefined || shardOf(c.key, K) === i);
+      }, 20_000).finally(() => f.close());
+    }));
 
     // each subject in its own shard and in no other
     for (const k of keys) {
@@ -171,5 +185,25 @@ describe('redis.shards = 3 on a 3-master Redis Cluster', () => {
         await issuer.close();
       }
     });
+  });
+
+  // last: it kills a master, and the cluster stays down for the rest of the file
+  it('/readyz turns 503 when the master of a shard other than shard 0 is lost', { timeout: 90_000 }, async () => {
+    const s = await startStack({ redisUrl: { cluster: cluster.urls }, overrides: { redis: { cluster: cluster.urls, shards: K } }, http: { redisTimeoutMs: 1000 } });
+    try {
+      expect((await s.get('/readyz')).status).toBe(200);
+      const first = await cluster.ownerOf(s.daemon.engines[0]!.store.keys.probe);
+      const other = await cluster.ownerOf(s.daemon.engines[2]!.store.keys.probe);
+      expect(other).not.toBe(first);
+      await cluster.kill(other);
+      const res = await waitFor('/readyz red', async () => {
+        const r = await s.get('/readyz');
+        return r.status === 503 ? r : null;
+      }, 30_000, 200);
+      expect(JSON.stringify(await res.json())).toMatch(/"code":"not_ready","message":"redis: /);
+    } finally {
+      // BullMQ's workers wait for the lost master to close: bounded here
+      await Promise.race([s.close(), new Promise((r) => setTimeout(r, 20_000).unref())]);
+    }
   });
 });

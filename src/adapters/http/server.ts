@@ -82,7 +82,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   // every read and write of a request goes through this connection: bounded, never replayed
   const requests = await RequestRedis.open(daemon, cfg.redisTimeoutMs, log);
   const view = requests.view;
-  const readiness = new Readiness(requests.redis, daemon.store.keys.probe, cfg.redisTimeoutMs);
+  const readiness = new Readiness(requests.redis, daemon.state.shards.map((s) => s.keys.probe), cfg.redisTimeoutMs);
   const anchors = new AnchorRoutes(view, { onWriteRefused: (r) => readiness.noteRefusal(r) });
   const webhookLog = new WebhookLog(requests.redis, daemon.store.keys.base);
   const gauges = { ...gaugeSource(view), redisWritable: async () => (await readiness.redisProblem()) === null };
