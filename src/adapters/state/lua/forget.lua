@@ -23,7 +23,7 @@ if n ~= math.floor(n) or n < 1 or #KEYS ~= FIXED + PER_KEYS * n then
   return redis.error_reply('forget: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
 end
 local nowIso, maxlen = ARGV[1], ARGV[2]
-local out, removed, counts = {}, {}, {}
+local out, removed, counts, batches, order = {}, {}, {}, {}, {}
 for i = 0, n - 1 do
   local a = 3 + PER_ARGS * i
   local key, eventId, nostrBatch, otsBatch = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
@@ -40,12 +40,17 @@ for i = 0, n - 1 do
       redis.call('DEL', ev)
       redis.call('ZREM', KEYS[9], eventId)
     end
-    -- one fewer of each of its batches' subjects left in Redis
+    -- one fewer of each of its batches' subjects left in Redis (counted once per batch below)
     for j, id in ipairs({nostrBatch, otsBatch}) do
-      local b = KEYS[k + 4 + j]
-      if id ~= '' and redis.call('EXISTS', b) == 1 then
-        local gone = redis.call('HINCRBY', b, 'gone', 1)
-        if gone >= tonumber(redis.call('HGET', b, 'size') or '0') then redis.call('SADD', KEYS[9 + j], id) end
+      if id ~= '' then
+        local b = KEYS[k + 4 + j]
+        local t = batches[b]
+        if not t then
+          t = {id = id, free = KEYS[9 + j], n = 0}
+          batches[b] = t
+          table.insert(order, b)
+        end
+        t.n = t.n + 1
       end
     end
     redis.call('DEL', s, e, h)
@@ -61,5 +66,12 @@ if #removed > 0 then
   redis.call('HINCRBY', KEYS[1], 'st:confirmed', -#removed)
   for f, c in pairs(counts) do redis.call('HINCRBY', KEYS[1], f, -c) end
   redis.call('HINCRBY', KEYS[7], 'retired', #removed)
+end
+for _, b in ipairs(order) do
+  local t = batches[b]
+  if redis.call('EXISTS', b) == 1 then
+    local gone = redis.call('HINCRBY', b, 'gone', t.n)
+    if gone >= tonumber(redis.call('HGET', b, 'size') or '0') then redis.call('SADD', t.free, t.id) end
+  end
 end
 return out
