@@ -25,6 +25,7 @@ import type { WitnessHealth } from '../adapters/health/witness-health.js';
 import { Reconciler } from './reconciler.js';
 import type { ProofArchive } from '../adapters/archive/proof-archive.js';
 import { ProofExporter } from '../adapters/proof/export.js';
+import { configuredSources } from '../adapters/state/subject-view.js';
 import { Retention, type RetentionDeps } from '../adapters/retention/retention.js';
 import { WebhookHandover } from '../adapters/retention/handover.js';
 import { hookId } from '../adapters/webhooks/delivery-log.js';
@@ -168,7 +169,7 @@ export class ShardEngine {
             store: this.store,
             archive: this.archive,
             handover,
-            exporter: new ProofExporter(this.store, { relays: config.nostr.enabled ? config.nostr.relays : [], calendars: config.ots.enabled ? config.ots.calendars : [] }),
+            exporter: new ProofExporter(this.store, configuredSources(config)),
             connection: this.redis,
             log,
             ...(afterArchive ? { afterArchive } : {}),
