@@ -8,7 +8,8 @@
  * on three masters, and the built daemon SIGKILLed mid-run and restarted loses and
  * duplicates nothing; losing the master of shard 2 turns /readyz red.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -96,6 +97,20 @@ async function threeShardsAsOne(redisUrl: RedisTarget, overrides: Record<string,
     expect(listed.length).toBe(2 * N);
     expect(new Set(listed)).toEqual(new Set(keys));
     expect((await s.get('/readyz')).status).toBe(200);
+
+    // the CLI reads a key from its shard, with the same redis.shards in its config
+    const inShard2 = keys.find((k) => shardOf(k, K) === 2)!;
+    const dir = tempDir('cli');
+    const file = join(dir, 'config.json');
+    writeFileSync(file, JSON.stringify(s.config));
+    const cli = join(REPO_ROOT, 'dist/src/cli/aer1-anchor.js');
+    const env = { PATH: process.env.PATH ?? '', HOME: dir, ...(typeof redisUrl === 'string' ? { REDIS_URL: redisUrl } : {}) };
+    const status = spawnSync(process.execPath, [cli, 'status', inShard2, '--config', file], { encoding: 'utf8', env, timeout: 30_000 });
+    expect(status.status, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(new RegExp(`^${inShard2}: confirmed`));
+    const proof = spawnSync(process.execPath, [cli, 'proof', inShard2, '--config', file], { encoding: 'utf8', env, timeout: 30_000 });
+    expect(proof.status, proof.stderr).toBe(0);
+    expect(JSON.parse(proof.stdout)).toMatchObject({ status: 'confirmed' });
 
     const result = await audit('shards-3', issuer, keys, []);
     expect(result.lost).toBe(0);
