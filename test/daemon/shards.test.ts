@@ -4,7 +4,8 @@
  * and put on the usual intake queue by an issuer (routed by the daemon) each land in the
  * shard shardOf(key, 3) names and in no other; a conflicting root is refused whichever route
  * it takes; the API, the list (its cursor across shards) and the stats show the shards as
- * one; every subject confirms with lost=0 duplicates=0. On the cluster the three shards sit
+ * one; each shard's live feed and webhook deliverer carry its subjects; every subject
+ * confirms with lost=0 duplicates=0. On the cluster the three shards sit
  * on three masters, and the built daemon SIGKILLed mid-run and restarted loses and
  * duplicates nothing; losing the master of shard 2 turns /readyz red.
  */
@@ -23,13 +24,18 @@ import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startC
 import { startLocalCluster, type LocalCluster } from '../helpers/redis-cluster.js';
 import { startStack } from '../http/fixture.js';
 import { openSse } from '../http/clients.js';
+import { startShardWebhooks } from '../../src/adapters/webhooks/webhooks.js';
+import { startReceiver } from '../webhooks/receiver.js';
 import { audit, confirmAll, report, tapRelay } from '../reliability/audit.js';
 
 const K = 3;
 
 async function threeShardsAsOne(redisUrl: RedisTarget, overrides: Record<string, unknown>): Promise<void> {
   const N = 30;
-  const s = await startStack({ relays: 1, redisUrl, overrides: { ...overrides, redis: { ...(overrides.redis as object), shards: K } } });
+  const receiver = await startReceiver(() => 200);
+  const s = await startStack({ relays: 1, redisUrl, overrides: { ...overrides, redis: { ...(overrides.redis as object), shards: K }, webhooks: [{ url: receiver.url, secret: 'sharded-hook-secret-0123456789' }] } });
+  // one deliverer per shard, as aer1-anchord starts them
+  const hooks = await startShardWebhooks({ daemon: s.daemon, log: s.log, tuning: { backoffMs: 50, backoffMaxMs: 200, blockMs: 200 } });
   const issuer = new Issuer(s.config, redisUrl);
   try {
     expect(s.daemon.engines.length).toBe(K);
@@ -55,6 +61,11 @@ async function threeShardsAsOne(redisUrl: RedisTarget, overrides: Record<string,
         return mine.every((k) => done.has(k)) && changes.every((c) => c.key === undefined || shardOf(c.key, K) === i);
       }, 20_000).finally(() => f.close());
     }));
+
+    await waitFor('every subject confirmed to the webhook, from all shards', () => {
+      const done = new Set(receiver.delivered().map((r) => JSON.parse(r.body) as { key?: string; status?: string }).filter((c) => c.status === 'confirmed').map((c) => c.key));
+      return keys.every((k) => done.has(k));
+    }, 20_000);
 
     // each subject in its own shard and in no other
     for (const k of keys) {
@@ -117,8 +128,10 @@ async function threeShardsAsOne(redisUrl: RedisTarget, overrides: Record<string,
     expect(result.duplicates).toBe(0);
     report(result, { shards: K });
   } finally {
+    await hooks.stop();
     await issuer.close();
     await s.close();
+    await receiver.close();
   }
 }
 

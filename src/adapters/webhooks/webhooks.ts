@@ -28,12 +28,14 @@ function deliveriesCounter(daemon: DaemonView): Counter<'hook' | 'result'> {
 }
 
 const BACKLOG_METRIC = 'aer1_webhook_backlog';
-/** The deliverer each registry's backlog gauge reads (the latest started). */
-const backlogSources = new WeakMap<Registry, WebhookDeliverer>();
+/** The deliverers each registry's backlog gauge reads: the latest started per shard, summed. */
+const backlogSources = new WeakMap<Registry, Map<number, WebhookDeliverer>>();
 
-function backlogGauge(daemon: DaemonView, deliverer: WebhookDeliverer): void {
+function backlogGauge(daemon: DaemonView, deliverer: WebhookDeliverer, shard: number): void {
   const registry = daemon.metrics.registry;
-  backlogSources.set(registry, deliverer);
+  const sources = backlogSources.get(registry) ?? new Map<number, WebhookDeliverer>();
+  sources.set(shard, deliverer);
+  backlogSources.set(registry, sources);
   if (registry.getSingleMetric(BACKLOG_METRIC)) return;
   new Gauge({
     name: BACKLOG_METRIC,
@@ -41,13 +43,17 @@ function backlogGauge(daemon: DaemonView, deliverer: WebhookDeliverer): void {
     labelNames: ['hook'],
     registers: [registry],
     async collect() {
-      const source = backlogSources.get(registry);
-      if (!source) return;
+      const sources = [...(backlogSources.get(registry)?.values() ?? [])];
+      if (sources.length === 0) return;
       this.reset();
-      for (const hook of source.hookIds) {
+      for (const hook of sources[0]!.hookIds) {
         try {
-          const c = await source.queueOf(hook)!.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused');
-          this.set({ hook }, Object.values(c).reduce((a, b) => a + b, 0));
+          let n = 0;
+          for (const source of sources) {
+            const c = await source.queueOf(hook)!.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused');
+            n += Object.values(c).reduce((a, b) => a + b, 0);
+          }
+          this.set({ hook }, n);
         } catch {
           // stopped, or Redis unreachable: no figure rather than a wrong one
         }
@@ -93,7 +99,7 @@ export async function startWebhooks({ daemon, log, tuning = {}, shard = 0 }: Sta
     onDelivered: (hook, job) => handover.acknowledge(hook, job.body),
   });
   await deliverer.start();
-  backlogGauge(daemon, deliverer);
+  backlogGauge(daemon, deliverer, shard);
   return deliverer;
 }
 
