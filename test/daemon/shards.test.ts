@@ -66,6 +66,12 @@ async function threeShardsAsOne(redisUrl: RedisTarget, overrides: Record<string,
       const done = new Set(receiver.delivered().map((r) => JSON.parse(r.body) as { key?: string; status?: string }).filter((c) => c.status === 'confirmed').map((c) => c.key));
       return keys.every((k) => done.has(k));
     }, 20_000);
+    // GET /v1/webhooks counts the deliveries of every shard: all the receiver got, from the K deliverers
+    const overview = await waitFor('the delivery log caught up', async () => {
+      const o = (await (await s.get('/v1/webhooks?limit=5', { auth: true })).json()) as { hooks: Array<{ delivered: number; recent: unknown[] }> };
+      return o.hooks[0]!.delivered === receiver.delivered().length ? o : null;
+    }, 10_000);
+    expect(overview.hooks[0]!.recent).toHaveLength(5);
 
     // each subject in its own shard and in no other
     for (const k of keys) {

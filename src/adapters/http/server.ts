@@ -24,7 +24,7 @@ import { collectStats, gaugeSource } from './stats.js';
 import { collectTimeline, daemonInfo, parseMinutes } from './overview.js';
 import { loadStaticFiles, type StaticFile } from './static-files.js';
 import { EventSocketServer } from './ws.js';
-import { WebhookLog } from '../webhooks/delivery-log.js';
+import { WebhookLog, mergeHookOverviews } from '../webhooks/delivery-log.js';
 
 export interface HttpServerOptions {
   daemon: DaemonView;
@@ -84,7 +84,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   const view = requests.view;
   const readiness = new Readiness(requests.redis, daemon.state.shards.map((s) => s.keys.probe), cfg.redisTimeoutMs);
   const anchors = new AnchorRoutes(view, { onWriteRefused: (r) => readiness.noteRefusal(r) });
-  const webhookLog = new WebhookLog(requests.redis, daemon.store.keys.base);
+  const webhookLogs = daemon.state.shards.map((s) => new WebhookLog(requests.redis, s.keys.base));
   const gauges = { ...gaugeSource(view), redisWritable: async () => (await readiness.redisProblem()) === null };
   const live = new LiveClients(cfg.maxLiveClients, daemon.metrics.registry);
 
@@ -170,7 +170,8 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       query: ['limit'],
       handler: async ({ query }) => {
         const limit = query.has('limit') ? parseLimit(query.get('limit')) : 20;
-        return json(200, { hooks: await webhookLog.overview(daemon.config.webhooks.map((h) => h.url), limit) });
+        const urls = daemon.config.webhooks.map((h) => h.url);
+        return json(200, { hooks: mergeHookOverviews(await Promise.all(webhookLogs.map((l) => l.overview(urls, limit))), limit) });
       },
     },
   ];
