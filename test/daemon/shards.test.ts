@@ -114,6 +114,8 @@ async function threeShardsAsOne(redisUrl: RedisTarget, overrides: Record<string,
     expect(listed.length).toBe(2 * N);
     expect(new Set(listed)).toEqual(new Set(keys));
     expect((await s.get('/readyz')).status).toBe(200);
+    // the status page learns how many live streams to follow
+    expect(((await (await s.get('/v1/info', { auth: true })).json()) as { shards: number }).shards).toBe(K);
 
     // the CLI reads a key from its shard, with the same redis.shards in its config
     const inShard2 = keys.find((k) => shardOf(k, K) === 2)!;
