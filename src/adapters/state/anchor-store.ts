@@ -41,13 +41,18 @@ function cursorOf(item: [number, string]): string {
  * idx:st:confirmed only). 3: a batch's witness transitions are recorded once, on the batch's
  * transition list bh:<witness>:<id>, not in each subject's history h:<key> (which keeps the
  * subject's own entries); a subject's history is the merge of both (history()). Layout-2
- * history lists are read as they are. The daemon moves a layout-1 or layout-2 Redis to 3 on
- * start (open-schema.lua).
+ * history lists are read as they are. 4: a subject's hash keeps its digest and fingerprint as
+ * 32 bytes (layout 3: 64 hex characters, still read), no `key` (the key's name has it), no
+ * `updated` until something changed (reads as `created`) and no `p:<witness>` while 0; its
+ * history list has no acceptance entry (history() derives it from the hash; a list that has
+ * one, layout 3 or a subject refused before, is read as it is); a batch keeps its digests as
+ * 32 bytes each in `digests32` (layout 3: hex in `digests`, still read). The daemon moves a
+ * layout-1, 2 or 3 Redis to 4 on start (open-schema.lua; 2 and 3 only record the version).
  */
-export const STATE_SCHEMA = 3;
+export const STATE_SCHEMA = 4;
 
 /** How a store found the layout under its prefix (AnchorStore.openSchema); `recorded`: the schema key was written. */
-export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2'; recorded: boolean };
+export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2' | 'layout 3'; recorded: boolean };
 
 /** One subject to accept: what the accept script stores. */
 export interface AcceptSubject {
@@ -182,11 +187,12 @@ export class AnchorStore {
     const raw = await this.redis.get(k.schema);
     if (raw === String(STATE_SCHEMA)) return { found: 'current', recorded: false };
     const keys = [k.schema, k.counts, k.layout1All, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), ...WITNESSES.flatMap((w) => WITNESS_STATUSES.map((st) => k.byWitness(w, st)))];
-    if (raw === '2') {
-      // layout 2 is read as it is (its history lists are a subject's own entries); moving it only records 3
-      if (!opts.write) return { found: 'layout 2', recorded: false };
+    if (raw === '2' || raw === '3') {
+      // layouts 2 and 3 are read as they are (hex digests, their history lists with the acceptance); moving them only records 4
+      const was = raw === '2' ? 'layout 2' : 'layout 3';
+      if (!opts.write) return { found: was, recorded: false };
       const opened = String(await this.run(OPEN_SCHEMA, keys, [STATE_SCHEMA, WITNESSES.join(',')]));
-      return { found: opened === 'layout 2' ? 'layout 2' : 'current', recorded: opened === 'layout 2' };
+      return { found: opened === was ? was : 'current', recorded: opened === was };
     }
     if (raw !== null) {
       const n = Number(raw);
@@ -363,14 +369,14 @@ export class AnchorStore {
   async getRecords(keys: readonly string[]): Promise<Array<SubjectRecord | null>> {
     if (keys.length === 0) return [];
     const pipe = this.redis.pipeline();
-    for (const k of keys) pipe.hgetall(this.keys.subject(k)).get(this.keys.envelope(k));
+    for (const k of keys) pipe.hgetallBuffer(this.keys.subject(k)).get(this.keys.envelope(k));
     const res = (await pipe.exec()) ?? [];
     const records = keys.map((key, i) => {
       const [herr, h] = res[2 * i] ?? [null, {}];
       const [eerr, envelope] = res[2 * i + 1] ?? [null, null];
       if (herr) throw herr;
       if (eerr) throw eerr;
-      const hash = h as Record<string, string>;
+      const hash = subjectFields(h as Record<string, Buffer>);
       return hash.status ? toRecord(key, hash, envelope as string | null) : null;
     });
     // A subject with its own Nostr event keeps its envelope only there (the event's content).
@@ -395,13 +401,13 @@ export class AnchorStore {
   async intakeStates(keys: readonly string[]): Promise<Array<{ fingerprint: string | null; status: string | null; digest: string | null }>> {
     if (keys.length === 0) return [];
     const pipe = this.redis.pipeline();
-    for (const k of keys) pipe.hmget(this.keys.subject(k), 'fp', 'status', 'digest');
+    for (const k of keys) pipe.hmgetBuffer(this.keys.subject(k), 'fp', 'status', 'digest');
     const res = (await pipe.exec()) ?? [];
     return keys.map((_k, i) => {
       const [err, values] = res[i] ?? [null, []];
       if (err) throw err;
-      const [fingerprint, status, digest] = (values as Array<string | null>).map((v) => v ?? null);
-      return { fingerprint: fingerprint ?? null, status: status ?? null, digest: digest ?? null };
+      const [fp, status, digest] = values as Array<Buffer | null>;
+      return { fingerprint: fp ? hashValue(fp) : null, status: status ? status.toString() : null, digest: digest ? hashValue(digest) : null };
     });
   }
 
@@ -435,10 +441,17 @@ export class AnchorStore {
    */
   async history(key: string): Promise<HistoryEntry[]> {
     const k = this.keys;
-    const [[oerr, own], [herr, hash]] = ((await this.redis.pipeline().lrange(k.history(key), 0, -1).hgetall(k.subject(key)).exec()) ?? []) as Array<[Error | null, unknown]> as [[Error | null, string[]], [Error | null, Record<string, string>]];
+    const [[oerr, own], [herr, raw]] = ((await this.redis.pipeline().lrange(k.history(key), 0, -1).hgetallBuffer(k.subject(key)).exec()) ?? []) as Array<[Error | null, unknown]> as [[Error | null, string[]], [Error | null, Record<string, Buffer>]];
     if (oerr) throw oerr;
     if (herr) throw herr;
+    const hash = subjectFields(raw);
     const entries = own.map((t) => JSON.parse(t) as HistoryEntry);
+    // Layout 4 writes no acceptance entry: it is the hash's (its time and digest), first, unless
+    // the list has one (layout 3, or a subject refused before it was accepted: after the refusals).
+    if (hash.status && hash.status !== 'rejected' && !entries.some((e) => e.event === 'accepted')) {
+      // in the order of the fields layout 3's accept.lua wrote (cjson's), so it reads the same
+      entries.unshift({ at: nowIso(Number(hash.created ?? 0)), status: 'pending', event: 'accepted', ...(hash.digest !== undefined ? { digest: hash.digest } : {}) });
+    }
     const witnesses = (hash.witnesses ?? '').split(',').filter(Boolean) as WitnessName[];
     const linked = witnesses.flatMap((w) => (hash[`${w}:batch`] ? [{ w, id: hash[`${w}:batch`]! }] : []));
     if (linked.length === 0) return entries;
@@ -822,12 +835,21 @@ export class AnchorStore {
   }
 
   async getBatch(witness: WitnessName, id: string): Promise<BatchInfo | null> {
-    const h = await this.redis.hgetall(this.keys.batch(witness, id));
-    if (!h.size) return null;
-    const hex = h.digests ?? '';
+    const raw = await this.redis.hgetallBuffer(this.keys.batch(witness, id));
+    if (!raw.size) return null;
     const digests: Buffer[] = [];
-    for (let i = 0; i < hex.length; i += 64) digests.push(Buffer.from(hex.slice(i, i + 64), 'hex'));
-    const { digests: _d, size, created, anchored_at, ...fields } = h;
+    const packed = raw.digests32;
+    if (packed) {
+      // layout 4: 32 bytes each
+      for (let i = 0; i + 32 <= packed.length; i += 32) digests.push(Buffer.from(packed.subarray(i, i + 32)));
+    } else {
+      // layout 3: 64 hex characters each
+      const hex = raw.digests?.toString() ?? '';
+      for (let i = 0; i < hex.length; i += 64) digests.push(Buffer.from(hex.slice(i, i + 64), 'hex'));
+    }
+    const h: Record<string, string> = {};
+    for (const [f, v] of Object.entries(raw)) if (f !== 'digests' && f !== 'digests32') h[f] = v.toString();
+    const { size, created, anchored_at, ...fields } = h;
     return { witness, id, size: Number(size), createdMs: Number(created), anchoredAt: anchored_at ?? '', digests, fields };
   }
 
@@ -926,6 +948,21 @@ function envelopeOfEvent(json: string | null): string | null {
   }
 }
 
+/**
+ * A stored digest or fingerprint as hex: 32 bytes (layout 4) → 64 hex characters; any other
+ * value (layout 3 stored hex already) as its text.
+ */
+function hashValue(v: Buffer): string {
+  return v.length === 32 ? v.toString('hex') : v.toString();
+}
+
+/** A subject hash read as Buffers, as text: its digest and fingerprint as hex (hashValue). */
+function subjectFields(raw: Record<string, Buffer>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [f, v] of Object.entries(raw)) out[f] = f === 'digest' || f === 'fp' ? hashValue(v) : v.toString();
+  return out;
+}
+
 function toRecord(key: string, h: Record<string, string>, envelope: string | null): SubjectRecord {
   const witnesses: SubjectRecord['witnesses'] = {};
   const batches: SubjectRecord['batches'] = {};
@@ -942,7 +979,8 @@ function toRecord(key: string, h: Record<string, string>, envelope: string | nul
     envelopeCanonical: envelope,
     digest: h.digest ?? null,
     createdMs: Number(h.created ?? 0),
-    updatedMs: Number(h.updated ?? 0),
+    // layout 4 writes `updated` only once something changed
+    updatedMs: Number(h.updated ?? h.created ?? 0),
     reason: h.reason ?? null,
     witnesses,
     nostrEventId: h['nostr:event'] ?? null,
