@@ -156,6 +156,86 @@ export interface BatchInfo {
   fields: Record<string, string>;
 }
 
+/**
+ * An OTS batch's own state beside its digests, as its witness reads it (the field names are
+ * AnchorStore's). Written with OtsBatchUpdate.
+ */
+export interface OtsBatchState {
+  /** Held by enough calendars: its subjects went pending on OTS. */
+  submitted: boolean;
+  /** Times the batch was sent back to the calendars (answers committing to another root dropped). */
+  round: number;
+  /** The upgrade poll in force; null before the first. */
+  poll: number | null;
+  /** The root (hex) the stored answers were taken on; null when none is recorded. */
+  root: string | null;
+  /** The root timestamp with every calendar's answer merged under it, serialized, base64; null for none. */
+  ts: string | null;
+  /** The event tree's root R_e (hex), '' when the batch has none, undefined while not fixed yet (NIP-03). */
+  eventsRoot: string | undefined;
+  /** The earliest verified Bitcoin block, JSON; null while none. */
+  bitcoin: string | null;
+  /** NIP-03 publishing of the batch: 'done' once finished; null before. */
+  nip03: string | null;
+  /** Each calendar's state (CalendarState as JSON), by its configured URL. */
+  calendars: Record<string, string>;
+}
+
+/** What one write changes of an OTS batch's state: `root` and `ts` null clear them. */
+export interface OtsBatchUpdate {
+  submitted?: boolean;
+  round?: number;
+  poll?: number;
+  root?: string | null;
+  ts?: string | null;
+  bitcoin?: string;
+  calendars?: Record<string, string>;
+}
+
+/** The batch hash fields behind OtsBatchState (`cal:<url>` for each calendar). */
+const OTS_FIELD = { submitted: 'submitted', round: 'round', poll: 'poll', root: 'root', ts: 'ts', eventsRoot: 'events_root', bitcoin: 'bitcoin', nip03: 'nip03' } as const;
+const CALENDAR_FIELD = 'cal:';
+
+function otsStateOf(fields: Record<string, string>): OtsBatchState {
+  const calendars: Record<string, string> = {};
+  for (const [f, v] of Object.entries(fields)) if (f.startsWith(CALENDAR_FIELD)) calendars[f.slice(CALENDAR_FIELD.length)] = v;
+  const poll = fields[OTS_FIELD.poll];
+  return {
+    submitted: fields[OTS_FIELD.submitted] === '1',
+    round: Number(fields[OTS_FIELD.round] ?? 0),
+    poll: poll === undefined ? null : Number(poll),
+    root: fields[OTS_FIELD.root] || null,
+    ts: fields[OTS_FIELD.ts] || null,
+    eventsRoot: fields[OTS_FIELD.eventsRoot],
+    bitcoin: fields[OTS_FIELD.bitcoin] || null,
+    nip03: fields[OTS_FIELD.nip03] ?? null,
+    calendars,
+  };
+}
+
+function otsFieldsOf(u: OtsBatchUpdate): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (u.submitted !== undefined) out[OTS_FIELD.submitted] = u.submitted ? '1' : '0';
+  if (u.round !== undefined) out[OTS_FIELD.round] = String(u.round);
+  if (u.poll !== undefined) out[OTS_FIELD.poll] = String(u.poll);
+  if (u.root !== undefined) out[OTS_FIELD.root] = u.root ?? '';
+  if (u.ts !== undefined) out[OTS_FIELD.ts] = u.ts ?? '';
+  if (u.bitcoin !== undefined) out[OTS_FIELD.bitcoin] = u.bitcoin;
+  for (const [url, state] of Object.entries(u.calendars ?? {})) out[`${CALENDAR_FIELD}${url}`] = state;
+  return out;
+}
+
+/** What a proof takes from a subject's batch besides its digests (export.ts). */
+export interface ProofBatchFields {
+  /** Nostr: the batch's signed event (JSON) and the mode auto mode decided for it. */
+  event: string | null;
+  mode: string | null;
+  /** OTS: the root timestamp (base64), the verified block (JSON), each calendar's state (JSON) by URL. */
+  ts: string | null;
+  bitcoin: string | null;
+  calendars: Record<string, string>;
+}
+
 function nowIso(ms: number): string {
   return formatAnchoredAt(new Date(ms));
 }
@@ -853,6 +933,38 @@ export class AnchorStore {
     return { witness, id, size: Number(size), createdMs: Number(created), anchoredAt: anchored_at ?? '', digests, fields };
   }
 
+  /** An OTS batch with its state (OtsBatchState), or null when it is gone. */
+  async otsBatch(id: string): Promise<(BatchInfo & { state: OtsBatchState }) | null> {
+    const batch = await this.getBatch('ots', id);
+    return batch ? { ...batch, state: otsStateOf(batch.fields) } : null;
+  }
+
+  /** Writes part of an OTS batch's state. */
+  async setOtsBatch(id: string, update: OtsBatchUpdate): Promise<void> {
+    const fields = otsFieldsOf(update);
+    if (Object.keys(fields).length > 0) await this.redis.hset(this.keys.batch('ots', id), fields);
+  }
+
+  /** What the reconciler checks of an OTS batch (never its digests); `exists` false when it is gone. */
+  async otsBatchProgress(id: string): Promise<{ exists: boolean; submitted: boolean; poll: number | null }> {
+    const [size, submitted, poll] = await this.redis.hmget(this.keys.batch('ots', id), 'size', OTS_FIELD.submitted, OTS_FIELD.poll);
+    return { exists: size !== null, submitted: submitted === '1', poll: poll === null ? null : Number(poll) };
+  }
+
+  /** Fixes an OTS batch's event tree root (hex, '' for none) unless fixed already; returns the one in force. */
+  async fixOtsEventsRoot(id: string, value: string): Promise<string> {
+    return this.setBatchFieldOnce('ots', id, OTS_FIELD.eventsRoot, value);
+  }
+
+  /** What a subject's proof takes from its batch besides the digests, read fresh (answers and upgrades change it). */
+  async proofBatchFields(witness: WitnessName, id: string): Promise<ProofBatchFields> {
+    const [f, calendars] = await Promise.all([
+      this.batchFields(witness, id, ['event', 'mode', OTS_FIELD.ts, OTS_FIELD.bitcoin]),
+      witness === 'ots' ? this.batchCalendars(id) : Promise.resolve([]),
+    ]);
+    return { event: f.event ?? null, mode: f.mode ?? null, ts: f[OTS_FIELD.ts] || null, bitcoin: f[OTS_FIELD.bitcoin] || null, calendars: Object.fromEntries(calendars.map((c) => [c.url, c.state])) };
+  }
+
   async batchKeys(witness: WitnessName, id: string): Promise<string[]> {
     return this.redis.lrange(this.keys.batchKeys(witness, id), 0, -1);
   }
@@ -886,10 +998,10 @@ export class AnchorStore {
    */
   async batchCalendars(id: string): Promise<Array<{ url: string; state: string }>> {
     const k = this.keys.batch('ots', id);
-    const names = (await this.redis.hkeys(k)).filter((f) => f.startsWith('cal:')).sort();
+    const names = (await this.redis.hkeys(k)).filter((f) => f.startsWith(CALENDAR_FIELD)).sort();
     if (names.length === 0) return [];
     const values = await this.redis.hmget(k, ...names);
-    return names.flatMap((f, i) => (values[i] ? [{ url: f.slice(4), state: values[i]! }] : []));
+    return names.flatMap((f, i) => (values[i] ? [{ url: f.slice(CALENDAR_FIELD.length), state: values[i]! }] : []));
   }
 
   async batchField(witness: WitnessName, id: string, field: string): Promise<string | null> {
