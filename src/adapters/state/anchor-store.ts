@@ -296,8 +296,8 @@ export class AnchorStore {
     return { found: opened === 'migrated' ? 'layout 1' : opened === 'present' ? 'current' : 'fresh', recorded: opened !== 'present' };
   }
 
-  private run(script: LuaScript, keys: string[], args: Array<string | number>): Promise<unknown> {
-    return scriptCommand(this.redis, script)(String(keys.length), ...keys, ...args.map(String));
+  private run(script: LuaScript, keys: string[], args: Array<string | number | Buffer>): Promise<unknown> {
+    return scriptCommand(this.redis, script)(String(keys.length), ...keys, ...args.map((a) => (Buffer.isBuffer(a) ? a : String(a))));
   }
 
   async accept(input: AcceptInput): Promise<AcceptResult> {
@@ -334,10 +334,10 @@ export class AnchorStore {
     const now = this.now();
     const k = this.keys;
     const keys = [k.events, k.counts, k.byStatus('pending'), k.byStatus('rejected'), ...targets.witnesses.map((w) => k.byWitness(w, 'pending')), ...targets.inboxes.map((w) => k.inbox(w))];
-    const args: Array<string | number> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length];
+    const args: Array<string | number | Buffer> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length];
     for (const s of chunk) {
       keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
-      args.push(s.key, s.kind, s.envelopeCanonical, s.digest, s.fingerprint, s.nostrEvent?.id ?? '', s.nostrEvent?.json ?? '');
+      args.push(s.key, s.kind, s.envelopeCanonical, s.digest, packHash(s.fingerprint), s.nostrEvent?.id ?? '', s.nostrEvent?.json ?? '', packHash(s.digest));
     }
     const flat = (await this.run(ACCEPT, keys, args)) as Array<string | number>;
     const results: AcceptResult[] = chunk.map((_s, i) => {
@@ -1009,7 +1009,7 @@ export class AnchorStore {
   }
 }
 
-type ScriptFn = (...args: string[]) => Promise<unknown>;
+type ScriptFn = (...args: Array<string | Buffer>) => Promise<unknown>;
 type Commander = Redis | ReturnType<Redis['pipeline']>;
 
 /**
@@ -1058,6 +1058,11 @@ function envelopeOfEvent(json: string | null): string | null {
   } catch {
     return null;
   }
+}
+
+/** A digest or fingerprint as layout 4 stores it: 64 lowercase hex characters as their 32 bytes, anything else as it is. */
+function packHash(hex: string): string | Buffer {
+  return /^[0-9a-f]{64}$/.test(hex) ? Buffer.from(hex, 'hex') : hex;
 }
 
 /**

@@ -10,10 +10,10 @@
 -- then the ARGV[5] witness inboxes, then per subject 4 keys: subject hash, envelope,
 -- history, Nostr event hash (the subject hash again when the subject has no event).
 -- ARGV[1] now (ms), [2] now (ISO), [3] stream MAXLEN, [4] witnesses (comma list),
--- [5] number of inboxes, then per subject 7: key, kind, envelope, digest, fingerprint,
--- event id ('' for none), event JSON.
--- Layout 4: the subject hash keeps the digest and fingerprint as 32 bytes (given as 64 hex
--- characters; anything else is kept as given), no `key` (it is in the key's name), no
+-- [5] number of inboxes, then per subject 8: key, kind, envelope, digest (hex), fingerprint
+-- (as stored: 32 bytes, or the text when it is not 64 hex characters), event id ('' for
+-- none), event JSON, digest as stored (32 bytes; the caller converts, not the script).
+-- Layout 4: the subject hash keeps the digest and fingerprint as 32 bytes, no `key` (it is in the key's name), no
 -- `updated` until something changes (reads as `created`), no `p:<witness>` while 0. The
 -- acceptance is not written to the history list: AnchorStore.history derives it from the
 -- hash (`created`, `digest`), except for a subject refused before (its list holds the
@@ -22,7 +22,7 @@
 -- digest, stored event id or ''} or {'conflict', stored digest, the reason recorded}; then
 -- each inbox's length after the new subjects went in (-1 when none did).
 local now, nowIso, maxlen = ARGV[1], ARGV[2], ARGV[3]
--- 64 lowercase hex characters -> their 32 bytes; anything else as it is
+-- a stored layout-3 fingerprint (64 lowercase hex characters) -> its 32 bytes; anything else as it is
 local function bin(x)
   if x and #x == 64 and not string.find(x, '[^0-9a-f]') then
     return (string.gsub(x, '..', function(cc) return string.char(tonumber(cc, 16)) end))
@@ -38,19 +38,19 @@ local witnesses = {}
 for w in string.gmatch(ARGV[4], '[^,]+') do table.insert(witnesses, w) end
 local nw, ni = #witnesses, tonumber(ARGV[5])
 local kbase = 4 + nw + ni
-local n = (#ARGV - 5) / 7
+local n = (#ARGV - 5) / 8
 if n ~= math.floor(n) or n < 1 or #KEYS ~= kbase + 4 * n then
   return redis.error_reply('accept: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
 end
 local out, added, unrejected = {}, {}, 0
 for i = 0, n - 1 do
-  local a, k = 6 + 7 * i, kbase + 4 * i
-  local key, kind, envelope, digest, fp, eventId, eventJson = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
+  local a, k = 6 + 8 * i, kbase + 4 * i
+  local key, kind, envelope, digest, fp, eventId, eventJson, digestBin = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
   local s, e, h, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
   local existing = redis.call('HMGET', s, 'status', 'fp', 'digest', 'nostr:event')
   existing[3] = hex(existing[3])
   if existing[1] and existing[1] ~= 'rejected' then
-    if bin(existing[2]) == bin(fp) then
+    if bin(existing[2]) == fp then
       table.insert(out, 'duplicate'); table.insert(out, existing[3] or ''); table.insert(out, existing[4] or '')
     else
       local reason = 'conflict: subject ' .. key .. ' is already anchored with another root (envelope digest ' .. (existing[3] or '') .. '); refused, not re-anchored'
@@ -74,7 +74,7 @@ for i = 0, n - 1 do
       inEvent = ok and type(ev) == 'table' and ev.content == envelope
     end
     if not inEvent then redis.call('SET', e, envelope) end
-    local fields = {'kind', kind, 'digest', bin(digest), 'fp', bin(fp), 'status', 'pending', 'created', now, 'witnesses', ARGV[4]}
+    local fields = {'kind', kind, 'digest', digestBin, 'fp', fp, 'status', 'pending', 'created', now, 'witnesses', ARGV[4]}
     for _, w in ipairs(witnesses) do
       table.insert(fields, 'w:' .. w); table.insert(fields, 'pending')
     end
