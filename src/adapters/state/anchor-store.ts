@@ -724,10 +724,12 @@ export class AnchorStore {
 
   /**
    * One page of the subjects whose `witness` is in `status`, oldest first, accepted before
-   * `acceptedBeforeMs`, with the named fields of each subject hash. Resumes after `cursor`
-   * (from the previous page; null: from the start); `next` is null once the index is walked.
+   * `acceptedBeforeMs`, each with its batch of that witness and its own Nostr event (null:
+   * none). Resumes after `cursor` (from the previous page; null: from the start); `next` is
+   * null once the index is walked.
    */
-  async scanWitness(witness: WitnessName, status: string, cursor: string | null, limit: number, acceptedBeforeMs: number, fields: readonly string[]): Promise<{ items: Array<{ key: string; fields: Array<string | null> }>; next: string | null }> {
+  async scanWitness(witness: WitnessName, status: string, cursor: string | null, limit: number, acceptedBeforeMs: number): Promise<{ items: Array<{ key: string; batchId: string | null; eventId: string | null }>; next: string | null }> {
+    const fields = [`${witness}:batch`, 'nostr:event'];
     let min = '-inf';
     let after: string | null = null;
     if (cursor) {
@@ -757,7 +759,8 @@ export class AnchorStore {
       items: kept.map(([key], i) => {
         const [err, values] = res[i] ?? [null, []];
         if (err) throw err;
-        return { key, fields: values as Array<string | null> };
+        const [batchId, eventId] = values as Array<string | null>;
+        return { key, batchId: batchId ?? null, eventId: eventId ?? null };
       }),
       next,
     };
