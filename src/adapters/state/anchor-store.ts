@@ -195,6 +195,8 @@ export interface OtsBatchUpdate {
 /** The batch hash fields behind OtsBatchState (`cal:<url>` for each calendar). */
 const OTS_FIELD = { submitted: 'submitted', round: 'round', poll: 'poll', root: 'root', ts: 'ts', eventsRoot: 'events_root', bitcoin: 'bitcoin', nip03: 'nip03' } as const;
 const CALENDAR_FIELD = 'cal:';
+/** A Nostr batch's fields besides its digests: its signed event and the mode decided. */
+const NOSTR_FIELD = { event: 'event', mode: 'mode' } as const;
 
 function otsStateOf(fields: Record<string, string>): OtsBatchState {
   const calendars: Record<string, string> = {};
@@ -959,10 +961,53 @@ export class AnchorStore {
     return this.setBatchFieldOnce('ots', id, OTS_FIELD.eventsRoot, value);
   }
 
+  /** Nostr: the batch's signed event (JSON) and the mode decided for it (auto mode), null while none. */
+  async nostrBatchEvent(id: string): Promise<{ event: string | null; mode: string | null; size: number | null }> {
+    const [event, mode, size] = await this.redis.hmget(this.keys.batch('nostr', id), NOSTR_FIELD.event, NOSTR_FIELD.mode, 'size');
+    return { event: event || null, mode: mode || null, size: size === null ? null : Number(size) };
+  }
+
+  /** Nostr: fixes the batch's mode unless decided already; returns the one in force. */
+  async fixNostrBatchMode(id: string, mode: string): Promise<string> {
+    return this.setBatchFieldOnce('nostr', id, NOSTR_FIELD.mode, mode);
+  }
+
+  /** Nostr: stores the batch's signed event unless one is stored already; returns the one in force (JSON). */
+  async fixNostrBatchEvent(id: string, json: string): Promise<string> {
+    return this.setBatchFieldOnce('nostr', id, NOSTR_FIELD.event, json);
+  }
+
+  /** NIP-03 for an OTS batch: what publishing needs of it, never its digests. */
+  async otsNip03State(id: string): Promise<{ ts: string | null; eventsRoot: string | null; bitcoin: string | null; done: boolean }> {
+    const [ts, eventsRoot, bitcoin, nip03] = await this.redis.hmget(this.keys.batch('ots', id), OTS_FIELD.ts, OTS_FIELD.eventsRoot, OTS_FIELD.bitcoin, OTS_FIELD.nip03);
+    return { ts: ts || null, eventsRoot: eventsRoot || null, bitcoin: bitcoin || null, done: nip03 === 'done' };
+  }
+
+  /** NIP-03: the attestation event chosen for one of the batch's events, or null. */
+  async otsNip03Attestation(id: string, eventId: string): Promise<string | null> {
+    return this.redis.hget(this.keys.batch('ots', id), `${OTS_FIELD.nip03}:${eventId}`);
+  }
+
+  /** NIP-03: names the attestation for one event unless one is named already; returns the one in force. */
+  async fixOtsNip03Attestation(id: string, eventId: string, attestationId: string): Promise<string> {
+    return this.setBatchFieldOnce('ots', id, `${OTS_FIELD.nip03}:${eventId}`, attestationId);
+  }
+
+  /** NIP-03: the batch is finished (published, or given up on with `error`). */
+  async finishOtsNip03(id: string, error?: string): Promise<void> {
+    await this.redis.hset(this.keys.batch('ots', id), { [OTS_FIELD.nip03]: 'done', ...(error ? { [`${OTS_FIELD.nip03}_error`]: error } : {}) });
+  }
+
+  /** What a subject's view shows of its OTS batch (never the digests or the calendars). */
+  async otsBatchSummary(id: string): Promise<{ size: number | null; anchoredAt: string | null; submitted: boolean; bitcoin: string | null }> {
+    const [size, anchoredAt, submitted, bitcoin] = await this.redis.hmget(this.keys.batch('ots', id), 'size', 'anchored_at', OTS_FIELD.submitted, OTS_FIELD.bitcoin);
+    return { size: size ? Number(size) : null, anchoredAt: anchoredAt ?? null, submitted: submitted === '1', bitcoin: bitcoin || null };
+  }
+
   /** What a subject's proof takes from its batch besides the digests, read fresh (answers and upgrades change it). */
   async proofBatchFields(witness: WitnessName, id: string): Promise<ProofBatchFields> {
     const [f, calendars] = await Promise.all([
-      this.batchFields(witness, id, ['event', 'mode', OTS_FIELD.ts, OTS_FIELD.bitcoin]),
+      this.batchFields(witness, id, [NOSTR_FIELD.event, NOSTR_FIELD.mode, OTS_FIELD.ts, OTS_FIELD.bitcoin]),
       witness === 'ots' ? this.batchCalendars(id) : Promise.resolve([]),
     ]);
     return { event: f.event ?? null, mode: f.mode ?? null, ts: f[OTS_FIELD.ts] || null, bitcoin: f[OTS_FIELD.bitcoin] || null, calendars: Object.fromEntries(calendars.map((c) => [c.url, c.state])) };
