@@ -321,7 +321,7 @@ export class NostrWitness {
       return;
     }
     const mode = await this.serialized(async () => {
-      const decision = await this.decideMode(batchId, batch.size, { event: batch.fields.event ?? null, mode: batch.fields.mode ?? null });
+      const decision = await this.decideMode(batchId, batch.size, await this.store.nostrBatchEvent(batchId));
       // The per-subject publishes are queued before the next decision reads the backlog.
       if (decision.mode === 'envelope') await this.publishEnvelopes(batchId);
       return decision.mode;
