@@ -27,6 +27,11 @@
 -- ARGV[1] witness, [2] new status, [3] progress, [4] now (ms), [5] now (ISO), [6] detail
 -- ('' for none), [7] stream MAXLEN, [8] the call's token ('' for one subject), then the
 -- subject keys (in KEYS order).
+-- The stream takes one entry per call for the subjects whose status changed (none when none
+-- did): {type, witness, to, at, detail, runs = [[from, previous, status, key, ...], ...]}, runs
+-- of consecutive subjects in the order they changed, or the one-subject form {type, key,
+-- witness, from, to, status, previous, at, detail} (src/adapters/state/stream-entries.ts),
+-- added with MAXLEN ~ floor(ARGV[7] / changes): the stream holds about ARGV[7] subject events.
 -- Returns per subject {outcome, overall, created}, flat (outcome 1: the status changed,
 -- 2: an entry without a change, 0: nothing, 3: nothing and not marked because the batch has
 -- no entry of this call yet: the caller marks it once one exists), then the index of the
@@ -92,10 +97,26 @@ local function tallied(field, took)
   t.n = t.n + 1; t.sum = t.sum + took
   if took > t.max then t.max = took end
 end
+-- The witness list read with every subject (set by the first subject whose status changes).
+local known, knownFields = nil, {}
+-- The changes, in order, as runs of subjects sharing (from, previous, status): the call's one
+-- stream entry.
+local runs, nchanged = {}, 0
+local function changed(key, from, previous, status)
+  local last = runs[#runs]
+  if not last or last[1] ~= from or last[2] ~= previous or last[3] ~= status then
+    last = {from, previous, status}
+    table.insert(runs, last)
+  end
+  table.insert(last, key)
+  nchanged = nchanged + 1
+end
 local out = {}
 for i = 1, n do
   local key, s, h = ARGV[8 + i], KEYS[11 + 2 * i], KEYS[12 + 2 * i]
-  local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', 'witnesses')
+  -- one read per subject: this witness, the overall status, and every witness's status
+  -- (of the witness list the call's first subject named; another list is read again)
+  local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', 'witnesses', unpack(knownFields))
   local old, stored = cur[1], tonumber(cur[2] or '0')
   if not old then
     table.insert(out, 0); table.insert(out, cur[3] or ''); table.insert(out, cur[4] or '0')
@@ -125,10 +146,21 @@ for i = 1, n do
       tallied(w, took)
     end
     -- every witness's status, this one's as it now is
-    local names = {}
+    local names, others = {}, {}
     for ww in string.gmatch(cur[5], '[^,]+') do table.insert(names, ww) end
+    if known == nil then
+      -- the call's first subject to change: its list is the one read with the next subjects
+      known = cur[5]
+      for _, ww in ipairs(names) do table.insert(knownFields, 'w:' .. ww) end
+      others = #names > 0 and redis.call('HMGET', s, unpack(knownFields)) or {}
+    elseif cur[5] == known then
+      for j = 1, #names do others[j] = cur[5 + j] end
+    else
+      local f = {}
+      for _, ww in ipairs(names) do table.insert(f, 'w:' .. ww) end
+      others = #names > 0 and redis.call('HMGET', s, unpack(f)) or {}
+    end
     local nconf, nfail, nprog = 0, 0, 0
-    local others = #names > 0 and redis.call('HMGET', s, unpack((function() local f = {} for _, ww in ipairs(names) do table.insert(f, 'w:' .. ww) end return f end)())) or {}
     for j, ww in ipairs(names) do
       local v = ww == w and new or others[j]
       if v == 'confirmed' then nconf = nconf + 1; nprog = nprog + 1
@@ -150,10 +182,20 @@ for i = 1, n do
     local entry = {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = overall}
     if detail ~= '' then entry.detail = detail end
     record(s, h, entry)
-    redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'data',
-      cjson.encode({type = 'state', key = key, witness = w, from = old, to = new, status = overall, previous = oldOverall, at = nowIso, detail = detail}))
+    changed(key, old, oldOverall, overall)
     table.insert(out, 1); table.insert(out, overall); table.insert(out, created)
   end
+end
+-- the stream: one entry for the call (the one-subject form when one subject changed)
+if nchanged > 0 then
+  local data
+  if nchanged == 1 then
+    local r = runs[1]
+    data = {type = 'state', key = r[4], witness = w, from = r[1], to = new, status = r[3], previous = r[2], at = nowIso, detail = detail}
+  else
+    data = {type = 'state', witness = w, to = new, at = nowIso, detail = detail, runs = runs}
+  end
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', math.max(1, math.floor(tonumber(maxlen) / nchanged)), '*', 'data', cjson.encode(data))
 end
 -- the indexes and counts, one command each for the whole call (500 members at a time: Lua's stack)
 for ix, members in pairs(rem) do
