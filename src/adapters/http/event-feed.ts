@@ -50,12 +50,16 @@ interface Subscriber {
   /** More live messages arrived during the replay than it may hold: the replay is cut. */
   overflow: boolean;
   closed: boolean;
+  /** After a replay: the last event id it sent (live events up to it were sent already). */
+  after: string | null;
 }
 
 /**
- * Entries read and sent at once, live or replayed: what one client is written in one turn of
- * the event loop stays far below its buffer bound, so a burst drops only clients that do not
- * read. A replay's next page also waits until the client took the last.
+ * Subject events sent at once, live or replayed (and stream entries read at once): what one
+ * client is written in one turn of the event loop stays far below its buffer bound, so a
+ * burst drops only clients that do not read. A packed entry holds up to a few hundred: the
+ * live feed yields to the event loop after each page of events, and a replay waits until the
+ * client took the last page before it sends the next.
  */
 const FEED_PAGE = 100;
 
@@ -125,6 +129,7 @@ export class EventFeed {
   }
 
   private async run(): Promise<void> {
+    let published = 0;
     while (!this.closed) {
       try {
         const res = (await this.reader.xread('COUNT', FEED_PAGE, 'BLOCK', this.blockMs, 'STREAMS', this.stream, this.lastId)) as
@@ -133,7 +138,10 @@ export class EventFeed {
         for (const [, entries] of res ?? []) {
           for (const entry of entries) {
             this.lastId = entry[0];
-            for (const message of decodeEntry(entry)) this.publish(message);
+            for (const message of decodeEntry(entry)) {
+              if (++published % FEED_PAGE === 0) await new Promise((r) => setImmediate(r));
+              this.publish(message);
+            }
           }
         }
       } catch (err) {
@@ -146,7 +154,14 @@ export class EventFeed {
 
   private publish(message: FeedMessage): void {
     for (const s of this.subscribers) {
-      if (!s.buffer) deliver(s, message, this.log);
+      if (!s.buffer) {
+        // the live reader may still be behind what a finished replay sent: those go once
+        if (s.after !== null) {
+          if (compareEventIds(message.id, s.after) <= 0) continue;
+          s.after = null;
+        }
+        deliver(s, message, this.log);
+      }
       else if (s.buffer.length < this.maxReplay) s.buffer.push(message);
       else s.overflow = true;
     }
@@ -161,7 +176,7 @@ export class EventFeed {
    * back `cut`, its `resumeFrom` the last event id sent.
    */
   async subscribe(listener: Listener, since?: string | null, room?: () => Promise<boolean>): Promise<Subscription> {
-    const sub: Subscriber = { listener, buffer: since ? [] : null, overflow: false, closed: false };
+    const sub: Subscriber = { listener, buffer: since ? [] : null, overflow: false, closed: false, after: null };
     this.subscribers.add(sub);
     let cut = false;
     let cursor = since ?? null;
@@ -188,13 +203,24 @@ export class EventFeed {
     let gone = false;
     // the replay stopped inside an entry: its other events are left for the next connection
     let cutInside = false;
-    /** Replays an entry's events after `after` (all with null); false once maxReplay stops it inside. */
-    const replay = (entry: RawEntry, after: string | null): boolean => {
+    // events sent since the client last had room: a page of them at most before it is asked again
+    let unasked = 0;
+    /** Replays an entry's events after `after` (all with null); false once it stops inside (maxReplay, the client gone or closed). */
+    const replay = async (entry: RawEntry, after: string | null): Promise<boolean> => {
       for (const message of decodeEntry(entry)) {
         // (a sub-event id naming an entry of one event: that event was not taken apart, so it counts as seen)
         if (after !== null && (message.id === entry[0] || compareEventIds(message.id, after) <= 0)) continue;
-        if (replayed >= this.maxReplay) return false;
+        if (replayed >= this.maxReplay) {
+          cutInside = true;
+          return false;
+        }
+        if (unasked >= FEED_PAGE) {
+          unasked = 0;
+          if (room && !(await room())) gone = true;
+          if (gone || sub.closed) return false;
+        }
         replayed += 1;
+        unasked += 1;
         cursor = message.id;
         deliver(sub, message, this.log);
       }
@@ -203,22 +229,18 @@ export class EventFeed {
     };
     try {
       // resuming inside a packed entry: the rest of it first
+      let stopped = false;
       if (start[2] !== null) {
         const [entry] = (await this.redis.xrange(this.stream, from, from, 'COUNT', 1)) as RawEntry[];
-        if (entry && !replay(entry, since)) cutInside = true;
+        if (entry) stopped = !(await replay(entry, since));
         else cursor = from;
       }
-      while (!cutInside && replayed < this.maxReplay && !sub.closed) {
-        if (replayed > 0 && room && !(await room())) {
-          gone = true;
-          break;
-        }
-        if (sub.closed) break;
+      while (!stopped && replayed < this.maxReplay && !sub.closed) {
         const page = (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', Math.min(FEED_PAGE, this.maxReplay - replayed))) as RawEntry[];
         if (page.length === 0) break;
         for (const entry of page) {
-          if (!replay(entry, null)) {
-            cutInside = true;
+          if (!(await replay(entry, null))) {
+            stopped = true;
             break;
           }
           from = entry[0];
@@ -231,7 +253,11 @@ export class EventFeed {
       const held = sub.buffer ?? [];
       sub.buffer = null;
       if (cut || gone) close();
-      else for (const m of held) if (compareEventIds(m.id, cursor ?? from) > 0) deliver(sub, m, this.log);
+      else {
+        const last = cursor ?? from;
+        for (const m of held) if (compareEventIds(m.id, last) > 0) deliver(sub, m, this.log);
+        sub.after = held.length > 0 && compareEventIds(held[held.length - 1]!.id, last) > 0 ? held[held.length - 1]!.id : last;
+      }
     }
     return subscription;
   }
