@@ -313,8 +313,8 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
     const { counts, xaddCaps } = await scriptCommands();
     expect(counts.XADD).toBe(1);
     expect(xaddCaps).toEqual([Math.floor(100_000 / 5)]);
-    // one per subject, plus one for the first subject that changed (it names the witness list)
-    expect(counts.HMGET).toBe(subs.length + 1);
+    // one per subject: every witness's status comes with the subject's own
+    expect(counts.HMGET).toBe(subs.length);
     const after = await entries();
     expect(after.length).toBe(before + 1);
     const data = JSON.parse(after.at(-1)![1][1]!) as { runs: string[][] };
@@ -338,15 +338,20 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 
-  it('set-witness.lua: subjects with another witness list than the first are judged by their own list', async () => {
+  it('set-witness.lua: each subject is judged by its own witness list, one the caller did not name included', async () => {
     const both = subject();
     const otsOnly = subject();
-    await store.acceptMany(BOTH, [both]);
+    const extra = subject();
+    await store.acceptMany(BOTH, [both, extra]);
     await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [otsOnly]);
-    const res = await store.setWitnessMany([both.key, otsOnly.key], 'ots', 'confirmed', 1);
-    expect(res.map((r) => r.overall)).toEqual(['partial', 'confirmed']);
+    // a witness of another release: its status is read on its own
+    await redis.hset(store.keys.subject(extra.key), 'witnesses', 'nostr,ots,extra', 'w:extra', 'confirmed');
+    const res = await store.setWitnessMany([both.key, otsOnly.key, extra.key], 'ots', 'confirmed', 1);
+    expect(res.map((r) => r.overall)).toEqual(['partial', 'confirmed', 'partial']);
     expect((await store.getRecord(otsOnly.key))?.status).toBe('confirmed');
-    expect((await expanded()).filter((e) => e.event.type === 'state').map((e) => [e.event.key, e.event.status])).toEqual([[both.key, 'partial'], [otsOnly.key, 'confirmed']]);
+    expect((await expanded()).filter((e) => e.event.type === 'state').map((e) => [e.event.key, e.event.status])).toEqual([[both.key, 'partial'], [otsOnly.key, 'confirmed'], [extra.key, 'partial']]);
+    // all three confirmed (extra's read on its own): confirmed
+    expect((await store.setWitnessMany([both.key, extra.key], 'nostr', 'confirmed', 5)).map((r) => r.overall)).toEqual(['confirmed', 'confirmed']);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 

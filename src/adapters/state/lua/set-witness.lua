@@ -25,8 +25,9 @@
 -- minute of ARGV[4] (tl:<floor(now / 60000)>), [11] counts, [12] the batch's transition list
 -- (any key when ARGV[8] is ''), then per subject 2: its hash and its history.
 -- ARGV[1] witness, [2] new status, [3] progress, [4] now (ms), [5] now (ISO), [6] detail
--- ('' for none), [7] stream MAXLEN, [8] the call's token ('' for one subject), then the
--- subject keys (in KEYS order).
+-- ('' for none), [7] stream MAXLEN, [8] the call's token ('' for one subject), [9] the
+-- witnesses a subject may have (comma list: their statuses are read with the subject's own,
+-- in its one HMGET), then the subject keys (in KEYS order).
 -- The stream takes one entry per call for the subjects whose status changed (none when none
 -- did): {type, witness, to, at, detail, runs = [[from, previous, status, key, ...], ...]}, runs
 -- of consecutive subjects in the order they changed, or the one-subject form {type, key,
@@ -39,7 +40,7 @@
 local ORDER = {pending = 0, partial = 1, confirmed = 2, failed = 3}
 local w, new, prog, now, nowIso, detail, maxlen, token = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 if not ORDER[new] then return redis.error_reply('set-witness: unknown status ' .. tostring(new)) end
-local n = #ARGV - 8
+local n = #ARGV - 9
 if n < 1 or #KEYS ~= 12 + 2 * n then return redis.error_reply('set-witness: ' .. #KEYS .. ' keys for ' .. n .. ' subjects') end
 -- the batch entry of this call, when an earlier chunk made it: {index, from}
 local bh, entryIndex, entryFrom = KEYS[12], -1, nil
@@ -97,8 +98,9 @@ local function tallied(field, took)
   t.n = t.n + 1; t.sum = t.sum + took
   if took > t.max then t.max = took end
 end
--- The witness list read with every subject (set by the first subject whose status changes).
-local known, knownFields = nil, {}
+-- The witness statuses read with every subject: field 5 + knownAt[name] of its HMGET.
+local knownFields, knownAt = {}, {}
+for ww in string.gmatch(ARGV[9], '[^,]+') do table.insert(knownFields, 'w:' .. ww); knownAt[ww] = #knownFields end
 -- The changes, in order, as runs of subjects sharing (from, previous, status): the call's one
 -- stream entry.
 local runs, nchanged = {}, 0
@@ -113,9 +115,8 @@ local function changed(key, from, previous, status)
 end
 local out = {}
 for i = 1, n do
-  local key, s, h = ARGV[8 + i], KEYS[11 + 2 * i], KEYS[12 + 2 * i]
+  local key, s, h = ARGV[9 + i], KEYS[11 + 2 * i], KEYS[12 + 2 * i]
   -- one read per subject: this witness, the overall status, and every witness's status
-  -- (of the witness list the call's first subject named; another list is read again)
   local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', 'witnesses', unpack(knownFields))
   local old, stored = cur[1], tonumber(cur[2] or '0')
   if not old then
@@ -146,19 +147,16 @@ for i = 1, n do
       tallied(w, took)
     end
     -- every witness's status, this one's as it now is
-    local names, others = {}, {}
-    for ww in string.gmatch(cur[5], '[^,]+') do table.insert(names, ww) end
-    if known == nil then
-      -- the call's first subject to change: its list is the one read with the next subjects
-      known = cur[5]
-      for _, ww in ipairs(names) do table.insert(knownFields, 'w:' .. ww) end
-      others = #names > 0 and redis.call('HMGET', s, unpack(knownFields)) or {}
-    elseif cur[5] == known then
-      for j = 1, #names do others[j] = cur[5 + j] end
-    else
+    local names, others, unknown = {}, {}, false
+    for ww in string.gmatch(cur[5], '[^,]+') do
+      table.insert(names, ww)
+      if knownAt[ww] then others[#names] = cur[5 + knownAt[ww]] else unknown = true end
+    end
+    if unknown then
+      -- a witness the caller did not name: this subject's statuses are read again, all of them
       local f = {}
       for _, ww in ipairs(names) do table.insert(f, 'w:' .. ww) end
-      others = #names > 0 and redis.call('HMGET', s, unpack(f)) or {}
+      others = redis.call('HMGET', s, unpack(f))
     end
     local nconf, nfail, nprog = 0, 0, 0
     for j, ww in ipairs(names) do
