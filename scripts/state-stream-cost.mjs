@@ -5,7 +5,8 @@
  * (acceptMany), then moved as one batch through nostr confirmed, ots partial and ots confirmed
  * (setWitnessMany, chunks of 250). Prints per phase the Redis commands per subject (INFO
  * commandstats, the scripts' inner commands included) and, at the end, the state-change
- * stream's entries and bytes (MEMORY USAGE) per subject. docs/performance.md quotes it.
+ * stream's entries and bytes (MEMORY USAGE) per subject; then 200 subjects one per call
+ * (accept, two transitions each: envelope mode, the reconciler). docs/performance.md quotes it.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -54,6 +55,19 @@ try {
   const k = store.keys;
   const bytes = Number(await redis.call('MEMORY', 'USAGE', k.events, 'SAMPLES', '0'));
   console.log(`state-change stream: ${await redis.xlen(k.events)} entries, ${Math.round(bytes / n)} bytes per confirmed subject (N=${n})`);
+  // one subject per call (envelope mode, the reconciler): accept and one transition each
+  const single = subjects.slice(0, Math.min(n, 200)).map((x) => ({ ...x, key: `one-${x.key}` }));
+  const perSingle = async (name, fn) => {
+    const a = await stats();
+    for (const x of single) await fn(x);
+    const b = await stats();
+    let total = 0;
+    for (const [cmd, calls] of b) if (cmd !== 'info') total += calls - (a.get(cmd) ?? 0);
+    console.log(`${name}: ${(total / single.length).toFixed(2)} commands per subject`);
+  };
+  await perSingle('one subject per call: accept', (x) => store.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: [] }, [x]));
+  await perSingle('one subject per call: nostr partial', (x) => store.setWitness(x.key, 'nostr', 'partial', 1, 'wss://a: accepted'));
+  await perSingle('one subject per call: nostr confirmed', (x) => store.setWitness(x.key, 'nostr', 'confirmed', 2, 'wss://b: accepted'));
 } finally {
   redis.disconnect();
   await server.stop();
