@@ -45,11 +45,6 @@ export interface SubjectEvent {
 
 export type RawEntry = [id: string, fields: string[]];
 
-/** The stream cap of an entry of `count` subject events: the stream keeps about `maxlen` subject events (docs/architecture.md). */
-export function entryCap(maxlen: number, count: number): number {
-  return Math.max(1, Math.floor(maxlen / Math.max(1, count)));
-}
-
 function dataOf(fields: string[]): string | null {
   for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === 'data') return fields[i + 1]!;
   return null;
