@@ -51,7 +51,7 @@ export interface CpuPerSubject {
 export interface MemoryBreakdown {
   /** Bytes per subject by what holds them (MEMORY USAGE; subjects and histories sampled). */
   perSubject: Record<string, number>;
-  /** Entries in the state-change stream (capped by the daemon at about 100,000). */
+  /** Entries in the state-change stream (one per state script call; capped by the daemon at about 100,000 subject events). */
   streamEntries: number;
   /** History entries per subject (sampled). */
   historyEntries: number;

@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AnchorStore, type AcceptSubject, type AcceptTargets } from '../../src/adapters/state/anchor-store.js';
 import { CUT_BATCH, MARK_SENT, SET_SUBJECT_EVENT } from '../../src/adapters/state/scripts.js';
+import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { privateRedis, waitFor } from '../helpers/harness.js';
 
@@ -53,6 +54,22 @@ async function expectKeysDeclared(): Promise<number> {
     checked++;
   }
   return checked;
+}
+
+/** The commands scripts ran since the last check (name → count; XADD's MAXLEN args too), left for expectKeysDeclared. */
+async function scriptCommands(): Promise<{ counts: Record<string, number>; xaddCaps: number[] }> {
+  const mark = `count-${randomBytes(4).toString('hex')}`;
+  await redis.echo(mark);
+  await waitFor('MONITOR caught up', () => seen.some((x) => x.args[0]?.toLowerCase() === 'echo' && x.args[1] === mark), 5000, 10);
+  const counts: Record<string, number> = {};
+  const xaddCaps: number[] = [];
+  for (const { args, source } of seen) {
+    if (source !== 'lua') continue;
+    const cmd = args[0]!.toUpperCase();
+    counts[cmd] = (counts[cmd] ?? 0) + 1;
+    if (cmd === 'XADD') xaddCaps.push(Number(args[4]));
+  }
+  return { counts, xaddCaps };
 }
 
 let store: AnchorStore;
@@ -250,6 +267,194 @@ describe('set-witness.lua', () => {
   });
 });
 
+describe('the subject record (layout 4): compact hash, acceptance derived from it', () => {
+  type Step = 'batches confirmed' | 'conflict' | 'refused before' | 'layout 3 record';
+  type Case = { name: string; steps: Step[]; fields: string[]; list: string[] | null; history: string[] };
+  const base = ['kind', 'digest', 'fp', 'status', 'created', 'witnesses', 'w:nostr', 'w:ots'];
+  const batched = ['updated', 'p:nostr', 'p:ots', 'nostr:batch', 'nostr:index', 'ots:batch', 'ots:index', 'confirmed:nostr', 'confirmed:ots'];
+  const cases: Case[] = [
+    { name: 'just accepted: no key, updated or p:<witness> fields, no history list; the history reads its acceptance', steps: [], fields: base, list: null, history: ['accepted'] },
+    { name: 'confirmed by its batches: still no history list of its own', steps: ['batches confirmed'], fields: [...base, ...batched], list: null, history: ['accepted', 'witness', 'witness'] },
+    { name: 'a conflict: its list holds only the conflict, read after the acceptance', steps: ['conflict'], fields: base, list: ['conflict'], history: ['accepted', 'conflict'] },
+    { name: 'refused, then accepted: its list holds both in order, the acceptance once', steps: ['refused before'], fields: base, list: ['rejected', 'accepted'], history: ['rejected', 'accepted'] },
+    { name: 'a layout-3 record (hex digest, key, updated, p:<w> 0, its acceptance in its list): read the same, the acceptance once', steps: ['layout 3 record', 'conflict'], fields: [...base, 'key', 'updated', 'p:nostr', 'p:ots'], list: ['accepted', 'conflict'], history: ['accepted', 'conflict'] },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const s = subject();
+      const k = store.keys;
+      if (c.steps.includes('refused before')) await store.reject(s.key, 'bad document');
+      if (c.steps.includes('layout 3 record')) {
+        // what layout 3's accept.lua wrote for a subject in no inbox
+        const now = 1_700_000_000_000;
+        await redis.hset(k.subject(s.key), { key: s.key, kind: s.kind, digest: s.digest, fp: s.fingerprint, status: 'pending', created: now, updated: now, witnesses: 'nostr,ots', 'w:nostr': 'pending', 'p:nostr': 0, 'w:ots': 'pending', 'p:ots': 0 });
+        await redis.rpush(k.history(s.key), JSON.stringify({ at: '2023-11-14T22:13:20Z', status: 'pending', event: 'accepted', digest: s.digest }));
+        await redis.set(k.envelope(s.key), s.envelopeCanonical);
+      } else {
+        await store.acceptMany(BOTH, [s]);
+      }
+      if (c.steps.includes('batches confirmed')) {
+        for (const w of ['nostr', 'ots'] as const) {
+          const cut = (await store.cutBatch(w, 1))!;
+          await store.setWitnessMany([s.key], w, 'confirmed', 3, '', cut.id);
+        }
+      }
+      if (c.steps.includes('conflict')) expect((await store.acceptMany(BOTH, [{ ...s, fingerprint: 'fp-other' }])).results[0]).toMatchObject({ result: 'conflict', digest: s.digest });
+      const hash = await redis.hgetallBuffer(k.subject(s.key));
+      expect(Object.keys(hash).sort()).toEqual([...c.fields].sort());
+      // a listpack: every value within 64 bytes; the digest as its 32 bytes (layout 3: hex, still read)
+      expect(await redis.object('ENCODING', k.subject(s.key))).toBe('listpack');
+      expect(hash.digest!.length).toBe(c.steps.includes('layout 3 record') ? 64 : 32);
+      const rec = (await store.getRecord(s.key))!;
+      expect(rec).toMatchObject({ key: s.key, kind: 'receipt', digest: s.digest, envelopeCanonical: s.envelopeCanonical });
+      if (!hash.updated) expect(rec.updatedMs).toBe(rec.createdMs);
+      expect((await store.intakeStates([s.key]))[0]).toEqual({ fingerprint: s.fingerprint, status: rec.status, digest: s.digest });
+      const list = await redis.lrange(k.history(s.key), 0, -1);
+      if (c.list === null) expect(await redis.exists(k.history(s.key))).toBe(0);
+      else expect(list.map((t) => (JSON.parse(t) as { event: string }).event)).toEqual(c.list);
+      const history = await store.history(s.key);
+      expect(history.map((h) => h.event)).toEqual(c.history);
+      const accepted = history.find((h) => h.event === 'accepted')!;
+      // the derived entry reads as layout 3 wrote it: same fields, in the same order
+      expect(JSON.stringify(accepted)).toBe(JSON.stringify({ at: new Date(Math.floor(rec.createdMs / 1000) * 1000).toISOString().replace('.000Z', 'Z'), status: 'pending', event: 'accepted', digest: s.digest }));
+      // a repeat of the same root is a duplicate however the record is stored
+      expect((await store.acceptMany(BOTH, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: null });
+      expect(await expectKeysDeclared()).toBeGreaterThanOrEqual(0);
+    });
+  }
+
+  it('a batch cut from subjects of both layouts keeps 32 bytes per digest, read back in order; a layout-3 batch (hex) reads the same', async () => {
+    const [old, fresh] = [subject(), subject()];
+    const k = store.keys;
+    await redis.hset(k.subject(old.key), { key: old.key, kind: old.kind, digest: old.digest, fp: old.fingerprint, status: 'pending', created: 1, updated: 1, witnesses: 'ots', 'w:ots': 'pending', 'p:ots': 0 });
+    await redis.rpush(k.inbox('ots'), old.key);
+    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [fresh]);
+    const cut = (await store.cutBatch('ots', 2))!;
+    const packed = await redis.hgetBuffer(k.batch('ots', cut.id), 'digests32');
+    expect(packed!.length).toBe(64);
+    expect(await redis.hexists(k.batch('ots', cut.id), 'digests')).toBe(0);
+    const batch = (await store.getBatch('ots', cut.id))!;
+    expect(batch.digests.map((d) => d.toString('hex'))).toEqual([old.digest, fresh.digest]);
+    expect(Object.keys(batch.fields)).toEqual([]);
+    // layout 3 wrote hex, under `digests`
+    await redis.hset(k.batch('ots', 'old-1'), { size: 2, created: 1, anchored_at: '2023-11-14T22:13:20Z', digests: old.digest + fresh.digest, submitted: '1' });
+    const legacy = (await store.getBatch('ots', 'old-1'))!;
+    expect(legacy.digests.map((d) => d.toString('hex'))).toEqual([old.digest, fresh.digest]);
+    expect(legacy.fields).toEqual({ submitted: '1' });
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+});
+
+describe('the state-change stream: one entry per call (packed), expanded to the subject events', () => {
+  const entries = async (): Promise<RawEntry[]> => (await redis.xrange(store.keys.events, '-', '+')) as RawEntry[];
+  const expanded = async () => (await entries()).flatMap((e) => expandEntry(e));
+
+  it('accept.lua: the subjects a call created are one entry, in order, with their digests; a lone subject keeps the one-subject form', async () => {
+    const many = [subject(), subject(), subject()];
+    await store.acceptMany(BOTH, many);
+    const { counts, xaddCaps } = await scriptCommands();
+    expect(counts.XADD).toBe(1);
+    expect(xaddCaps).toEqual([Math.floor(100_000 / 3)]);
+    const [entry] = await entries();
+    expect(JSON.parse(entry![1][1]!)).toMatchObject({ type: 'accepted', status: 'pending', subjects: many.map((m) => [m.key, m.digest]) });
+    const events = await expanded();
+    expect(events.map((e) => e.id)).toEqual([0, 1, 2].map((i) => `${entry![0]}.${i}`));
+    expect(events.map((e) => e.event)).toEqual(many.map((m) => ({ type: 'accepted', key: m.key, status: 'pending', at: expect.any(String), digest: m.digest })));
+    const one = subject();
+    await store.acceptMany(BOTH, [one]);
+    const last = (await entries()).at(-1)!;
+    expect(expandEntry(last)).toEqual([{ id: last[0], event: { type: 'accepted', key: one.key, status: 'pending', at: expect.any(String), digest: one.digest }, text: last[1][1] }]);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
+  it('accept.lua: a conflict between created subjects stays where it happened in the stream', async () => {
+    const a = subject('k-conflicted', 'a');
+    await store.acceptMany(BOTH, [a]);
+    const [x, y, z] = [subject(), subject(), subject()];
+    await store.acceptMany(BOTH, [x, y, { ...a, fingerprint: 'fp-b' }, z]);
+    expect((await expanded()).map((e) => `${e.event.type} ${e.event.key}`)).toEqual([`accepted ${a.key}`, `accepted ${x.key}`, `accepted ${y.key}`, `conflict ${a.key}`, `accepted ${z.key}`]);
+    expect(await redis.xlen(store.keys.events)).toBe(4);
+    await expectKeysDeclared();
+  });
+
+  it('set-witness.lua: one entry per call of the subjects that changed, in order, each with its own from/previous/status; one HMGET per subject', async () => {
+    const subs = Array.from({ length: 6 }, () => subject());
+    await store.acceptMany(BOTH, subs);
+    // subs[1] has ots partial already (its overall differs), subs[3] has nostr confirmed (no change), subs[4] nostr failed
+    await store.setWitness(subs[1]!.key, 'ots', 'partial', 1);
+    await store.setWitness(subs[3]!.key, 'nostr', 'confirmed', 9);
+    await store.setWitness(subs[4]!.key, 'nostr', 'failed', 1);
+    const before = (await entries()).length;
+    await scriptCommands();
+    seen.splice(0);
+    await store.setWitnessMany(subs.map((m) => m.key), 'nostr', 'confirmed', 2, 'relays: 2 of 2');
+    const { counts, xaddCaps } = await scriptCommands();
+    expect(counts.XADD).toBe(1);
+    expect(xaddCaps).toEqual([Math.floor(100_000 / 5)]);
+    // one per subject: every witness's status comes with the subject's own
+    expect(counts.HMGET).toBe(subs.length);
+    const after = await entries();
+    expect(after.length).toBe(before + 1);
+    const data = JSON.parse(after.at(-1)![1][1]!) as { runs: string[][] };
+    expect(data.runs).toEqual([
+      ['pending', 'pending', 'partial', subs[0]!.key],
+      ['pending', 'partial', 'partial', subs[1]!.key],
+      ['pending', 'pending', 'partial', subs[2]!.key],
+      ['failed', 'pending', 'partial', subs[4]!.key],
+      ['pending', 'pending', 'partial', subs[5]!.key],
+    ]);
+    const events = expandEntry(after.at(-1)!);
+    const want = (key: string, from: string, previous: string, status: string) => ({ type: 'state', key, witness: 'nostr', from, to: 'confirmed', status, previous, at: expect.any(String), detail: 'relays: 2 of 2' });
+    expect(events.map((e) => e.event)).toEqual([
+      want(subs[0]!.key, 'pending', 'pending', 'partial'),
+      want(subs[1]!.key, 'pending', 'partial', 'partial'),
+      want(subs[2]!.key, 'pending', 'pending', 'partial'),
+      want(subs[4]!.key, 'failed', 'pending', 'partial'),
+      want(subs[5]!.key, 'pending', 'pending', 'partial'),
+    ]);
+    expect(events.map((e) => JSON.parse(e.text))).toEqual(events.map((e) => e.event));
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
+  it('set-witness.lua: each subject is judged by its own witness list, one the caller did not name included', async () => {
+    const both = subject();
+    const otsOnly = subject();
+    const extra = subject();
+    await store.acceptMany(BOTH, [both, extra]);
+    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [otsOnly]);
+    // a witness of another release: its status is read on its own
+    await redis.hset(store.keys.subject(extra.key), 'witnesses', 'nostr,ots,extra', 'w:extra', 'confirmed');
+    const res = await store.setWitnessMany([both.key, otsOnly.key, extra.key], 'ots', 'confirmed', 1);
+    expect(res.map((r) => r.overall)).toEqual(['partial', 'confirmed', 'partial']);
+    expect((await store.getRecord(otsOnly.key))?.status).toBe('confirmed');
+    expect((await expanded()).filter((e) => e.event.type === 'state').map((e) => [e.event.key, e.event.status])).toEqual([[both.key, 'partial'], [otsOnly.key, 'confirmed'], [extra.key, 'partial']]);
+    // all three confirmed (extra's read on its own): confirmed
+    expect((await store.setWitnessMany([both.key, extra.key], 'nostr', 'confirmed', 5)).map((r) => r.overall)).toEqual(['confirmed', 'confirmed']);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
+  it('set-witness.lua: one subject, or a call where one changed, writes the one-subject form; none changed, no entry', async () => {
+    const [a, b] = [subject(), subject()];
+    await store.acceptMany(BOTH, [a, b]);
+    await store.setWitness(a.key, 'ots', 'partial', 1);
+    const n = await redis.xlen(store.keys.events);
+    await store.setWitnessMany([a.key, b.key], 'ots', 'partial', 1);
+    const last = (await entries()).at(-1)!;
+    expect(JSON.parse(last[1][1]!)).toEqual({ type: 'state', key: b.key, witness: 'ots', from: 'pending', to: 'partial', status: 'partial', previous: 'pending', at: expect.any(String), detail: '' });
+    expect(expandEntry(last).map((e) => e.id)).toEqual([last[0]]);
+    await store.setWitnessMany([a.key, b.key], 'ots', 'partial', 1);
+    expect(await redis.xlen(store.keys.events)).toBe(n + 1);
+    await expectKeysDeclared();
+  });
+
+  it('an old per-subject entry (written before packing) still expands to itself', () => {
+    const text = '{"type":"state","key":"k","witness":"ots","from":"pending","to":"partial","status":"partial","previous":"pending","at":"2026-01-01T00:00:00Z","detail":""}';
+    expect(expandEntry(['5-1', ['data', text]])).toEqual([{ id: '5-1', event: JSON.parse(text), text }]);
+    expect(expandEntry(['5-2', ['data', 'not json']])).toEqual([]);
+    expect(expandEntry(['5-3', ['data', '{"type":"state","runs":"no"}']])).toEqual([]);
+  });
+});
+
 describe('batch transitions recorded once on the batch (layout 3)', () => {
   const strip = (h: Array<Record<string, unknown>>) => h.map(({ at: _at, digest: _digest, ...rest }) => rest);
   type Move = [witness: 'nostr' | 'ots', status: 'pending' | 'partial' | 'confirmed' | 'failed', progress: number, detail: string];
@@ -286,8 +491,8 @@ describe('batch transitions recorded once on the batch (layout 3)', () => {
       const got = await store.history(s.key);
       expect(strip(got as never)).toEqual(strip(want as never));
       expect(got.map((h) => h.at)).toEqual([...got.map((h) => h.at)].sort());
-      // only the acceptance is the subject's own
-      expect(await redis.llen(store.keys.history(s.key))).toBe(1);
+      // layout 4: nothing is the subject's own, not even its acceptance (derived from its hash)
+      expect(await redis.exists(store.keys.history(s.key))).toBe(0);
     }
     expect(await redis.llen(store.keys.batchHistory('nostr', nb.id))).toBe(3);
     expect(await redis.llen(store.keys.batchHistory('ots', ob.id))).toBe(2);
