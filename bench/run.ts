@@ -295,7 +295,7 @@ async function main(): Promise<number> {
     await repeat(`envelope N=${fmtN(plan.envelopeN)}`, envRuns, wall, envelope, describeRun);
 
     const figures = [
-      ...batchFigures(plan, peers, runs, defaults.result),
+      ...batchFigures(plan, peers, roundMs, runs, defaults.result),
       ...baselineFigures(plan, peers, roundMs, naiveConcurrency, { bulk: bulkAtNaive, single: singleAtNaive }, envRuns, naiveRuns, autoRun.result),
       ...growthFigures([...plan.growth].sort((a, b) => a - b), growthRuns, plan.batchN),
       ...intake,
@@ -431,7 +431,7 @@ function perConfirmedFigure(name: string, r: DaemonRunResult, target: boolean, w
 }
 
 /** Batch mode at batchN: bulk jobs and one job per subject side by side, then the default windows. */
-function batchFigures(plan: Plan, peers: Peers, runs: Record<IntakeKind, Timed<DaemonRunResult>[]>, defaults: DaemonRunResult): Figure[] {
+function batchFigures(plan: Plan, peers: Peers, roundMs: number, runs: Record<IntakeKind, Timed<DaemonRunResult>[]>, defaults: DaemonRunResult): Figure[] {
   const out: Figure[] = [];
   const relays = peers.relays.length;
   const cals = peers.calendars.length;
@@ -449,7 +449,7 @@ function batchFigures(plan: Plan, peers: Peers, runs: Record<IntakeKind, Timed<D
         n: plan.batchN,
         load: r.load,
         target: { op: '>=', bound: bulk ? TARGET_BULK_PER_S : TARGET_SINGLE_PER_S },
-        note: `enqueue (${fmtN(r.jobs)} jobs) → accepted by all ${relays} relays and held by ${cals}/${cals} calendars; window ${r.windows.nostr} ms, calendar round a fixed part at this N; ${r.nostrEvents} events, ${r.otsBatches} calendar submissions; run 1: enqueued ${sec(r.enqueuedMs)}, accepted ${sec(r.acceptedMs)}, Nostr ${sec(r.nostrMs)}, OTS ${sec(r.otsMs)}${unfinished(r)}`,
+        note: `enqueue (${fmtN(r.jobs)} jobs) → accepted by all ${relays} relays and held by ${cals}/${cals} calendars; paid once per run: the ${r.windows.nostr} ms window and the ${roundMs} ms calendar round; ${r.nostrEvents} events, ${r.otsBatches} calendar submissions; run 1: enqueued ${sec(r.enqueuedMs)}, accepted ${sec(r.acceptedMs)}, Nostr ${sec(r.nostrMs)}, OTS ${sec(r.otsMs)}${unfinished(r)}`,
       }),
       figure(`batch mode, ${label}: Redis commands per subject`, 'calls', [r.redisCommands.callsPerSubject], {
         n: r.n,
