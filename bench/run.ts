@@ -544,7 +544,7 @@ function baselineFigures(
       figure(`ratio batch mode (${kind === 'bulk' ? 'bulk jobs' : 'one job per subject'}) / naive, same N`, '×', rate !== null && naiveRate ? [rate / naiveRate] : [], {
         n: plan.naiveN,
         target: kind === 'bulk' ? { op: '>=', bound: 50 } : null,
-        note: `both at N=${fmtN(plan.naiveN)}, medians; batch mode pays its window and the calendar round once however small N is, so the ratio grows with N`,
+        note: `both at N=${fmtN(plan.naiveN)}, medians${n0.finished ? '' : ` (the naive baseline time-limited: ${fmtN(n0.done)} of ${fmtN(n0.n)} done, rate = done / time)`}; batch mode pays its window and the calendar round once however small N is, so the ratio grows with N`,
       }),
     );
   }
