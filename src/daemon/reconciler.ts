@@ -11,7 +11,11 @@
  *     (also when that made the witness `failed`; a relay's final refusal is never reopened);
  *   - relays' reports recorded but the witness not moved (the move failed) → moved;
  *   - a batch not yet held by m calendars whose submit job died → submitted again;
- *   - a submitted batch whose scheduled poll died → polled again.
+ *   - a submitted batch whose scheduled poll died → polled again;
+ *   - a confirmed OTS batch with work left (AnchorStore.batchesWithWork: its subjects are
+ *     confirmed and out of the indexes above) → its NIP-03 attestation job again when that
+ *     was lost before the attestations were published, and the next upgrade poll of its
+ *     calendars still pending when their poll died.
  * One owner across daemons: the pass is a BullMQ job scheduler's job (one job per tick,
  * taken by one worker), so two daemons never reconcile at once.
  */
@@ -26,7 +30,7 @@ import { PeriodicPass } from '../adapters/queue/periodic-pass.js';
 import type { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import type { OtsWitness } from '../adapters/ots/ots-witness.js';
 
-export const REPAIR_KINDS = ['inbox', 'relay-publish', 'relay-reopen', 'nostr-witness', 'nostr-batch', 'ots-submit', 'ots-poll'] as const;
+export const REPAIR_KINDS = ['inbox', 'relay-publish', 'relay-reopen', 'nostr-witness', 'nostr-batch', 'ots-submit', 'ots-poll', 'nip03'] as const;
 export type RepairKind = (typeof REPAIR_KINDS)[number];
 export type Repairs = Record<RepairKind, number>;
 
@@ -92,6 +96,7 @@ export class Reconciler {
         await this.walk(witness, status, before, seenBatches, repairs);
       }
     }
+    if (this.deps.ots) await this.walkBatchWork(repairs);
     const total = REPAIR_KINDS.reduce((n, k) => n + repairs[k], 0);
     for (const k of REPAIR_KINDS) if (repairs[k] > 0) this.deps.onRepair?.(k, repairs[k]);
     if (total > 0) this.log.warn({ repairs }, 'reconciler re-created jobs that had died');
@@ -138,6 +143,27 @@ export class Reconciler {
         }),
       );
     }
+  }
+
+  /** The confirmed OTS batches with work left, `reconcile.limit` per pass, resuming where the last pass stopped. */
+  private async walkBatchWork(repairs: Repairs): Promise<void> {
+    const { store } = this.deps;
+    const name = 'ots:work';
+    let cursor = (await store.reconcileCursor(name)) ?? '0';
+    let seen = 0;
+    // SSCAN's COUNT is a hint: bounded in rounds as well as in batches looked at
+    for (let round = 0; round < 100 && seen < this.cfg.limit; round++) {
+      const page = await store.scanBatchesWithWork('ots', cursor, Math.min(100, this.cfg.limit));
+      seen += page.ids.length;
+      for (let i = 0; i < page.ids.length; i += CONCURRENCY) {
+        await Promise.all(page.ids.slice(i, i + CONCURRENCY).map(async (id) => {
+          for (const r of await this.deps.ots!.repairWork(id)) repairs[r === 'poll' ? 'ots-poll' : 'nip03']++;
+        }));
+      }
+      cursor = page.next;
+      if (cursor === '0') break;
+    }
+    await store.setReconcileCursor(name, cursor === '0' ? null : cursor);
   }
 
   private async reinbox(witness: WitnessName, key: string, repairs: Repairs): Promise<void> {

@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { Reconciler } from '../../src/daemon/reconciler.js';
@@ -16,8 +16,26 @@ import { Issuer, receiptFields, startCalendars, startDaemon, startRelays, tempDi
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
+  vi.restoreAllMocks();
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 });
+
+/**
+ * Loses the first job `lose` picks (it is never written): what a daemon killed between a
+ * state change and the enqueue that follows it, or a Redis flushed of that job, leaves.
+ */
+function loseOneJob(lose: (name: string, data: { batchId?: string }) => Promise<boolean> | boolean): { lost: () => string | null } {
+  let lost: string | null = null;
+  const add = Queue.prototype.add;
+  vi.spyOn(Queue.prototype, 'add').mockImplementation(async function (this: Queue, name: string, data: unknown, opts?: unknown) {
+    if (lost === null && (await lose(name, data as { batchId?: string }))) {
+      lost = `${name} ${(data as { batchId?: string }).batchId ?? ''}`;
+      return undefined as never;
+    }
+    return add.call(this, name, data, opts as never);
+  } as never);
+  return { lost: () => lost };
+}
 
 async function repairs(daemon: Daemon, kind: string): Promise<number> {
   const metric = await daemon.metrics.registry.getSingleMetric('aer1_reconciler_repairs_total')?.get();
@@ -118,6 +136,67 @@ describe('reconciler', () => {
     expect(await repairs(daemon, 'ots-poll')).toBeGreaterThanOrEqual(1);
   });
 
+  it('a NIP-03 attestation job lost between the confirmation and its enqueue: the reconciler finds it from the batch and the attestation is published', { timeout: 60_000 }, async () => {
+    const [relay] = await startRelays(1);
+    cleanups.push(() => relay!.close());
+    const headersFile = join(tempDir('headers'), 'headers.json');
+    const [calendar] = await startCalendars(1, headersFile);
+    cleanups.push(() => calendar!.close());
+    const config = testConfig({ relays: [relay!], calendars: [calendar!], headersFile, overrides: { ...FAST, nostr: { mode: 'envelope', nip03: true } } });
+    const lost = loseOneJob((name) => name === 'nip03');
+    const daemon = await startDaemon(config);
+    cleanups.push(() => daemon.stop());
+    const issuer = new Issuer(config);
+    cleanups.push(() => issuer.close());
+
+    const s = receiptFields();
+    await issuer.enqueue(s, s.receipt_uuid);
+    const record = await waitFor('signed and pending on the calendar', async () => {
+      const r = await issuer.store.getRecord(s.receipt_uuid);
+      return r?.nostrEventId && r.witnesses.ots?.status === 'pending' && calendar!.pendingCount() > 0 ? r : null;
+    }, 30_000);
+    await calendar!.mine();
+    await waitFor('confirmed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
+    const batchId = (await issuer.store.getRecord(s.receipt_uuid))!.batches.ots!.id;
+    await waitFor('the attestation job lost', () => lost.lost() === `nip03 ${batchId}`, 10_000);
+    const attestation = await waitFor('the NIP-03 attestation on the relay', () => relay!.events().find((e) => e.kind === 1040 && e.tags.some((t) => t[0] === 'e' && t[1] === record.nostrEventId)), 30_000);
+    expect(attestation.content.length).toBeGreaterThan(0);
+    expect(await issuer.store.batchField('ots', batchId, 'nip03')).toBe('done');
+    expect(await repairs(daemon, 'nip03')).toBeGreaterThanOrEqual(1);
+    // nothing left to do for the batch: it leaves the reconciler's set
+    await waitFor('the batch has no work left', async () => !(await issuer.redis.sismember(issuer.store.keys.batchesWithWork('ots'), batchId)), 10_000);
+  });
+
+  it("the upgrade poll of a confirmed batch's other calendar lost: the reconciler polls it again and that calendar's attestation is taken", { timeout: 60_000 }, async () => {
+    const headersFile = join(tempDir('headers'), 'headers.json');
+    const calendars = await startCalendars(2, headersFile);
+    cleanups.push(() => Promise.all(calendars.map((c) => c.close())));
+    const config = testConfig({ calendars, headersFile, overrides: { ...FAST, ots: { minCalendars: 2, upgradeInitialMs: 200, upgradeMaxMs: 200 } } });
+    const issuer = new Issuer(config);
+    cleanups.push(() => issuer.close());
+    // the poll scheduled by the run that confirmed the batch (its bitcoin recorded) is lost
+    const lost = loseOneJob(async (name, data) => name === 'upgrade' && !!data.batchId && (await issuer.store.batchField('ots', data.batchId, 'bitcoin')) !== null);
+    const daemon = await startDaemon(config);
+    cleanups.push(() => daemon.stop());
+
+    const s = receiptFields();
+    await issuer.enqueue(s, s.receipt_uuid);
+    await waitFor('pending on both calendars', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending' && calendars.every((c) => c.pendingCount() > 0), 30_000);
+    await calendars[0]!.mine();
+    await waitFor('confirmed by the first calendar', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
+    const batchId = (await issuer.store.getRecord(s.receipt_uuid))!.batches.ots!.id;
+    await waitFor('the next poll lost', () => lost.lost() === `upgrade ${batchId}`, 10_000);
+    await calendars[1]!.mine();
+    const second = await waitFor("the second calendar's attestation taken", async () => {
+      const cal = (await issuer.store.batchCalendars(batchId)).find((c) => c.url === calendars[1]!.url);
+      const state = cal ? (JSON.parse(cal.state) as { status: string; message: string }) : null;
+      return state?.status === 'confirmed' ? state : null;
+    }, 30_000);
+    expect(second.message).toMatch(/^Bitcoin block \d+$/);
+    expect(await repairs(daemon, 'ots-poll')).toBeGreaterThanOrEqual(1);
+    await waitFor('the batch has no work left', async () => !(await issuer.redis.sismember(issuer.store.keys.batchesWithWork('ots'), batchId)), 10_000);
+  });
+
   it('a subject accepted but neither batched nor in the inbox is put back and confirms', { timeout: 60_000 }, async () => {
     const headersFile = join(tempDir('headers'), 'headers.json');
     const [calendar] = await startCalendars(1, headersFile);
@@ -172,7 +251,7 @@ describe('reconciler', () => {
     const started = performance.now();
     const found = await reconciler.pass();
     const ms = performance.now() - started;
-    expect(found).toEqual({ inbox: 0, 'relay-publish': 0, 'relay-reopen': 0, 'nostr-witness': 0, 'nostr-batch': 0, 'ots-submit': 0, 'ots-poll': 0 });
+    expect(found).toEqual({ inbox: 0, 'relay-publish': 0, 'relay-reopen': 0, 'nostr-witness': 0, 'nostr-batch': 0, 'ots-submit': 0, 'ots-poll': 0, nip03: 0 });
     console.log(`reconciler pass over ${N} subjects (nostr ${await issuer.witnessCount('nostr', 'pending')} pending, ots ${await issuer.witnessCount('ots', 'pending')} pending): ${Math.round(ms)} ms, no repairs`);
   });
 });

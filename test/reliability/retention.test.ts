@@ -129,12 +129,20 @@ describe('retention: confirmed subjects retired to the proof archive', () => {
       }
       const base = a.daemon.store.keys.base;
       const before = await prefixKeys(redis, base);
+      // their batches (Nostr and OTS) and every key of theirs: hash, key list, transitions, events
+      const batchIds = [...new Set((await issuer.store.getRecords(keys)).flatMap((r) => [r!.batches.nostr?.id, r!.batches.ots?.id]).filter((id): id is string => !!id))];
+      expect(batchIds.length).toBeGreaterThanOrEqual(2);
+      const batchEvents = (await Promise.all(batchIds.map((id) => issuer.store.batchField('nostr', id, 'event')))).flatMap((j) => (j ? [(JSON.parse(j) as { id: string }).id] : []));
+      expect(before.filter((k) => batchIds.some((id) => k.includes(id))).length).toBeGreaterThanOrEqual(2 * batchIds.length);
       await stop(a);
 
       // a daemon with retention on retires them (its job scheduler runs the passes)
       const b = await start(config({ confirmedAfterMs: 1, intervalMs: 200 }));
       await waitFor('every subject retired', async () => (await issuer.count('confirmed')) === 0, 30_000, 100);
+      // and with them their batches (a later pass drops one that still had work, e.g. NIP-03 attestations)
+      await waitFor('no key of their batches left', async () => (await prefixKeys(redis, base)).every((k) => !batchIds.some((id) => k.includes(id)) && !batchEvents.some((id) => k.includes(id))), 30_000, 100);
       const after = await prefixKeys(redis, base);
+      expect(after.filter((k) => k.includes(':ev:')), 'events left').toEqual([]);
       expect(await b.daemon.metrics.registry.getSingleMetricAsString('aer1_retention_retired_total')).toMatch(new RegExp(`^aer1_retention_retired_total ${N}$`, 'm'));
       await stop(b);
       for (const key of keys) expect(after.filter((k) => k.includes(key)), `keys left of ${key}`).toEqual([]);
@@ -247,6 +255,70 @@ describe('retention: confirmed subjects retired to the proof archive', () => {
     } finally {
       await issuer.close();
       await stop(e);
+    }
+  });
+});
+
+describe('retention: a batch half retired', () => {
+  it("the other half's proofs still export and verify and their history reads the same; the last subject takes the batch with it", { timeout: 120_000 }, async () => {
+    const headersFile = join(tempDir('headers'), 'headers.json');
+    const relays = await startRelays(1);
+    const calendars = await startCalendars(1, headersFile, 50);
+    const prefix = uniquePrefix('retention-half');
+    const config = testConfig({ relays, calendars, headersFile, prefix, overrides: { http: { enabled: true, host: '127.0.0.1', port: 0 }, nostr: { mode: 'batch' } } });
+    const log = createLogger(process.env.AER1_TEST_LOG ?? 'silent');
+    const daemon = new Daemon({ config, redisUrl: SHARED_REDIS_URL, log, signingKey });
+    const issuer = new Issuer(config);
+    let http: HttpServer | null = null;
+    try {
+      await daemon.start();
+      http = await startHttpServer({ daemon, log });
+      const subjects = Array.from({ length: 6 }, () => receiptFields());
+      const all = subjects.map((x) => x.receipt_uuid);
+      await issuer.enqueueMany(subjects.map((x) => ({ data: x, key: x.receipt_uuid })));
+      await waitFor('6 confirmed', async () => {
+        for (const cal of calendars) if (cal.pendingCount() > 0) await cal.mine();
+        return (await issuer.store.getRecords(all)).every((r) => r?.status === 'confirmed');
+      }, 60_000, 100);
+      // the subjects of the OTS batch of the first one (the cut may have split them)
+      const records = (await issuer.store.getRecords(all))!;
+      const otsBatch = records[0]!.batches.ots!.id;
+      const nostrBatch = records[0]!.batches.nostr!.id;
+      const inBatch = records.filter((r) => r!.batches.ots?.id === otsBatch && r!.batches.nostr?.id === nostrBatch).map((r) => r!.key);
+      expect(inBatch.length).toBeGreaterThanOrEqual(2);
+      await waitFor('the batch has no work left', async () => !(await issuer.redis.sismember(issuer.store.keys.batchesWithWork('ots'), otsBatch)), 30_000, 100);
+      const detail = async (key: string): Promise<{ history: unknown[] }> => (await (await checkedFetch(`${http!.url}/v1/anchors/${key}`)).json()) as { history: unknown[] };
+      const proofs = new Map<string, unknown>();
+      const histories = new Map<string, unknown>();
+      for (const key of inBatch) {
+        proofs.set(key, await (await checkedFetch(`${http.url}/v1/anchors/${key}/proof`)).json());
+        histories.set(key, (await detail(key)).history);
+      }
+      const half = Math.floor(inBatch.length / 2);
+      expect(await daemon.store.forget(inBatch.slice(0, half))).toEqual(inBatch.slice(0, half));
+      const dir = tempDir('half');
+      for (const key of inBatch.slice(half)) {
+        const res = await checkedFetch(`${http.url}/v1/anchors/${key}/proof`);
+        expect(res.status).toBe(200);
+        const body = await res.text();
+        expect(JSON.parse(body)).toEqual(proofs.get(key));
+        expect((await detail(key)).history).toEqual(histories.get(key));
+        const file = join(dir, `${key}.json`);
+        writeFileSync(file, body);
+        const cli = await cliVerify([file, '--headers', headersFile, '--network', 'regtest', '--expected-pubkey', signingKey.publicKey, '--require-confirmed']);
+        expect(cli.verdict, cli.stdout + cli.stderr).toMatch(/^VERDICT: PASS/);
+      }
+      const base = issuer.store.keys.base;
+      const batchKeys = async (): Promise<string[]> => (await prefixKeys(issuer.redis as Redis, base)).filter((k) => k.includes(otsBatch) || k.includes(nostrBatch));
+      expect((await batchKeys()).length).toBeGreaterThanOrEqual(6);
+      expect(await daemon.store.forget(inBatch.slice(half))).toEqual(inBatch.slice(half));
+      expect(await batchKeys()).toEqual([]);
+      expect((await prefixKeys(issuer.redis as Redis, base)).filter((k) => inBatch.some((key) => k.includes(key)))).toEqual([]);
+    } finally {
+      await http?.close();
+      await daemon.stop();
+      await issuer.close();
+      await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
     }
   });
 });

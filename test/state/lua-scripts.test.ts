@@ -598,17 +598,17 @@ describe('forget.lua', () => {
       if (c.eventMoved) {
         // another event linked between the read of the link and the script: simulated by a
         // store whose read of the link is stale (the link is changed after forget reads it)
-        const realHget = store.redis.hget.bind(store.redis);
-        const patched = store.redis as unknown as { hget: (...a: string[]) => Promise<string | null> };
-        patched.hget = async (...a: string[]) => {
-          const v = await realHget(a[0]!, a[1]!);
-          if (a[1] === 'nostr:event') await redis.hset(k.subject(s.key), 'nostr:event', 'f'.repeat(64));
+        const realHmget = store.redis.hmget.bind(store.redis);
+        const patched = store.redis as unknown as { hmget: (...a: string[]) => Promise<Array<string | null>> };
+        patched.hmget = async (...a: string[]) => {
+          const v = await realHmget(a[0]!, ...a.slice(1));
+          if (a[0] === k.subject(s.key) && a[1] === 'nostr:event') await redis.hset(k.subject(s.key), 'nostr:event', 'f'.repeat(64));
           return v;
         };
         try {
           expect(await store.forget([s.key, other.key])).toEqual([other.key]);
         } finally {
-          patched.hget = realHget as never;
+          patched.hmget = realHmget as never;
         }
       } else {
         expect(await store.forget([s.key, other.key])).toEqual(c.expectRemoved ? [s.key, other.key] : [other.key]);
@@ -632,4 +632,102 @@ describe('forget.lua', () => {
       expect(await expectKeysDeclared()).toBeGreaterThan(0);
     });
   }
+});
+
+describe('forget.lua and drop-batch.lua: a batch goes with its last subject', () => {
+  /** Four confirmed subjects in one Nostr batch (with its batch event) and one OTS batch (with a NIP-03 attestation), transitions on both. */
+  async function confirmedBatches(): Promise<{ keys: string[]; nostr: string; ots: string; batchEvent: string; attestation: string; own: string }> {
+    const subjects = [subject(), subject(), subject(), subject()];
+    const own = randomBytes(32).toString('hex');
+    subjects[0] = { ...subjects[0]!, nostrEvent: { id: own, json: JSON.stringify({ id: own, content: subjects[0]!.envelopeCanonical }) } };
+    await store.acceptMany(BOTH, subjects);
+    const keys = subjects.map((s) => s.key);
+    const nostr = (await store.cutBatch('nostr', 10))!.id;
+    const ots = (await store.cutBatch('ots', 10))!.id;
+    const batchEvent = randomBytes(32).toString('hex');
+    const json = await store.setBatchFieldOnce('nostr', nostr, 'event', JSON.stringify({ id: batchEvent, kind: 1 }));
+    await store.storeEvent(batchEvent, json, { batch: nostr });
+    await store.markRelaysSent(batchEvent, ['ws://127.0.0.1:1']);
+    await store.noteNostrQueued(batchEvent, Date.now(), 60_000);
+    const attestation = randomBytes(32).toString('hex');
+    await store.storeEvent(attestation, '{"kind":1040}', {});
+    await store.setBatchFields('ots', ots, { [`nip03:${own}`]: attestation, nip03: 'done' });
+    await store.setWitnessMany(keys, 'nostr', 'confirmed', 1e12, '1 of 1 relays', nostr);
+    await store.setWitnessMany(keys, 'ots', 'pending', 1200, 'submitted', ots);
+    await store.setWitnessMany(keys, 'ots', 'confirmed', 1e12, 'Bitcoin block 7', ots);
+    return { keys, nostr, ots, batchEvent, attestation, own };
+  }
+
+  async function keysOf(ids: readonly string[]): Promise<string[]> {
+    const all = await redis.keys(`${store.keys.base}:*`);
+    return all.filter((k) => ids.some((id) => k.includes(id)));
+  }
+
+  it('retiring half leaves both batches whole for the other half (history, digests); retiring the rest leaves no key of either batch', async () => {
+    const b = await confirmedBatches();
+    const histories = await Promise.all(b.keys.map((key) => store.history(key)));
+    const before = await keysOf([b.nostr, b.ots, b.batchEvent, b.attestation]);
+    expect(before.length).toBeGreaterThanOrEqual(7);
+
+    expect(await store.forget(b.keys.slice(0, 2))).toEqual(b.keys.slice(0, 2));
+    expect((await keysOf([b.nostr, b.ots, b.batchEvent, b.attestation])).sort()).toEqual([...before].sort());
+    for (const [i, key] of b.keys.entries()) {
+      if (i < 2) continue;
+      expect(await store.history(key)).toEqual(histories[i]);
+      expect((await store.getBatch('ots', b.ots))?.digests.length).toBe(4);
+    }
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+
+    expect(await store.forget(b.keys.slice(2))).toEqual(b.keys.slice(2));
+    expect(await keysOf([b.nostr, b.ots, b.batchEvent, b.attestation, ...b.keys, b.own])).toEqual([]);
+    expect(await redis.zscore(store.keys.nostrRecent, b.batchEvent)).toBeNull();
+    expect(await redis.scard(store.keys.emptiedBatches('nostr'))).toBe(0);
+    expect(await redis.scard(store.keys.emptiedBatches('ots'))).toBe(0);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+    // again: nothing to do
+    expect(await store.forget(b.keys)).toEqual([]);
+    expect(await store.dropEmptiedBatches()).toBe(0);
+  });
+
+  it('a batch with work left after its confirmation (polls, NIP-03) stays until that work is done', async () => {
+    const b = await confirmedBatches();
+    await store.setBatchWork('ots', b.ots, true);
+    expect(await store.forget(b.keys)).toEqual(b.keys);
+    // the Nostr batch went; the OTS batch waits
+    expect(await keysOf([b.nostr, b.batchEvent])).toEqual([]);
+    expect((await keysOf([b.ots])).length).toBeGreaterThanOrEqual(3);
+    expect(await store.dropEmptiedBatches()).toBe(0);
+    await store.setBatchWork('ots', b.ots, false);
+    expect(await store.dropEmptiedBatches()).toBe(1);
+    expect(await keysOf([b.ots, b.attestation])).toEqual([]);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
+  it('an attestation signed between the read and the drop: nothing dropped by the stale call, the next read drops it all', async () => {
+    const b = await confirmedBatches();
+    // the last subject's forget leaves the OTS batch listed, not yet dropped
+    await store.setBatchWork('ots', b.ots, true);
+    await store.forget(b.keys);
+    await store.setBatchWork('ots', b.ots, false);
+    const late = randomBytes(32).toString('hex');
+    const realHkeys = store.redis.hkeys.bind(store.redis);
+    const patched = store.redis as unknown as { hkeys: (k: string) => Promise<string[]> };
+    let once = true;
+    patched.hkeys = async (k: string) => {
+      const v = await realHkeys(k);
+      if (once && k === store.keys.batch('ots', b.ots)) {
+        once = false;
+        await store.storeEvent(late, '{"kind":1040}', {});
+        await store.setBatchFields('ots', b.ots, { 'nip03:other': late });
+      }
+      return v;
+    };
+    try {
+      expect(await store.dropEmptiedBatches()).toBe(1);
+    } finally {
+      patched.hkeys = realHkeys as never;
+    }
+    expect(await keysOf([b.ots, b.attestation, late])).toEqual([]);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
 });

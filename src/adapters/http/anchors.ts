@@ -10,7 +10,7 @@ import { enqueueAnchor, enqueueAnchors, type BulkEnqueueOutcome, type EnqueueOut
 import { claimsFromJobData, type JobLimits } from '../queue/job-data.js';
 import { SUBJECT_STATUSES } from '../state/anchor-store.js';
 import { WITNESSES, type WitnessName } from '../state/keys.js';
-import { anchorDetail, summarize } from '../state/subject-view.js';
+import { anchorDetail, configuredSources, summarize } from '../state/subject-view.js';
 import { readJsonBody } from './body.js';
 import type { DaemonView } from '../view/daemon-view.js';
 import { HttpError, JSON_TYPE, json, refusalError, type HttpErrorCode, type Reply } from './respond.js';
@@ -44,10 +44,7 @@ export class AnchorRoutes {
     this.daemon = daemon;
     this.hooks = hooks;
     const c = daemon.config;
-    this.exporter = new ProofExporter(daemon.store, {
-      relays: c.nostr.enabled ? c.nostr.relays : [],
-      calendars: c.ots.enabled ? c.ots.calendars : [],
-    });
+    this.exporter = new ProofExporter(daemon.store, configuredSources(c));
     this.archive = c.archive.dir !== null ? new ProofArchive(c.archive.dir) : null;
     this.limits = { maxJobBytes: c.limits.maxJobBytes, maxSteps: c.limits.maxSteps, maxEntries: c.limits.maxEntries };
   }

@@ -55,7 +55,7 @@ export class DaemonMetrics {
     });
     this.repairsTotal = new Counter({
       name: 'aer1_reconciler_repairs_total',
-      help: 'Jobs the reconciler re-created because the state needed them and none was live, by kind (inbox, relay-publish, relay-reopen, nostr-witness, nostr-batch, ots-submit, ots-poll).',
+      help: 'Jobs the reconciler re-created because the state needed them and none was live, by kind (inbox, relay-publish, relay-reopen, nostr-witness, nostr-batch, ots-submit, ots-poll, nip03).',
       labelNames: ['kind'],
       registers: [this.registry],
     });

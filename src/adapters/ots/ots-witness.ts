@@ -139,8 +139,57 @@ export class OtsWitness {
   }
 
   private run(job: Job<OtsJob>): Promise<void> {
-    if (job.name === NIP03) return this.nip03 ? this.nip03(job.data.batchId) : Promise.resolve();
+    if (job.name === NIP03) return this.nip03 ? this.publishNip03(job.data.batchId) : Promise.resolve();
     return job.name === SUBMIT ? this.submit(job.data.batchId) : this.upgrade(job.data.batchId, job.data.poll ?? 1);
+  }
+
+  private async publishNip03(batchId: string): Promise<void> {
+    await this.nip03!(batchId);
+    // the attestations were the batch's last work: it leaves the reconciler's set of batches with work
+    const fields = await this.store.batchFields('ots', batchId, ['events_root', 'nip03']);
+    if (!this.nip03Left(fields) && !(await this.calendarsPending(batchId))) await this.store.setBatchWork('ots', batchId, false);
+  }
+
+  /** NIP-03 attestations are still to be published for this confirmed batch. */
+  private nip03Left(fields: Record<string, string>): boolean {
+    return this.nip03 !== null && !!fields.events_root && fields.nip03 !== 'done';
+  }
+
+  /** A configured calendar still holds the batch pending (an upgrade poll is due). */
+  private async calendarsPending(batchId: string): Promise<boolean> {
+    const recorded = await this.store.batchCalendars(batchId);
+    return recorded.some((c) => this.cfg.calendars.includes(c.url) && (JSON.parse(c.state) as CalendarState).status === 'pending');
+  }
+
+  private async addNip03Job(batchId: string): Promise<void> {
+    await this.queue.add(NIP03, { batchId }, { jobId: nip03JobId(batchId), attempts: 1000, backoff: { type: 'custom' } });
+  }
+
+  /**
+   * The reconciler's repair for a confirmed batch with work left (AnchorStore.batchesWithWork):
+   * the NIP-03 attestation job again when it was lost (gone, or failed for good) before the
+   * attestations were published; the next upgrade poll of the calendars still pending when
+   * its poll died. A batch with nothing left leaves the set. Idempotent (job ids).
+   */
+  async repairWork(batchId: string): Promise<Array<'nip03' | 'poll'>> {
+    const fields = await this.store.batchFields('ots', batchId, ['size', 'bitcoin', 'events_root', 'nip03', 'poll']);
+    const pending = fields.size !== undefined && !!fields.bitcoin && (await this.calendarsPending(batchId));
+    const nip03 = fields.size !== undefined && !!fields.bitcoin && this.nip03Left(fields);
+    const out: Array<'nip03' | 'poll'> = [];
+    if (nip03 && (await this.jobDead(nip03JobId(batchId))) && (await this.store.batchField('ots', batchId, 'nip03')) !== 'done') {
+      await this.queue.remove(nip03JobId(batchId));
+      await this.addNip03Job(batchId);
+      out.push('nip03');
+    }
+    if (pending) {
+      const current = Number(fields.poll ?? 1);
+      if ((await this.jobDead(upgradeJobId(batchId, current))) && (await this.store.batchField('ots', batchId, 'poll')) === (fields.poll ?? null)) {
+        await this.scheduleUpgrade(batchId, current + 1, 0);
+        out.push('poll');
+      }
+    }
+    if (!pending && !nip03) await this.store.setBatchWork('ots', batchId, false);
+    return out;
   }
 
   /**
@@ -390,11 +439,14 @@ export class OtsWitness {
     // Also when an earlier run recorded the confirmation and crashed before moving the subjects (idempotent).
     const bitcoinText = fields.bitcoin ?? batch.fields.bitcoin;
     const bitcoin = bitcoinText ? (JSON.parse(bitcoinText) as { height: number }) : null;
-    if (bitcoin) await this.moveSubjects(batchId, 'confirmed', `Bitcoin block ${bitcoin.height}`, round);
-    if (bitcoin && this.nip03 && batch.fields.events_root && batch.fields.nip03 !== 'done') {
-      await this.queue.add(NIP03, { batchId }, { jobId: nip03JobId(batchId), attempts: 1000, backoff: { type: 'custom' } });
-    }
     const stillPending = [...cals.values()].some((c) => c.status === 'pending');
+    if (bitcoin) {
+      // noted before the subjects leave the reconciler's working sets: the polls of the other
+      // calendars and the NIP-03 attestations are found from it when their job is lost
+      await this.store.setBatchWork('ots', batchId, stillPending || this.nip03Left(batch.fields));
+      await this.moveSubjects(batchId, 'confirmed', `Bitcoin block ${bitcoin.height}`, round);
+    }
+    if (bitcoin && this.nip03Left(batch.fields)) await this.addNip03Job(batchId);
     if (stillPending) {
       await this.scheduleUpgrade(batchId, poll + 1);
     } else if (!confirmed) {

@@ -11,12 +11,14 @@ import { parseTimestamp, serializeDetached } from '../../core/ots/codec.js';
 import { proofForSubject } from '../../core/ots/batch-proof.js';
 import type { CalendarState } from '../ots/ots-witness.js';
 import { relayCopyJson } from '../nostr/relay-policy.js';
+import { sentTo } from '../state/subject-view.js';
 import { PROOF_VERSION, type AnchorProof, type NostrEventJson, type NostrProof, type NostrProofMode, type OtsProof, type WitnessStatus } from '../../core/proof/format.js';
 
 /**
- * The relays and calendars of the config in force. A proof lists those a subject was
- * actually sent to, from state; these are named only while nothing was sent yet (no event
- * handed to a relay, no batch submitted to a calendar), as what the subject waits for.
+ * The relays and calendars of the config in force (`configuredSources`). A proof lists
+ * where a subject was sent by the rule of the subject view (`sentTo` in
+ * src/adapters/state/subject-view.ts): from state; these only while the sending is not
+ * over (no event handed to a relay, a batch not yet submitted), as what it waits for.
  */
 export interface ProofSources {
   relays: readonly string[];
@@ -47,15 +49,6 @@ class TreeCache {
   }
 }
 
-/** `urls` with those the config still names first, in its order; the rest as recorded. */
-function inConfigOrder(urls: readonly string[], config: readonly string[]): string[] {
-  const rank = (u: string): number => {
-    const i = config.indexOf(u);
-    return i < 0 ? config.length : i;
-  };
-  return urls.map((u, i) => ({ u, i })).sort((a, b) => rank(a.u) - rank(b.u) || a.i - b.i).map((x) => x.u);
-}
-
 export class ProofExporter {
   private readonly store: AnchorStore;
   private readonly sources: ProofSources;
@@ -83,7 +76,7 @@ export class ProofExporter {
 
   /** The batch's tree (cached) and its current fields (read fresh: answers and upgrades change them). */
   private async tree(witness: WitnessName, id: string): Promise<CachedBatch | null> {
-    const names = ['event', 'mode', 'ts', 'bitcoin'];
+    const names = ['event', 'mode', 'ts', 'bitcoin', 'submitted'];
     const [tree, fields, calendars] = await Promise.all([
       this.trees.get(`${witness}:${id}`, async () => (await this.store.getBatch(witness, id))?.digests ?? null),
       this.store.batchFields(witness, id, names),
@@ -114,8 +107,8 @@ export class ProofExporter {
     const event = eventJson ? (JSON.parse(eventJson) as NostrEventJson) : null;
     const sent = event ? await this.store.eventRelays(event.id) : { relays: [], reports: [] };
     const reports = sent.reports;
-    // the relays the event was handed to (from state), not those of the config in force
-    const urls = sent.relays.length > 0 ? inConfigOrder(sent.relays, this.sources.relays) : this.sources.relays;
+    // where the event was sent (from state), not the config in force: the rule of the subject view
+    const urls = sentTo(sent.relays, this.sources.relays, sent.relays.length > 0);
     const relays = await Promise.all(urls.map(async (url) => {
       const r = reports.find((x) => x.url === url);
       // a relay that was sent a copy (NIP-13 proof of work, re-dated) holds that copy: the proof carries it
@@ -129,9 +122,9 @@ export class ProofExporter {
   private async ots(record: SubjectRecord, status: WitnessStatus): Promise<OtsProof> {
     const link = record.batches.ots;
     const b = link ? await this.tree('ots', link.id) : null;
-    // the calendars the batch was submitted to (from state); before that, those it will go to
+    // the calendars the batch went to (from state); until it is submitted, also those it will go to: the rule of the subject view
     const recorded = b ? Object.keys(b.fields).filter((f) => f.startsWith('cal:')).map((f) => f.slice(4)) : [];
-    const urls = recorded.length > 0 ? inConfigOrder(recorded, this.sources.calendars) : this.sources.calendars;
+    const urls = sentTo(recorded, this.sources.calendars, b?.fields.submitted === '1');
     const calendars = urls.map((url) => {
       const raw = b?.fields[`cal:${url}`];
       return { url, status: raw ? (JSON.parse(raw) as CalendarState).status : 'unsubmitted' };

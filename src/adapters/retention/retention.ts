@@ -10,7 +10,9 @@
  * A crash anywhere leaves the subject in Redis (the next pass goes on where it stands) or
  * removed with its proof held elsewhere; never neither. Removed subjects leave the index,
  * so the next pass starts from the oldest left: no cursor to lose. One owner across
- * daemons: the pass is a BullMQ job scheduler's job.
+ * daemons: the pass is a BullMQ job scheduler's job. A batch goes once none of its subjects
+ * is left in Redis (and no work after its confirmation is left: AnchorStore.dropEmptiedBatches);
+ * the archived proofs of its subjects are whole without it.
  */
 import type { ConnectionOptions } from 'bullmq';
 import type { Logger } from 'pino';
@@ -138,6 +140,9 @@ export class Retention {
       out.removed = removed.length;
       await handover?.clear(removed);
       this.deps.onRetired?.(removed.length);
+    } else {
+      // batches emptied by an earlier pass that crashed before dropping them, or that had work left then
+      await store.dropEmptiedBatches();
     }
     if (out.removed > 0 || out.failed > 0 || out.offered > 0) this.log.info(out, 'retention pass');
     return out;

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisClient as Redis } from '../redis/connection.js';
 import { StateKeys, WITNESSES, type WitnessName } from './keys.js';
-import { ACCEPT, CUT_BATCH, FORGET, MARK_SENT, OPEN_SCHEMA, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
+import { ACCEPT, CUT_BATCH, DROP_BATCH, FORGET, MARK_SENT, OPEN_SCHEMA, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
@@ -330,30 +330,92 @@ export class AnchorStore {
 
   /**
    * Removes confirmed subjects (retention: only once each one's proof is held elsewhere) with
-   * their envelope, history, own Nostr event and index entries, 100 per script call. A subject
-   * not confirmed, or whose event link changed since it was read, is left alone. Returns the
-   * keys removed. Safe to repeat.
+   * their envelope, history, own Nostr event and index entries, 100 per script call, and then
+   * the batches that no longer hold any subject in Redis (dropEmptiedBatches). A subject not
+   * confirmed, or whose event or batch links changed since they were read, is left alone.
+   * Returns the keys removed. Safe to repeat.
    */
   async forget(keys: readonly string[]): Promise<string[]> {
     const k = this.keys;
     const removed: string[] = [];
     for (let i = 0; i < keys.length; i += 100) {
       const chunk = keys.slice(i, i + 100);
-      const events = await Promise.all(chunk.map((key) => this.redis.hget(k.subject(key), 'nostr:event')));
-      const scriptKeys = [k.counts, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), k.meta, k.events, k.nostrRecent];
+      const links = (await Promise.all(chunk.map((key) => this.redis.hmget(k.subject(key), 'nostr:event', 'nostr:batch', 'ots:batch')))).map((v) => v.map((x) => x ?? ''));
+      const scriptKeys = [k.counts, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), k.meta, k.events, k.nostrRecent, k.emptiedBatches('nostr'), k.emptiedBatches('ots')];
       const now = this.now();
       const args: string[] = [nowIso(now), String(EVENTS_MAXLEN)];
       chunk.forEach((key, j) => {
-        const ev = events[j] ?? null;
-        scriptKeys.push(k.subject(key), k.envelope(key), k.history(key), ev ? k.event(ev) : k.subject(key));
-        args.push(key, ev ?? '');
+        const [ev, nostrBatch, otsBatch] = links[j]!;
+        const s = k.subject(key);
+        scriptKeys.push(s, k.envelope(key), k.history(key), ev ? k.event(ev!) : s, nostrBatch ? k.batch('nostr', nostrBatch) : s, otsBatch ? k.batch('ots', otsBatch) : s);
+        args.push(key, ev!, nostrBatch!, otsBatch!);
       });
       const res = (await this.run(FORGET, scriptKeys, args)) as number[];
       chunk.forEach((key, j) => {
         if (Number(res[j]) === 1) removed.push(key);
       });
     }
+    if (removed.length > 0) await this.dropEmptiedBatches();
     return removed;
+  }
+
+  /**
+   * Drops up to `limit` batches per witness none of whose subjects is left in Redis (forget.lua
+   * lists them), each in one drop-batch.lua call with every key of its own: hash, key list,
+   * transition list, its Nostr batch event or NIP-03 attestations. A confirmed OTS batch with
+   * work left (batchesWithWork) waits for a later call. Returns the batches dropped. Safe to
+   * repeat; retention calls it on every pass, so a crash between forget and drop is resumed.
+   */
+  async dropEmptiedBatches(limit = 100): Promise<number> {
+    const k = this.keys;
+    let dropped = 0;
+    for (const w of WITNESSES) {
+      const ids = await this.redis.srandmember(k.emptiedBatches(w), limit);
+      for (const id of ids) {
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const events = await this.batchEventIdsOwned(w, id);
+          const res = Number(await this.run(DROP_BATCH, [k.emptiedBatches(w), k.openBatches(w), k.batchesWithWork(w), k.batch(w, id), k.batchKeys(w, id), k.batchHistory(w, id), k.nostrRecent, ...events.map((e) => k.event(e))], [id, w, ...events]));
+          if (res === 1) dropped++;
+          if (res !== 2) break;
+        }
+      }
+    }
+    return dropped;
+  }
+
+  /** The Nostr events a batch owns: its batch event (Nostr), or the NIP-03 attestations signed for it (OTS). */
+  private async batchEventIdsOwned(witness: WitnessName, id: string): Promise<string[]> {
+    const b = this.keys.batch(witness, id);
+    if (witness === 'nostr') {
+      const json = await this.redis.hget(b, 'event');
+      if (!json) return [];
+      try {
+        const ev = JSON.parse(json) as { id?: unknown };
+        return typeof ev.id === 'string' ? [ev.id] : [];
+      } catch {
+        return [];
+      }
+    }
+    const names = (await this.redis.hkeys(b)).filter((f) => f.startsWith('nip03:'));
+    if (names.length === 0) return [];
+    const values = await this.redis.hmget(b, ...names);
+    return [...new Set(values.filter((v): v is string => typeof v === 'string'))];
+  }
+
+  /**
+   * Notes whether a confirmed batch still has work after its subjects' confirmation (upgrade
+   * polls of calendars still pending, NIP-03 attestations): the reconciler re-creates that
+   * work from this set when its job is lost, and a batch in it is not dropped.
+   */
+  async setBatchWork(witness: WitnessName, id: string, left: boolean): Promise<void> {
+    if (left) await this.redis.sadd(this.keys.batchesWithWork(witness), id);
+    else await this.redis.srem(this.keys.batchesWithWork(witness), id);
+  }
+
+  /** One page of the confirmed batches with work left (SSCAN: `cursor` '0' to start; `next` '0' once walked). */
+  async scanBatchesWithWork(witness: WitnessName, cursor: string, count: number): Promise<{ ids: string[]; next: string }> {
+    const [next, ids] = await this.redis.sscan(this.keys.batchesWithWork(witness), cursor, 'COUNT', count);
+    return { ids, next };
   }
 
   async getRecord(key: string): Promise<SubjectRecord | null> {

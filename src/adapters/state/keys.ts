@@ -83,6 +83,20 @@ export class StateKeys {
   get nostrRecent(): string {
     return `${this.base}:nostr:recent`;
   }
+  /**
+   * Batches none of whose subjects is left in Redis (each one's `gone` reached its `size`,
+   * forget.lua): dropped with everything of theirs by drop-batch.lua once no work is left.
+   */
+  emptiedBatches(witness: WitnessName): string {
+    return `${this.base}:bfree:${witness}`;
+  }
+  /**
+   * Confirmed OTS batches with work left after their subjects' confirmation: upgrade polls of
+   * calendars still pending, NIP-03 attestations not yet published. The reconciler walks it.
+   */
+  batchesWithWork(witness: WitnessName): string {
+    return `${this.base}:bwork:${witness}`;
+  }
   /** Batches cut but not yet handed to their witness (resumed on restart). */
   openBatches(witness: WitnessName): string {
     return `${this.base}:bopen:${witness}`;

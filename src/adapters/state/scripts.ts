@@ -56,5 +56,7 @@ export const OPEN_SCHEMA = load(DIR, 'open-schema');
 
 /** Retention: removes confirmed subjects whose proofs are archived, every trace of them. */
 export const FORGET = load(DIR, 'forget');
+/** Retention: removes a batch none of whose subjects is left in Redis, with every key of its own. */
+export const DROP_BATCH = load(DIR, 'drop-batch');
 
-export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, OPEN_SCHEMA, FORGET];
+export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, OPEN_SCHEMA, FORGET, DROP_BATCH];

@@ -86,6 +86,35 @@ export function summarize(record: SubjectRecord): AnchorSummary {
   };
 }
 
+/**
+ * The relays and calendars of the config in force that a subject still waits for, when it
+ * has been sent nowhere yet (sentTo): those of an enabled witness, none of a disabled one.
+ */
+export function configuredSources(config: Config): { relays: readonly string[]; calendars: readonly string[] } {
+  return { relays: config.nostr.enabled ? config.nostr.relays : [], calendars: config.ots.enabled ? config.ots.calendars : [] };
+}
+
+/**
+ * Where a subject's witness was sent: the one rule for the subject view (`GET
+ * /v1/anchors/{key}`, `aer1-anchor status`) and the proof (`ProofExporter`, `GET
+ * /v1/anchors/{key}/proof`, `aer1-anchor proof`), for the relays of its Nostr event and the
+ * calendars of its OTS batch alike. `recorded`: where the state says it went (the relays
+ * the event was handed to, then any other that reported on it; the calendars the batch
+ * holds a state for); `settled`: the sending is over (the event was handed to its relays;
+ * the batch is submitted). Settled, exactly the recorded ones, whatever the config says
+ * now; not yet, the recorded ones and the configured ones it is still to go to (listed
+ * `pending` / `unsubmitted`). Ordered as the config in force names them, then those it no
+ * longer names, in the order the state records them.
+ */
+export function sentTo(recorded: readonly string[], configured: readonly string[], settled: boolean): string[] {
+  const urls = settled ? [...recorded] : [...recorded, ...configured.filter((u) => !recorded.includes(u))];
+  const rank = (u: string): number => {
+    const i = configured.indexOf(u);
+    return i < 0 ? configured.length : i;
+  };
+  return urls.map((u, i) => ({ u, i })).sort((a, b) => rank(a.u) - rank(b.u) || a.i - b.i).map((x) => x.u);
+}
+
 function parseJson<T>(text: string | null | undefined): T | null {
   if (!text) return null;
   try {
@@ -128,10 +157,11 @@ async function nostrView(store: AnchorStore, config: Config, record: SubjectReco
       batch = { id: link.id, index: link.index, size: size === undefined ? null : Number(size) };
     }
   }
-  // The relays the state says the event went to, never the current config's: a subject
-  // anchored with relays A and B keeps showing A and B after the config moves to C.
+  // sentTo: the relays the state says the event went to, never the current config's (a
+  // subject anchored with relays A and B keeps showing A and B after the config moves to C);
+  // before it went anywhere, the configured relays it waits for.
   const sent = eventId ? await store.eventRelays(eventId) : { relays: [], reports: [] };
-  const relays = sent.relays.map((url) => relayView(url, sent.reports.find((r) => r.url === url)));
+  const relays = sentTo(sent.relays, configuredSources(config).relays, sent.relays.length > 0).map((url) => relayView(url, sent.reports.find((r) => r.url === url)));
   return {
     status: w.status,
     confirmedAt: w.confirmedMs === null ? null : isoSeconds(w.confirmedMs),
@@ -154,9 +184,9 @@ function calendarView(url: string, raw: string | null | undefined): CalendarView
 }
 
 /**
- * The calendars come from the batch's state: each one it was submitted to (or failed on).
- * Until the batch is submitted, the configured calendars it is still to go to are listed
- * as `unsubmitted`; once it is, only the ones the state names.
+ * The calendars (sentTo): each one the batch's state names (submitted to, or failed on);
+ * until the batch is submitted, also the configured calendars it is still to go to, listed
+ * `unsubmitted`; once it is, only the ones the state names.
  */
 async function otsView(store: AnchorStore, config: Config, record: SubjectRecord): Promise<OtsView | undefined> {
   const w = record.witnesses.ots;
@@ -166,7 +196,7 @@ async function otsView(store: AnchorStore, config: Config, record: SubjectRecord
     status: w.status,
     confirmedAt: w.confirmedMs === null ? null : isoSeconds(w.confirmedMs),
     batch: null,
-    calendars: config.ots.calendars.map((url) => calendarView(url, null)),
+    calendars: sentTo([], configuredSources(config).calendars, false).map((url) => calendarView(url, null)),
     bitcoin: null,
   };
   if (!link) return view;
@@ -176,10 +206,7 @@ async function otsView(store: AnchorStore, config: Config, record: SubjectRecord
   ]);
   const submitted = fields.submitted === '1';
   view.batch = { id: link.id, index: link.index, size: fields.size ? Number(fields.size) : null, anchoredAt: fields.anchored_at ?? null, submitted };
-  view.calendars = recorded.map((c) => calendarView(c.url, c.state));
-  if (!submitted) {
-    for (const url of config.ots.calendars) if (!recorded.some((c) => c.url === url)) view.calendars.push(calendarView(url, null));
-  }
+  view.calendars = sentTo(recorded.map((c) => c.url), configuredSources(config).calendars, submitted).map((url) => calendarView(url, recorded.find((c) => c.url === url)?.state));
   view.bitcoin = parseJson<OtsView['bitcoin']>(fields.bitcoin);
   return view;
 }

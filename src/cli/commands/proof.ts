@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ProofExporter } from '../../adapters/proof/export.js';
+import { configuredSources } from '../../adapters/state/subject-view.js';
 import { ProofArchive } from '../../adapters/archive/proof-archive.js';
 import { CLIENT_OPTIONS, connectClient } from '../shared/connect.js';
 import { readJsonFile, UsageError } from '../shared/run.js';
@@ -27,7 +28,7 @@ export async function run(argv: string[]): Promise<number> {
   const client = await connectClient(values);
   try {
     const key = positionals[0]!;
-    let proof = await new ProofExporter(client.store, { relays: client.config.nostr.relays, calendars: client.config.ots.calendars }).export(key);
+    let proof = await new ProofExporter(client.store, configuredSources(client.config)).export(key);
     // retired from Redis: the archive holds it (archive.dir), unless Redis still knows the key (refused)
     if (!proof && client.config.archive.dir !== null && !(await client.store.getRecord(key))) {
       proof = (await new ProofArchive(client.config.archive.dir).read(key))?.proof ?? null;

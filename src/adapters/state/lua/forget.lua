@@ -4,27 +4,33 @@
 -- (layout 2: a confirmed subject is in idx:st:confirmed only, every witness of it confirmed)
 -- and the counts (so /v1/stats, the list and the metrics count what Redis holds); its
 -- envelope, history and own Nostr event (envelope mode, with its place in nostr:recent) go,
--- and the meta counter `retired` counts it. Batches are shared by many subjects and stay
--- (their digests are the other subjects' proofs).
+-- and the meta counter `retired` counts it. Batches are shared by many subjects: each of the
+-- subject's batches counts it in its `gone` field, and a batch whose `gone` reaches its
+-- `size` (none of its subjects is left) joins bfree:<witness>, from which drop-batch.lua
+-- removes it; until then its digests are the other subjects' proofs and stay.
 --
 -- KEYS[1] counts, [2..6] idx:st:pending, partial, confirmed, failed, rejected, [7] meta,
--- [8] events stream, [9] nostr:recent, then per subject 4 keys: subject hash, envelope,
--- history, its own Nostr event hash (the subject hash again when it has none).
--- ARGV[1] now (ISO), [2] stream MAXLEN, then per subject 2: key, its own event id ('' for none).
--- Returns per subject 1 (removed) or 0 (not confirmed, gone already, or its event changed:
--- left alone).
-local n = (#ARGV - 2) / 2
-if n ~= math.floor(n) or n < 1 or #KEYS ~= 9 + 4 * n then
+-- [8] events stream, [9] nostr:recent, [10] bfree:nostr, [11] bfree:ots, then per subject 6
+-- keys: subject hash, envelope, history, its own Nostr event hash, its Nostr batch hash, its
+-- OTS batch hash (the subject hash again for each it has none of).
+-- ARGV[1] now (ISO), [2] stream MAXLEN, then per subject 4: key, its own event id, its Nostr
+-- batch id, its OTS batch id ('' for none), as the caller read them.
+-- Returns per subject 1 (removed) or 0 (not confirmed, gone already, or its event or batch
+-- links changed since they were read: left alone).
+local PER_KEYS, PER_ARGS, FIXED = 6, 4, 11
+local n = (#ARGV - 2) / PER_ARGS
+if n ~= math.floor(n) or n < 1 or #KEYS ~= FIXED + PER_KEYS * n then
   return redis.error_reply('forget: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
 end
 local nowIso, maxlen = ARGV[1], ARGV[2]
-local out, removed, counts = {}, {}, {}
+local out, removed, counts, batches, order = {}, {}, {}, {}, {}
 for i = 0, n - 1 do
-  local key, eventId = ARGV[3 + 2 * i], ARGV[4 + 2 * i]
-  local k = 9 + 4 * i
+  local a = 3 + PER_ARGS * i
+  local key, eventId, nostrBatch, otsBatch = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local k = FIXED + PER_KEYS * i
   local s, e, h, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
-  local cur = redis.call('HMGET', s, 'status', 'nostr:event', 'witnesses')
-  if cur[1] == 'confirmed' and (cur[2] or '') == eventId then
+  local cur = redis.call('HMGET', s, 'status', 'nostr:event', 'witnesses', 'nostr:batch', 'ots:batch')
+  if cur[1] == 'confirmed' and (cur[2] or '') == eventId and (cur[4] or '') == nostrBatch and (cur[5] or '') == otsBatch then
     table.insert(removed, key)
     for w in string.gmatch(cur[3] or '', '[^,]+') do
       local f = 'w:' .. w .. ':confirmed'
@@ -33,6 +39,19 @@ for i = 0, n - 1 do
     if ev ~= s then
       redis.call('DEL', ev)
       redis.call('ZREM', KEYS[9], eventId)
+    end
+    -- one fewer of each of its batches' subjects left in Redis (counted once per batch below)
+    for j, id in ipairs({nostrBatch, otsBatch}) do
+      if id ~= '' then
+        local b = KEYS[k + 4 + j]
+        local t = batches[b]
+        if not t then
+          t = {id = id, free = KEYS[9 + j], n = 0}
+          batches[b] = t
+          table.insert(order, b)
+        end
+        t.n = t.n + 1
+      end
     end
     redis.call('DEL', s, e, h)
     redis.call('XADD', KEYS[8], 'MAXLEN', '~', maxlen, '*', 'data',
@@ -47,5 +66,12 @@ if #removed > 0 then
   redis.call('HINCRBY', KEYS[1], 'st:confirmed', -#removed)
   for f, c in pairs(counts) do redis.call('HINCRBY', KEYS[1], f, -c) end
   redis.call('HINCRBY', KEYS[7], 'retired', #removed)
+end
+for _, b in ipairs(order) do
+  local t = batches[b]
+  if redis.call('EXISTS', b) == 1 then
+    local gone = redis.call('HINCRBY', b, 'gone', t.n)
+    if gone >= tonumber(redis.call('HGET', b, 'size') or '0') then redis.call('SADD', t.free, t.id) end
+  end
 end
 return out
