@@ -26,6 +26,8 @@ const STATE_KINDS: ReadonlyArray<[member: string, kind: string]> = [
   ['batchHistory', 'batch histories'],
   ['batchSeq', 'batches'],
   ['openBatches', 'batches'],
+  ['emptiedBatches', 'batches'],
+  ['batchesWithWork', 'batches'],
   ['byStatus', 'indexes'],
   ['byWitness', 'indexes'],
   ['counts', 'indexes'],

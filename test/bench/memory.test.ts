@@ -19,6 +19,7 @@ describe('bench memory breakdown', () => {
     expect(classify(k.batch('ots', '3-ff'))).toBe('batches');
     expect(classify(k.batchKeys('nostr', '3-ff'))).toBe('batches');
     expect(classify(k.batchHistory('ots', '3-ff'))).toBe('batch histories');
+    expect(classify(k.openBatches('ots'))).toBe('batches');
     expect(classify(k.byStatus('pending'))).toBe('indexes');
     expect(classify(k.counts)).toBe('indexes');
     expect(classify(k.events)).toBe('state-change stream');
