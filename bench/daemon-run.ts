@@ -313,8 +313,10 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       await queue.pause().catch(() => undefined);
     }
     await enqueue;
-    const nostrEvents = Number((await redis.get(k.batchSeq('nostr'))) ?? 0);
-    const otsBatches = Number((await redis.get(k.batchSeq('ots'))) ?? 0);
+    // batch counters (0 if a layout keeps them otherwise: the figures then say 0 events)
+    const seq = async (w: WitnessName): Promise<number> => Number((await redis.get(k.batchSeq(w)).catch(() => null)) ?? 0);
+    const nostrEvents = await seq('nostr');
+    const otsBatches = await seq('ots');
     const counted = Math.max(1, finished ? o.n : done);
     const perSubjectCpu = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : (b - a) / counted);
     const cpu: CpuPerSubject = {
@@ -450,12 +452,15 @@ async function memoryBreakdown(redis: Redis, store: AnchorStore, classify: (name
   const k = store.keys;
   const deltaBytes = (await usedMemory(redis)) - beforeBytes;
   const { kinds, truncated } = await keySpaceUsage(redis, classify);
-  const streamEntries = await redis.xlen(k.events).catch(() => null);
+  // looked up by name, so a layout without a per-prefix stream or per-subject history lists still runs
+  const named = k as unknown as { events?: unknown; history?: unknown };
+  const streamEntries = typeof named.events === 'string' ? await redis.xlen(named.events).catch(() => null) : null;
   let historyEntries: number | null = null;
   try {
     let sample: string[] = [];
     for (const st of ['confirmed', 'partial', 'pending']) if (sample.length === 0) sample = (await redis.call('ZRANDMEMBER', k.byStatus(st), '50')) as string[];
-    const lens = await Promise.all(sample.map((s) => redis.llen(k.history(s))));
+    const history = typeof named.history === 'function' ? (named.history as (key: string) => string).bind(k) : null;
+    const lens = history ? await Promise.all(sample.map((s) => redis.llen(history(s)))) : [];
     if (lens.length > 0) historyEntries = lens.reduce((a, b) => a + b, 0) / lens.length;
   } catch {
     // histories are not lists in this layout
