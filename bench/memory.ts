@@ -166,7 +166,7 @@ export interface MemoryBreakdown {
   perSubject: Record<string, number>;
   /** Keys per subject each kind added (two decimals). */
   keysPerSubject: Record<string, number>;
-  /** Entries in the state-change stream (capped by the daemon), null when the layout has none. */
+  /** Entries in the state-change stream (one per state script call since the `stream` change; capped by the daemon at about 100,000 subject events), null when the layout has none. */
   streamEntries: number | null;
   /** History entries per subject (sampled), null when histories are not lists. */
   historyEntries: number | null;

@@ -134,6 +134,35 @@ describe('a burst of changes', () => {
   });
 });
 
+describe('a burst of packed entries (a few hundred changes each)', () => {
+  it('reaches every client that reads, live and replayed, none dropped: the feed sends a page of changes at a time', { timeout: 60_000 }, async () => {
+    const server = await startHttpServer({ daemon: withHttp(s.daemon, { readsRequireToken: false, maxReplay: BACKLOG }), log: s.log });
+    const clients: SseClient[] = [];
+    try {
+      for (let i = 0; i < 5; i++) clients.push(await openSse(`${server.url}/v1/events`));
+      await waitFor('5 live clients', () => server.liveClients === 5, 10_000, 20);
+      const before = (await s.daemon.redis.xrevrange(s.daemon.store.keys.events, '+', '-', 'COUNT', 1))[0]![0];
+      // 12 entries of 250 changes (~1.4 MB of events): one entry alone is ~120 KB, the lot far more than a client may have unsent
+      const per = 250;
+      const entries = 12;
+      const batch = s.daemon.redis.pipeline();
+      for (let e = 0; e < entries; e++) {
+        const run = ['pending', 'pending', 'partial', ...Array.from({ length: per }, (_, j) => `packed-burst-${e * per + j}`)];
+        batch.xadd(s.daemon.store.keys.events, '*', 'data', JSON.stringify({ type: 'state', witness: 'ots', to: 'partial', at: new Date().toISOString(), detail: PAD, runs: [run] }));
+      }
+      await batch.exec();
+      const want = Array.from({ length: per * entries }, (_, j) => `packed-burst-${j}`);
+      clients.push(await openSse(`${server.url}/v1/events`, { 'Last-Event-ID': before }));
+      for (const c of clients) await c.until((m) => m.length >= want.length, 50_000);
+      expect(server.liveClients).toBe(6);
+      for (const c of clients) expect(c.messages.map((m) => (JSON.parse(m.data) as { key: string }).key)).toEqual(want);
+    } finally {
+      for (const c of clients) c.close();
+      await server.close();
+    }
+  });
+});
+
 describe('clients replaying history', () => {
   it('40 that never read do not hold up /livez, stay bounded in memory, and are closed', { timeout: 120_000 }, async () => {
     const n = 40;

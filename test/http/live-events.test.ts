@@ -3,6 +3,7 @@
  * pending to confirmed; both resume after a given stream id without gaps or repeats.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
 import { compareStreamIds } from '../../src/adapters/http/event-feed.js';
 import { receiptFields } from '../helpers/harness.js';
 import { checkedFetch } from '../helpers/openapi.js';
@@ -104,6 +105,83 @@ describe('resuming', () => {
     const refused = await wsRefusal(`${s.http.url.replace('http', 'ws')}/v1/ws?since=nope`);
     expect(refused.status).toBe(400);
     expect(JSON.parse(refused.body)).toMatchObject({ error: { field: 'since' } });
+  });
+});
+
+describe('packed entries (one stream entry per batch transition)', () => {
+  /** N subjects accepted in one call and moved in one batch transition (chunks of 250: entries of 250 and N - 250). */
+  async function batchTransition(n: number): Promise<{ keys: string[]; before: string; entries: string[] }> {
+    const redis = s.daemon.redis;
+    const stream = s.daemon.store.keys.events;
+    const before = (await redis.xrevrange(stream, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0';
+    const keys = Array.from({ length: n }, (_, i) => `packed-${randomBytes(3).toString('hex')}-${i}`);
+    // no inbox: the daemon's witnesses leave these subjects alone
+    await s.daemon.store.acceptMany(
+      { witnesses: ['ots'], inboxes: [] },
+      keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: `fp-${key}` })),
+    );
+    const mid = (await redis.xrevrange(stream, '+', '-', 'COUNT', 1))[0]![0];
+    await s.daemon.store.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted', `b-${keys[0]}`);
+    const entries = (await redis.xrange(stream, `(${mid}`, '+')).map((e) => e[0]);
+    return { keys, before, entries };
+  }
+  const stateOf = (list: Change[], keys: string[]) => list.filter((m) => m.type === 'state' && keys.includes(m.key));
+
+  it('an SSE client resuming from the middle of a packed entry gets the rest of it and what follows, nothing twice', async () => {
+    const { keys, entries } = await batchTransition(300);
+    expect(entries).toHaveLength(2);
+    const resumeAt = `${entries[0]}.123`;
+    const sse = await openSse(`${s.http.url}/v1/events`, { 'Last-Event-ID': resumeAt });
+    try {
+      const got = await sse.until((m) => stateOf(sseChanges(m), keys).length >= 300 - 124);
+      const changes = sseChanges(got);
+      const ids = changes.map((m) => m.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(stateOf(changes, keys).map((m) => m.key)).toEqual(keys.slice(124));
+      expect(ids).toEqual([...Array.from({ length: 126 }, (_, i) => `${entries[0]}.${124 + i}`), ...Array.from({ length: 50 }, (_, i) => `${entries[1]}.${i}`)]);
+      for (const m of stateOf(changes, keys)) expect(m).toMatchObject({ type: 'state', witness: 'ots', to: 'partial', status: 'partial' });
+      // the last event of the entry given whole (a client of before): the next entry only
+      const old = await openSse(`${s.http.url}/v1/events`, { 'Last-Event-ID': entries[0]! });
+      try {
+        const rest = sseChanges(await old.until((m) => m.length >= 50));
+        expect(rest.map((m) => m.key)).toEqual(keys.slice(250));
+      } finally {
+        old.close();
+      }
+    } finally {
+      sse.close();
+    }
+  });
+
+  it('a replay cut at http.maxReplay inside a packed entry ends with an id that resumes without a gap or repeat', async () => {
+    const { keys, before } = await batchTransition(300);
+    const max = 120;
+    const server = await startHttpServer({ daemon: withHttp(s.daemon, { readsRequireToken: false, maxReplay: max }), log: s.log });
+    try {
+      const got: Change[] = [];
+      let since = before;
+      // 300 accepted + 300 state events: 4 rounds cut at 120, the fifth takes the last 120 and stays live
+      for (let round = 0; round < 5; round++) {
+        const c = await openSse(`${server.url}/v1/events`, { 'Last-Event-ID': since });
+        const events = await c.until((m) => m.length >= max);
+        if (round < 4) await expect(c.until(() => false, 10_000)).rejects.toThrow(/event stream ended/);
+        c.close();
+        expect(events).toHaveLength(max);
+        got.push(...sseChanges(events));
+        since = events.at(-1)!.id!;
+      }
+      expect(got.filter((m) => m.type === 'accepted').map((m) => m.key)).toEqual(keys);
+      expect(got.filter((m) => m.type === 'state').map((m) => m.key)).toEqual(keys);
+      expect(new Set(got.map((m) => m.id)).size).toBe(600);
+      // WebSocket: the close reason names the id inside the entry
+      const ws = await openWs(`${server.url.replace('http', 'ws')}/v1/ws?since=${before}`);
+      const code = await new Promise<[number, string]>((resolve) => ws.ws.once('close', (c, r) => resolve([c, String(r)])));
+      expect(ws.messages).toHaveLength(max);
+      expect(code).toEqual([4000, expect.stringContaining(`since=${got[max - 1]!.id}`)]);
+      expect(got[max - 1]!.id).toMatch(/^\d+-\d+\.119$/);
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { TokenAuth, bearerToken } from '../../src/adapters/http/auth.js';
 import { checkCursor, parseLimit, subjectsOf } from '../../src/adapters/http/anchors.js';
-import { compareStreamIds, decodeEntry, parseStreamId } from '../../src/adapters/http/event-feed.js';
+import { compareStreamIds, decodeEntry, normalizeStreamId, parseStreamId } from '../../src/adapters/http/event-feed.js';
 import { HttpError } from '../../src/adapters/http/respond.js';
 import { checkQuery, findRoute, splitUrl, type Route } from '../../src/adapters/http/router.js';
 import { sseFrame } from '../../src/adapters/http/sse.js';
@@ -127,16 +127,27 @@ describe('stream ids and SSE frames', () => {
     expect(compareStreamIds('10', '10-0')).toBe(0);
   });
 
+  it('parses the ids of subject events inside a packed entry; a plain entry id orders after all of them', () => {
+    expect(parseStreamId('1700000000000-5.12')).toEqual([1700000000000n, 5n, 12]);
+    expect(parseStreamId('1700000000000.3')).toBeNull();
+    expect(parseStreamId('1-2.x')).toBeNull();
+    expect(normalizeStreamId(' 17-0.4 ')).toBe('17-0.4');
+    expect(normalizeStreamId('17')).toBe('17-0');
+    expect(compareStreamIds('10-1.2', '10-1.10')).toBe(-1);
+    expect(compareStreamIds('10-1.249', '10-1')).toBe(-1);
+    expect(compareStreamIds('10-1', '10-2.0')).toBe(-1);
+  });
+
   it('decodes stream entries and skips ones without JSON data', () => {
-    expect(decodeEntry(['1-0', ['data', '{"type":"accepted","key":"k","status":"pending","at":"x"}']])).toEqual({
-      id: '1-0',
-      type: 'accepted',
-      key: 'k',
-      status: 'pending',
-      at: 'x',
-    });
-    expect(decodeEntry(['1-0', ['data', 'not json']])).toBeNull();
-    expect(decodeEntry(['1-0', ['other', '{}']])).toBeNull();
+    expect(decodeEntry(['1-0', ['data', '{"type":"accepted","key":"k","status":"pending","at":"x"}']])).toEqual([
+      { id: '1-0', type: 'accepted', key: 'k', status: 'pending', at: 'x' },
+    ]);
+    expect(decodeEntry(['1-0', ['data', 'not json']])).toEqual([]);
+    expect(decodeEntry(['1-0', ['other', '{}']])).toEqual([]);
+    expect(decodeEntry(['2-0', ['data', '{"type":"accepted","status":"pending","at":"x","subjects":[["a","d1"],["b","d2"]]}']])).toEqual([
+      { id: '2-0.0', type: 'accepted', key: 'a', status: 'pending', at: 'x', digest: 'd1' },
+      { id: '2-0.1', type: 'accepted', key: 'b', status: 'pending', at: 'x', digest: 'd2' },
+    ]);
   });
 
   it('frames a change as one SSE event whose data survives newlines in the detail', () => {

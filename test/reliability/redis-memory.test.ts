@@ -91,7 +91,7 @@ describe('Redis memory per subject', () => {
     await s.confirm(subjects.map((x) => x.receipt_uuid), 120_000);
     expect(await count('confirmed')).toBe(N);
     figures.confirmed = Math.round(((await usedMemory()) - base) / N);
-    // the change stream is capped (100,000 entries), so at scale its share per subject vanishes
+    // the change stream is capped (about 100,000 subject events), so at scale its share per subject vanishes
     figures.eventsStreamEntries = await admin.xlen(s.daemon.store.keys.events);
     figures.eventsStreamPerSubject = Math.round(Number(await admin.call('MEMORY', 'USAGE', s.daemon.store.keys.events, 'SAMPLES', '0')) / N);
 

@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AnchorStore, type AcceptSubject, type AcceptTargets } from '../../src/adapters/state/anchor-store.js';
 import { CUT_BATCH, MARK_SENT, SET_SUBJECT_EVENT } from '../../src/adapters/state/scripts.js';
+import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { privateRedis, waitFor } from '../helpers/harness.js';
 
@@ -53,6 +54,22 @@ async function expectKeysDeclared(): Promise<number> {
     checked++;
   }
   return checked;
+}
+
+/** The commands scripts ran since the last check (name → count; XADD's MAXLEN args too), left for expectKeysDeclared. */
+async function scriptCommands(): Promise<{ counts: Record<string, number>; xaddCaps: number[] }> {
+  const mark = `count-${randomBytes(4).toString('hex')}`;
+  await redis.echo(mark);
+  await waitFor('MONITOR caught up', () => seen.some((x) => x.args[0]?.toLowerCase() === 'echo' && x.args[1] === mark), 5000, 10);
+  const counts: Record<string, number> = {};
+  const xaddCaps: number[] = [];
+  for (const { args, source } of seen) {
+    if (source !== 'lua') continue;
+    const cmd = args[0]!.toUpperCase();
+    counts[cmd] = (counts[cmd] ?? 0) + 1;
+    if (cmd === 'XADD') xaddCaps.push(Number(args[4]));
+  }
+  return { counts, xaddCaps };
 }
 
 let store: AnchorStore;
@@ -247,6 +264,116 @@ describe('set-witness.lua', () => {
     expect((await store.countByWitness(['nostr'])).nostr).toEqual({ pending: 0, partial: 0, confirmed: 3, failed: 0 });
     expect(await redis.exists(store.keys.byWitness('nostr', 'confirmed'))).toBe(0);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+});
+
+describe('the state-change stream: one entry per call (packed), expanded to the subject events', () => {
+  const entries = async (): Promise<RawEntry[]> => (await redis.xrange(store.keys.events, '-', '+')) as RawEntry[];
+  const expanded = async () => (await entries()).flatMap((e) => expandEntry(e));
+
+  it('accept.lua: the subjects a call created are one entry, in order, with their digests; a lone subject keeps the one-subject form', async () => {
+    const many = [subject(), subject(), subject()];
+    await store.acceptMany(BOTH, many);
+    const { counts, xaddCaps } = await scriptCommands();
+    expect(counts.XADD).toBe(1);
+    expect(xaddCaps).toEqual([Math.floor(100_000 / 3)]);
+    const [entry] = await entries();
+    expect(JSON.parse(entry![1][1]!)).toMatchObject({ type: 'accepted', status: 'pending', subjects: many.map((m) => [m.key, m.digest]) });
+    const events = await expanded();
+    expect(events.map((e) => e.id)).toEqual([0, 1, 2].map((i) => `${entry![0]}.${i}`));
+    expect(events.map((e) => e.event)).toEqual(many.map((m) => ({ type: 'accepted', key: m.key, status: 'pending', at: expect.any(String), digest: m.digest })));
+    const one = subject();
+    await store.acceptMany(BOTH, [one]);
+    const last = (await entries()).at(-1)!;
+    expect(expandEntry(last)).toEqual([{ id: last[0], event: { type: 'accepted', key: one.key, status: 'pending', at: expect.any(String), digest: one.digest }, text: last[1][1] }]);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
+  it('accept.lua: a conflict between created subjects stays where it happened in the stream', async () => {
+    const a = subject('k-conflicted', 'a');
+    await store.acceptMany(BOTH, [a]);
+    const [x, y, z] = [subject(), subject(), subject()];
+    await store.acceptMany(BOTH, [x, y, { ...a, fingerprint: 'fp-b' }, z]);
+    expect((await expanded()).map((e) => `${e.event.type} ${e.event.key}`)).toEqual([`accepted ${a.key}`, `accepted ${x.key}`, `accepted ${y.key}`, `conflict ${a.key}`, `accepted ${z.key}`]);
+    expect(await redis.xlen(store.keys.events)).toBe(4);
+    await expectKeysDeclared();
+  });
+
+  it('set-witness.lua: one entry per call of the subjects that changed, in order, each with its own from/previous/status; one HMGET per subject', async () => {
+    const subs = Array.from({ length: 6 }, () => subject());
+    await store.acceptMany(BOTH, subs);
+    // subs[1] has ots partial already (its overall differs), subs[3] has nostr confirmed (no change), subs[4] nostr failed
+    await store.setWitness(subs[1]!.key, 'ots', 'partial', 1);
+    await store.setWitness(subs[3]!.key, 'nostr', 'confirmed', 9);
+    await store.setWitness(subs[4]!.key, 'nostr', 'failed', 1);
+    const before = (await entries()).length;
+    await scriptCommands();
+    seen.splice(0);
+    await store.setWitnessMany(subs.map((m) => m.key), 'nostr', 'confirmed', 2, 'relays: 2 of 2');
+    const { counts, xaddCaps } = await scriptCommands();
+    expect(counts.XADD).toBe(1);
+    expect(xaddCaps).toEqual([Math.floor(100_000 / 5)]);
+    // one per subject: every witness's status comes with the subject's own
+    expect(counts.HMGET).toBe(subs.length);
+    const after = await entries();
+    expect(after.length).toBe(before + 1);
+    const data = JSON.parse(after.at(-1)![1][1]!) as { runs: string[][] };
+    expect(data.runs).toEqual([
+      ['pending', 'pending', 'partial', subs[0]!.key],
+      ['pending', 'partial', 'partial', subs[1]!.key],
+      ['pending', 'pending', 'partial', subs[2]!.key],
+      ['failed', 'pending', 'partial', subs[4]!.key],
+      ['pending', 'pending', 'partial', subs[5]!.key],
+    ]);
+    const events = expandEntry(after.at(-1)!);
+    const want = (key: string, from: string, previous: string, status: string) => ({ type: 'state', key, witness: 'nostr', from, to: 'confirmed', status, previous, at: expect.any(String), detail: 'relays: 2 of 2' });
+    expect(events.map((e) => e.event)).toEqual([
+      want(subs[0]!.key, 'pending', 'pending', 'partial'),
+      want(subs[1]!.key, 'pending', 'partial', 'partial'),
+      want(subs[2]!.key, 'pending', 'pending', 'partial'),
+      want(subs[4]!.key, 'failed', 'pending', 'partial'),
+      want(subs[5]!.key, 'pending', 'pending', 'partial'),
+    ]);
+    expect(events.map((e) => JSON.parse(e.text))).toEqual(events.map((e) => e.event));
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
+  it('set-witness.lua: each subject is judged by its own witness list, one the caller did not name included', async () => {
+    const both = subject();
+    const otsOnly = subject();
+    const extra = subject();
+    await store.acceptMany(BOTH, [both, extra]);
+    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [otsOnly]);
+    // a witness of another release: its status is read on its own
+    await redis.hset(store.keys.subject(extra.key), 'witnesses', 'nostr,ots,extra', 'w:extra', 'confirmed');
+    const res = await store.setWitnessMany([both.key, otsOnly.key, extra.key], 'ots', 'confirmed', 1);
+    expect(res.map((r) => r.overall)).toEqual(['partial', 'confirmed', 'partial']);
+    expect((await store.getRecord(otsOnly.key))?.status).toBe('confirmed');
+    expect((await expanded()).filter((e) => e.event.type === 'state').map((e) => [e.event.key, e.event.status])).toEqual([[both.key, 'partial'], [otsOnly.key, 'confirmed'], [extra.key, 'partial']]);
+    // all three confirmed (extra's read on its own): confirmed
+    expect((await store.setWitnessMany([both.key, extra.key], 'nostr', 'confirmed', 5)).map((r) => r.overall)).toEqual(['confirmed', 'confirmed']);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
+  it('set-witness.lua: one subject, or a call where one changed, writes the one-subject form; none changed, no entry', async () => {
+    const [a, b] = [subject(), subject()];
+    await store.acceptMany(BOTH, [a, b]);
+    await store.setWitness(a.key, 'ots', 'partial', 1);
+    const n = await redis.xlen(store.keys.events);
+    await store.setWitnessMany([a.key, b.key], 'ots', 'partial', 1);
+    const last = (await entries()).at(-1)!;
+    expect(JSON.parse(last[1][1]!)).toEqual({ type: 'state', key: b.key, witness: 'ots', from: 'pending', to: 'partial', status: 'partial', previous: 'pending', at: expect.any(String), detail: '' });
+    expect(expandEntry(last).map((e) => e.id)).toEqual([last[0]]);
+    await store.setWitnessMany([a.key, b.key], 'ots', 'partial', 1);
+    expect(await redis.xlen(store.keys.events)).toBe(n + 1);
+    await expectKeysDeclared();
+  });
+
+  it('an old per-subject entry (written before packing) still expands to itself', () => {
+    const text = '{"type":"state","key":"k","witness":"ots","from":"pending","to":"partial","status":"partial","previous":"pending","at":"2026-01-01T00:00:00Z","detail":""}';
+    expect(expandEntry(['5-1', ['data', text]])).toEqual([{ id: '5-1', event: JSON.parse(text), text }]);
+    expect(expandEntry(['5-2', ['data', 'not json']])).toEqual([]);
+    expect(expandEntry(['5-3', ['data', '{"type":"state","runs":"no"}']])).toEqual([]);
   });
 });
 

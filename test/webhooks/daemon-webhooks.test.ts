@@ -3,11 +3,12 @@
  * twice and then succeeds gets every state change of a subject, each with a valid
  * signature over the exact body, and the outcomes show up in /v1/webhooks and /metrics.
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhooks, verifySignature, type WebhookDeliverer } from '../../src/adapters/webhooks/webhooks.js';
 import { receiptFields, waitFor } from '../helpers/harness.js';
 import { startStack, type Stack } from '../http/fixture.js';
-import { startReceiver, type Receiver } from './receiver.js';
+import { startReceiver, type Received, type Receiver } from './receiver.js';
 
 const SECRET = 'daemon-hook-secret-0123456789';
 let s: Stack;
@@ -62,4 +63,46 @@ describe('a receiver that fails twice, then succeeds', () => {
     const metrics = await (await s.get('/metrics')).text();
     expect(metrics).toMatch(new RegExp(`aer1_webhook_deliveries_total\\{hook="${overview[0]!.id}",result="delivered"\\} [1-9]`));
   });
+});
+
+describe('a batch transition of 300 subjects (packed stream entries)', () => {
+  it('reaches the hook as 300 deliveries, each once, in order, signed, with unique ids', async () => {
+    const policy = receiver.policy;
+    receiver.policy = () => 200;
+    try {
+      const keys = Array.from({ length: 300 }, (_, i) => `hooked-${randomBytes(3).toString('hex')}-${i}`);
+      // no inbox: the daemon's witnesses leave these subjects alone
+      await s.daemon.store.acceptMany(
+        { witnesses: ['ots'], inboxes: [] },
+        keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: `fp-${key}` })),
+      );
+      const mid = (await s.daemon.redis.xrevrange(s.daemon.store.keys.events, '+', '-', 'COUNT', 1))[0]![0];
+      await s.daemon.store.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted to 2 calendars', `b-${keys[0]}`);
+      const entries = (await s.daemon.redis.xrange(s.daemon.store.keys.events, `(${mid}`, '+')).map((e) => e[0]);
+      expect(entries).toHaveLength(2);
+
+      const ours = (): Received[] => receiver.requests.filter((r) => {
+        const body = JSON.parse(r.body) as { type: string; key: string };
+        return body.type === 'state' && keys.includes(body.key);
+      });
+      await waitFor('300 deliveries', () => ours().length >= 300, 60_000);
+      const got = ours();
+      expect(got).toHaveLength(300);
+      expect(got.map((r) => (JSON.parse(r.body) as { key: string }).key)).toEqual(keys);
+      expect(got.map((r) => r.eventId)).toEqual([...keys.slice(0, 250).map((_, i) => `${entries[0]}.${i}`), ...keys.slice(250).map((_, i) => `${entries[1]}.${i}`)]);
+      for (const r of got) {
+        expect(r.answered).toBe(200);
+        expect(r.attempt).toBe(1);
+        expect(r.headers['x-aer1-event-type']).toBe('state');
+        expect(verifySignature(r.body, SECRET, String(r.headers['x-aer1-signature']))).toBe(true);
+        expect(JSON.parse(r.body)).toEqual({ type: 'state', key: expect.any(String), witness: 'ots', from: 'pending', to: 'partial', status: 'partial', previous: 'pending', at: expect.any(String), detail: 'submitted to 2 calendars' });
+      }
+      // the accepted events of the call came first, one delivery each too
+      const accepted = receiver.requests.filter((r) => (JSON.parse(r.body) as { type: string; key: string }).type === 'accepted' && keys.includes((JSON.parse(r.body) as { key: string }).key));
+      expect(accepted.map((r) => (JSON.parse(r.body) as { key: string }).key)).toEqual(keys);
+      expect(new Set([...accepted, ...got].map((r) => r.eventId)).size).toBe(600);
+    } finally {
+      receiver.policy = policy;
+    }
+  }, 90_000);
 });

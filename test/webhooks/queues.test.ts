@@ -139,6 +139,42 @@ describe('a daemon that dies between reading the stream and acknowledging it', (
   });
 });
 
+describe('a daemon that dies between reading a packed entry and acknowledging it', () => {
+  it('leaves no subject event lost or repeated: the survivor expands the entry into the same event ids', { timeout: 30_000 }, async () => {
+    const sp = space();
+    const a = await startReceiver(() => 200);
+    const b = await startReceiver(() => 200);
+    const first = deliverer(sp, [a, b]);
+    await first.start();
+    await first.stop();
+
+    const at = new Date().toISOString();
+    const keys = Array.from({ length: 300 }, (_, i) => `packed-crash-${i}`);
+    const id = (await redis.xadd(sp.stream, '*', 'data', JSON.stringify({ type: 'state', witness: 'ots', to: 'partial', at, detail: '', runs: [['pending', 'pending', 'partial', ...keys]] })))!;
+    const ids = keys.map((_, i) => `${id}.${i}`);
+    // the dead daemon read the entry and added its first 120 events to hook a's queue only
+    await redis.xreadgroup('GROUP', FANOUT_GROUP, 'dead-daemon', 'COUNT', 10, 'STREAMS', sp.stream, '>');
+    const qa = queueFor(sp, a);
+    await enqueueChanges(qa, keys.slice(0, 120).map((key, i) => ({ eventId: ids[i]!, body: JSON.stringify({ type: 'state', key, witness: 'ots', from: 'pending', to: 'partial', status: 'partial', previous: 'pending', at, detail: '' }) })));
+
+    const d = deliverer(sp, [a, b], { consumer: 'survivor', claimIdleMs: 300 });
+    await d.start();
+    try {
+      await waitFor('both got all 300', () => a.delivered().length === 300 && b.delivered().length === 300, 20_000);
+      await waitFor('the entry acknowledged', async () => Number(((await redis.xpending(sp.stream, FANOUT_GROUP)) as [number])[0]) === 0);
+      for (const r of [a, b]) {
+        expect(r.requests.map((q) => q.eventId)).toEqual(ids);
+        expect(r.requests.map((q) => (JSON.parse(q.body) as { key: string }).key)).toEqual(keys);
+        for (const q of r.requests) expect(verifySignature(q.body, SECRET, String(q.headers['x-aer1-signature']))).toBe(true);
+      }
+    } finally {
+      await d.stop();
+      await qa.close();
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+});
+
 describe('a daemon that dies while a delivery is in flight', () => {
   it('has the change handed back by the stalled check (queue.stalledIntervalMs) and delivered by another daemon', { timeout: 30_000 }, async () => {
     const sp = space();

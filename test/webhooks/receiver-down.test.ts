@@ -10,6 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWebhooks, verifySignature, type WebhookDeliverer } from '../../src/adapters/webhooks/webhooks.js';
+import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import { nominalRetrySpan } from '../../src/core/retry/backoff.js';
 import { receiptFields, waitFor } from '../helpers/harness.js';
 import { startStack, type Stack } from '../http/fixture.js';
@@ -36,8 +37,10 @@ afterAll(async () => {
   await receiver?.close();
 });
 
+/** The stream's subject events (a packed entry gives one per subject), as [event id, ['data', JSON]]. */
 async function streamEntries(): Promise<Array<[string, string[]]>> {
-  return (await s.daemon.redis.xrange(s.daemon.store.keys.events, '-', '+')) as Array<[string, string[]]>;
+  const raw = (await s.daemon.redis.xrange(s.daemon.store.keys.events, '-', '+')) as RawEntry[];
+  return raw.flatMap((e) => expandEntry(e).map((x): [string, string[]] => [x.id, ['data', x.text]]));
 }
 
 describe('a receiver down for longer than the old retry budget, then up', () => {

@@ -1,70 +1,46 @@
 /**
  * The live feed of state changes: one reader per HTTP server blocks on the events stream
- * (XREAD BLOCK on its own connection) and fans each entry out to every SSE and WebSocket
- * client. A client that names the last stream id it saw gets the entries after it replayed
- * first (XRANGE, in pages it must take before the next is read, at most `maxReplay`), then
- * the live ones, without gaps or repeats.
+ * (XREAD BLOCK on its own connection), expands each entry into its subject events (a packed
+ * entry holds a whole call's: src/adapters/state/stream-entries.ts) and fans them out to
+ * every SSE and WebSocket client. A client that names the last event id it saw (an entry's,
+ * or one inside a packed entry) gets the events after it replayed first (XRANGE, in pages it
+ * must take before the next is read, at most `maxReplay` subject events), then the live
+ * ones, without gaps or repeats.
  */
 import { duplicateClient, type RedisClient as Redis } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import { configDefault } from '../config/schema.js';
+import { compareEventIds, expandEntry, formatEventId, parseEventId, type RawEntry, type StateEvent } from '../state/stream-entries.js';
 
-/** One entry of the events stream (`data` as written by the state scripts). */
-export interface StateEvent {
-  type: 'accepted' | 'state' | 'rejected' | 'conflict' | 'retired' | 'proof';
-  key: string;
-  status: string;
-  at: string;
-  witness?: string;
-  from?: string;
-  to?: string;
-  previous?: string;
-  detail?: string;
-  reason?: string;
-  digest?: string;
-  /** `proof` entries (retention handing a proof to the webhooks): the aer1-anchor-proof-v1. */
-  proof?: Record<string, unknown>;
-}
+export type { StateEvent } from '../state/stream-entries.js';
 
-/** What SSE and WebSocket clients receive: the event plus its stream id. */
+/** What SSE and WebSocket clients receive: one subject's event plus its event id (docs/http.md, Event ids). */
 export type FeedMessage = { id: string } & StateEvent;
 
 export type Listener = (message: FeedMessage) => void;
 
-const STREAM_ID = /^(\d{1,20})(?:-(\d{1,20}))?$/;
-
-/** Parses a stream id (`ms-seq`, or `ms` meaning `ms-0`); null when it is not one. */
-export function parseStreamId(text: string): [bigint, bigint] | null {
-  const m = STREAM_ID.exec(text.trim());
-  if (!m) return null;
-  return [BigInt(m[1]!), BigInt(m[2] ?? '0')];
+/**
+ * Parses an event id: `ms-seq` (a stream entry, all of it), `ms` (meaning `ms-0`) or
+ * `ms-seq.i` (subject event i of a packed entry); null when it is none of them.
+ */
+export function parseStreamId(text: string): [bigint, bigint] | [bigint, bigint, number] | null {
+  const id = parseEventId(text);
+  if (!id) return null;
+  return id[2] === null ? [id[0], id[1]] : [id[0], id[1], id[2]];
 }
 
-export function compareStreamIds(a: string, b: string): number {
-  const x = parseStreamId(a);
-  const y = parseStreamId(b);
-  if (!x || !y) throw new Error(`not a stream id: ${x ? b : a}`);
-  if (x[0] !== y[0]) return x[0] < y[0] ? -1 : 1;
-  if (x[1] !== y[1]) return x[1] < y[1] ? -1 : 1;
-  return 0;
+/** The id in its canonical form (`ms-seq` or `ms-seq.i`); null when it is not one. */
+export function normalizeStreamId(text: string): string | null {
+  const id = parseEventId(text);
+  return id ? formatEventId(id) : null;
 }
 
-type RawEntry = [id: string, fields: string[]];
+/** Event ids in stream order (a plain entry id after every subject event of its entry). */
+export const compareStreamIds = compareEventIds;
 
-/** Decodes one stream entry; null for an entry without a JSON `data` field. */
-export function decodeEntry(entry: RawEntry): FeedMessage | null {
-  const [id, fields] = entry;
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    if (fields[i] !== 'data') continue;
-    try {
-      const event = JSON.parse(fields[i + 1]!) as StateEvent;
-      if (typeof event !== 'object' || event === null || typeof event.key !== 'string') return null;
-      return { id, ...event };
-    } catch {
-      return null;
-    }
-  }
-  return null;
+/** The subject events of one stream entry, in order (none for an entry without a JSON `data` field of ours). */
+export function decodeEntry(entry: RawEntry): FeedMessage[] {
+  return expandEntry(entry).map(({ id, event }) => ({ id, ...event }));
 }
 
 interface Subscriber {
@@ -74,12 +50,16 @@ interface Subscriber {
   /** More live messages arrived during the replay than it may hold: the replay is cut. */
   overflow: boolean;
   closed: boolean;
+  /** After a replay: the last event id it sent (live events up to it were sent already). */
+  after: string | null;
 }
 
 /**
- * Entries read and sent at once, live or replayed: what one client is written in one turn of
- * the event loop stays far below its buffer bound, so a burst drops only clients that do not
- * read. A replay's next page also waits until the client took the last.
+ * Subject events sent at once, live or replayed (and stream entries read at once): what one
+ * client is written in one turn of the event loop stays far below its buffer bound, so a
+ * burst drops only clients that do not read. A packed entry holds up to a few hundred: the
+ * live feed yields to the event loop after each page of events, and a replay waits until the
+ * client took the last page before it sends the next.
  */
 const FEED_PAGE = 100;
 
@@ -98,7 +78,7 @@ export interface Subscription {
    * everything up to `resumeFrom` and should reconnect from there; nothing live follows.
    */
   readonly cut: boolean;
-  /** The last stream id the replay covered (the `since` given when nothing was replayed). */
+  /** The last event id the replay covered (the `since` given when nothing was replayed). */
   readonly resumeFrom: string | null;
 }
 
@@ -149,6 +129,7 @@ export class EventFeed {
   }
 
   private async run(): Promise<void> {
+    let published = 0;
     while (!this.closed) {
       try {
         const res = (await this.reader.xread('COUNT', FEED_PAGE, 'BLOCK', this.blockMs, 'STREAMS', this.stream, this.lastId)) as
@@ -157,8 +138,10 @@ export class EventFeed {
         for (const [, entries] of res ?? []) {
           for (const entry of entries) {
             this.lastId = entry[0];
-            const message = decodeEntry(entry);
-            if (message) this.publish(message);
+            for (const message of decodeEntry(entry)) {
+              if (++published % FEED_PAGE === 0) await new Promise((r) => setImmediate(r));
+              this.publish(message);
+            }
           }
         }
       } catch (err) {
@@ -171,20 +154,29 @@ export class EventFeed {
 
   private publish(message: FeedMessage): void {
     for (const s of this.subscribers) {
-      if (!s.buffer) deliver(s, message, this.log);
+      if (!s.buffer) {
+        // the live reader may still be behind what a finished replay sent: those go once
+        if (s.after !== null) {
+          if (compareEventIds(message.id, s.after) <= 0) continue;
+          s.after = null;
+        }
+        deliver(s, message, this.log);
+      }
       else if (s.buffer.length < this.maxReplay) s.buffer.push(message);
       else s.overflow = true;
     }
   }
 
   /**
-   * Adds a listener. With `since` (a stream id), the entries after it are replayed first,
-   * a page at a time, each page once `room()` says the client took the last one (false: it
-   * is gone; stop). Live entries that arrive meanwhile follow in order, once each. At most
-   * `maxReplay` entries are replayed; with more left, the subscription comes back `cut`.
+   * Adds a listener. With `since` (an event id: `ms-seq`, or `ms-seq.i` inside a packed
+   * entry), the subject events after it are replayed first, a page of entries at a time, each
+   * page once `room()` says the client took the last one (false: it is gone; stop). Live
+   * events that arrive meanwhile follow in order, once each. At most `maxReplay` subject
+   * events are replayed; with more left (in the same entry or after), the subscription comes
+   * back `cut`, its `resumeFrom` the last event id sent.
    */
   async subscribe(listener: Listener, since?: string | null, room?: () => Promise<boolean>): Promise<Subscription> {
-    const sub: Subscriber = { listener, buffer: since ? [] : null, overflow: false, closed: false };
+    const sub: Subscriber = { listener, buffer: since ? [] : null, overflow: false, closed: false, after: null };
     this.subscribers.add(sub);
     let cut = false;
     let cursor = since ?? null;
@@ -202,35 +194,70 @@ export class EventFeed {
       },
     };
     if (!since) return subscription;
+    const start = parseEventId(since);
+    if (!start) throw new Error(`not an event id: ${since}`);
+    // subject events replayed; `from`: the last entry replayed whole (the next page starts after it)
     let replayed = 0;
-    let from = since;
+    let from = `${start[0]}-${start[1]}`;
     // the client went away or stopped taking what it was sent (it was closed)
     let gone = false;
-    try {
-      while (replayed < this.maxReplay && !sub.closed) {
-        if (replayed > 0 && room && !(await room())) {
-          gone = true;
-          break;
+    // the replay stopped inside an entry: its other events are left for the next connection
+    let cutInside = false;
+    // events sent since the client last had room: a page of them at most before it is asked again
+    let unasked = 0;
+    /** Replays an entry's events after `after` (all with null); false once it stops inside (maxReplay, the client gone or closed). */
+    const replay = async (entry: RawEntry, after: string | null): Promise<boolean> => {
+      for (const message of decodeEntry(entry)) {
+        // (a sub-event id naming an entry of one event: that event was not taken apart, so it counts as seen)
+        if (after !== null && (message.id === entry[0] || compareEventIds(message.id, after) <= 0)) continue;
+        if (replayed >= this.maxReplay) {
+          cutInside = true;
+          return false;
         }
-        if (sub.closed) break;
+        if (unasked >= FEED_PAGE) {
+          unasked = 0;
+          if (room && !(await room())) gone = true;
+          if (gone || sub.closed) return false;
+        }
+        replayed += 1;
+        unasked += 1;
+        cursor = message.id;
+        deliver(sub, message, this.log);
+      }
+      cursor = entry[0];
+      return true;
+    };
+    try {
+      // resuming inside a packed entry: the rest of it first
+      let stopped = false;
+      if (start[2] !== null) {
+        const [entry] = (await this.redis.xrange(this.stream, from, from, 'COUNT', 1)) as RawEntry[];
+        if (entry) stopped = !(await replay(entry, since));
+        else cursor = from;
+      }
+      while (!stopped && replayed < this.maxReplay && !sub.closed) {
         const page = (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', Math.min(FEED_PAGE, this.maxReplay - replayed))) as RawEntry[];
         if (page.length === 0) break;
         for (const entry of page) {
+          if (!(await replay(entry, null))) {
+            stopped = true;
+            break;
+          }
           from = entry[0];
-          replayed += 1;
-          const message = decodeEntry(entry);
-          if (message) deliver(sub, message, this.log);
         }
       }
-      cursor = from;
-      if (!gone && !sub.closed && (sub.overflow || (replayed >= this.maxReplay && (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', 1)).length > 0))) {
+      if (!gone && !sub.closed && (cutInside || sub.overflow || (replayed >= this.maxReplay && (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', 1)).length > 0))) {
         cut = true;
       }
     } finally {
       const held = sub.buffer ?? [];
       sub.buffer = null;
       if (cut || gone) close();
-      else for (const m of held) if (compareStreamIds(m.id, from) > 0) deliver(sub, m, this.log);
+      else {
+        const last = cursor ?? from;
+        for (const m of held) if (compareEventIds(m.id, last) > 0) deliver(sub, m, this.log);
+        sub.after = held.length > 0 && compareEventIds(held[held.length - 1]!.id, last) > 0 ? held[held.length - 1]!.id : last;
+      }
     }
     return subscription;
   }

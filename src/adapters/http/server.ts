@@ -12,7 +12,7 @@ import { ConflictError, InputError, UsageError } from '../../core/errors/errors.
 import { AnchorRoutes, parseLimit } from './anchors.js';
 import { TokenAuth } from './auth.js';
 import type { DaemonView } from '../view/daemon-view.js';
-import { EventFeed, parseStreamId } from './event-feed.js';
+import { EventFeed, normalizeStreamId } from './event-feed.js';
 import { ANY_HOST_PATHS, HostCheck } from './host-check.js';
 import { LiveClients } from './live-clients.js';
 import { Readiness } from './readiness.js';
@@ -51,9 +51,9 @@ function resumeFrom(req: IncomingMessage, query: URLSearchParams): string | null
   const header = req.headers['last-event-id'];
   const text = (Array.isArray(header) ? header[0] : header) ?? query.get('since');
   if (text === undefined || text === null || text.trim() === '') return null;
-  const id = parseStreamId(text);
-  if (!id) throw new HttpError(400, 'bad_parameter', `not a stream id (like 1700000000000-0): ${JSON.stringify(text.slice(0, 64))}`, header !== undefined ? 'Last-Event-ID' : 'since');
-  return `${id[0]}-${id[1]}`;
+  const id = normalizeStreamId(text);
+  if (!id) throw new HttpError(400, 'bad_parameter', `not a stream id (like 1700000000000-0 or 1700000000000-0.5): ${JSON.stringify(text.slice(0, 64))}`, header !== undefined ? 'Last-Event-ID' : 'since');
+  return id;
 }
 
 export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {

@@ -1,6 +1,7 @@
 /**
- * `GET /v1/events`: server-sent events. Each state change is one event whose `id:` is its
- * stream id (so EventSource resumes with `Last-Event-ID`) and whose `data:` is the change as
+ * `GET /v1/events`: server-sent events. Each subject's state change is one event whose `id:`
+ * is its event id (the stream id, or `<stream id>.<i>` inside a packed entry; so EventSource
+ * resumes with `Last-Event-ID`, from the middle of an entry too) and whose `data:` is the change as
  * one line of JSON. A comment line every 15 s keeps proxies from closing an idle stream.
  * A replay cut at `http.maxReplay` ends the response; EventSource reconnects from its last id.
  */

@@ -1,6 +1,7 @@
 /**
- * `/v1/ws`: the same state changes as `/v1/events`, one JSON text frame each (the stream
- * id in `id`). `?since=<stream id>` replays what came after it; a replay cut at
+ * `/v1/ws`: the same state changes as `/v1/events`, one JSON text frame each (the event
+ * id in `id`: the stream id, or `<stream id>.<i>` inside a packed entry). `?since=<id>`
+ * replays what came after it; a replay cut at
  * `http.maxReplay` closes with code 4000 and a reason naming the id to resume from. The
  * server pings every 30 s and drops a client that did not answer the previous ping.
  */

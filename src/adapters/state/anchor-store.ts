@@ -311,7 +311,7 @@ export class AnchorStore {
     let entry = -1;
     for (let i = 0; i < keys.length; i += WITNESS_CHUNK) {
       const chunk = keys.slice(i, i + WITNESS_CHUNK);
-      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)])], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, ...chunk])) as Array<number | string>;
+      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)])], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), ...chunk])) as Array<number | string>;
       for (let j = 0; j < chunk.length; j++) {
         const outcome = Number(res[3 * j]);
         if (outcome === 3) unmarked.push(chunk[j]!);

@@ -2,8 +2,9 @@
  * Webhook delivery on BullMQ, at least once, one queue per hook (docs/http.md, Webhooks).
  *
  * - **Fan-out**: one consumer group (`aer1-webhook-fanout`) reads the events stream; every
- *   daemon is a consumer of it. A batch of entries is added to every hook's queue with the
- *   stream id as job id, then acknowledged. A daemon that dies between the two leaves the
+ *   daemon is a consumer of it. A batch of entries is expanded into subject events (a packed
+ *   entry holds a whole call's) and added to every hook's queue, one job per subject event
+ *   with its event id (`<stream id>` or `<stream id>.<i>`) as job id, then acknowledged. A daemon that dies between the two leaves the
  *   entries pending; another takes them over (XAUTOCLAIM, once idle `claimIdleMs`) and adds
  *   them again, which BullMQ ignores for a job id it still holds (finished jobs are kept
  *   `DEDUPE_KEEP_S` for that), so no change is lost or delivered twice by such a crash
@@ -34,6 +35,7 @@ import { webhookQueueName } from '../queue/names.js';
 import { stalledJobOptions } from '../queue/stalled.js';
 import { displayUrl, hookId, WebhookLog, type DeliveryRecord } from './delivery-log.js';
 import { ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signBody } from './signature.js';
+import { expandEntry, type RawEntry } from '../state/stream-entries.js';
 
 export interface WebhookDelivererOptions {
   /** Connection for the fan-out's acknowledgements and claims, the queues and the delivery log (blocking reads use duplicates). */
@@ -76,13 +78,15 @@ export interface WebhookDelivererOptions {
   onDelivered?: (hook: string, job: DeliveryJob) => Promise<void>;
 }
 
-/** What a hook's queue holds per change: the stream id and the entry's JSON, byte for byte. */
+/**
+ * What a hook's queue holds per subject event: its event id (the stream id, or `<stream
+ * id>.<i>` inside a packed entry) and its JSON (a one-subject entry's byte for byte).
+ */
 export interface DeliveryJob {
   eventId: string;
   body: string;
 }
 
-type RawEntry = [id: string, fields: string[]];
 
 export const FANOUT_GROUP = 'aer1-webhook-fanout';
 export const DELIVERY_JOB = 'deliver';
@@ -97,6 +101,8 @@ export const DEDUPE_KEEP_S = 600;
 const STALE_CONSUMER_MS = 24 * 3_600_000;
 const MAX_RESPONSE_PREVIEW = 200;
 const CLAIM_PAGE = 100;
+/** Delivery jobs per addBulk (one MULTI). */
+const ENQUEUE_PAGE = 500;
 const READ_COUNT = 100;
 /** The consumer group each hook had on the stream before the queues (taken over at the first start). */
 const LEGACY_GROUP = /^aer1-webhook-[0-9a-f]{16}$/;
@@ -104,11 +110,6 @@ const LEGACY_GROUP = /^aer1-webhook-[0-9a-f]{16}$/;
 /** The consumer group a hook had before the per-hook queues (still read once, to carry its place over). */
 export function legacyConsumerGroup(hook: string): string {
   return `aer1-webhook-${hook}`;
-}
-
-function dataOf(fields: string[]): string | null {
-  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === 'data') return fields[i + 1]!;
-  return null;
 }
 
 function errorText(err: unknown): string {
@@ -138,8 +139,10 @@ function idBefore(id: string): string {
  * job is kept (waiting, in flight, or finished less than the keep time ago) does nothing.
  */
 export async function enqueueChanges(queue: Queue<DeliveryJob>, changes: readonly DeliveryJob[]): Promise<void> {
-  if (changes.length === 0) return;
-  await queue.addBulk(changes.map((c) => ({ name: DELIVERY_JOB, data: c, opts: { jobId: c.eventId } })));
+  // a page of packed entries is thousands of changes: added in bounded MULTIs, in order
+  for (let i = 0; i < changes.length; i += ENQUEUE_PAGE) {
+    await queue.addBulk(changes.slice(i, i + ENQUEUE_PAGE).map((c) => ({ name: DELIVERY_JOB, data: c, opts: { jobId: c.eventId } })));
+  }
 }
 
 interface Attempt {
@@ -496,10 +499,8 @@ export class WebhookDeliverer {
   private async fanOut(entries: readonly RawEntry[]): Promise<void> {
     if (entries.length === 0) return;
     const changes: DeliveryJob[] = [];
-    for (const [eventId, fields] of entries) {
-      const body = dataOf(fields);
-      if (body !== null) changes.push({ eventId, body });
-    }
+    // one job per subject event: a packed entry gives one per subject it holds
+    for (const entry of entries) for (const { id, text } of expandEntry(entry)) changes.push({ eventId: id, body: text });
     await Promise.all(this.hooks.map((h) => enqueueChanges(h.queue, changes)));
     await this.redis.xack(this.stream, FANOUT_GROUP, ...entries.map(([id]) => id));
   }

@@ -15,6 +15,12 @@
 -- Returns per subject {result, digest, detail}: {'created', '', ''}, {'duplicate', stored
 -- digest, stored event id or ''} or {'conflict', stored digest, the reason recorded}; then
 -- each inbox's length after the new subjects went in (-1 when none did).
+-- The stream: the subjects created are announced in one entry per run of them (a conflict
+-- between two runs is written where it happened, so the stream keeps the order):
+-- {type, status, at, subjects = [[key, digest], ...]}, or the one-subject form
+-- {type, key, status, at, digest} for a run of one (src/adapters/state/stream-entries.ts).
+-- An entry of n subjects is added with MAXLEN ~ floor(ARGV[3] / n): the stream holds about
+-- ARGV[3] subject events.
 local now, nowIso, maxlen = ARGV[1], ARGV[2], ARGV[3]
 local witnesses = {}
 for w in string.gmatch(ARGV[4], '[^,]+') do table.insert(witnesses, w) end
@@ -25,6 +31,19 @@ if n ~= math.floor(n) or n < 1 or #KEYS ~= kbase + 4 * n then
   return redis.error_reply('accept: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
 end
 local out, added, unrejected = {}, {}, 0
+local announced = {}
+local function announce()
+  local c = #announced
+  if c == 0 then return end
+  local data
+  if c == 1 then
+    data = {type = 'accepted', key = announced[1][1], status = 'pending', at = nowIso, digest = announced[1][2]}
+  else
+    data = {type = 'accepted', status = 'pending', at = nowIso, subjects = announced}
+  end
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', math.max(1, math.floor(tonumber(maxlen) / c)), '*', 'data', cjson.encode(data))
+  announced = {}
+end
 for i = 0, n - 1 do
   local a, k = 6 + 7 * i, kbase + 4 * i
   local key, kind, envelope, digest, fp, eventId, eventJson = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
@@ -36,6 +55,7 @@ for i = 0, n - 1 do
     else
       local reason = 'conflict: subject ' .. key .. ' is already anchored with another root (envelope digest ' .. (existing[3] or '') .. '); refused, not re-anchored'
       redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'conflict', reason = reason}))
+      announce()
       redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'data',
         cjson.encode({type = 'conflict', key = key, status = existing[1], at = nowIso, reason = reason}))
       table.insert(out, 'conflict'); table.insert(out, existing[3] or ''); table.insert(out, reason)
@@ -67,11 +87,11 @@ for i = 0, n - 1 do
     redis.call('HSET', s, unpack(fields))
     table.insert(added, key)
     redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'accepted', status = 'pending', digest = digest}))
-    redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'data',
-      cjson.encode({type = 'accepted', key = key, status = 'pending', at = nowIso, digest = digest}))
+    table.insert(announced, {key, digest})
     table.insert(out, 'created'); table.insert(out, ''); table.insert(out, '')
   end
 end
+announce()
 -- The indexes and inboxes take every new subject in one command each (500 at a time: Lua's stack).
 local lens = {}
 for j = 1, #added, 500 do

@@ -25,8 +25,14 @@
 -- minute of ARGV[4] (tl:<floor(now / 60000)>), [11] counts, [12] the batch's transition list
 -- (any key when ARGV[8] is ''), then per subject 2: its hash and its history.
 -- ARGV[1] witness, [2] new status, [3] progress, [4] now (ms), [5] now (ISO), [6] detail
--- ('' for none), [7] stream MAXLEN, [8] the call's token ('' for one subject), then the
--- subject keys (in KEYS order).
+-- ('' for none), [7] stream MAXLEN, [8] the call's token ('' for one subject), [9] the
+-- witnesses a subject may have (comma list: their statuses are read with the subject's own,
+-- in its one HMGET), then the subject keys (in KEYS order).
+-- The stream takes one entry per call for the subjects whose status changed (none when none
+-- did): {type, witness, to, at, detail, runs = [[from, previous, status, key, ...], ...]}, runs
+-- of consecutive subjects in the order they changed, or the one-subject form {type, key,
+-- witness, from, to, status, previous, at, detail} (src/adapters/state/stream-entries.ts),
+-- added with MAXLEN ~ floor(ARGV[7] / changes): the stream holds about ARGV[7] subject events.
 -- Returns per subject {outcome, overall, created}, flat (outcome 1: the status changed,
 -- 2: an entry without a change, 0: nothing, 3: nothing and not marked because the batch has
 -- no entry of this call yet: the caller marks it once one exists), then the index of the
@@ -34,7 +40,7 @@
 local ORDER = {pending = 0, partial = 1, confirmed = 2, failed = 3}
 local w, new, prog, now, nowIso, detail, maxlen, token = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 if not ORDER[new] then return redis.error_reply('set-witness: unknown status ' .. tostring(new)) end
-local n = #ARGV - 8
+local n = #ARGV - 9
 if n < 1 or #KEYS ~= 12 + 2 * n then return redis.error_reply('set-witness: ' .. #KEYS .. ' keys for ' .. n .. ' subjects') end
 -- the batch entry of this call, when an earlier chunk made it: {index, from}
 local bh, entryIndex, entryFrom = KEYS[12], -1, nil
@@ -92,10 +98,26 @@ local function tallied(field, took)
   t.n = t.n + 1; t.sum = t.sum + took
   if took > t.max then t.max = took end
 end
+-- The witness statuses read with every subject: field 5 + knownAt[name] of its HMGET.
+local knownFields, knownAt = {}, {}
+for ww in string.gmatch(ARGV[9], '[^,]+') do table.insert(knownFields, 'w:' .. ww); knownAt[ww] = #knownFields end
+-- The changes, in order, as runs of subjects sharing (from, previous, status): the call's one
+-- stream entry.
+local runs, nchanged = {}, 0
+local function changed(key, from, previous, status)
+  local last = runs[#runs]
+  if not last or last[1] ~= from or last[2] ~= previous or last[3] ~= status then
+    last = {from, previous, status}
+    table.insert(runs, last)
+  end
+  table.insert(last, key)
+  nchanged = nchanged + 1
+end
 local out = {}
 for i = 1, n do
-  local key, s, h = ARGV[8 + i], KEYS[11 + 2 * i], KEYS[12 + 2 * i]
-  local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', 'witnesses')
+  local key, s, h = ARGV[9 + i], KEYS[11 + 2 * i], KEYS[12 + 2 * i]
+  -- one read per subject: this witness, the overall status, and every witness's status
+  local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', 'witnesses', unpack(knownFields))
   local old, stored = cur[1], tonumber(cur[2] or '0')
   if not old then
     table.insert(out, 0); table.insert(out, cur[3] or ''); table.insert(out, cur[4] or '0')
@@ -125,10 +147,18 @@ for i = 1, n do
       tallied(w, took)
     end
     -- every witness's status, this one's as it now is
-    local names = {}
-    for ww in string.gmatch(cur[5], '[^,]+') do table.insert(names, ww) end
+    local names, others, unknown = {}, {}, false
+    for ww in string.gmatch(cur[5], '[^,]+') do
+      table.insert(names, ww)
+      if knownAt[ww] then others[#names] = cur[5 + knownAt[ww]] else unknown = true end
+    end
+    if unknown then
+      -- a witness the caller did not name: this subject's statuses are read again, all of them
+      local f = {}
+      for _, ww in ipairs(names) do table.insert(f, 'w:' .. ww) end
+      others = redis.call('HMGET', s, unpack(f))
+    end
     local nconf, nfail, nprog = 0, 0, 0
-    local others = #names > 0 and redis.call('HMGET', s, unpack((function() local f = {} for _, ww in ipairs(names) do table.insert(f, 'w:' .. ww) end return f end)())) or {}
     for j, ww in ipairs(names) do
       local v = ww == w and new or others[j]
       if v == 'confirmed' then nconf = nconf + 1; nprog = nprog + 1
@@ -150,10 +180,20 @@ for i = 1, n do
     local entry = {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = overall}
     if detail ~= '' then entry.detail = detail end
     record(s, h, entry)
-    redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'data',
-      cjson.encode({type = 'state', key = key, witness = w, from = old, to = new, status = overall, previous = oldOverall, at = nowIso, detail = detail}))
+    changed(key, old, oldOverall, overall)
     table.insert(out, 1); table.insert(out, overall); table.insert(out, created)
   end
+end
+-- the stream: one entry for the call (the one-subject form when one subject changed)
+if nchanged > 0 then
+  local data
+  if nchanged == 1 then
+    local r = runs[1]
+    data = {type = 'state', key = r[4], witness = w, from = r[1], to = new, status = r[3], previous = r[2], at = nowIso, detail = detail}
+  else
+    data = {type = 'state', witness = w, to = new, at = nowIso, detail = detail, runs = runs}
+  end
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', math.max(1, math.floor(tonumber(maxlen) / nchanged)), '*', 'data', cjson.encode(data))
 end
 -- the indexes and counts, one command each for the whole call (500 members at a time: Lua's stack)
 for ix, members in pairs(rem) do
