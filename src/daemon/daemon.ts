@@ -237,6 +237,7 @@ export class Daemon {
       const opened = await this.store.openSchema({ write: true });
       if (opened.found === 'layout 1') this.log.info({ from: 1, to: STATE_SCHEMA }, `state of layout 1 moved to layout ${STATE_SCHEMA}: counts taken from the old indexes, idx:all and idx:w:<witness>:confirmed removed`);
       if (opened.found === 'layout 2' && opened.recorded) this.log.info({ from: 2, to: STATE_SCHEMA }, `state of layout 2 moved to layout ${STATE_SCHEMA}: batch transitions are recorded on the batch from now on; the subjects' history lists are read as they are`);
+      if (opened.found === 'layout 3' && opened.recorded) this.log.info({ from: 3, to: STATE_SCHEMA }, `state of layout 3 moved to layout ${STATE_SCHEMA}: new subjects are recorded compactly from now on; the older ones are read as they are`);
     } catch (err) {
       await this.stop();
       throw err;

@@ -107,13 +107,12 @@ export class Reconciler {
     const { store } = this.deps;
     const cursorName = `${witness}:${status}`;
     const cursor = await store.reconcileCursor(cursorName);
-    const fields = witness === 'nostr' ? ['nostr:batch', 'nostr:event'] : ['ots:batch'];
-    const page = await store.scanWitness(witness, status, cursor, this.cfg.limit, before, fields);
+    const page = await store.scanWitness(witness, status, cursor, this.cfg.limit, before);
     await store.setReconcileCursor(cursorName, page.next);
     const reopenBefore = this.now() - this.cfg.reopenAfterMs;
     for (let i = 0; i < page.items.length; i += CONCURRENCY) {
       await Promise.all(
-        page.items.slice(i, i + CONCURRENCY).map(async ({ key, fields: [batchId, eventId] }) => {
+        page.items.slice(i, i + CONCURRENCY).map(async ({ key, batchId, eventId }) => {
           if (witness === 'nostr') {
             const nostr = this.deps.nostr!;
             let event = eventId ?? null;

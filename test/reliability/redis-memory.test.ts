@@ -103,6 +103,9 @@ describe('Redis memory per subject', () => {
     const indexBytes = Object.entries(kinds).filter(([kind]) => kind.startsWith('idx')).reduce((a, [, b]) => a + b, 0);
     expect(indexBytes).toBeLessThan(250);
     expect(kinds.e ?? 0).toBe(0);
+    // layout 4: no key, updated or p:<witness> 0 in the subject hash, its digest and fingerprint
+    // as 32 bytes (layout 3: 744 bytes here), and no acceptance entry in its history list
+    expect(kinds.s).toBeLessThan(700);
     expect(figures.queuedJob).toBeGreaterThan(0);
     expect(figures.queuedJob).toBeLessThan(10_000);
     expect(figures.pendingOts).toBeLessThan(20_000);

@@ -267,6 +267,84 @@ describe('set-witness.lua', () => {
   });
 });
 
+describe('the subject record (layout 4): compact hash, acceptance derived from it', () => {
+  type Step = 'batches confirmed' | 'conflict' | 'refused before' | 'layout 3 record';
+  type Case = { name: string; steps: Step[]; fields: string[]; list: string[] | null; history: string[] };
+  const base = ['kind', 'digest', 'fp', 'status', 'created', 'witnesses', 'w:nostr', 'w:ots'];
+  const batched = ['updated', 'p:nostr', 'p:ots', 'nostr:batch', 'nostr:index', 'ots:batch', 'ots:index', 'confirmed:nostr', 'confirmed:ots'];
+  const cases: Case[] = [
+    { name: 'just accepted: no key, updated or p:<witness> fields, no history list; the history reads its acceptance', steps: [], fields: base, list: null, history: ['accepted'] },
+    { name: 'confirmed by its batches: still no history list of its own', steps: ['batches confirmed'], fields: [...base, ...batched], list: null, history: ['accepted', 'witness', 'witness'] },
+    { name: 'a conflict: its list holds only the conflict, read after the acceptance', steps: ['conflict'], fields: base, list: ['conflict'], history: ['accepted', 'conflict'] },
+    { name: 'refused, then accepted: its list holds both in order, the acceptance once', steps: ['refused before'], fields: base, list: ['rejected', 'accepted'], history: ['rejected', 'accepted'] },
+    { name: 'a layout-3 record (hex digest, key, updated, p:<w> 0, its acceptance in its list): read the same, the acceptance once', steps: ['layout 3 record', 'conflict'], fields: [...base, 'key', 'updated', 'p:nostr', 'p:ots'], list: ['accepted', 'conflict'], history: ['accepted', 'conflict'] },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const s = subject();
+      const k = store.keys;
+      if (c.steps.includes('refused before')) await store.reject(s.key, 'bad document');
+      if (c.steps.includes('layout 3 record')) {
+        // what layout 3's accept.lua wrote for a subject in no inbox
+        const now = 1_700_000_000_000;
+        await redis.hset(k.subject(s.key), { key: s.key, kind: s.kind, digest: s.digest, fp: s.fingerprint, status: 'pending', created: now, updated: now, witnesses: 'nostr,ots', 'w:nostr': 'pending', 'p:nostr': 0, 'w:ots': 'pending', 'p:ots': 0 });
+        await redis.rpush(k.history(s.key), JSON.stringify({ at: '2023-11-14T22:13:20Z', status: 'pending', event: 'accepted', digest: s.digest }));
+        await redis.set(k.envelope(s.key), s.envelopeCanonical);
+      } else {
+        await store.acceptMany(BOTH, [s]);
+      }
+      if (c.steps.includes('batches confirmed')) {
+        for (const w of ['nostr', 'ots'] as const) {
+          const cut = (await store.cutBatch(w, 1))!;
+          await store.setWitnessMany([s.key], w, 'confirmed', 3, '', cut.id);
+        }
+      }
+      if (c.steps.includes('conflict')) expect((await store.acceptMany(BOTH, [{ ...s, fingerprint: 'fp-other' }])).results[0]).toMatchObject({ result: 'conflict', digest: s.digest });
+      const hash = await redis.hgetallBuffer(k.subject(s.key));
+      expect(Object.keys(hash).sort()).toEqual([...c.fields].sort());
+      // a listpack: every value within 64 bytes; the digest as its 32 bytes (layout 3: hex, still read)
+      expect(await redis.object('ENCODING', k.subject(s.key))).toBe('listpack');
+      expect(hash.digest!.length).toBe(c.steps.includes('layout 3 record') ? 64 : 32);
+      const rec = (await store.getRecord(s.key))!;
+      expect(rec).toMatchObject({ key: s.key, kind: 'receipt', digest: s.digest, envelopeCanonical: s.envelopeCanonical });
+      if (!hash.updated) expect(rec.updatedMs).toBe(rec.createdMs);
+      expect((await store.intakeStates([s.key]))[0]).toEqual({ fingerprint: s.fingerprint, status: rec.status, digest: s.digest });
+      const list = await redis.lrange(k.history(s.key), 0, -1);
+      if (c.list === null) expect(await redis.exists(k.history(s.key))).toBe(0);
+      else expect(list.map((t) => (JSON.parse(t) as { event: string }).event)).toEqual(c.list);
+      const history = await store.history(s.key);
+      expect(history.map((h) => h.event)).toEqual(c.history);
+      const accepted = history.find((h) => h.event === 'accepted')!;
+      // the derived entry reads as layout 3 wrote it: same fields, in the same order
+      expect(JSON.stringify(accepted)).toBe(JSON.stringify({ at: new Date(Math.floor(rec.createdMs / 1000) * 1000).toISOString().replace('.000Z', 'Z'), status: 'pending', event: 'accepted', digest: s.digest }));
+      // a repeat of the same root is a duplicate however the record is stored
+      expect((await store.acceptMany(BOTH, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: null });
+      expect(await expectKeysDeclared()).toBeGreaterThanOrEqual(0);
+    });
+  }
+
+  it('a batch cut from subjects of both layouts keeps 32 bytes per digest, read back in order; a layout-3 batch (hex) reads the same', async () => {
+    const [old, fresh] = [subject(), subject()];
+    const k = store.keys;
+    await redis.hset(k.subject(old.key), { key: old.key, kind: old.kind, digest: old.digest, fp: old.fingerprint, status: 'pending', created: 1, updated: 1, witnesses: 'ots', 'w:ots': 'pending', 'p:ots': 0 });
+    await redis.rpush(k.inbox('ots'), old.key);
+    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [fresh]);
+    const cut = (await store.cutBatch('ots', 2))!;
+    const packed = await redis.hgetBuffer(k.batch('ots', cut.id), 'digests32');
+    expect(packed!.length).toBe(64);
+    expect(await redis.hexists(k.batch('ots', cut.id), 'digests')).toBe(0);
+    const batch = (await store.getBatch('ots', cut.id))!;
+    expect(batch.digests.map((d) => d.toString('hex'))).toEqual([old.digest, fresh.digest]);
+    expect(Object.keys(batch.fields)).toEqual([]);
+    // layout 3 wrote hex, under `digests`
+    await redis.hset(k.batch('ots', 'old-1'), { size: 2, created: 1, anchored_at: '2023-11-14T22:13:20Z', digests: old.digest + fresh.digest, submitted: '1' });
+    const legacy = (await store.getBatch('ots', 'old-1'))!;
+    expect(legacy.digests.map((d) => d.toString('hex'))).toEqual([old.digest, fresh.digest]);
+    expect(legacy.fields).toEqual({ submitted: '1' });
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+});
+
 describe('the state-change stream: one entry per call (packed), expanded to the subject events', () => {
   const entries = async (): Promise<RawEntry[]> => (await redis.xrange(store.keys.events, '-', '+')) as RawEntry[];
   const expanded = async () => (await entries()).flatMap((e) => expandEntry(e));
@@ -413,8 +491,8 @@ describe('batch transitions recorded once on the batch (layout 3)', () => {
       const got = await store.history(s.key);
       expect(strip(got as never)).toEqual(strip(want as never));
       expect(got.map((h) => h.at)).toEqual([...got.map((h) => h.at)].sort());
-      // only the acceptance is the subject's own
-      expect(await redis.llen(store.keys.history(s.key))).toBe(1);
+      // layout 4: nothing is the subject's own, not even its acceptance (derived from its hash)
+      expect(await redis.exists(store.keys.history(s.key))).toBe(0);
     }
     expect(await redis.llen(store.keys.batchHistory('nostr', nb.id))).toBe(3);
     expect(await redis.llen(store.keys.batchHistory('ots', ob.id))).toBe(2);

@@ -1,20 +1,24 @@
 /**
  * The state's layout version (`{prefix}:schema`, AnchorStore.openSchema): a fresh prefix is
- * marked 3 on first start; a layout-2 Redis (every witness transition in each subject's
- * history list) is marked 3 and its history lists read as they are, merged with the batch
+ * marked 4 on first start; a layout-3 Redis (hex digests, every acceptance in its subject's
+ * history list) is marked 4 and its subjects, histories, batches and proofs read as they
+ * were; a layout-2 Redis (every witness transition in each subject's
+ * history list) is marked 4 and its history lists read as they are, merged with the batch
  * transitions layout 3 records once per batch; a Redis written by the layout before the key existed (layout 1:
  * idx:all and idx:w:<w>:confirmed, every envelope under e:<key>, no counts, no schema key)
- * is moved to 3 (counts from the old indexes) and its subjects read as they are; a
+ * is moved to 4 (counts from the old indexes) and its subjects read as they are; a
  * layout this release does not know makes aer1-anchord refuse to start (exit 2, one line)
  * and aer1-anchor status refuse the same way, writing nothing.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AnchorStore, STATE_SCHEMA } from '../../src/adapters/state/anchor-store.js';
+import { ProofExporter } from '../../src/adapters/proof/export.js';
+import { BatchTree } from '../../src/core/batch/batch-tree.js';
 import { UsageError } from '../../src/core/errors/errors.js';
 import { REPO_ROOT, SHARED_REDIS_URL, startDaemon, tempDir, testConfig, uniquePrefix } from '../helpers/harness.js';
 
@@ -34,7 +38,7 @@ function subject(key = `k-${randomBytes(4).toString('hex')}`) {
 }
 
 describe('the state layout version', () => {
-  it('a fresh prefix: the daemon marks it layout 2 on first start, and finds it current after', { timeout: 30_000 }, async () => {
+  it('a fresh prefix: the daemon marks it the current layout (4) on first start, and finds it current after', { timeout: 30_000 }, async () => {
     const config = testConfig({ overrides: { ots: { enabled: true } } });
     const keys = new AnchorStore(redis, config.redis.prefix).keys;
     expect(await redis.get(keys.schema)).toBeNull();
@@ -47,7 +51,7 @@ describe('the state layout version', () => {
     }
   });
 
-  it('a Redis written by layout 1 (idx:all, idx:w:<w>:confirmed, envelopes beside events, no counts, no schema key): moved to layout 2 on start', { timeout: 30_000 }, async () => {
+  it('a Redis written by layout 1 (idx:all, idx:w:<w>:confirmed, envelopes beside events, no counts, no schema key): moved to layout 4 on start', { timeout: 30_000 }, async () => {
     const config = testConfig({ overrides: { ots: { enabled: true } } });
     const store = new AnchorStore(redis, config.redis.prefix);
     const k = store.keys;
@@ -70,7 +74,7 @@ describe('the state layout version', () => {
     expect(await redis.exists(k.schema, k.counts)).toBe(0);
     const daemon = await startDaemon(config);
     try {
-      expect(await redis.get(k.schema)).toBe('3');
+      expect(await redis.get(k.schema)).toBe(String(STATE_SCHEMA));
       expect(await redis.exists(k.layout1All, k.byWitness('nostr', 'confirmed'))).toBe(0);
       expect(await daemon.store.countByStatus()).toEqual({ pending: 1, partial: 2, confirmed: 0, failed: 0, rejected: 1 });
       expect((await daemon.store.countByWitness(['nostr', 'ots']))).toEqual({ nostr: { pending: 1, partial: 0, confirmed: 2, failed: 0 }, ots: { pending: 3, partial: 0, confirmed: 0, failed: 0 } });
@@ -84,12 +88,17 @@ describe('the state layout version', () => {
     }
   });
 
-  it('a Redis of layout 2 (every batch transition in each subject\'s own history): marked 3 on start, its histories read as they were and go on with the batch\'s transitions', { timeout: 30_000 }, async () => {
+  it('a Redis of layout 2 (every batch transition in each subject\'s own history): marked 4 on start, its histories read as they were and go on with the batch\'s transitions', { timeout: 30_000 }, async () => {
     const config = testConfig({ overrides: { ots: { enabled: true } } });
     const store = new AnchorStore(redis, config.redis.prefix);
     const k = store.keys;
     const subjects = [subject(), subject()];
     await store.acceptMany({ witnesses: BOTH.witnesses, inboxes: ['ots'] }, subjects);
+    // layouts 2 and 3 wrote the acceptance into the list
+    for (const x of subjects) {
+      const rec = (await store.getRecord(x.key))!;
+      await redis.lpush(k.history(x.key), JSON.stringify({ at: new Date(Math.floor(rec.createdMs / 1000) * 1000).toISOString().replace('.000Z', 'Z'), status: 'pending', event: 'accepted', digest: x.digest }));
+    }
     const cut = (await store.cutBatch('ots', 2))!;
     // not open: the daemon started below leaves the batch to this test
     await store.closeBatch('ots', cut.id);
@@ -102,7 +111,7 @@ describe('the state layout version', () => {
     expect(await redis.get(k.schema)).toBe('2');
     const daemon = await startDaemon(config);
     try {
-      expect(await redis.get(k.schema)).toBe('3');
+      expect(await redis.get(k.schema)).toBe(String(STATE_SCHEMA));
       expect(await Promise.all(subjects.map((x) => daemon.store.history(x.key)))).toEqual(before);
       // the next transition of the batch is recorded once, on it, and read in order after the old entries
       await daemon.store.setWitnessMany(subjects.map((x) => x.key), 'ots', 'confirmed', 5, 'bitcoin block 7', cut.id);
@@ -117,9 +126,67 @@ describe('the state layout version', () => {
     }
   });
 
+  it('a Redis of layout 3 (written by its scripts: hex digests, key and acceptance in every record): marked 4, its subjects, histories, batches and proofs read as they were, the acceptance once', { timeout: 30_000 }, async () => {
+    const prefix = uniquePrefix('layout3');
+    const store = new AnchorStore(redis, prefix, () => 1_700_000_000_000);
+    const k = store.keys;
+    const oldAccept = readFileSync(join(REPO_ROOT, 'test/fixtures/state-layout3/accept.lua'), 'utf8');
+    const oldCut = readFileSync(join(REPO_ROOT, 'test/fixtures/state-layout3/cut-batch.lua'), 'utf8');
+    const now = 1_700_000_000_000;
+    const iso = '2023-11-14T22:13:20Z';
+    // layout 3's accept.lua, called as its AnchorStore called it
+    const acceptOld = async (subjects: Array<{ key: string; digest: string; fingerprint: string; envelopeCanonical: string }>, inboxes: Array<'nostr' | 'ots'>) => {
+      const keys = [k.events, k.counts, k.byStatus('pending'), k.byStatus('rejected'), k.byWitness('nostr', 'pending'), k.byWitness('ots', 'pending'), ...inboxes.map((w) => k.inbox(w))];
+      const args: Array<string | number> = [now, iso, 100_000, 'nostr,ots', inboxes.length];
+      for (const x of subjects) {
+        keys.push(k.subject(x.key), k.envelope(x.key), k.history(x.key), k.subject(x.key));
+        args.push(x.key, 'receipt', x.envelopeCanonical, x.digest, x.fingerprint, '', '');
+      }
+      return redis.eval(oldAccept, keys.length, ...keys, ...args.map(String));
+    };
+    const cutOld = async (w: 'nostr' | 'ots', id: string, members: string[]) =>
+      redis.eval(oldCut, 5 + members.length, k.inbox(w), k.batchSeq(w), k.openBatches(w), k.batch(w, id), k.batchKeys(w, id), ...members.map((m) => k.subject(m)), w, String(now), iso, id, '1', ...members);
+    const [a, b, c] = [subject(), subject(), subject()].map((x) => ({ ...x, fingerprint: randomBytes(32).toString('hex') }));
+    await redis.set(k.schema, '3');
+    await store.reject(c!.key, 'bad document');
+    await acceptOld([a!, b!, c!], ['nostr', 'ots']);
+    await acceptOld([{ ...a!, fingerprint: randomBytes(32).toString('hex') }], []);
+    await cutOld('nostr', '1-aaaaaaaaaaaa', [a!.key, b!.key, c!.key]);
+    await cutOld('ots', '1-bbbbbbbbbbbb', [a!.key, b!.key, c!.key]);
+    await redis.hset(k.batch('nostr', '1-aaaaaaaaaaaa'), { mode: 'batch', event: JSON.stringify({ id: 'e'.repeat(64), content: 'x' }) });
+    await store.setWitnessMany([a!.key, b!.key, c!.key], 'nostr', 'confirmed', 3, 'quorum', '1-aaaaaaaaaaaa');
+    expect(await redis.hget(k.subject(a!.key), 'digest')).toBe(a!.digest);
+    expect(await redis.llen(k.history(a!.key))).toBe(2);
+
+    expect(await store.openSchema({ write: false })).toEqual({ found: 'layout 3', recorded: false });
+    expect(await redis.get(k.schema)).toBe('3');
+    expect(await store.openSchema({ write: true })).toEqual({ found: 'layout 3', recorded: true });
+    expect(await redis.get(k.schema)).toBe('4');
+    expect(await store.openSchema({ write: true })).toEqual({ found: 'current', recorded: false });
+
+    const line = (h: { event: string; witness?: string; to?: string; status?: string; detail?: string; reason?: string; digest?: string }) => `${h.event} ${h.witness ?? ''}>${h.to ?? ''} ${h.status ?? ''} ${h.detail ?? h.reason?.slice(0, 9) ?? ''} ${h.digest ?? ''}`;
+    expect((await store.history(a!.key)).map(line)).toEqual([`accepted > pending  ${a!.digest}`, 'conflict >  conflict: ', 'witness nostr>confirmed partial quorum ']);
+    expect((await store.history(b!.key)).map(line)).toEqual([`accepted > pending  ${b!.digest}`, 'witness nostr>confirmed partial quorum ']);
+    expect((await store.history(c!.key)).map(line)).toEqual(['rejected >  bad docum ', `accepted > pending  ${c!.digest}`, 'witness nostr>confirmed partial quorum ']);
+    for (const x of [a!, b!, c!]) {
+      expect(await store.getRecord(x.key)).toMatchObject({ key: x.key, kind: 'receipt', status: 'partial', digest: x.digest, envelopeCanonical: x.envelopeCanonical, witnesses: { nostr: { status: 'confirmed' }, ots: { status: 'pending' } } });
+      expect((await store.intakeStates([x.key]))[0]).toEqual({ fingerprint: x.fingerprint, status: 'partial', digest: x.digest });
+      // the same root again is a duplicate, another a conflict naming the digest as before
+      expect((await store.acceptMany(BOTH, [x]))).toMatchObject({ results: [{ result: 'duplicate', digest: x.digest }] });
+    }
+    expect((await store.acceptMany(BOTH, [{ ...b!, fingerprint: 'other' }])).results[0]).toMatchObject({ result: 'conflict', reason: `conflict: subject ${b!.key} is already anchored with another root (envelope digest ${b!.digest}); refused, not re-anchored` });
+    // the batches of layout 3 (hex digests) read the same, and so do the proofs built on them
+    const nb = (await store.getBatch('nostr', '1-aaaaaaaaaaaa'))!;
+    expect(nb.digests.map((d) => d.toString('hex'))).toEqual([a!.digest, b!.digest, c!.digest]);
+    const proof = (await new ProofExporter(store, { relays: [], calendars: [] }).export(b!.key))!;
+    const tree = new BatchTree([a!, b!, c!].map((x) => Buffer.from(x.digest, 'hex')));
+    expect(proof).toMatchObject({ digest: b!.digest, status: 'partial', nostr: { mode: 'batch', batch: { index: 1, size: 3, path: tree.path(1).map((h) => h.toString('hex')) } } });
+    await redis.del(...(await redis.keys(`${k.base}:*`)));
+  });
+
   it.each([
-    ['4', /is layout 4 \(\{[^}]+\}:schema\), newer than this release knows \(3\): run the release that wrote it, or set redis\.prefix to a prefix of its own$/],
-    ['banana', /has an unknown layout version "banana" in \{[^}]+\}:schema \(this release writes 3\): it was not written by aer1-anchor, or set redis\.prefix/],
+    ['5', /is layout 5 \(\{[^}]+\}:schema\), newer than this release knows \(4\): run the release that wrote it, or set redis\.prefix to a prefix of its own$/],
+    ['banana', /has an unknown layout version "banana" in \{[^}]+\}:schema \(this release writes 4\): it was not written by aer1-anchor, or set redis\.prefix/],
   ])('a layout it does not know (%s): Daemon.start throws redis_schema and writes nothing', { timeout: 30_000 }, async (version, line) => {
     const config = testConfig({ overrides: { ots: { enabled: true } } });
     const keys = new AnchorStore(redis, config.redis.prefix).keys;
@@ -136,7 +203,7 @@ describe('the state layout version', () => {
     const dir = tempDir('schema');
     const config = testConfig({ prefix: uniquePrefix('schema'), overrides: { ots: { enabled: true } } });
     const keys = new AnchorStore(redis, config.redis.prefix).keys;
-    await redis.set(keys.schema, '4');
+    await redis.set(keys.schema, '5');
     const file = join(dir, 'config.json');
     writeFileSync(file, JSON.stringify({ ...config, redis: { ...config.redis, url: SHARED_REDIS_URL } }));
     const child = spawn(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchord.js'), '--config', file], { cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -152,9 +219,9 @@ describe('the state layout version', () => {
     expect(code).toBe(2);
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^aer1-anchord: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 4 .*newer than this release knows \(3\)/);
+    expect(lines[0]).toMatch(/^aer1-anchord: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 5 .*newer than this release knows \(4\)/);
     const r = spawnSync(process.execPath, [join(REPO_ROOT, 'dist/src/cli/aer1-anchor.js'), 'status', 'some-key', '--config', file], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: dir }, cwd: dir, timeout: 20_000 });
     expect(r.status).toBe(2);
-    expect(r.stderr.trim()).toMatch(/^aer1-anchor: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 4 /);
+    expect(r.stderr.trim()).toMatch(/^aer1-anchor: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 5 /);
   });
 });

@@ -34,8 +34,8 @@ export class Nip03Publisher {
 
   /** Publishes the batch's attestations; returns how many events were handed to the relays. */
   async publishBatch(batchId: string): Promise<number> {
-    const fields = await this.store.batchFields('ots', batchId, ['ts', 'events_root', 'bitcoin', 'nip03']);
-    if (fields.nip03 === 'done' || !fields.events_root || !fields.bitcoin || !fields.ts) return 0;
+    const fields = await this.store.otsNip03State(batchId);
+    if (fields.done || !fields.eventsRoot || !fields.bitcoin || !fields.ts) return 0;
     const batch = await this.store.getBatch('ots', batchId);
     if (!batch) return 0;
     const bitcoin = JSON.parse(fields.bitcoin) as { height: number; time?: number };
@@ -43,10 +43,10 @@ export class Nip03Publisher {
     const { eventIds } = await batchEventIds(this.store, batchId);
     const ids = eventIds.map((e) => Buffer.from(e, 'hex'));
     const eventsRoot = eventsRootOf(ids);
-    if (!eventsRoot || eventsRoot.toString('hex') !== fields.events_root) {
+    if (!eventsRoot || eventsRoot.toString('hex') !== fields.eventsRoot) {
       // Only a state edited by hand gets here: never sign a proof that does not hold.
       this.log.error({ batchId }, 'NIP-03: the batch\'s event ids no longer give its events_root; no attestations published');
-      await this.store.setBatchFields('ots', batchId, { nip03: 'done', nip03_error: 'event ids do not match events_root' });
+      await this.store.finishOtsNip03(batchId, 'event ids do not match events_root');
       return 0;
     }
     const ts = parseTimestamp(Buffer.from(fields.ts, 'base64'), subjectsRoot);
@@ -72,7 +72,7 @@ export class Nip03Publisher {
     let sent = 0;
     for (let i = 0; i < ids.length; i++) {
       const eventId = eventIds[i]!;
-      const done = await this.store.batchField('ots', batchId, `nip03:${eventId}`);
+      const done = await this.store.otsNip03Attestation(batchId, eventId);
       if (done) {
         // signed by an earlier run: make sure it is on its way, sign nothing new
         await this.nostr.ensurePublishing(done);
@@ -88,11 +88,11 @@ export class Nip03Publisher {
       // daemons: its JSON is stored before its id is named in the batch, so the id named
       // always has its JSON. (A candidate that lost the race stays stored, unpublished.)
       await this.store.storeEvent(candidate.id, serializeEvent(candidate), {});
-      const chosen = await this.store.setBatchFieldOnce('ots', batchId, `nip03:${eventId}`, candidate.id);
+      const chosen = await this.store.fixOtsNip03Attestation(batchId, eventId, candidate.id);
       await this.nostr.ensurePublishing(chosen);
       sent++;
     }
-    await this.store.setBatchFields('ots', batchId, { nip03: 'done' });
+    await this.store.finishOtsNip03(batchId);
     this.log.info({ batchId, events: sent, height: bitcoin.height }, 'NIP-03 attestations handed to the relays');
     return sent;
   }

@@ -243,7 +243,7 @@ export class NostrWitness {
 
   /** The batch event of a batch, or null when it has none (not decided yet, not made yet, or decided `envelope`). */
   async batchEventId(batchId: string): Promise<string | null> {
-    const json = await this.store.batchField('nostr', batchId, 'event');
+    const { event: json } = await this.store.nostrBatchEvent(batchId);
     return json ? (JSON.parse(json) as SignedEvent).id : null;
   }
 
@@ -284,7 +284,7 @@ export class NostrWitness {
    * HSETNX, so a retry, a restart or a second daemon keeps the first decision. A batch that
    * already has a batch event (cut before modes were recorded) is `batch`.
    */
-  async decideMode(batchId: string, size: number, fields: Record<string, string>): Promise<ModeDecision> {
+  async decideMode(batchId: string, size: number, fields: { event: string | null; mode: string | null }): Promise<ModeDecision> {
     const recorded = fields.mode === 'envelope' || fields.mode === 'batch' ? fields.mode : fields.event ? 'batch' : null;
     if (recorded) return { mode: recorded, size };
     let decision: ModeDecision;
@@ -295,7 +295,7 @@ export class NostrWitness {
     } else {
       decision = { mode: this.opts.mode, size };
     }
-    const inForce = (await this.store.setBatchFieldOnce('nostr', batchId, 'mode', decision.mode)) as NostrEventMode;
+    const inForce = (await this.store.fixNostrBatchMode(batchId, decision.mode)) as NostrEventMode;
     if (inForce !== decision.mode) return { mode: inForce, size };
     this.hooks.onModeDecision?.(decision.mode, size);
     if (this.opts.mode === 'auto' && this.lastMode !== null && this.lastMode !== decision.mode) {
@@ -321,7 +321,7 @@ export class NostrWitness {
       return;
     }
     const mode = await this.serialized(async () => {
-      const decision = await this.decideMode(batchId, batch.size, batch.fields);
+      const decision = await this.decideMode(batchId, batch.size, await this.store.nostrBatchEvent(batchId));
       // The per-subject publishes are queued before the next decision reads the backlog.
       if (decision.mode === 'envelope') await this.publishEnvelopes(batchId);
       return decision.mode;
@@ -333,7 +333,7 @@ export class NostrWitness {
     const root = new BatchTree(batch.digests).root.toString('hex');
     const candidate = batchEvent({ anchoredAt: batch.anchoredAt, batchRootHex: root, leafCount: batch.size, kind: this.opts.kind }, this.key);
     // Two daemons may race here: the first event stored for the batch is the one published.
-    const json = await this.store.setBatchFieldOnce('nostr', batchId, 'event', serializeEvent(candidate));
+    const json = await this.store.fixNostrBatchEvent(batchId, serializeEvent(candidate));
     const event = JSON.parse(json) as SignedEvent;
     await this.store.storeEvent(event.id, json, { batch: batchId });
     await this.ensurePublishing(event.id);

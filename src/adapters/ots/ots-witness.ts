@@ -8,7 +8,7 @@
 import { Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import type { AnchorStore } from '../state/anchor-store.js';
+import type { AnchorStore, OtsBatchState, OtsBatchUpdate } from '../state/anchor-store.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { BatchTree } from '../../core/batch/batch-tree.js';
 import { backoffDelay } from '../queue/backoff.js';
@@ -146,13 +146,12 @@ export class OtsWitness {
   private async publishNip03(batchId: string): Promise<void> {
     await this.nip03!(batchId);
     // the attestations were the batch's last work: it leaves the reconciler's set of batches with work
-    const fields = await this.store.batchFields('ots', batchId, ['events_root', 'nip03']);
-    if (!this.nip03Left(fields) && !(await this.calendarsPending(batchId))) await this.store.setBatchWork('ots', batchId, false);
+    if (!this.nip03Left(await this.store.otsBatchProgress(batchId)) && !(await this.calendarsPending(batchId))) await this.store.setBatchWork('ots', batchId, false);
   }
 
   /** NIP-03 attestations are still to be published for this confirmed batch. */
-  private nip03Left(fields: Record<string, string>): boolean {
-    return this.nip03 !== null && !!fields.events_root && fields.nip03 !== 'done';
+  private nip03Left(batch: Pick<OtsBatchState, 'eventsRoot' | 'nip03'>): boolean {
+    return this.nip03 !== null && !!batch.eventsRoot && batch.nip03 !== 'done';
   }
 
   /** A configured calendar still holds the batch pending (an upgrade poll is due). */
@@ -172,18 +171,18 @@ export class OtsWitness {
    * its poll died. A batch with nothing left leaves the set. Idempotent (job ids).
    */
   async repairWork(batchId: string): Promise<Array<'nip03' | 'poll'>> {
-    const fields = await this.store.batchFields('ots', batchId, ['size', 'bitcoin', 'events_root', 'nip03', 'poll']);
-    const pending = fields.size !== undefined && !!fields.bitcoin && (await this.calendarsPending(batchId));
-    const nip03 = fields.size !== undefined && !!fields.bitcoin && this.nip03Left(fields);
+    const fields = await this.store.otsBatchProgress(batchId);
+    const pending = fields.exists && !!fields.bitcoin && (await this.calendarsPending(batchId));
+    const nip03 = fields.exists && !!fields.bitcoin && this.nip03Left(fields);
     const out: Array<'nip03' | 'poll'> = [];
-    if (nip03 && (await this.jobDead(nip03JobId(batchId))) && (await this.store.batchField('ots', batchId, 'nip03')) !== 'done') {
+    if (nip03 && (await this.jobDead(nip03JobId(batchId))) && (await this.store.otsBatchProgress(batchId)).nip03 !== 'done') {
       await this.queue.remove(nip03JobId(batchId));
       await this.addNip03Job(batchId);
       out.push('nip03');
     }
     if (pending) {
-      const current = Number(fields.poll ?? 1);
-      if ((await this.jobDead(upgradeJobId(batchId, current))) && (await this.store.batchField('ots', batchId, 'poll')) === (fields.poll ?? null)) {
+      const current = fields.poll ?? 1;
+      if ((await this.jobDead(upgradeJobId(batchId, current))) && (await this.store.otsBatchProgress(batchId)).poll === fields.poll) {
         await this.scheduleUpgrade(batchId, current + 1, 0);
         out.push('poll');
       }
@@ -198,14 +197,14 @@ export class OtsWitness {
    * since the calendars' answers are on the joined root. A batch whose answers were taken on
    * the bare subject root before NIP-03 was turned on keeps none.
    */
-  private async eventsRoot(batchId: string, fields: Record<string, string>): Promise<Buffer | null> {
-    const stored = fields.events_root;
+  private async eventsRoot(batchId: string, state: OtsBatchState): Promise<Buffer | null> {
+    const stored = state.eventsRoot;
     if (stored !== undefined) return stored ? Buffer.from(stored, 'hex') : null;
-    if (!this.nip03 || fields.ts) return null;
+    if (!this.nip03 || state.ts) return null;
     const { eventIds } = await batchEventIds(this.store, batchId);
     const root = eventsRootOf(eventIds.map((e) => Buffer.from(e, 'hex')));
-    const value = await this.store.setBatchFieldOnce('ots', batchId, 'events_root', root ? root.toString('hex') : '');
-    fields.events_root = value;
+    const value = await this.store.fixOtsEventsRoot(batchId, root ? root.toString('hex') : '');
+    state.eventsRoot = value;
     return value ? Buffer.from(value, 'hex') : null;
   }
 
@@ -218,19 +217,19 @@ export class OtsWitness {
     return node;
   }
 
-  /** Each configured calendar's state, from the batch's fields. */
-  private calendars(fields: Record<string, string>): Map<string, CalendarState> {
+  /** Each configured calendar's state, from the batch's. */
+  private calendars(state: OtsBatchState): Map<string, CalendarState> {
     const out = new Map<string, CalendarState>();
     for (const url of this.cfg.calendars) {
-      const raw = fields[`cal:${url}`];
+      const raw = state.calendars[url];
       out.set(url, raw ? (JSON.parse(raw) as CalendarState) : { url, status: 'unsubmitted', message: '', at: '' });
     }
     return out;
   }
 
-  /** The batch's root timestamp (calendar answers merged under the root), from its fields. */
-  private rootTimestamp(fields: Record<string, string>, root: Buffer): Timestamp {
-    const b64 = fields.ts;
+  /** The batch's root timestamp (calendar answers merged under the root), from its state. */
+  private rootTimestamp(state: OtsBatchState, root: Buffer): Timestamp {
+    const b64 = state.ts;
     return b64 ? parseTimestamp(Buffer.from(b64, 'base64'), root) : new Timestamp(root);
   }
 
@@ -243,32 +242,32 @@ export class OtsWitness {
   }
 
   private async submit(batchId: string): Promise<void> {
-    const batch = await this.store.getBatch('ots', batchId);
+    const batch = await this.store.otsBatch(batchId);
     if (!batch) {
       await this.store.closeBatch('ots', batchId);
       return;
     }
     const root = new BatchTree(batch.digests).root;
-    const round = Number(batch.fields.round ?? 0);
-    if (batch.fields.submitted === '1') {
-      const foreign = this.foreignAnswers(batch.fields, root);
+    const round = batch.state.round;
+    if (batch.state.submitted) {
+      const foreign = this.foreignAnswers(batch.state, root);
       if (foreign) {
-        await this.sendBack(batchId, batch.fields, foreign, round);
+        await this.sendBack(batchId, batch.state, foreign, round);
         return this.submit(batchId);
       }
       // A crash after recording the submission may have left the subjects unmoved (idempotent).
-      const holding = [...this.calendars(batch.fields).values()].filter((c) => c.status === 'pending').length;
+      const holding = [...this.calendars(batch.state).values()].filter((c) => c.status === 'pending').length;
       await this.moveSubjects(batchId, 'pending', `${holding} of ${this.cfg.calendars.length} calendars hold the batch root`, round);
       await this.scheduleUpgrade(batchId, 1);
       await this.store.closeBatch('ots', batchId);
       return;
     }
-    const cals = this.calendars(batch.fields);
+    const cals = this.calendars(batch.state);
     const todo = [...cals.values()].filter((c) => c.status !== 'pending').map((c) => this.clients.get(c.url)!);
     const held = [...cals.values()].filter((c) => c.status === 'pending').length;
     const need = Math.max(1, this.cfg.minCalendars - held);
-    const eventsRoot = await this.eventsRoot(batchId, batch.fields);
-    const ts = this.rootTimestamp(batch.fields, root);
+    const eventsRoot = await this.eventsRoot(batchId, batch.state);
+    const ts = this.rootTimestamp(batch.state, root);
     const top = this.submittedNode(ts, eventsRoot);
     const raw = await submitToCalendars(todo, top.msg, { m: Math.min(need, todo.length) });
     // Clients may normalise their URL (a trailing slash); state is keyed by the configured one.
@@ -277,7 +276,7 @@ export class OtsWitness {
       answers: raw.answers.map((a) => ({ ...a, url: configured.get(a.url) ?? a.url })),
       failures: raw.failures.map((f) => ({ ...f, url: configured.get(f.url) ?? f.url })),
     };
-    const fields: Record<string, string> = {};
+    const update: OtsBatchUpdate & { calendars: Record<string, string> } = { calendars: {} };
     for (const answer of result.answers) {
       let state: CalendarState;
       try {
@@ -291,20 +290,20 @@ export class OtsWitness {
         this.hooks.onCalendarRequest?.(answer.url, 'bad_response', state.message);
       }
       cals.set(answer.url, state);
-      fields[`cal:${answer.url}`] = JSON.stringify(state);
+      update.calendars[answer.url] = JSON.stringify(state);
     }
     for (const f of result.failures) {
       const state: CalendarState = { url: f.url, status: 'failed', message: `${f.code}: ${f.message}`, at: isoNow() };
       cals.set(f.url, state);
-      fields[`cal:${f.url}`] = JSON.stringify(state);
+      update.calendars[f.url] = JSON.stringify(state);
       this.hooks.onCalendarRequest?.(f.url, f.code, f.message);
     }
     const holding = [...cals.values()].filter((c) => c.status === 'pending').length;
     // With no answer yet the timestamp is empty, which cannot be written: record the failures anyway.
-    if (allAttestations(ts).length > 0) fields.ts = serializeTimestamp(ts).toString('base64');
-    fields.root = root.toString('hex');
-    if (holding >= this.cfg.minCalendars) fields.submitted = '1';
-    await this.store.setBatchFields('ots', batchId, fields);
+    if (allAttestations(ts).length > 0) update.ts = serializeTimestamp(ts).toString('base64');
+    update.root = root.toString('hex');
+    if (holding >= this.cfg.minCalendars) update.submitted = true;
+    await this.store.setOtsBatch(batchId, update);
     const failures = result.failures.map((f) => `${f.url}: ${f.code}: ${f.message}`).join('; ');
     if (holding >= this.cfg.minCalendars) {
       await this.moveSubjects(batchId, 'pending', `${holding} of ${this.cfg.calendars.length} calendars hold the batch root${failures ? `; failed: ${failures}` : ''}`, round);
@@ -318,7 +317,7 @@ export class OtsWitness {
 
   private async scheduleUpgrade(batchId: string, poll: number, delay = backoffDelay(poll, this.cfg.upgradeInitialMs, this.cfg.upgradeMaxMs, { jitter: 0 })): Promise<void> {
     // The batch names its current poll, so the reconciler can tell when that job died.
-    await this.store.setBatchFields('ots', batchId, { poll: String(poll) });
+    await this.store.setOtsBatch(batchId, { poll });
     await this.queue.add(UPGRADE, { batchId, poll }, { jobId: upgradeJobId(batchId, poll), delay, attempts: 5, backoff: { type: 'custom' } });
   }
 
@@ -334,20 +333,20 @@ export class OtsWitness {
    * its scheduled poll died (failed after its attempts, or never written). Idempotent.
    */
   async repairBatch(batchId: string): Promise<'submit' | 'poll' | null> {
-    const { submitted, poll, size } = await this.store.batchFields('ots', batchId, ['submitted', 'poll', 'size']);
-    if (size === undefined) return null;
-    if (submitted !== '1') {
+    const { exists, submitted, poll } = await this.store.otsBatchProgress(batchId);
+    if (!exists) return null;
+    if (!submitted) {
       const jobId = submitJobId(batchId);
       if (!(await this.jobDead(jobId))) return null;
-      if ((await this.store.batchField('ots', batchId, 'submitted')) === '1') return null;
+      if ((await this.store.otsBatchProgress(batchId)).submitted) return null;
       await this.queue.remove(jobId);
       await this.enqueueBatch(batchId);
       return 'submit';
     }
-    const current = Number(poll ?? 1);
+    const current = poll ?? 1;
     if (!(await this.jobDead(upgradeJobId(batchId, current)))) return null;
     // A poll that just ended has scheduled the next one: nothing died.
-    if ((await this.store.batchField('ots', batchId, 'poll')) !== (poll ?? null)) return null;
+    if ((await this.store.otsBatchProgress(batchId)).poll !== poll) return null;
     await this.scheduleUpgrade(batchId, current + 1, 0);
     return 'poll';
   }
@@ -366,19 +365,19 @@ export class OtsWitness {
   }
 
   private async upgrade(batchId: string, poll: number): Promise<void> {
-    const batch = await this.store.getBatch('ots', batchId);
-    if (!batch || batch.fields.submitted !== '1') return;
+    const batch = await this.store.otsBatch(batchId);
+    if (!batch || !batch.state.submitted) return;
     const root = new BatchTree(batch.digests).root;
-    const round = Number(batch.fields.round ?? 0);
-    const foreign = this.foreignAnswers(batch.fields, root);
+    const round = batch.state.round;
+    const foreign = this.foreignAnswers(batch.state, root);
     if (foreign) {
-      await this.sendBack(batchId, batch.fields, foreign, round);
+      await this.sendBack(batchId, batch.state, foreign, round);
       await this.enqueueBatch(batchId);
       return;
     }
-    const ts = this.rootTimestamp(batch.fields, root);
-    const cals = this.calendars(batch.fields);
-    const fields: Record<string, string> = {};
+    const ts = this.rootTimestamp(batch.state, root);
+    const cals = this.calendars(batch.state);
+    const fields: OtsBatchUpdate & { calendars: Record<string, string> } = { calendars: {} };
     const ageMs = Date.now() - batch.createdMs;
     for (const cal of cals.values()) {
       if (cal.status !== 'pending' || !cal.commitment) continue;
@@ -408,13 +407,13 @@ export class OtsWitness {
         this.hooks.onCalendarRequest?.(cal.url, err instanceof CalendarError ? err.code : 'error', cal.message);
       }
       if (cal.status === 'pending' && ageMs > this.cfg.upgradeGiveUpMs) cal.status = 'gave-up';
-      fields[`cal:${cal.url}`] = JSON.stringify(cal);
+      fields.calendars[cal.url] = JSON.stringify(cal);
     }
     fields.ts = serializeTimestamp(ts).toString('base64');
 
     // With several calendars in several blocks, the batch is confirmed at the earliest block
     // that verifies, whatever order the attestations are found in.
-    let earliest = batch.fields.bitcoin ? (JSON.parse(batch.fields.bitcoin) as { height: number }).height : Infinity;
+    let earliest = batch.state.bitcoin ? (JSON.parse(batch.state.bitcoin) as { height: number }).height : Infinity;
     let confirmed = earliest !== Infinity;
     for (const att of bitcoinAttestations(ts)) {
       try {
@@ -428,25 +427,25 @@ export class OtsWitness {
           if (cal.status === 'pending' && cal.commitment && this.reaches(ts, cal.commitment, att.merkleRoot)) {
             cal.status = 'confirmed';
             cal.message = `Bitcoin block ${block.height}`;
-            fields[`cal:${cal.url}`] = JSON.stringify(cal);
+            fields.calendars[cal.url] = JSON.stringify(cal);
           }
         }
       } catch (err) {
         this.log.warn({ batchId, height: att.height, err }, 'Bitcoin attestation not verified yet');
       }
     }
-    await this.store.setBatchFields('ots', batchId, fields);
+    await this.store.setOtsBatch(batchId, fields);
     // Also when an earlier run recorded the confirmation and crashed before moving the subjects (idempotent).
-    const bitcoinText = fields.bitcoin ?? batch.fields.bitcoin;
+    const bitcoinText = fields.bitcoin ?? batch.state.bitcoin;
     const bitcoin = bitcoinText ? (JSON.parse(bitcoinText) as { height: number }) : null;
     const stillPending = [...cals.values()].some((c) => c.status === 'pending');
     if (bitcoin) {
       // noted before the subjects leave the reconciler's working sets: the polls of the other
       // calendars and the NIP-03 attestations are found from it when their job is lost
-      await this.store.setBatchWork('ots', batchId, stillPending || this.nip03Left(batch.fields));
+      await this.store.setBatchWork('ots', batchId, stillPending || this.nip03Left(batch.state));
       await this.moveSubjects(batchId, 'confirmed', `Bitcoin block ${bitcoin.height}`, round);
     }
-    if (bitcoin && this.nip03Left(batch.fields)) await this.addNip03Job(batchId);
+    if (bitcoin && this.nip03Left(batch.state)) await this.addNip03Job(batchId);
     if (stillPending) {
       await this.scheduleUpgrade(batchId, poll + 1);
     } else if (!confirmed) {
@@ -459,19 +458,19 @@ export class OtsWitness {
    * the root recorded at submission differs, or a calendar's commitment is not in the
    * timestamp built on this root (what a batch id reused after a Redis rollback looks like).
    */
-  private foreignAnswers(fields: Record<string, string>, root: Buffer): Map<string, string> | null {
+  private foreignAnswers(state: OtsBatchState, root: Buffer): Map<string, string> | null {
     // A Bitcoin attestation verified on this root's timestamp settles it.
-    if (fields.bitcoin) return null;
+    if (state.bitcoin) return null;
     const rootHex = root.toString('hex');
     const out = new Map<string, string>();
-    const cals = [...this.calendars(fields).values()].filter((c) => c.status === 'pending' || c.status === 'confirmed');
-    if (fields.root && fields.root !== rootHex) {
-      for (const c of cals) out.set(c.url, `the stored answer commits to another root (${fields.root.slice(0, 16)}…) than this batch's (${rootHex.slice(0, 16)}…)`);
+    const cals = [...this.calendars(state).values()].filter((c) => c.status === 'pending' || c.status === 'confirmed');
+    if (state.root && state.root !== rootHex) {
+      for (const c of cals) out.set(c.url, `the stored answer commits to another root (${state.root.slice(0, 16)}…) than this batch's (${rootHex.slice(0, 16)}…)`);
       return out.size > 0 ? out : null;
     }
     let ts: Timestamp;
     try {
-      ts = this.rootTimestamp(fields, root);
+      ts = this.rootTimestamp(state, root);
     } catch (err) {
       for (const c of cals) out.set(c.url, `the stored timestamp does not read on this batch's root: ${(err as Error).message}`);
       return out.size > 0 ? out : null;
@@ -493,15 +492,15 @@ export class OtsWitness {
    * dropped, each such calendar is recorded failed with the reason, the subjects go back to
    * partial in a new round. Returns the new round.
    */
-  private async sendBack(batchId: string, fields: Record<string, string>, foreign: Map<string, string>, round: number): Promise<number> {
+  private async sendBack(batchId: string, state: OtsBatchState, foreign: Map<string, string>, round: number): Promise<number> {
     const next = round + 1;
-    const update: Record<string, string> = { ts: '', root: '', submitted: '0', round: String(next) };
-    for (const cal of this.calendars(fields).values()) {
+    const update: OtsBatchUpdate & { calendars: Record<string, string> } = { ts: null, root: null, submitted: false, round: next, calendars: {} };
+    for (const cal of this.calendars(state).values()) {
       const reason = foreign.get(cal.url);
-      if (reason) update[`cal:${cal.url}`] = JSON.stringify({ url: cal.url, status: 'failed', message: reason, at: isoNow() } satisfies CalendarState);
-      else if (cal.status === 'pending') update[`cal:${cal.url}`] = JSON.stringify({ url: cal.url, status: 'unsubmitted', message: 'answer dropped with the foreign ones; submitting again', at: isoNow() } satisfies CalendarState);
+      if (reason) update.calendars[cal.url] = JSON.stringify({ url: cal.url, status: 'failed', message: reason, at: isoNow() } satisfies CalendarState);
+      else if (cal.status === 'pending') update.calendars[cal.url] = JSON.stringify({ url: cal.url, status: 'unsubmitted', message: 'answer dropped with the foreign ones; submitting again', at: isoNow() } satisfies CalendarState);
     }
-    await this.store.setBatchFields('ots', batchId, update);
+    await this.store.setOtsBatch(batchId, update);
     const detail = [...foreign].map(([url, reason]) => `${url}: ${reason}`).join('; ');
     this.log.error({ batchId, detail }, 'calendar answers commit to another root; submitting the batch again');
     await this.moveSubjects(batchId, 'partial', `${detail}; submitting again`, next);

@@ -5,7 +5,7 @@
  * `.ots` (file digest = the envelope digest) assembled from the batch's root timestamp.
  */
 import { BatchTree } from '../../core/batch/batch-tree.js';
-import type { AnchorStore, SubjectRecord } from '../state/anchor-store.js';
+import type { AnchorStore, ProofBatchFields, SubjectRecord } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
 import { parseTimestamp, serializeDetached } from '../../core/ots/codec.js';
 import { proofForSubject } from '../../core/ots/batch-proof.js';
@@ -27,7 +27,7 @@ export interface ProofSources {
 
 interface CachedBatch {
   tree: BatchTree;
-  fields: Record<string, string>;
+  fields: ProofBatchFields;
 }
 
 /** Recent batch trees: a batch's digests never change, so its tree is built once. */
@@ -76,13 +76,10 @@ export class ProofExporter {
 
   /** The batch's tree (cached) and its current fields (read fresh: answers and upgrades change them). */
   private async tree(witness: WitnessName, id: string): Promise<CachedBatch | null> {
-    const names = ['event', 'mode', 'ts', 'bitcoin', 'submitted'];
-    const [tree, fields, calendars] = await Promise.all([
+    const [tree, fields] = await Promise.all([
       this.trees.get(`${witness}:${id}`, async () => (await this.store.getBatch(witness, id))?.digests ?? null),
-      this.store.batchFields(witness, id, names),
-      witness === 'ots' ? this.store.batchCalendars(id) : Promise.resolve([]),
+      this.store.proofBatchFields(witness, id),
     ]);
-    for (const c of calendars) fields[`cal:${c.url}`] = c.state;
     return tree ? { tree, fields } : null;
   }
 
@@ -123,10 +120,10 @@ export class ProofExporter {
     const link = record.batches.ots;
     const b = link ? await this.tree('ots', link.id) : null;
     // the calendars the batch went to (from state); until it is submitted, also those it will go to: the rule of the subject view
-    const recorded = b ? Object.keys(b.fields).filter((f) => f.startsWith('cal:')).map((f) => f.slice(4)) : [];
-    const urls = sentTo(recorded, this.sources.calendars, b?.fields.submitted === '1');
+    const recorded = b ? Object.keys(b.fields.calendars) : [];
+    const urls = sentTo(recorded, this.sources.calendars, b?.fields.submitted === true);
     const calendars = urls.map((url) => {
-      const raw = b?.fields[`cal:${url}`];
+      const raw = b?.fields.calendars[url];
       return { url, status: raw ? (JSON.parse(raw) as CalendarState).status : 'unsubmitted' };
     });
     const out: OtsProof = { status, proof: null, calendars };

@@ -41,13 +41,18 @@ function cursorOf(item: [number, string]): string {
  * idx:st:confirmed only). 3: a batch's witness transitions are recorded once, on the batch's
  * transition list bh:<witness>:<id>, not in each subject's history h:<key> (which keeps the
  * subject's own entries); a subject's history is the merge of both (history()). Layout-2
- * history lists are read as they are. The daemon moves a layout-1 or layout-2 Redis to 3 on
- * start (open-schema.lua).
+ * history lists are read as they are. 4: a subject's hash keeps its digest and fingerprint as
+ * 32 bytes (layout 3: 64 hex characters, still read), no `key` (the key's name has it), no
+ * `updated` until something changed (reads as `created`) and no `p:<witness>` while 0; its
+ * history list has no acceptance entry (history() derives it from the hash; a list that has
+ * one, layout 3 or a subject refused before, is read as it is); a batch keeps its digests as
+ * 32 bytes each in `digests32` (layout 3: hex in `digests`, still read). The daemon moves a
+ * layout-1, 2 or 3 Redis to 4 on start (open-schema.lua; 2 and 3 only record the version).
  */
-export const STATE_SCHEMA = 3;
+export const STATE_SCHEMA = 4;
 
 /** How a store found the layout under its prefix (AnchorStore.openSchema); `recorded`: the schema key was written. */
-export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2'; recorded: boolean };
+export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2' | 'layout 3'; recorded: boolean };
 
 /** One subject to accept: what the accept script stores. */
 export interface AcceptSubject {
@@ -151,6 +156,90 @@ export interface BatchInfo {
   fields: Record<string, string>;
 }
 
+/**
+ * An OTS batch's own state beside its digests, as its witness reads it (the field names are
+ * AnchorStore's). Written with OtsBatchUpdate.
+ */
+export interface OtsBatchState {
+  /** Held by enough calendars: its subjects went pending on OTS. */
+  submitted: boolean;
+  /** Times the batch was sent back to the calendars (answers committing to another root dropped). */
+  round: number;
+  /** The upgrade poll in force; null before the first. */
+  poll: number | null;
+  /** The root (hex) the stored answers were taken on; null when none is recorded. */
+  root: string | null;
+  /** The root timestamp with every calendar's answer merged under it, serialized, base64; null for none. */
+  ts: string | null;
+  /** The event tree's root R_e (hex), '' when the batch has none, undefined while not fixed yet (NIP-03). */
+  eventsRoot: string | undefined;
+  /** The earliest verified Bitcoin block, JSON; null while none. */
+  bitcoin: string | null;
+  /** NIP-03 publishing of the batch: 'done' once finished; null before. */
+  nip03: string | null;
+  /** Each calendar's state (CalendarState as JSON), by its configured URL. */
+  calendars: Record<string, string>;
+}
+
+/** What one write changes of an OTS batch's state: `root` and `ts` null clear them. */
+export interface OtsBatchUpdate {
+  submitted?: boolean;
+  round?: number;
+  poll?: number;
+  root?: string | null;
+  ts?: string | null;
+  bitcoin?: string;
+  calendars?: Record<string, string>;
+}
+
+/** The batch hash fields behind OtsBatchState (`cal:<url>` for each calendar). */
+const OTS_FIELD = { submitted: 'submitted', round: 'round', poll: 'poll', root: 'root', ts: 'ts', eventsRoot: 'events_root', bitcoin: 'bitcoin', nip03: 'nip03' } as const;
+const CALENDAR_FIELD = 'cal:';
+/** A Nostr batch's fields besides its digests: its signed event and the mode decided. */
+const NOSTR_FIELD = { event: 'event', mode: 'mode' } as const;
+
+function otsStateOf(fields: Record<string, string>): OtsBatchState {
+  const calendars: Record<string, string> = {};
+  for (const [f, v] of Object.entries(fields)) if (f.startsWith(CALENDAR_FIELD)) calendars[f.slice(CALENDAR_FIELD.length)] = v;
+  const poll = fields[OTS_FIELD.poll];
+  return {
+    submitted: fields[OTS_FIELD.submitted] === '1',
+    round: Number(fields[OTS_FIELD.round] ?? 0),
+    poll: poll === undefined ? null : Number(poll),
+    root: fields[OTS_FIELD.root] || null,
+    ts: fields[OTS_FIELD.ts] || null,
+    eventsRoot: fields[OTS_FIELD.eventsRoot],
+    bitcoin: fields[OTS_FIELD.bitcoin] || null,
+    nip03: fields[OTS_FIELD.nip03] ?? null,
+    calendars,
+  };
+}
+
+function otsFieldsOf(u: OtsBatchUpdate): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (u.submitted !== undefined) out[OTS_FIELD.submitted] = u.submitted ? '1' : '0';
+  if (u.round !== undefined) out[OTS_FIELD.round] = String(u.round);
+  if (u.poll !== undefined) out[OTS_FIELD.poll] = String(u.poll);
+  if (u.root !== undefined) out[OTS_FIELD.root] = u.root ?? '';
+  if (u.ts !== undefined) out[OTS_FIELD.ts] = u.ts ?? '';
+  if (u.bitcoin !== undefined) out[OTS_FIELD.bitcoin] = u.bitcoin;
+  for (const [url, state] of Object.entries(u.calendars ?? {})) out[`${CALENDAR_FIELD}${url}`] = state;
+  return out;
+}
+
+/** What a proof takes from a subject's batch besides its digests (export.ts). */
+export interface ProofBatchFields {
+  /** Nostr: the batch's signed event (JSON) and the mode auto mode decided for it. */
+  event: string | null;
+  mode: string | null;
+  /** OTS: the root timestamp (base64), the verified block (JSON), each calendar's state (JSON) by URL. */
+  ts: string | null;
+  bitcoin: string | null;
+  /** OTS: held by enough calendars (the calendars it went to are then only those recorded). */
+  submitted: boolean;
+  calendars: Record<string, string>;
+}
+
 function nowIso(ms: number): string {
   return formatAnchoredAt(new Date(ms));
 }
@@ -182,11 +271,12 @@ export class AnchorStore {
     const raw = await this.redis.get(k.schema);
     if (raw === String(STATE_SCHEMA)) return { found: 'current', recorded: false };
     const keys = [k.schema, k.counts, k.layout1All, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), ...WITNESSES.flatMap((w) => WITNESS_STATUSES.map((st) => k.byWitness(w, st)))];
-    if (raw === '2') {
-      // layout 2 is read as it is (its history lists are a subject's own entries); moving it only records 3
-      if (!opts.write) return { found: 'layout 2', recorded: false };
+    if (raw === '2' || raw === '3') {
+      // layouts 2 and 3 are read as they are (hex digests, their history lists with the acceptance); moving them only records 4
+      const was = raw === '2' ? 'layout 2' : 'layout 3';
+      if (!opts.write) return { found: was, recorded: false };
       const opened = String(await this.run(OPEN_SCHEMA, keys, [STATE_SCHEMA, WITNESSES.join(',')]));
-      return { found: opened === 'layout 2' ? 'layout 2' : 'current', recorded: opened === 'layout 2' };
+      return { found: opened === was ? was : 'current', recorded: opened === was };
     }
     if (raw !== null) {
       const n = Number(raw);
@@ -210,8 +300,8 @@ export class AnchorStore {
     return { found: opened === 'migrated' ? 'layout 1' : opened === 'present' ? 'current' : 'fresh', recorded: opened !== 'present' };
   }
 
-  private run(script: LuaScript, keys: string[], args: Array<string | number>): Promise<unknown> {
-    return scriptCommand(this.redis, script)(String(keys.length), ...keys, ...args.map(String));
+  private run(script: LuaScript, keys: string[], args: Array<string | number | Buffer>): Promise<unknown> {
+    return scriptCommand(this.redis, script)(String(keys.length), ...keys, ...args.map((a) => (Buffer.isBuffer(a) ? a : String(a))));
   }
 
   async accept(input: AcceptInput): Promise<AcceptResult> {
@@ -248,10 +338,10 @@ export class AnchorStore {
     const now = this.now();
     const k = this.keys;
     const keys = [k.events, k.counts, k.byStatus('pending'), k.byStatus('rejected'), ...targets.witnesses.map((w) => k.byWitness(w, 'pending')), ...targets.inboxes.map((w) => k.inbox(w))];
-    const args: Array<string | number> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length];
+    const args: Array<string | number | Buffer> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length];
     for (const s of chunk) {
       keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
-      args.push(s.key, s.kind, s.envelopeCanonical, s.digest, s.fingerprint, s.nostrEvent?.id ?? '', s.nostrEvent?.json ?? '');
+      args.push(s.key, s.kind, s.envelopeCanonical, s.digest, packHash(s.fingerprint), s.nostrEvent?.id ?? '', s.nostrEvent?.json ?? '', packHash(s.digest));
     }
     const flat = (await this.run(ACCEPT, keys, args)) as Array<string | number>;
     const results: AcceptResult[] = chunk.map((_s, i) => {
@@ -425,14 +515,14 @@ export class AnchorStore {
   async getRecords(keys: readonly string[]): Promise<Array<SubjectRecord | null>> {
     if (keys.length === 0) return [];
     const pipe = this.redis.pipeline();
-    for (const k of keys) pipe.hgetall(this.keys.subject(k)).get(this.keys.envelope(k));
+    for (const k of keys) pipe.hgetallBuffer(this.keys.subject(k)).get(this.keys.envelope(k));
     const res = (await pipe.exec()) ?? [];
     const records = keys.map((key, i) => {
       const [herr, h] = res[2 * i] ?? [null, {}];
       const [eerr, envelope] = res[2 * i + 1] ?? [null, null];
       if (herr) throw herr;
       if (eerr) throw eerr;
-      const hash = h as Record<string, string>;
+      const hash = subjectFields(h as Record<string, Buffer>);
       return hash.status ? toRecord(key, hash, envelope as string | null) : null;
     });
     // A subject with its own Nostr event keeps its envelope only there (the event's content).
@@ -457,13 +547,13 @@ export class AnchorStore {
   async intakeStates(keys: readonly string[]): Promise<Array<{ fingerprint: string | null; status: string | null; digest: string | null }>> {
     if (keys.length === 0) return [];
     const pipe = this.redis.pipeline();
-    for (const k of keys) pipe.hmget(this.keys.subject(k), 'fp', 'status', 'digest');
+    for (const k of keys) pipe.hmgetBuffer(this.keys.subject(k), 'fp', 'status', 'digest');
     const res = (await pipe.exec()) ?? [];
     return keys.map((_k, i) => {
       const [err, values] = res[i] ?? [null, []];
       if (err) throw err;
-      const [fingerprint, status, digest] = (values as Array<string | null>).map((v) => v ?? null);
-      return { fingerprint: fingerprint ?? null, status: status ?? null, digest: digest ?? null };
+      const [fp, status, digest] = values as Array<Buffer | null>;
+      return { fingerprint: fp ? hashValue(fp) : null, status: status ? status.toString() : null, digest: digest ? hashValue(digest) : null };
     });
   }
 
@@ -497,10 +587,17 @@ export class AnchorStore {
    */
   async history(key: string): Promise<HistoryEntry[]> {
     const k = this.keys;
-    const [[oerr, own], [herr, hash]] = ((await this.redis.pipeline().lrange(k.history(key), 0, -1).hgetall(k.subject(key)).exec()) ?? []) as Array<[Error | null, unknown]> as [[Error | null, string[]], [Error | null, Record<string, string>]];
+    const [[oerr, own], [herr, raw]] = ((await this.redis.pipeline().lrange(k.history(key), 0, -1).hgetallBuffer(k.subject(key)).exec()) ?? []) as Array<[Error | null, unknown]> as [[Error | null, string[]], [Error | null, Record<string, Buffer>]];
     if (oerr) throw oerr;
     if (herr) throw herr;
+    const hash = subjectFields(raw);
     const entries = own.map((t) => JSON.parse(t) as HistoryEntry);
+    // Layout 4 writes no acceptance entry: it is the hash's (its time and digest), first, unless
+    // the list has one (layout 3, or a subject refused before it was accepted: after the refusals).
+    if (hash.status && hash.status !== 'rejected' && !entries.some((e) => e.event === 'accepted')) {
+      // in the order of the fields layout 3's accept.lua wrote (cjson's), so it reads the same
+      entries.unshift({ at: nowIso(Number(hash.created ?? 0)), status: 'pending', event: 'accepted', ...(hash.digest !== undefined ? { digest: hash.digest } : {}) });
+    }
     const witnesses = (hash.witnesses ?? '').split(',').filter(Boolean) as WitnessName[];
     const linked = witnesses.flatMap((w) => (hash[`${w}:batch`] ? [{ w, id: hash[`${w}:batch`]! }] : []));
     if (linked.length === 0) return entries;
@@ -693,10 +790,12 @@ export class AnchorStore {
 
   /**
    * One page of the subjects whose `witness` is in `status`, oldest first, accepted before
-   * `acceptedBeforeMs`, with the named fields of each subject hash. Resumes after `cursor`
-   * (from the previous page; null: from the start); `next` is null once the index is walked.
+   * `acceptedBeforeMs`, each with its batch of that witness and its own Nostr event (null:
+   * none). Resumes after `cursor` (from the previous page; null: from the start); `next` is
+   * null once the index is walked.
    */
-  async scanWitness(witness: WitnessName, status: string, cursor: string | null, limit: number, acceptedBeforeMs: number, fields: readonly string[]): Promise<{ items: Array<{ key: string; fields: Array<string | null> }>; next: string | null }> {
+  async scanWitness(witness: WitnessName, status: string, cursor: string | null, limit: number, acceptedBeforeMs: number): Promise<{ items: Array<{ key: string; batchId: string | null; eventId: string | null }>; next: string | null }> {
+    const fields = [`${witness}:batch`, 'nostr:event'];
     let min = '-inf';
     let after: string | null = null;
     if (cursor) {
@@ -726,7 +825,8 @@ export class AnchorStore {
       items: kept.map(([key], i) => {
         const [err, values] = res[i] ?? [null, []];
         if (err) throw err;
-        return { key, fields: values as Array<string | null> };
+        const [batchId, eventId] = values as Array<string | null>;
+        return { key, batchId: batchId ?? null, eventId: eventId ?? null };
       }),
       next,
     };
@@ -884,13 +984,97 @@ export class AnchorStore {
   }
 
   async getBatch(witness: WitnessName, id: string): Promise<BatchInfo | null> {
-    const h = await this.redis.hgetall(this.keys.batch(witness, id));
-    if (!h.size) return null;
-    const hex = h.digests ?? '';
+    const raw = await this.redis.hgetallBuffer(this.keys.batch(witness, id));
+    if (!raw.size) return null;
     const digests: Buffer[] = [];
-    for (let i = 0; i < hex.length; i += 64) digests.push(Buffer.from(hex.slice(i, i + 64), 'hex'));
-    const { digests: _d, size, created, anchored_at, ...fields } = h;
+    const packed = raw.digests32;
+    if (packed) {
+      // layout 4: 32 bytes each
+      for (let i = 0; i + 32 <= packed.length; i += 32) digests.push(Buffer.from(packed.subarray(i, i + 32)));
+    } else {
+      // layout 3: 64 hex characters each
+      const hex = raw.digests?.toString() ?? '';
+      for (let i = 0; i < hex.length; i += 64) digests.push(Buffer.from(hex.slice(i, i + 64), 'hex'));
+    }
+    const h: Record<string, string> = {};
+    for (const [f, v] of Object.entries(raw)) if (f !== 'digests' && f !== 'digests32') h[f] = v.toString();
+    const { size, created, anchored_at, ...fields } = h;
     return { witness, id, size: Number(size), createdMs: Number(created), anchoredAt: anchored_at ?? '', digests, fields };
+  }
+
+  /** An OTS batch with its state (OtsBatchState), or null when it is gone. */
+  async otsBatch(id: string): Promise<(BatchInfo & { state: OtsBatchState }) | null> {
+    const batch = await this.getBatch('ots', id);
+    return batch ? { ...batch, state: otsStateOf(batch.fields) } : null;
+  }
+
+  /** Writes part of an OTS batch's state. */
+  async setOtsBatch(id: string, update: OtsBatchUpdate): Promise<void> {
+    const fields = otsFieldsOf(update);
+    if (Object.keys(fields).length > 0) await this.redis.hset(this.keys.batch('ots', id), fields);
+  }
+
+  /** What the reconciler checks of an OTS batch (never its digests or calendars); `exists` false when it is gone. */
+  async otsBatchProgress(id: string): Promise<{ exists: boolean } & Pick<OtsBatchState, 'submitted' | 'poll' | 'bitcoin' | 'eventsRoot' | 'nip03'>> {
+    const [size, submitted, poll, bitcoin, eventsRoot, nip03] = await this.redis.hmget(this.keys.batch('ots', id), 'size', OTS_FIELD.submitted, OTS_FIELD.poll, OTS_FIELD.bitcoin, OTS_FIELD.eventsRoot, OTS_FIELD.nip03);
+    return { exists: size !== null, submitted: submitted === '1', poll: poll === null ? null : Number(poll), bitcoin: bitcoin || null, eventsRoot: eventsRoot ?? undefined, nip03: nip03 ?? null };
+  }
+
+  /** Fixes an OTS batch's event tree root (hex, '' for none) unless fixed already; returns the one in force. */
+  async fixOtsEventsRoot(id: string, value: string): Promise<string> {
+    return this.setBatchFieldOnce('ots', id, OTS_FIELD.eventsRoot, value);
+  }
+
+  /** Nostr: the batch's signed event (JSON) and the mode decided for it (auto mode), null while none. */
+  async nostrBatchEvent(id: string): Promise<{ event: string | null; mode: string | null; size: number | null }> {
+    const [event, mode, size] = await this.redis.hmget(this.keys.batch('nostr', id), NOSTR_FIELD.event, NOSTR_FIELD.mode, 'size');
+    return { event: event || null, mode: mode || null, size: size === null ? null : Number(size) };
+  }
+
+  /** Nostr: fixes the batch's mode unless decided already; returns the one in force. */
+  async fixNostrBatchMode(id: string, mode: string): Promise<string> {
+    return this.setBatchFieldOnce('nostr', id, NOSTR_FIELD.mode, mode);
+  }
+
+  /** Nostr: stores the batch's signed event unless one is stored already; returns the one in force (JSON). */
+  async fixNostrBatchEvent(id: string, json: string): Promise<string> {
+    return this.setBatchFieldOnce('nostr', id, NOSTR_FIELD.event, json);
+  }
+
+  /** NIP-03 for an OTS batch: what publishing needs of it, never its digests. */
+  async otsNip03State(id: string): Promise<{ ts: string | null; eventsRoot: string | null; bitcoin: string | null; done: boolean }> {
+    const [ts, eventsRoot, bitcoin, nip03] = await this.redis.hmget(this.keys.batch('ots', id), OTS_FIELD.ts, OTS_FIELD.eventsRoot, OTS_FIELD.bitcoin, OTS_FIELD.nip03);
+    return { ts: ts || null, eventsRoot: eventsRoot || null, bitcoin: bitcoin || null, done: nip03 === 'done' };
+  }
+
+  /** NIP-03: the attestation event chosen for one of the batch's events, or null. */
+  async otsNip03Attestation(id: string, eventId: string): Promise<string | null> {
+    return this.redis.hget(this.keys.batch('ots', id), `${OTS_FIELD.nip03}:${eventId}`);
+  }
+
+  /** NIP-03: names the attestation for one event unless one is named already; returns the one in force. */
+  async fixOtsNip03Attestation(id: string, eventId: string, attestationId: string): Promise<string> {
+    return this.setBatchFieldOnce('ots', id, `${OTS_FIELD.nip03}:${eventId}`, attestationId);
+  }
+
+  /** NIP-03: the batch is finished (published, or given up on with `error`). */
+  async finishOtsNip03(id: string, error?: string): Promise<void> {
+    await this.redis.hset(this.keys.batch('ots', id), { [OTS_FIELD.nip03]: 'done', ...(error ? { [`${OTS_FIELD.nip03}_error`]: error } : {}) });
+  }
+
+  /** What a subject's view shows of its OTS batch (never the digests or the calendars). */
+  async otsBatchSummary(id: string): Promise<{ size: number | null; anchoredAt: string | null; submitted: boolean; bitcoin: string | null }> {
+    const [size, anchoredAt, submitted, bitcoin] = await this.redis.hmget(this.keys.batch('ots', id), 'size', 'anchored_at', OTS_FIELD.submitted, OTS_FIELD.bitcoin);
+    return { size: size ? Number(size) : null, anchoredAt: anchoredAt ?? null, submitted: submitted === '1', bitcoin: bitcoin || null };
+  }
+
+  /** What a subject's proof takes from its batch besides the digests, read fresh (answers and upgrades change it). */
+  async proofBatchFields(witness: WitnessName, id: string): Promise<ProofBatchFields> {
+    const [f, calendars] = await Promise.all([
+      this.batchFields(witness, id, [NOSTR_FIELD.event, NOSTR_FIELD.mode, OTS_FIELD.ts, OTS_FIELD.bitcoin, OTS_FIELD.submitted]),
+      witness === 'ots' ? this.batchCalendars(id) : Promise.resolve([]),
+    ]);
+    return { event: f.event ?? null, mode: f.mode ?? null, ts: f[OTS_FIELD.ts] || null, bitcoin: f[OTS_FIELD.bitcoin] || null, submitted: f[OTS_FIELD.submitted] === '1', calendars: Object.fromEntries(calendars.map((c) => [c.url, c.state])) };
   }
 
   async batchKeys(witness: WitnessName, id: string): Promise<string[]> {
@@ -926,10 +1110,10 @@ export class AnchorStore {
    */
   async batchCalendars(id: string): Promise<Array<{ url: string; state: string }>> {
     const k = this.keys.batch('ots', id);
-    const names = (await this.redis.hkeys(k)).filter((f) => f.startsWith('cal:')).sort();
+    const names = (await this.redis.hkeys(k)).filter((f) => f.startsWith(CALENDAR_FIELD)).sort();
     if (names.length === 0) return [];
     const values = await this.redis.hmget(k, ...names);
-    return names.flatMap((f, i) => (values[i] ? [{ url: f.slice(4), state: values[i]! }] : []));
+    return names.flatMap((f, i) => (values[i] ? [{ url: f.slice(CALENDAR_FIELD.length), state: values[i]! }] : []));
   }
 
   async batchField(witness: WitnessName, id: string, field: string): Promise<string | null> {
@@ -937,7 +1121,7 @@ export class AnchorStore {
   }
 }
 
-type ScriptFn = (...args: string[]) => Promise<unknown>;
+type ScriptFn = (...args: Array<string | Buffer>) => Promise<unknown>;
 type Commander = Redis | ReturnType<Redis['pipeline']>;
 
 /**
@@ -988,6 +1172,26 @@ function envelopeOfEvent(json: string | null): string | null {
   }
 }
 
+/** A digest or fingerprint as layout 4 stores it: 64 lowercase hex characters as their 32 bytes, anything else as it is. */
+function packHash(hex: string): string | Buffer {
+  return /^[0-9a-f]{64}$/.test(hex) ? Buffer.from(hex, 'hex') : hex;
+}
+
+/**
+ * A stored digest or fingerprint as hex: 32 bytes (layout 4) → 64 hex characters; any other
+ * value (layout 3 stored hex already) as its text.
+ */
+function hashValue(v: Buffer): string {
+  return v.length === 32 ? v.toString('hex') : v.toString();
+}
+
+/** A subject hash read as Buffers, as text: its digest and fingerprint as hex (hashValue). */
+function subjectFields(raw: Record<string, Buffer>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [f, v] of Object.entries(raw)) out[f] = f === 'digest' || f === 'fp' ? hashValue(v) : v.toString();
+  return out;
+}
+
 function toRecord(key: string, h: Record<string, string>, envelope: string | null): SubjectRecord {
   const witnesses: SubjectRecord['witnesses'] = {};
   const batches: SubjectRecord['batches'] = {};
@@ -1004,7 +1208,8 @@ function toRecord(key: string, h: Record<string, string>, envelope: string | nul
     envelopeCanonical: envelope,
     digest: h.digest ?? null,
     createdMs: Number(h.created ?? 0),
-    updatedMs: Number(h.updated ?? 0),
+    // layout 4 writes `updated` only once something changed
+    updatedMs: Number(h.updated ?? h.created ?? 0),
     reason: h.reason ?? null,
     witnesses,
     nostrEventId: h['nostr:event'] ?? null,

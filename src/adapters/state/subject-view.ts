@@ -147,14 +147,14 @@ async function nostrView(store: AnchorStore, config: Config, record: SubjectReco
   let mode: NostrView['mode'] = eventId ? 'envelope' : null;
   const link = record.batches.nostr;
   if (!eventId && link) {
-    const { event: eventJson, size, mode: decided } = await store.batchFields('nostr', link.id, ['event', 'size', 'mode']);
+    const { event: eventJson, size, mode: decided } = await store.nostrBatchEvent(link.id);
     // Decided `envelope`: the subject's own event is on its way (the batch is only how it was cut).
     if (decided === 'envelope') mode = 'envelope';
     else {
       // Not decided yet (mode null) or a batch event: the subject's place in its batch.
       if (decided === 'batch' || eventJson) mode = 'batch';
       eventId = parseJson<{ id?: string }>(eventJson)?.id ?? null;
-      batch = { id: link.id, index: link.index, size: size === undefined ? null : Number(size) };
+      batch = { id: link.id, index: link.index, size };
     }
   }
   // sentTo: the relays the state says the event went to, never the current config's (a
@@ -201,11 +201,11 @@ async function otsView(store: AnchorStore, config: Config, record: SubjectRecord
   };
   if (!link) return view;
   const [fields, recorded] = await Promise.all([
-    store.batchFields('ots', link.id, ['size', 'anchored_at', 'submitted', 'bitcoin']),
+    store.otsBatchSummary(link.id),
     store.batchCalendars(link.id),
   ]);
-  const submitted = fields.submitted === '1';
-  view.batch = { id: link.id, index: link.index, size: fields.size ? Number(fields.size) : null, anchoredAt: fields.anchored_at ?? null, submitted };
+  const submitted = fields.submitted;
+  view.batch = { id: link.id, index: link.index, size: fields.size, anchoredAt: fields.anchoredAt, submitted };
   view.calendars = sentTo(recorded.map((c) => c.url), configuredSources(config).calendars, submitted).map((url) => calendarView(url, recorded.find((c) => c.url === url)?.state));
   view.bitcoin = parseJson<OtsView['bitcoin']>(fields.bitcoin);
   return view;

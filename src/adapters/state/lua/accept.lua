@@ -10,8 +10,14 @@
 -- then the ARGV[5] witness inboxes, then per subject 4 keys: subject hash, envelope,
 -- history, Nostr event hash (the subject hash again when the subject has no event).
 -- ARGV[1] now (ms), [2] now (ISO), [3] stream MAXLEN, [4] witnesses (comma list),
--- [5] number of inboxes, then per subject 7: key, kind, envelope, digest, fingerprint,
--- event id ('' for none), event JSON.
+-- [5] number of inboxes, then per subject 8: key, kind, envelope, digest (hex), fingerprint
+-- (as stored: 32 bytes, or the text when it is not 64 hex characters), event id ('' for
+-- none), event JSON, digest as stored (32 bytes; the caller converts, not the script).
+-- Layout 4: the subject hash keeps the digest and fingerprint as 32 bytes, no `key` (it is in the key's name), no
+-- `updated` until something changes (reads as `created`), no `p:<witness>` while 0. The
+-- acceptance is not written to the history list: AnchorStore.history derives it from the
+-- hash (`created`, `digest`), except for a subject refused before (its list holds the
+-- refusal, and the acceptance goes after it). A layout-3 hash (hex digest and fp) is read too.
 -- Returns per subject {result, digest, detail}: {'created', '', ''}, {'duplicate', stored
 -- digest, stored event id or ''} or {'conflict', stored digest, the reason recorded}; then
 -- each inbox's length after the new subjects went in (-1 when none did).
@@ -22,11 +28,23 @@
 -- An entry of n subjects is added with MAXLEN ~ floor(ARGV[3] / n): the stream holds about
 -- ARGV[3] subject events.
 local now, nowIso, maxlen = ARGV[1], ARGV[2], ARGV[3]
+-- a stored layout-3 fingerprint (64 lowercase hex characters) -> its 32 bytes; anything else as it is
+local function bin(x)
+  if x and #x == 64 and not string.find(x, '[^0-9a-f]') then
+    return (string.gsub(x, '..', function(cc) return string.char(tonumber(cc, 16)) end))
+  end
+  return x
+end
+-- a stored digest as hex: 32 bytes (layout 4) -> 64 characters; a layout-3 one is hex already
+local function hex(x)
+  if x and #x == 32 then return (string.gsub(x, '.', function(c) return string.format('%02x', string.byte(c)) end)) end
+  return x
+end
 local witnesses = {}
 for w in string.gmatch(ARGV[4], '[^,]+') do table.insert(witnesses, w) end
 local nw, ni = #witnesses, tonumber(ARGV[5])
 local kbase = 4 + nw + ni
-local n = (#ARGV - 5) / 7
+local n = (#ARGV - 5) / 8
 if n ~= math.floor(n) or n < 1 or #KEYS ~= kbase + 4 * n then
   return redis.error_reply('accept: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
 end
@@ -45,12 +63,13 @@ local function announce()
   announced = {}
 end
 for i = 0, n - 1 do
-  local a, k = 6 + 7 * i, kbase + 4 * i
-  local key, kind, envelope, digest, fp, eventId, eventJson = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6]
+  local a, k = 6 + 8 * i, kbase + 4 * i
+  local key, kind, envelope, digest, fp, eventId, eventJson, digestBin = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
   local s, e, h, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
   local existing = redis.call('HMGET', s, 'status', 'fp', 'digest', 'nostr:event')
+  existing[3] = hex(existing[3])
   if existing[1] and existing[1] ~= 'rejected' then
-    if existing[2] == fp then
+    if bin(existing[2]) == fp then
       table.insert(out, 'duplicate'); table.insert(out, existing[3] or ''); table.insert(out, existing[4] or '')
     else
       local reason = 'conflict: subject ' .. key .. ' is already anchored with another root (envelope digest ' .. (existing[3] or '') .. '); refused, not re-anchored'
@@ -75,10 +94,9 @@ for i = 0, n - 1 do
       inEvent = ok and type(ev) == 'table' and ev.content == envelope
     end
     if not inEvent then redis.call('SET', e, envelope) end
-    local fields = {'key', key, 'kind', kind, 'digest', digest, 'fp', fp, 'status', 'pending', 'created', now, 'updated', now, 'witnesses', ARGV[4]}
+    local fields = {'kind', kind, 'digest', digestBin, 'fp', fp, 'status', 'pending', 'created', now, 'witnesses', ARGV[4]}
     for _, w in ipairs(witnesses) do
       table.insert(fields, 'w:' .. w); table.insert(fields, 'pending')
-      table.insert(fields, 'p:' .. w); table.insert(fields, '0')
     end
     if eventId ~= '' then
       redis.call('HSET', ev, 'json', eventJson, 'subject', key)
@@ -86,7 +104,10 @@ for i = 0, n - 1 do
     end
     redis.call('HSET', s, unpack(fields))
     table.insert(added, key)
-    redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'accepted', status = 'pending', digest = digest}))
+    -- the acceptance is derived from the hash when read, unless refusals came before it
+    if existing[1] == 'rejected' and redis.call('EXISTS', h) == 1 then
+      redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'accepted', status = 'pending', digest = digest}))
+    end
     table.insert(announced, {key, digest})
     table.insert(out, 'created'); table.insert(out, ''); table.insert(out, '')
   end

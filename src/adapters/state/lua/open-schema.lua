@@ -9,17 +9,22 @@
 -- instead of in every subject's history; the histories written by layout 2 stay as they are
 -- and are read as they are (AnchorStore.history merges a subject's own list with its
 -- batches'), so moving 2 to 3 only records the version. Layout 1 moves to 3 in one step.
+-- Layout 4 keeps a subject's digest and fingerprint as 32 bytes, fewer fields in its hash,
+-- no acceptance entry in its history list (derived from the hash when read), and a batch's
+-- digests as 32 bytes each; layouts 2 and 3 are read as they are (AnchorStore reads both
+-- forms), so moving 2 or 3 to 4 only records the version.
 -- Any other schema key already present is left alone (the caller reads and judges it first).
 --
 -- KEYS[1] schema key, [2] counts, [3] idx:all, [4..8] idx:st:pending, partial, confirmed,
 -- failed, rejected, then per witness in ARGV[2] (comma list) its idx:w:<w>:pending, partial,
 -- confirmed, failed. ARGV[1] the current layout version, [2] witnesses.
--- Returns 'present' (a schema key other than 2 was there), 'layout 2' (moved from 2), 'fresh'
+-- Returns 'present' (a schema key other than 2 or 3 was there), 'layout 2' / 'layout 3'
+-- (moved from it), 'fresh'
 -- (no subjects) or 'migrated' (from layout 1).
 local was = redis.call('GET', KEYS[1])
-if was == '2' and ARGV[1] == '3' then
+if (was == '2' or was == '3') and ARGV[1] == '4' then
   redis.call('SET', KEYS[1], ARGV[1])
-  return 'layout 2'
+  return 'layout ' .. was
 end
 if was then return 'present' end
 local statuses = {'pending', 'partial', 'confirmed', 'failed', 'rejected'}
