@@ -643,6 +643,12 @@ export class AnchorStore {
    * a bounded number of subjects, so it may come back short with a `next` to go on from.
    */
   async list(q: ListQuery): Promise<{ keys: string[]; next: string | null }> {
+    const page = await this.listPositions(q);
+    return { keys: page.items.map(([, key]) => key), next: page.next };
+  }
+
+  /** `list` with each key's position (acceptance time ms, key): what ShardedStore merges shards by. */
+  async listPositions(q: ListQuery): Promise<{ items: Array<[number, string]>; next: string | null }> {
     const k = this.keys;
     const status = q.witness ? (q.status ?? 'pending') : q.status;
     let indexes: string[];
@@ -667,20 +673,20 @@ export class AnchorStore {
       const [score, ...rest] = Buffer.from(q.cursor, 'base64url').toString('utf8').split(':');
       after = [Number(score), rest.join(':')];
     }
-    const out: string[] = [];
+    const out: Array<[number, string]> = [];
     let last: [number, string] | null = after;
     for (let round = 0; round < LIST_ROUNDS; round++) {
       const page = await this.newestAfter(indexes, last, filter ? LIST_FILTER_READ : q.limit - out.length);
       const keep = filter ? await filter(page.items.map(([, key]) => key)) : page.items.map(() => true);
       for (let i = 0; i < page.items.length; i++) {
-        if (out.length === q.limit) return { keys: out, next: cursorOf(last!) };
+        if (out.length === q.limit) return { items: out, next: cursorOf(last!) };
         last = page.items[i]!;
-        if (keep[i]) out.push(last[1]);
+        if (keep[i]) out.push(last);
       }
-      if (!page.more) return { keys: out, next: null };
-      if (out.length === q.limit) return { keys: out, next: cursorOf(last!) };
+      if (!page.more) return { items: out, next: null };
+      if (out.length === q.limit) return { items: out, next: cursorOf(last!) };
     }
-    return { keys: out, next: last && last !== after ? cursorOf(last) : null };
+    return { items: out, next: last && last !== after ? cursorOf(last) : null };
   }
 
   /**
