@@ -46,13 +46,18 @@ function cursorOf(item: [number, string]): string {
  * `updated` until something changed (reads as `created`) and no `p:<witness>` while 0; its
  * history list has no acceptance entry (history() derives it from the hash; a list that has
  * one, layout 3 or a subject refused before, is read as it is); a batch keeps its digests as
- * 32 bytes each in `digests32` (layout 3: hex in `digests`, still read). The daemon moves a
- * layout-1, 2 or 3 Redis to 4 on start (open-schema.lua; 2 and 3 only record the version).
+ * 32 bytes each in `digests32` (layout 3: hex in `digests`, still read). 5: no `witnesses`
+ * field in a subject's hash (its witnesses are its `w:<witness>` fields), its last change
+ * and confirmations as ms since `created` (`u`, `c:<witness>`; layout 4's `updated` and
+ * `confirmed:<witness>`, epoch ms, still read), its place in a batch as `<witness>:i`
+ * (layout 4: `<witness>:index`, still read); one `retired` stream entry per forget call. A
+ * layout-4 release cannot read those hashes, hence the new number. The daemon moves a
+ * layout-1, 2, 3 or 4 Redis to 5 on start (open-schema.lua; 2–4 only record the version).
  */
-export const STATE_SCHEMA = 4;
+export const STATE_SCHEMA = 5;
 
 /** How a store found the layout under its prefix (AnchorStore.openSchema); `recorded`: the schema key was written. */
-export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2' | 'layout 3'; recorded: boolean };
+export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2' | 'layout 3' | 'layout 4'; recorded: boolean };
 
 /** One subject to accept: what the accept script stores. */
 export interface AcceptSubject {
@@ -271,9 +276,9 @@ export class AnchorStore {
     const raw = await this.redis.get(k.schema);
     if (raw === String(STATE_SCHEMA)) return { found: 'current', recorded: false };
     const keys = [k.schema, k.counts, k.layout1All, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), ...WITNESSES.flatMap((w) => WITNESS_STATUSES.map((st) => k.byWitness(w, st)))];
-    if (raw === '2' || raw === '3') {
-      // layouts 2 and 3 are read as they are (hex digests, their history lists with the acceptance); moving them only records 4
-      const was = raw === '2' ? 'layout 2' : 'layout 3';
+    if (raw === '2' || raw === '3' || raw === '4') {
+      // layouts 2–4 are read as they are (hex digests, history lists with the acceptance, `witnesses`, epoch-ms times); moving them only records 5
+      const was = `layout ${raw}` as 'layout 2' | 'layout 3' | 'layout 4';
       if (!opts.write) return { found: was, recorded: false };
       const opened = String(await this.run(OPEN_SCHEMA, keys, [STATE_SCHEMA, WITNESSES.join(',')]));
       return { found: opened === was ? was : 'current', recorded: opened === was };
@@ -433,7 +438,7 @@ export class AnchorStore {
       const links = (await Promise.all(chunk.map((key) => this.redis.hmget(k.subject(key), 'nostr:event', 'nostr:batch', 'ots:batch')))).map((v) => v.map((x) => x ?? ''));
       const scriptKeys = [k.counts, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), k.meta, k.events, k.nostrRecent, k.emptiedBatches('nostr'), k.emptiedBatches('ots')];
       const now = this.now();
-      const args: string[] = [nowIso(now), String(EVENTS_MAXLEN)];
+      const args: string[] = [nowIso(now), String(EVENTS_MAXLEN), WITNESSES.join(',')];
       chunk.forEach((key, j) => {
         const [ev, nostrBatch, otsBatch] = links[j]!;
         const s = k.subject(key);
@@ -598,7 +603,7 @@ export class AnchorStore {
       // in the order of the fields layout 3's accept.lua wrote (cjson's), so it reads the same
       entries.unshift({ at: nowIso(Number(hash.created ?? 0)), status: 'pending', event: 'accepted', ...(hash.digest !== undefined ? { digest: hash.digest } : {}) });
     }
-    const witnesses = (hash.witnesses ?? '').split(',').filter(Boolean) as WitnessName[];
+    const witnesses = witnessesOf(hash);
     const linked = witnesses.flatMap((w) => (hash[`${w}:batch`] ? [{ w, id: hash[`${w}:batch`]! }] : []));
     if (linked.length === 0) return entries;
     const pipe = this.redis.pipeline();
@@ -1192,14 +1197,34 @@ function subjectFields(raw: Record<string, Buffer>): Record<string, string> {
   return out;
 }
 
+/**
+ * A subject's witnesses: layout 4's `witnesses` field (a comma list) when the hash has one;
+ * layout 5 writes none, so they are the witnesses it has a `w:<witness>` status for, in
+ * WITNESSES order.
+ */
+function witnessesOf(h: Record<string, string>): WitnessName[] {
+  if (h.witnesses !== undefined) return h.witnesses.split(',').filter(Boolean) as WitnessName[];
+  return WITNESSES.filter((w) => h[`w:${w}`] !== undefined);
+}
+
+/** A layout-5 time field (ms since `created`) as epoch ms; null when absent. */
+function sinceCreated(created: number, v: string | undefined): number | null {
+  return v === undefined || v === '' ? null : created + Number(v);
+}
+
+function numberOrNull(v: string | undefined): number | null {
+  return v === undefined || v === '' ? null : Number(v);
+}
+
 function toRecord(key: string, h: Record<string, string>, envelope: string | null): SubjectRecord {
   const witnesses: SubjectRecord['witnesses'] = {};
   const batches: SubjectRecord['batches'] = {};
-  for (const w of (h.witnesses ?? '').split(',').filter(Boolean) as WitnessName[]) {
+  const created = Number(h.created ?? 0);
+  for (const w of witnessesOf(h)) {
     const st = h[`w:${w}`];
-    if (st) witnesses[w] = { status: st as WitnessStatus, confirmedMs: h[`confirmed:${w}`] ? Number(h[`confirmed:${w}`]) : null };
+    if (st) witnesses[w] = { status: st as WitnessStatus, confirmedMs: sinceCreated(created, h[`c:${w}`]) ?? numberOrNull(h[`confirmed:${w}`]) };
     const b = h[`${w}:batch`];
-    if (b) batches[w] = { id: b, index: Number(h[`${w}:index`] ?? 0) };
+    if (b) batches[w] = { id: b, index: Number(h[`${w}:i`] ?? h[`${w}:index`] ?? 0) };
   }
   return {
     key: h.key ?? key,
@@ -1207,9 +1232,9 @@ function toRecord(key: string, h: Record<string, string>, envelope: string | nul
     status: h.status as SubjectStatus,
     envelopeCanonical: envelope,
     digest: h.digest ?? null,
-    createdMs: Number(h.created ?? 0),
-    // layout 4 writes `updated` only once something changed
-    updatedMs: Number(h.updated ?? h.created ?? 0),
+    createdMs: created,
+    // layout 5 writes `u` (ms since `created`) once something changed; layout 4 `updated` (epoch ms); neither reads as `created`
+    updatedMs: sinceCreated(created, h.u) ?? numberOrNull(h.updated) ?? created,
     reason: h.reason ?? null,
     witnesses,
     nostrEventId: h['nostr:event'] ?? null,

@@ -18,6 +18,7 @@
 -- acceptance is not written to the history list: AnchorStore.history derives it from the
 -- hash (`created`, `digest`), except for a subject refused before (its list holds the
 -- refusal, and the acceptance goes after it). A layout-3 hash (hex digest and fp) is read too.
+-- Layout 5: no `witnesses` field (the subject's witnesses are its w:<witness> fields).
 -- Returns per subject {result, digest, detail}: {'created', '', ''}, {'duplicate', stored
 -- digest, stored event id or ''} or {'conflict', stored digest, the reason recorded}; then
 -- each inbox's length after the new subjects went in (-1 when none did).
@@ -94,7 +95,8 @@ for i = 0, n - 1 do
       inEvent = ok and type(ev) == 'table' and ev.content == envelope
     end
     if not inEvent then redis.call('SET', e, envelope) end
-    local fields = {'kind', kind, 'digest', digestBin, 'fp', fp, 'status', 'pending', 'created', now, 'witnesses', ARGV[4]}
+    -- no `witnesses` (layout 5): a subject's witnesses are the w:<witness> fields it has
+    local fields = {'kind', kind, 'digest', digestBin, 'fp', fp, 'status', 'pending', 'created', now}
     for _, w in ipairs(witnesses) do
       table.insert(fields, 'w:' .. w); table.insert(fields, 'pending')
     end
