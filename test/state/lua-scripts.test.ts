@@ -153,6 +153,11 @@ describe('accept.lua', () => {
     expect(await store.eventOwner(s.nostrEvent.id)).toEqual({ subject: s.key, batch: null });
     expect((await store.getRecord(s.key))?.nostrEventId).toBe(s.nostrEvent.id);
     expect((await store.acceptMany(targets, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: s.nostrEvent.id });
+    // layout 5: the id as its 32 bytes in the hash; a layout-4 hash's hex id reads and answers the same
+    expect((await redis.hgetBuffer(store.keys.subject(s.key), 'nostr:event'))!.equals(Buffer.from(s.nostrEvent.id, 'hex'))).toBe(true);
+    await redis.hset(store.keys.subject(s.key), 'nostr:event', s.nostrEvent.id);
+    expect((await store.getRecord(s.key))?.nostrEventId).toBe(s.nostrEvent.id);
+    expect((await store.acceptMany(targets, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: s.nostrEvent.id });
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 
@@ -350,12 +355,15 @@ describe('the subject record (layouts 4 and 5): compact hash, acceptance derived
     const k = store.keys;
     const created = 1_700_000_000_000;
     // what layout 4's scripts wrote for a subject its Nostr batch confirmed, OTS pending
-    await redis.hset(k.subject(old.key), { kind: old.kind, digest: Buffer.from(old.digest, 'hex'), fp: old.fingerprint, status: 'partial', created, witnesses: 'nostr,ots', 'w:nostr': 'confirmed', 'w:ots': 'pending', updated: created + 5000, 'p:nostr': 3, 'confirmed:nostr': created + 5000, 'nostr:batch': 'b-4', 'nostr:index': 7 });
+    const eventId = randomBytes(32).toString('hex');
+    await redis.hset(k.subject(old.key), { kind: old.kind, digest: Buffer.from(old.digest, 'hex'), fp: old.fingerprint, status: 'partial', created, witnesses: 'nostr,ots', 'w:nostr': 'confirmed', 'w:ots': 'pending', updated: created + 5000, 'p:nostr': 3, 'confirmed:nostr': created + 5000, 'nostr:batch': 'b-4', 'nostr:index': 7, 'nostr:event': eventId });
+    await store.storeEvent(eventId, JSON.stringify({ id: eventId, content: 'x' }), { subject: old.key });
+    await store.noteNostrQueued(eventId, created, 3_600_000);
     await redis.zadd(k.byStatus('partial'), created, old.key);
     await redis.zadd(k.byWitness('ots', 'pending'), created, old.key);
     await redis.hset(k.counts, { 'st:partial': 1, 'w:nostr:confirmed': 1, 'w:ots:pending': 1 });
     await redis.set(k.envelope(old.key), old.envelopeCanonical);
-    expect(await store.getRecord(old.key)).toMatchObject({ status: 'partial', createdMs: created, updatedMs: created + 5000, witnesses: { nostr: { status: 'confirmed', confirmedMs: created + 5000 }, ots: { status: 'pending', confirmedMs: null } }, batches: { nostr: { id: 'b-4', index: 7 } } });
+    expect(await store.getRecord(old.key)).toMatchObject({ status: 'partial', createdMs: created, updatedMs: created + 5000, witnesses: { nostr: { status: 'confirmed', confirmedMs: created + 5000 }, ots: { status: 'pending', confirmedMs: null } }, batches: { nostr: { id: 'b-4', index: 7 } }, nostrEventId: eventId });
     await store.acceptMany(BOTH, [fresh]);
     // both judged by their own witnesses: the old one's field, the new one's w:<witness> fields
     await store.setWitness(fresh.key, 'nostr', 'confirmed', 1);
@@ -372,6 +380,8 @@ describe('the subject record (layouts 4 and 5): compact hash, acceptance derived
     expect((await store.history(old.key)).map((e) => `${e.event} ${e.witness ?? ''} ${e.status}`)).toEqual(['accepted  pending', 'witness ots confirmed']);
     expect(await store.countByWitness(['nostr', 'ots'])).toEqual({ nostr: { pending: 0, partial: 0, confirmed: 2, failed: 0 }, ots: { pending: 0, partial: 0, confirmed: 2, failed: 0 } });
     expect(await store.forget([old.key, fresh.key])).toEqual([old.key, fresh.key]);
+    expect(await redis.exists(k.event(eventId))).toBe(0);
+    expect(await redis.zscore(k.nostrRecent, eventId)).toBeNull();
     expect(await store.countByStatus()).toMatchObject({ confirmed: 0 });
     expect(await store.countByWitness(['nostr', 'ots'])).toEqual({ nostr: { pending: 0, partial: 0, confirmed: 0, failed: 0 }, ots: { pending: 0, partial: 0, confirmed: 0, failed: 0 } });
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
@@ -701,7 +711,9 @@ describe('set-subject-event.lua', () => {
     const res = await redis.eval(SET_SUBJECT_EVENT.lua, 3, store.keys.subject(s.key), store.keys.event(newId), store.keys.envelope(s.key), newId, '{"new":1}', s.key);
     const expected = want === 'new' ? newId : want === 'old' ? oldId : null;
     expect(res).toBe(expected);
-    expect(await redis.hget(store.keys.subject(s.key), 'nostr:event')).toBe(expected);
+    // layout 5 stores the id as its 32 bytes (this call, with no stored form given, as hex): read as hex either way
+    expect((await store.getRecord(s.key))?.nostrEventId ?? null).toBe(expected);
+    if (want === 'old') expect((await redis.hgetBuffer(store.keys.subject(s.key), 'nostr:event'))!.length).toBe(32);
     // a refused copy is not written beside the one in force
     expect(await redis.exists(store.keys.event(newId))).toBe(want === 'new' ? 1 : 0);
     await expectKeysDeclared();
@@ -836,17 +848,17 @@ describe('forget.lua', () => {
       if (c.eventMoved) {
         // another event linked between the read of the link and the script: simulated by a
         // store whose read of the link is stale (the link is changed after forget reads it)
-        const realHmget = store.redis.hmget.bind(store.redis);
-        const patched = store.redis as unknown as { hmget: (...a: string[]) => Promise<Array<string | null>> };
-        patched.hmget = async (...a: string[]) => {
+        const realHmget = store.redis.hmgetBuffer.bind(store.redis);
+        const patched = store.redis as unknown as { hmgetBuffer: (...a: string[]) => Promise<Array<Buffer | null>> };
+        patched.hmgetBuffer = async (...a: string[]) => {
           const v = await realHmget(a[0]!, ...a.slice(1));
-          if (a[0] === k.subject(s.key) && a[1] === 'nostr:event') await redis.hset(k.subject(s.key), 'nostr:event', 'f'.repeat(64));
+          if (a[0] === k.subject(s.key) && a[1] === 'nostr:event') await redis.hset(k.subject(s.key), 'nostr:event', Buffer.alloc(32, 0xff));
           return v;
         };
         try {
           expect(await store.forget([s.key, other.key])).toEqual([other.key]);
         } finally {
-          patched.hmget = realHmget as never;
+          patched.hmgetBuffer = realHmget as never;
         }
       } else {
         expect(await store.forget([s.key, other.key])).toEqual(c.expectRemoved ? [s.key, other.key] : [other.key]);

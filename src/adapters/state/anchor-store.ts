@@ -346,7 +346,7 @@ export class AnchorStore {
     const args: Array<string | number | Buffer> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length];
     for (const s of chunk) {
       keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
-      args.push(s.key, s.kind, s.envelopeCanonical, s.digest, packHash(s.fingerprint), s.nostrEvent?.id ?? '', s.nostrEvent?.json ?? '', packHash(s.digest));
+      args.push(s.key, s.kind, s.envelopeCanonical, s.digest, packHash(s.fingerprint), s.nostrEvent ? packHash(s.nostrEvent.id) : '', s.nostrEvent?.json ?? '', packHash(s.digest));
     }
     const flat = (await this.run(ACCEPT, keys, args)) as Array<string | number>;
     const results: AcceptResult[] = chunk.map((_s, i) => {
@@ -435,15 +435,18 @@ export class AnchorStore {
     const removed: string[] = [];
     for (let i = 0; i < keys.length; i += 100) {
       const chunk = keys.slice(i, i + 100);
-      const links = (await Promise.all(chunk.map((key) => this.redis.hmget(k.subject(key), 'nostr:event', 'nostr:batch', 'ots:batch')))).map((v) => v.map((x) => x ?? ''));
+      // the event id as stored (layout 5: 32 bytes, passed back as they are), the batch ids as text
+      const links = await Promise.all(chunk.map((key) => this.redis.hmgetBuffer(k.subject(key), 'nostr:event', 'nostr:batch', 'ots:batch')));
       const scriptKeys = [k.counts, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), k.meta, k.events, k.nostrRecent, k.emptiedBatches('nostr'), k.emptiedBatches('ots')];
       const now = this.now();
-      const args: string[] = [nowIso(now), String(EVENTS_MAXLEN), WITNESSES.join(',')];
+      const args: Array<string | Buffer> = [nowIso(now), String(EVENTS_MAXLEN), WITNESSES.join(',')];
       chunk.forEach((key, j) => {
-        const [ev, nostrBatch, otsBatch] = links[j]!;
+        const [evRaw, nb, ob] = links[j]!;
+        const ev = evRaw ? hashValue(evRaw) : '';
+        const [nostrBatch, otsBatch] = [nb?.toString() ?? '', ob?.toString() ?? ''];
         const s = k.subject(key);
-        scriptKeys.push(s, k.envelope(key), k.history(key), ev ? k.event(ev!) : s, nostrBatch ? k.batch('nostr', nostrBatch) : s, otsBatch ? k.batch('ots', otsBatch) : s);
-        args.push(key, ev!, nostrBatch!, otsBatch!);
+        scriptKeys.push(s, k.envelope(key), k.history(key), ev ? k.event(ev) : s, nostrBatch ? k.batch('nostr', nostrBatch) : s, otsBatch ? k.batch('ots', otsBatch) : s);
+        args.push(key, evRaw ?? '', nostrBatch, otsBatch);
       });
       const res = (await this.run(FORGET, scriptKeys, args)) as number[];
       chunk.forEach((key, j) => {
@@ -824,14 +827,14 @@ export class AnchorStore {
     }
     const kept = page.slice(0, limit);
     const pipe = this.redis.pipeline();
-    for (const [k] of kept) pipe.hmget(this.keys.subject(k), ...fields);
+    for (const [k] of kept) pipe.hmgetBuffer(this.keys.subject(k), ...fields);
     const res = kept.length > 0 ? ((await pipe.exec()) ?? []) : [];
     return {
       items: kept.map(([key], i) => {
         const [err, values] = res[i] ?? [null, []];
         if (err) throw err;
-        const [batchId, eventId] = values as Array<string | null>;
-        return { key, batchId: batchId ?? null, eventId: eventId ?? null };
+        const [batchId, eventId] = values as Array<Buffer | null>;
+        return { key, batchId: batchId ? batchId.toString() : null, eventId: eventId ? hashValue(eventId) : null };
       }),
       next,
     };
@@ -878,7 +881,7 @@ export class AnchorStore {
   async setSubjectEvents(items: ReadonlyArray<{ key: string; id: string; json: string }>): Promise<Array<string | null>> {
     if (items.length === 0) return [];
     const pipe = this.redis.pipeline();
-    for (const it of items) scriptCommand(pipe, SET_SUBJECT_EVENT)('3', this.keys.subject(it.key), this.keys.event(it.id), this.keys.envelope(it.key), it.id, it.json, it.key);
+    for (const it of items) scriptCommand(pipe, SET_SUBJECT_EVENT)('3', this.keys.subject(it.key), this.keys.event(it.id), this.keys.envelope(it.key), it.id, it.json, it.key, packHash(it.id));
     const res = (await pipe.exec()) ?? [];
     return res.map(([err, v]) => {
       if (err) throw err;
@@ -1190,10 +1193,13 @@ function hashValue(v: Buffer): string {
   return v.length === 32 ? v.toString('hex') : v.toString();
 }
 
-/** A subject hash read as Buffers, as text: its digest and fingerprint as hex (hashValue). */
+/** The subject hash fields kept as 32 bytes (layout 4: digest and fp; layout 5: its own event id too). */
+const BINARY_FIELDS = new Set(['digest', 'fp', 'nostr:event']);
+
+/** A subject hash read as Buffers, as text: its digest, fingerprint and event id as hex (hashValue). */
 function subjectFields(raw: Record<string, Buffer>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [f, v] of Object.entries(raw)) out[f] = f === 'digest' || f === 'fp' ? hashValue(v) : v.toString();
+  for (const [f, v] of Object.entries(raw)) out[f] = BINARY_FIELDS.has(f) ? hashValue(v) : v.toString();
   return out;
 }
 

@@ -16,7 +16,8 @@
 -- ARGV[1] now (ISO), [2] stream MAXLEN, [3] the witnesses a subject may have (comma list:
 -- layout 5 writes no `witnesses` field, a subject's witnesses are the w:<witness> fields it
 -- has; a layout-4 hash's `witnesses` is read), then per subject 4: key, its own event id, its
--- Nostr batch id, its OTS batch id ('' for none), as the caller read them.
+-- Nostr batch id, its OTS batch id ('' for none), as the caller read them (the event id as
+-- stored: layout 5's 32 bytes, layout 4's hex).
 -- The stream takes one entry for the call's subjects removed: the one-subject form
 -- {type = 'retired', key, status, at}, or {type = 'retired', status, at, keys = [...]} for
 -- more (src/adapters/state/stream-entries.ts expands it), added with MAXLEN ~ floor(ARGV[2] / n).
@@ -53,7 +54,10 @@ for i = 0, n - 1 do
     end
     if ev ~= s then
       redis.call('DEL', ev)
-      redis.call('ZREM', KEYS[9], eventId)
+      -- nostr:recent holds the id as hex
+      local id = eventId
+      if #id == 32 then id = (string.gsub(id, '.', function(c) return string.format('%02x', string.byte(c)) end)) end
+      redis.call('ZREM', KEYS[9], id)
     end
     -- one fewer of each of its batches' subjects left in Redis (counted once per batch below)
     for j, id in ipairs({nostrBatch, otsBatch}) do
