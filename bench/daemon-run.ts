@@ -1,7 +1,8 @@
 /**
  * One measured run of the daemon: a fresh private Redis, `aer1-anchord` as a child, N
- * bare receipt subjects enqueued the way an issuer does (BullMQ `addBulk` under the
- * subject key), and the clock stopped when every subject is accepted on every relay
+ * bare receipt subjects enqueued the way an issuer does — one job per subject (BullMQ
+ * `addBulk` under the subject key) or bulk jobs (`{"subjects": [...]}`, up to
+ * queue.maxSubjectsPerJob each, through the producer helper `enqueueAnchors`) — and the clock stopped when every subject is accepted on every relay
  * (Nostr witness confirmed, quorum = all relays) and held by the calendars (its OTS
  * batch submitted to m of n calendars: the witness is "pending" in the Bitcoin sense).
  * Optionally a regtest block is then mined and the run waits for Bitcoin confirmation;
@@ -14,19 +15,25 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ANCHOR_JOB } from '../src/adapters/queue/names.js';
-import { ANCHOR_JOB_OPTIONS } from '../src/adapters/queue/producer.js';
+import { ANCHOR_JOB_OPTIONS, enqueueAnchors } from '../src/adapters/queue/producer.js';
 import { AnchorStore, type BatchInfo } from '../src/adapters/state/anchor-store.js';
 import type { WitnessName } from '../src/adapters/state/keys.js';
 import { ProofExporter } from '../src/adapters/proof/export.js';
 import { BENCH_PREFIX, commandStats, mineAll, procCpuMs, sleep, startDaemonChild, startRedis, tempDir, usedMemory, type DaemonChild } from './processes.js';
+import { breakdownOf, keyClassifier, keySpaceUsage, redisInfo, type KindUsage, type MemoryBreakdown } from './memory.js';
 import type { PeersInfo } from './peers.js';
 import { load } from './report.js';
+
+export type IntakeKind = 'single' | 'bulk';
 
 export interface DaemonRunOptions {
   mode: 'batch' | 'envelope' | 'auto';
   n: number;
+  /** One job per subject (default) or bulk jobs of queue.maxSubjectsPerJob subjects. */
+  intake?: IntakeKind;
   peers: PeersInfo;
-  windowMs: number;
+  /** Nostr and OTS batch window; null: the configuration's defaults. */
+  windowMs: number | null;
   ratePerMinute: number;
   /** Hard limit of the timed part (enqueue → all pending); the run reports how far it got. */
   timeoutMs: number;
@@ -48,18 +55,22 @@ export interface CpuPerSubject {
   bench: number;
 }
 
-export interface MemoryBreakdown {
-  /** Bytes per subject by what holds them (MEMORY USAGE; subjects and histories sampled). */
-  perSubject: Record<string, number>;
-  /** Entries in the state-change stream (one per state script call; capped by the daemon at about 100,000 subject events). */
-  streamEntries: number;
-  /** History entries per subject (sampled). */
-  historyEntries: number;
+export type { MemoryBreakdown } from './memory.js';
+
+export interface CommandShare {
+  command: string;
+  callsPerSubject: number;
+  usecPerSubject: number;
 }
 
 export interface DaemonRunResult {
   mode: 'batch' | 'envelope' | 'auto';
   n: number;
+  intake: IntakeKind;
+  /** Intake jobs enqueued. */
+  jobs: number;
+  /** The batch windows the daemon ran with (ms). */
+  windows: { nostr: number; ots: number };
   /** Every subject reached the goal within the timeout. */
   finished: boolean;
   /** Subjects that reached the goal when the clock stopped. */
@@ -94,7 +105,10 @@ export interface DaemonRunResult {
   daemonRssPendingBytes: number | null;
   daemonPeakRssBytes: number | null;
   cpu: CpuPerSubject;
-  redisCommands: { callsPerSubject: number; usecPerSubject: number; top: Array<{ command: string; callsPerSubject: number; usecPerSubject: number }> };
+  /** Redis CPU (INFO cpu: used_cpu_sys + used_cpu_user delta) per subject, in ms, over the timed part. */
+  redisInfoCpuMs: number;
+  /** INFO commandstats over the timed part; `top` by server time (a script's includes its inner commands'), `byCalls` by calls. */
+  redisCommands: { callsPerSubject: number; usecPerSubject: number; top: CommandShare[]; byCalls: CommandShare[] };
   /** From mining until every subject was confirmed (null when not asked or not reached). */
   confirmMs: number | null;
   confirmed: number;
@@ -126,7 +140,7 @@ export interface ProofExport {
  */
 class OtsSubmissions {
   private submitted = 0;
-  /** HGET, LRANGE and HMGET calls made here (subtracted from the daemon's command counts). */
+  /** HGET, LRANGE and HMGET calls made here, through AnchorStore (subtracted from the daemon's command counts). */
   hgets = 0;
   lranges = 0;
   hmgets = 0;
@@ -135,7 +149,6 @@ class OtsSubmissions {
   private readonly known = new Set<string>();
   private readonly open = new Set<string>();
   constructor(
-    private readonly redis: Redis,
     private readonly store: AnchorStore,
     private readonly keys: readonly string[],
   ) {}
@@ -145,28 +158,24 @@ class OtsSubmissions {
       while (this.next < this.keys.length && this.covered.has(this.keys[this.next]!)) this.next++;
       const key = this.keys[this.next];
       if (key === undefined) break;
-      const id = await this.redis.hget(this.store.keys.subject(key), 'ots:batch');
+      const id = await this.store.batchOf(key, 'ots');
       this.hgets++;
       if (id === null) break;
       this.covered.add(key);
       if (this.known.has(id)) continue;
       this.known.add(id);
       this.open.add(id);
-      const members = await this.redis.lrange(this.store.keys.batchKeys('ots', id), 0, -1);
+      const members = await this.store.batchKeys('ots', id);
       this.lranges++;
       for (const m of members) this.covered.add(m);
     }
     if (this.open.size === 0) return this.submitted;
     const ids = [...this.open];
     this.hmgets += ids.length;
-    const pipe = this.redis.pipeline();
-    for (const id of ids) pipe.hmget(this.store.keys.batch('ots', id), 'submitted', 'size');
-    const res = (await pipe.exec()) ?? [];
-    res.forEach(([err, v], i) => {
-      if (err) throw err;
-      const [flag, size] = v as [string | null, string | null];
-      if (flag === '1') {
-        this.submitted += Number(size ?? 0);
+    const res = await Promise.all(ids.map((id) => this.store.batchFields('ots', id, ['submitted', 'size'])));
+    res.forEach((f, i) => {
+      if (f.submitted === '1') {
+        this.submitted += Number(f.size ?? 0);
         this.open.delete(ids[i]!);
       }
     });
@@ -212,6 +221,9 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     queue = new Queue(daemon.config.queue.name, { connection: redis, prefix: k.bullPrefix });
     await queue.waitUntilReady();
     const subjects = Array.from({ length: o.n }, subject);
+    const intake: IntakeKind = o.intake ?? 'single';
+    const classify = keyClassifier(BENCH_PREFIX, daemon.config.queue.name);
+    const keysBefore = (await keySpaceUsage(redis, classify)).kinds;
     const beforeBytes = await usedMemory(redis);
     let peakRss = 0;
     const sampleRss = (): number | null => {
@@ -222,14 +234,30 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     const pids = { daemon: daemon.child.pid, redis: redisServer.child.pid, peers: o.peers.pid };
     const cpu0 = { daemon: procCpuMs(pids.daemon), redis: procCpuMs(pids.redis), peers: procCpuMs(pids.peers), bench: process.cpuUsage() };
     await redis.config('RESETSTAT');
+    const redisCpu0 = (await redisInfo(redis)).cpuMs;
 
     const t0 = performance.now();
     const at = (): number => performance.now() - t0;
     let enqueuedMs = -1;
     let enqueueError: unknown = null;
+    let jobs = 0;
+    const perJob = daemon.config.queue.maxSubjectsPerJob;
+    const limits = { maxJobBytes: daemon.config.limits.maxJobBytes };
     const enqueue = (async () => {
-      for (let i = 0; i < subjects.length; i += 500) {
-        await queue!.addBulk(subjects.slice(i, i + 500).map(({ data, key }) => ({ name: ANCHOR_JOB, data, opts: { jobId: key, ...ANCHOR_JOB_OPTIONS } })));
+      if (intake === 'single') {
+        for (let i = 0; i < subjects.length; i += 500) {
+          await queue!.addBulk(subjects.slice(i, i + 500).map(({ data, key }) => ({ name: ANCHOR_JOB, data, opts: { jobId: key, ...ANCHOR_JOB_OPTIONS } })));
+          jobs += Math.min(500, subjects.length - i);
+        }
+      } else {
+        // the producer helper, as an issuer with many subjects uses it: validated, checked against state, split into jobs of perJob
+        const step = perJob * 5;
+        for (let i = 0; i < subjects.length; i += step) {
+          const out = await enqueueAnchors(queue!, store, subjects.slice(i, i + step).map((x) => x.data), limits, { maxSubjectsPerJob: perJob });
+          const refused = out.find((r) => 'error' in r);
+          if (refused && 'error' in refused) throw new Error(`enqueueAnchors refused a subject: ${refused.error.code} ${refused.error.message}`);
+          jobs += new Set(out.map((r) => ('job' in r ? r.job : ''))).size;
+        }
       }
       enqueuedMs = at();
     })().catch((err: unknown) => {
@@ -243,12 +271,15 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     let accepted = 0;
     let polls = 0;
     const progress: Array<[number, number]> = [];
-    const ots = new OtsSubmissions(redis, store, subjects.map((x) => x.key));
+    const ots = new OtsSubmissions(store, subjects.map((x) => x.key));
     const deadline = t0 + o.timeoutMs;
     const maxPolls = Math.ceil(o.timeoutMs / 20) + 10;
     for (let i = 0; i < maxPolls; i++) {
-      // the counts the daemon keeps (one HMGET, subtracted from the command counts below)
-      const [c, nostrOk, nostrFailed, otsFailed] = await Promise.all([store.countByStatus(), ...(['w:nostr:confirmed', 'w:nostr:failed', 'w:ots:failed'] as const).map(async (f) => Number(await redis.hget(k.counts, f)))]);
+      // the counts the daemon keeps (two HMGETs, subtracted from the command counts below)
+      const [c, w] = await Promise.all([store.countByStatus(), store.countByWitness(['nostr', 'ots'])]);
+      const nostrOk = w.nostr?.confirmed ?? 0;
+      const nostrFailed = w.nostr?.failed ?? 0;
+      const otsFailed = w.ots?.failed ?? 0;
       polls++;
       const all = Object.values(c).reduce((a, b) => a + b, 0);
       const rejected = c.rejected ?? 0;
@@ -275,14 +306,17 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     const rssPending = sampleRss();
     const cpu1 = { daemon: procCpuMs(pids.daemon), redis: procCpuMs(pids.redis), peers: procCpuMs(pids.peers), bench: process.cpuUsage(cpu0.bench) };
     const stats = await commandStats(redis);
+    const redisCpu1 = (await redisInfo(redis)).cpuMs;
     const pendingBytes = await usedMemory(redis);
     if (!finished) {
       // stop producing: the rest of the run's figures describe what got in
       await queue.pause().catch(() => undefined);
     }
     await enqueue;
-    const nostrEvents = Number((await redis.get(k.batchSeq('nostr'))) ?? 0);
-    const otsBatches = Number((await redis.get(k.batchSeq('ots'))) ?? 0);
+    // batch counters (0 if a layout keeps them otherwise: the figures then say 0 events)
+    const seq = async (w: WitnessName): Promise<number> => Number((await redis.get(k.batchSeq(w)).catch(() => null)) ?? 0);
+    const nostrEvents = await seq('nostr');
+    const otsBatches = await seq('ots');
     const counted = Math.max(1, finished ? o.n : done);
     const perSubjectCpu = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : (b - a) / counted);
     const cpu: CpuPerSubject = {
@@ -291,17 +325,16 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       peers: perSubjectCpu(cpu0.peers, cpu1.peers),
       bench: (cpu1.bench.user + cpu1.bench.system) / 1000 / counted,
     };
-    const own: Record<string, number> = { hget: ots.hgets + 3 * polls, lrange: ots.lranges, hmget: ots.hmgets + polls };
+    const own: Record<string, number> = { hget: ots.hgets, lrange: ots.lranges, hmget: ots.hmgets + 2 * polls };
     const cmds = [...stats]
       .filter(([name]) => !BENCH_ONLY_COMMANDS.has(name))
       .map(([name, v]): [string, { calls: number; usec: number }] => [name, { calls: Math.max(0, v.calls - (own[name] ?? 0)), usec: v.usec }]);
+    const share = ([command, v]: [string, { calls: number; usec: number }]): CommandShare => ({ command, callsPerSubject: v.calls / counted, usecPerSubject: v.usec / counted });
     const redisCommands = {
       callsPerSubject: cmds.reduce((a, [, v]) => a + v.calls, 0) / counted,
       usecPerSubject: cmds.reduce((a, [, v]) => a + v.usec, 0) / counted,
-      top: cmds
-        .sort((a, b) => b[1].usec - a[1].usec)
-        .slice(0, 6)
-        .map(([command, v]) => ({ command, callsPerSubject: v.calls / counted, usecPerSubject: v.usec / counted })),
+      top: [...cmds].sort((a, b) => b[1].usec - a[1].usec).slice(0, 6).map(share),
+      byCalls: [...cmds].sort((a, b) => b[1].calls - a[1].calls).slice(0, 8).map(share),
     };
 
     let confirmMs: number | null = null;
@@ -312,7 +345,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       await mineAll(o.peers.calendars);
       const cDeadline = Math.min(c0 + o.confirmTimeoutMs, o.confirmBy ?? Infinity);
       for (let i = 0; i < Math.ceil(o.confirmTimeoutMs / 50) + 10; i++) {
-        confirmed = await redis.zcard(k.byStatus('confirmed'));
+        confirmed = (await store.countByStatus()).confirmed ?? 0;
         if (confirmed >= o.n) {
           confirmMs = performance.now() - c0;
           break;
@@ -328,7 +361,10 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       }
     }
     sampleRss();
-    const breakdown = await memoryBreakdown(redis, store, Math.max(1, accepted), (confirmedBytes ?? pendingBytes) - beforeBytes).catch(() => null);
+    const breakdown = await memoryBreakdown(redis, store, classify, keysBefore, Math.max(1, accepted), beforeBytes).catch((err: unknown) => {
+      process.stderr.write(`bench: memory breakdown not taken: ${(err as Error).message}\n`);
+      return null;
+    });
 
     let proofs: ProofExport | null = null;
     if (finished && o.exportProofs) proofs = await exportProofs(redis, daemon, subjects.map((s) => s.key), o.peers, confirmMs !== null);
@@ -336,6 +372,9 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     return {
       mode: o.mode,
       n: o.n,
+      intake,
+      jobs,
+      windows: { nostr: daemon.config.nostr.batchWindowMs, ots: daemon.config.ots.batchWindowMs },
       finished,
       done,
       accepted,
@@ -359,6 +398,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       daemonRssPendingBytes: rssPending,
       daemonPeakRssBytes: peakRss || null,
       cpu,
+      redisInfoCpuMs: (redisCpu1 - redisCpu0) / counted,
       redisCommands,
       confirmMs,
       confirmed,
@@ -388,11 +428,6 @@ function intakePerTenth(progress: ReadonlyArray<[number, number]>, n: number): n
   return out;
 }
 
-/**
- * Where the Redis memory goes, per subject: MEMORY USAGE of sampled subject hashes and
- * histories, of the indexes, the state-change stream, batches and events; the rest is
- * BullMQ's job records and Redis's own overhead.
- */
 /** Auto mode: the signed events in state (one per subject of a cut decided envelope, one per batch otherwise). */
 async function nostrEventCount(redis: Redis, k: AnchorStore['keys']): Promise<number> {
   let n = 0;
@@ -406,55 +441,31 @@ async function nostrEventCount(redis: Redis, k: AnchorStore['keys']): Promise<nu
   return n;
 }
 
-async function memoryBreakdown(redis: Redis, store: AnchorStore, subjects: number, deltaBytes: number): Promise<MemoryBreakdown> {
+/**
+ * Where the Redis memory went, per subject accepted: every key classified by kind
+ * (bench/memory.ts) and MEMORY USAGE summed per kind, less what the same kinds held before
+ * the run; "outside keys" is the used_memory delta (read just before the listing) less the
+ * keys'. Plus the state-change stream's length and the history entries per subject, where
+ * the layout has them.
+ */
+async function memoryBreakdown(redis: Redis, store: AnchorStore, classify: (name: string) => string, before: Map<string, KindUsage>, subjects: number, beforeBytes: number): Promise<MemoryBreakdown> {
   const k = store.keys;
-  // subjects in state only (a run stopped at its time limit has others still queued)
-  let sample: string[] = [];
-  for (const st of ['confirmed', 'partial', 'pending']) if (sample.length === 0) sample = (await redis.call('ZRANDMEMBER', k.byStatus(st), '200')) as string[];
-  if (sample.length === 0) throw new Error('no subject in state');
-  const usage = async (names: string[]): Promise<number> => {
-    if (names.length === 0) return 0;
-    const pipe = redis.pipeline();
-    for (const n of names) pipe.call('MEMORY', 'USAGE', n, 'SAMPLES', '0');
-    const res = (await pipe.exec()) ?? [];
-    return res.reduce((a, [, v]) => a + Number(v ?? 0), 0);
-  };
-  const scanAll = async (pattern: string, limit = 5000): Promise<string[]> => {
-    const out: string[] = [];
-    let cursor = '0';
-    for (let i = 0; i < 1000; i++) {
-      const [next, batch] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      out.push(...batch);
-      cursor = next;
-      if (cursor === '0' || out.length >= limit) break;
-    }
-    return out;
-  };
-  const subjectBytes = ((await usage(sample.map((s) => k.subject(s)))) / sample.length) * subjects;
-  const historyBytes = ((await usage(sample.map((s) => k.history(s)))) / sample.length) * subjects;
-  const histLens = await Promise.all(sample.slice(0, 50).map((s) => redis.llen(k.history(s))));
-  const statuses = ['pending', 'partial', 'confirmed', 'failed', 'rejected'];
-  const indexKeys = [k.counts, ...statuses.map((s) => k.byStatus(s)), ...(['nostr', 'ots'] as const).flatMap((w) => statuses.map((s) => k.byWitness(w, s)))];
-  const indexBytes = await usage(indexKeys);
-  const streamBytes = await usage([k.events]);
-  const streamEntries = await redis.xlen(k.events);
-  const batchBytes = await usage([...(await scanAll(`${k.base}:b:*`)), ...(await scanAll(`${k.base}:bk:*`))]);
-  const eventBytes = await usage(await scanAll(`${k.base}:ev:*`, 200_000));
-  const per = (b: number): number => Math.round(b / subjects);
-  const named = subjectBytes + historyBytes + indexBytes + streamBytes + batchBytes + eventBytes;
-  return {
-    perSubject: {
-      'subject hash': per(subjectBytes),
-      history: per(historyBytes),
-      'state-change stream': per(streamBytes),
-      indexes: per(indexBytes),
-      'nostr events': per(eventBytes),
-      batches: per(batchBytes),
-      'rest (BullMQ, overhead)': per(deltaBytes - named),
-    },
-    streamEntries,
-    historyEntries: histLens.reduce((a, b) => a + b, 0) / Math.max(1, histLens.length),
-  };
+  const deltaBytes = (await usedMemory(redis)) - beforeBytes;
+  const { kinds, truncated } = await keySpaceUsage(redis, classify);
+  // looked up by name, so a layout without a per-prefix stream or per-subject history lists still runs
+  const named = k as unknown as { events?: unknown; history?: unknown };
+  const streamEntries = typeof named.events === 'string' ? await redis.xlen(named.events).catch(() => null) : null;
+  let historyEntries: number | null = null;
+  try {
+    let sample: string[] = [];
+    for (const st of ['confirmed', 'partial', 'pending']) if (sample.length === 0) sample = (await redis.call('ZRANDMEMBER', k.byStatus(st), '50')) as string[];
+    const history = typeof named.history === 'function' ? (named.history as (key: string) => string).bind(k) : null;
+    const lens = history ? await Promise.all(sample.map((s) => redis.llen(history(s)))) : [];
+    if (lens.length > 0) historyEntries = lens.reduce((a, b) => a + b, 0) / lens.length;
+  } catch {
+    // histories are not lists in this layout
+  }
+  return { ...breakdownOf(before, kinds, subjects, deltaBytes), streamEntries, historyEntries, truncated };
 }
 
 async function exportProofs(redis: Redis, daemon: DaemonChild, keys: readonly string[], peers: PeersInfo, confirmed: boolean): Promise<ProofExport> {

@@ -5,7 +5,9 @@
  * its batchers held back (a day's window, batches larger than N) so no witness work runs.
  * Two phases, each measured by `INFO commandstats` deltas (calls, not wall time):
  * enqueue (the issuer's side, with the intake queue paused), then intake (queue resumed →
- * every subject accepted). Throughput is N over the intake phase.
+ * every subject accepted). Throughput is N over the intake phase. With every subject pending
+ * (accepted, no witness work started) the daemon child's VmRSS is read, then again a second
+ * later: the daemon's resident memory with N subjects pending.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
@@ -15,6 +17,7 @@ import { ANCHOR_JOB_OPTIONS, bulkJobId } from '../src/adapters/queue/producer.js
 import { StateKeys } from '../src/adapters/state/keys.js';
 import type { PeersInfo } from './peers.js';
 import { BENCH_PREFIX, commandStats, sleep, startDaemonChild, startRedis, type DaemonChild } from './processes.js';
+import { redisInfo } from './memory.js';
 import { load } from './report.js';
 
 export interface IntakeRunOptions {
@@ -40,6 +43,10 @@ export interface IntakeRunResult {
   subjectsPerS: number;
   enqueue: CommandCount;
   intake: CommandCount;
+  /** Redis CPU (INFO cpu delta) per subject over the intake phase, ms. */
+  redisCpuMs: number;
+  /** Daemon VmRSS (bytes) when every subject was pending, a second later, and the peak (VmHWM) so far; null when not all got in. */
+  rss: { atAccepted: number; settled: number; peak: number } | null;
   load: [number, number, number];
 }
 
@@ -90,6 +97,7 @@ export async function intakeRun(o: IntakeRunOptions): Promise<IntakeRunResult> {
     const enqueue = counts(await commandStats(redis), o.n);
 
     await redis.config('RESETSTAT');
+    const cpu0 = (await redisInfo(redis)).cpuMs;
     const t1 = performance.now();
     await queue.resume();
     let accepted = 0;
@@ -102,9 +110,18 @@ export async function intakeRun(o: IntakeRunOptions): Promise<IntakeRunResult> {
     }
     const intakeMs = performance.now() - t1;
     const intake = counts(await commandStats(redis), Math.max(1, accepted));
+    const redisCpuMs = ((await redisInfo(redis)).cpuMs - cpu0) / Math.max(1, accepted);
+    let rss: IntakeRunResult['rss'] = null;
+    const m0 = daemon.memory();
+    if (accepted >= o.n && m0) {
+      // a second of settling (timers, GC) with nothing left to take in, then the figure
+      await sleep(1000);
+      const m1 = daemon.memory() ?? m0;
+      rss = { atAccepted: m0.rss, settled: m1.rss, peak: Math.max(m0.hwm, m1.hwm) };
+    }
     const rejected = await redis.zcard(k.byStatus('rejected'));
     if (rejected > 0) throw new Error(`${rejected} subjects refused; daemon log: ${daemon.logTail()}`);
-    return { n: o.n, perJob: o.perJob, finished: accepted >= o.n, accepted, enqueueMs, intakeMs, subjectsPerS: (accepted / intakeMs) * 1000, enqueue, intake, load: load() };
+    return { n: o.n, perJob: o.perJob, finished: accepted >= o.n, accepted, enqueueMs, intakeMs, subjectsPerS: (accepted / intakeMs) * 1000, enqueue, intake, redisCpuMs, rss, load: load() };
   } finally {
     await queue?.close().catch(() => undefined);
     await daemon?.stop();

@@ -149,7 +149,8 @@ export interface BenchDaemonOptions {
   redisCluster?: string[];
   peers: PeersInfo;
   mode: 'batch' | 'envelope' | 'auto';
-  windowMs: number;
+  /** Nostr and OTS batch window (ms); null: the configuration's defaults (nostr.batchWindowMs, ots.batchWindowMs). */
+  windowMs: number | null;
   ratePerMinute: number;
   /** Most subjects per Nostr event and per calendar submission (default: the daemon's). */
   batchMaxSize?: number;
@@ -174,14 +175,14 @@ export function benchConfig(o: BenchDaemonOptions & { keyFile: string }): Config
         publishTimeoutMs: 10_000,
         backoffMs: 200,
         backoffMaxMs: 2000,
-        batchWindowMs: o.windowMs,
+        ...(o.windowMs !== null ? { batchWindowMs: o.windowMs } : {}),
         ...(o.batchMaxSize !== undefined ? { batchMaxSize: o.batchMaxSize } : {}),
       },
       ots: {
         enabled: true,
         calendars: o.peers.calendars,
         minCalendars: o.peers.calendars.length,
-        batchWindowMs: o.windowMs,
+        ...(o.windowMs !== null ? { batchWindowMs: o.windowMs } : {}),
         ...(o.batchMaxSize !== undefined ? { batchMaxSize: o.batchMaxSize } : {}),
         submitBackoffMs: 200,
         upgradeInitialMs: 500,

@@ -21,8 +21,8 @@ export function load(): [number, number, number] {
 }
 
 export interface Target {
-  /** `>=` or `<=` the bound. */
-  op: '>=' | '<=';
+  /** `>=`, `<=` or `<` the bound. */
+  op: '>=' | '<=' | '<';
   bound: number;
 }
 
@@ -66,7 +66,7 @@ export function figure(
   const clean = samples.filter((x) => Number.isFinite(x)).map((x) => round(x, digits));
   const m = median(clean);
   const target = opts.target ?? null;
-  const meets = target && m !== null ? (target.op === '>=' ? m >= target.bound : m <= target.bound) : null;
+  const meets = target && m !== null ? (target.op === '>=' ? m >= target.bound : target.op === '<' ? m < target.bound : m <= target.bound) : null;
   const mc = machine();
   return {
     figure: name,

@@ -1,0 +1,199 @@
+/**
+ * Where a run's Redis memory goes: every key in the private Redis, classified by its name
+ * into a kind (subject hash, history, BullMQ job hashes, a queue's event stream, …), and
+ * `MEMORY USAGE` summed per kind — all keys of a kind, or a uniform sample scaled by the
+ * kind's key count when it has many. A snapshot before the run and one after give the bytes
+ * each kind added; what no key holds (Redis's own tables, client buffers, the script cache)
+ * is the `used_memory` delta less the keys', shown as its own line.
+ *
+ * Kinds are found from the state layout's own key names (StateKeys, looked up by method name
+ * so a layout that drops or renames one still runs) and from the daemon's BullMQ queue
+ * names; a key of no known kind is counted under "other (<segment>:)", never an error. Any
+ * hash tag (`{bench}`, `{bench:3}` for shard 3) is accepted, so sharded layouts are summed
+ * per kind across shards.
+ */
+import type { Redis } from 'ioredis';
+import { StateKeys } from '../src/adapters/state/keys.js';
+
+/** Kinds by the StateKeys member that names them (a member a layout does not have is skipped). */
+const STATE_KINDS: ReadonlyArray<[member: string, kind: string]> = [
+  ['subject', 'subject hash'],
+  ['envelope', 'envelope'],
+  ['history', 'history'],
+  ['event', 'nostr events'],
+  ['batch', 'batches'],
+  ['batchKeys', 'batches'],
+  ['batchHistory', 'batch histories'],
+  ['batchSeq', 'batches'],
+  ['openBatches', 'batches'],
+  ['emptiedBatches', 'batches'],
+  ['batchesWithWork', 'batches'],
+  ['byStatus', 'indexes'],
+  ['byWitness', 'indexes'],
+  ['counts', 'indexes'],
+  ['layout1All', 'indexes'],
+  ['events', 'state-change stream'],
+  ['inbox', 'inboxes'],
+  ['nostrRecent', 'nostr recent'],
+  ['timeline', 'timeline'],
+  ['meta', 'daemon bookkeeping'],
+  ['schema', 'daemon bookkeeping'],
+  ['reconcile', 'daemon bookkeeping'],
+  ['probe', 'daemon bookkeeping'],
+];
+
+/** BullMQ's per-queue keys other than job hashes (`<queue>:<suffix>`). */
+const BULL_STRUCTURES = new Set(['wait', 'paused', 'active', 'completed', 'failed', 'delayed', 'prioritized', 'waiting-children', 'meta', 'id', 'stalled', 'stalled-check', 'marker', 'pc', 'limiter', 'repeat', 'metrics', 'de', 'deduplication', 'schedulers']);
+
+export const BULL_EVENTS = 'BullMQ event streams';
+export const BULL_JOBS = 'BullMQ job hashes';
+export const BULL_QUEUES = 'BullMQ queue lists and sets';
+export const OUTSIDE_KEYS = "outside keys (Redis's tables, clients, scripts)";
+
+/** Which of the daemon's queues, from what follows the base queue name (names.ts: `-ots`, `-relay-<hash>`, …). */
+function queueRole(tail: string): string {
+  if (tail === '') return 'intake';
+  const m = /^-([a-z]+)/.exec(tail);
+  const word = m?.[1] ?? tail.slice(0, 16);
+  return word === 'relay' ? 'relays' : word === 'wh' ? 'webhooks' : word;
+}
+
+export interface KeyClassifier {
+  (name: string): string;
+}
+
+/**
+ * A classifier for keys under `prefix` (any hash tag starting with it) and BullMQ queues
+ * whose names start with `queueBase` (the intake queue and the daemon's own queues).
+ */
+export function keyClassifier(prefix: string, queueBase: string): KeyClassifier {
+  const k = new StateKeys(prefix) as unknown as Record<string, unknown>;
+  const base = `{${prefix}}:`;
+  const bySegment = new Map<string, string>();
+  for (const [member, kind] of STATE_KINDS) {
+    let name: unknown;
+    try {
+      const v = k[member];
+      name = typeof v === 'function' ? (v as (...a: string[]) => unknown).call(k, 'nostr', 'x') : v;
+    } catch {
+      continue;
+    }
+    if (typeof name !== 'string' || !name.startsWith(base)) continue;
+    const segment = name.slice(base.length).split(':')[0]!;
+    if (segment && !bySegment.has(segment)) bySegment.set(segment, kind);
+  }
+  const tag = /^\{([^}]*)\}:(.*)$/s;
+  return (name: string): string => {
+    const m = tag.exec(name);
+    if (!m || !(m[1] === prefix || m[1]!.startsWith(`${prefix}:`))) return 'other (outside the prefix)';
+    const rest = m[2]!;
+    const colon = rest.indexOf(':');
+    const segment = colon < 0 ? rest : rest.slice(0, colon);
+    if (segment.startsWith(queueBase)) {
+      const suffix = colon < 0 ? '' : rest.slice(colon + 1);
+      const first = suffix.split(':')[0]!;
+      const role = queueRole(segment.slice(queueBase.length));
+      if (first === 'events') return `${BULL_EVENTS} (${role})`;
+      if (first === '' || BULL_STRUCTURES.has(first)) return BULL_QUEUES;
+      return `${BULL_JOBS} (${role})`; // `<queue>:<job id>` and its `:lock` / `:logs`
+    }
+    return bySegment.get(segment) ?? `other (${segment.slice(0, 24)}:)`;
+  };
+}
+
+export interface KindUsage {
+  keys: number;
+  bytes: number;
+}
+
+/** A kind with more keys than this is sampled (uniformly, this many) and scaled by its key count. */
+const SAMPLE = 2000;
+
+/**
+ * Every key of the Redis, classified, and MEMORY USAGE per kind. Bounded: at most
+ * `maxKeys` keys are listed (the rest of the key space is then left out, and `truncated` says so).
+ */
+export async function keySpaceUsage(redis: Redis, classify: KeyClassifier, maxKeys = 5_000_000): Promise<{ kinds: Map<string, KindUsage>; truncated: boolean }> {
+  const byKind = new Map<string, string[]>();
+  let cursor = '0';
+  let listed = 0;
+  let truncated = false;
+  for (let i = 0; i < 100_000; i++) {
+    const [next, batch] = await redis.scan(cursor, 'COUNT', 2000);
+    for (const name of batch) {
+      const kind = classify(name);
+      let list = byKind.get(kind);
+      if (!list) byKind.set(kind, (list = []));
+      list.push(name);
+    }
+    listed += batch.length;
+    cursor = next;
+    if (cursor === '0') break;
+    if (listed >= maxKeys) {
+      truncated = true;
+      break;
+    }
+  }
+  const kinds = new Map<string, KindUsage>();
+  for (const [kind, names] of byKind) {
+    const step = names.length > SAMPLE ? names.length / SAMPLE : 1;
+    const sample: string[] = [];
+    for (let x = 0; x < names.length && sample.length < SAMPLE; x += step) sample.push(names[Math.floor(x)]!);
+    let bytes = 0;
+    for (let i = 0; i < sample.length; i += 500) {
+      const pipe = redis.pipeline();
+      for (const n of sample.slice(i, i + 500)) pipe.call('MEMORY', 'USAGE', n, 'SAMPLES', '0');
+      for (const [, v] of (await pipe.exec()) ?? []) bytes += Number(v ?? 0); // a key gone meanwhile counts 0
+    }
+    kinds.set(kind, { keys: names.length, bytes: Math.round((bytes * names.length) / Math.max(1, sample.length)) });
+  }
+  return { kinds, truncated };
+}
+
+/** `INFO memory` and `INFO cpu` figures the bench reads. */
+export async function redisInfo(redis: Redis): Promise<{ usedMemory: number; cpuMs: number }> {
+  const text = await redis.info();
+  const num = (field: string): number => {
+    const m = new RegExp(`^${field}:([0-9.]+)`, 'm').exec(text);
+    if (!m) throw new Error(`INFO has no ${field} line`);
+    return Number(m[1]);
+  };
+  return { usedMemory: num('used_memory'), cpuMs: (num('used_cpu_sys') + num('used_cpu_user')) * 1000 };
+}
+
+export interface MemoryBreakdown {
+  /** Bytes per subject each kind of key added (rounded), largest first, then OUTSIDE_KEYS: what no key holds. */
+  perSubject: Record<string, number>;
+  /** Keys per subject each kind added (two decimals). */
+  keysPerSubject: Record<string, number>;
+  /** Entries in the state-change stream (one per state script call since the `stream` change; capped by the daemon at about 100,000 subject events), null when the layout has none. */
+  streamEntries: number | null;
+  /** History entries per subject (sampled), null when histories are not lists. */
+  historyEntries: number | null;
+  /** The key listing stopped at its bound. */
+  truncated: boolean;
+}
+
+/** Bytes (and keys) per subject each kind added between `before` and `after`; `deltaBytes` is the used_memory delta. */
+export function breakdownOf(before: Map<string, KindUsage>, after: Map<string, KindUsage>, subjects: number, deltaBytes: number): Pick<MemoryBreakdown, 'perSubject' | 'keysPerSubject'> {
+  const rows: Array<[string, number, number]> = [];
+  let inKeys = 0;
+  for (const [kind, u] of after) {
+    const b = before.get(kind) ?? { keys: 0, bytes: 0 };
+    const bytes = u.bytes - b.bytes;
+    inKeys += bytes;
+    rows.push([kind, bytes, u.keys - b.keys]);
+  }
+  for (const [kind, b] of before) if (!after.has(kind)) rows.push([kind, -b.bytes, -b.keys]);
+  rows.sort((a, b) => b[1] - a[1]);
+  rows.push([OUTSIDE_KEYS, deltaBytes - inKeys, 0]);
+  const perSubject: Record<string, number> = {};
+  const keysPerSubject: Record<string, number> = {};
+  for (const [kind, bytes, keys] of rows) {
+    const per = Math.round(bytes / Math.max(1, subjects));
+    if (per === 0 && kind !== OUTSIDE_KEYS) continue;
+    perSubject[kind] = per;
+    keysPerSubject[kind] = Math.round((keys / Math.max(1, subjects)) * 100) / 100;
+  }
+  return { perSubject, keysPerSubject };
+}

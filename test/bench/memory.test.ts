@@ -1,0 +1,60 @@
+/**
+ * The bench's Redis memory breakdown (bench/memory.ts) names where the bytes are: every key
+ * is put in a kind by its name, a key of a kind it does not know is counted under a named
+ * "other", and what no key holds is its own line, so "rest" is never a silent remainder.
+ */
+import { describe, expect, it } from 'vitest';
+import { BULL_EVENTS, BULL_JOBS, BULL_QUEUES, OUTSIDE_KEYS, breakdownOf, keyClassifier } from '../../bench/memory.js';
+import { StateKeys } from '../../src/adapters/state/keys.js';
+
+describe('bench memory breakdown', () => {
+  const classify = keyClassifier('bench', 'aer1-anchor');
+  const k = new StateKeys('bench');
+
+  it("puts the state layout's keys in their kinds", () => {
+    expect(classify(k.subject('u-1'))).toBe('subject hash');
+    expect(classify(k.envelope('u-1'))).toBe('envelope');
+    expect(classify(k.history('u-1'))).toBe('history');
+    expect(classify(k.event('abc'))).toBe('nostr events');
+    expect(classify(k.batch('ots', '3-ff'))).toBe('batches');
+    expect(classify(k.batchKeys('nostr', '3-ff'))).toBe('batches');
+    expect(classify(k.batchHistory('ots', '3-ff'))).toBe('batch histories');
+    expect(classify(k.openBatches('ots'))).toBe('batches');
+    expect(classify(k.byStatus('pending'))).toBe('indexes');
+    expect(classify(k.counts)).toBe('indexes');
+    expect(classify(k.events)).toBe('state-change stream');
+    expect(classify(k.timeline(123))).toBe('timeline');
+  });
+
+  it("splits BullMQ's keys into job hashes and event streams per queue, and queue structures", () => {
+    expect(classify('{bench}:aer1-anchor:bulk-0123abcd')).toBe(`${BULL_JOBS} (intake)`);
+    expect(classify('{bench}:aer1-anchor:8f0c0e3c-1111-4c4c-8888-000000000000:lock')).toBe(`${BULL_JOBS} (intake)`);
+    expect(classify('{bench}:aer1-anchor-ots:17')).toBe(`${BULL_JOBS} (ots)`);
+    expect(classify('{bench}:aer1-anchor:events')).toBe(`${BULL_EVENTS} (intake)`);
+    expect(classify('{bench}:aer1-anchor-relay-0123456789ab:events')).toBe(`${BULL_EVENTS} (relays)`);
+    expect(classify('{bench}:aer1-anchor-wh-abc:events')).toBe(`${BULL_EVENTS} (webhooks)`);
+    expect(classify('{bench}:aer1-anchor:wait')).toBe(BULL_QUEUES);
+    expect(classify('{bench}:aer1-anchor-nostr:meta')).toBe(BULL_QUEUES);
+  });
+
+  it('names a kind it does not know, under another shard tag too, instead of failing', () => {
+    expect(classify('{bench}:zz:1')).toBe('other (zz:)');
+    expect(classify('{bench:3}:s:u-1')).toBe('subject hash');
+    expect(classify('{bench:3}:brandnew:u-1')).toBe('other (brandnew:)');
+    expect(classify('{elsewhere}:s:u-1')).toBe('other (outside the prefix)');
+    expect(classify('plain')).toBe('other (outside the prefix)');
+  });
+
+  it('gives bytes per subject per kind added, and what no key holds as its own line', () => {
+    const before = new Map([['indexes', { keys: 10, bytes: 1_000 }], [BULL_QUEUES, { keys: 5, bytes: 500 }]]);
+    const after = new Map([
+      ['indexes', { keys: 10, bytes: 11_000 }],
+      [BULL_QUEUES, { keys: 5, bytes: 500 }],
+      ['subject hash', { keys: 100, bytes: 60_000 }],
+    ]);
+    const b = breakdownOf(before, after, 100, 80_000);
+    expect(b.perSubject).toEqual({ 'subject hash': 600, indexes: 100, [OUTSIDE_KEYS]: 100 });
+    expect(Object.keys(b.perSubject).at(-1)).toBe(OUTSIDE_KEYS);
+    expect(b.keysPerSubject['subject hash']).toBe(1);
+  });
+});
