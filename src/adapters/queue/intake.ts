@@ -195,23 +195,22 @@ export class IntakeProcessor {
       return this.refuse(jobId, err.message);
     }
     const results: Array<BulkSubjectResult | null> = list.map(() => null);
-    const claimsList: Array<{ index: number; claims: SubjectClaims }> = [];
-    list.forEach((item, index) => {
-      try {
-        claimsList.push({ index, claims: claimsFromJobData(item, this.limits) });
-      } catch (err) {
-        if (!(err instanceof Aer1Error)) throw err;
-        const field = err instanceof InputError && err.field !== undefined && err.field !== '$' ? err.field : undefined;
-        results[index] = { index, result: 'refused', code: err.code, reason: err.message, ...(field !== undefined ? { field } : {}) };
-      }
-    });
-    // Prepared a page at a time (envelopes and script arguments for INTAKE_PAGE subjects,
-    // accepted, then dropped), so a job's working set is bounded by the page, not the job.
+    // Validated, prepared (envelopes and script arguments) and accepted a page of INTAKE_PAGE
+    // subjects at a time, then dropped, so a job's working set is bounded by the page, not the job.
     const after: Accepted['subjects'] = [];
     const inboxLengths: Accepted['inboxLengths'] = {};
-    for (let p = 0; p < claimsList.length; p += INTAKE_PAGE) {
+    for (let p = 0; p < list.length; p += INTAKE_PAGE) {
       const valid: Array<{ index: number; subject: AcceptSubject }> = [];
-      for (const { index, claims } of claimsList.slice(p, p + INTAKE_PAGE)) {
+      for (let index = p; index < Math.min(p + INTAKE_PAGE, list.length); index++) {
+        let claims: SubjectClaims;
+        try {
+          claims = claimsFromJobData(list[index], this.limits);
+        } catch (err) {
+          if (!(err instanceof Aer1Error)) throw err;
+          const field = err instanceof InputError && err.field !== undefined && err.field !== '$' ? err.field : undefined;
+          results[index] = { index, result: 'refused', code: err.code, reason: err.message, ...(field !== undefined ? { field } : {}) };
+          continue;
+        }
         const archived = await this.fromArchive(claims);
         const key = subjectKey(claims);
         if (archived) results[index] = { index, key, ...archived };
