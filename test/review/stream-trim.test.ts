@@ -53,3 +53,29 @@ it('a bulk accept after 1,000 lone accepts keeps every subject event for a consu
   expect(seen.length).toBe(1250);
   expect(new Set(seen)).toEqual(new Set([...lone, ...bulk].map((s) => s.key)));
 }, 60_000);
+
+it('retention: the proofs it offers the webhooks stay on the stream while its forget of 100 subjects writes one retired entry', async () => {
+  const { WebhookHandover } = await import('../../src/adapters/retention/handover.js');
+  const store = new AnchorStore(redis, `trim-${randomBytes(3).toString('hex')}`);
+  await redis.xgroup('CREATE', store.keys.events, 'aer1-webhook-fanout', '$', 'MKSTREAM');
+  // last pass's 100 subjects, acknowledged by every hook: confirmed, ready to be forgotten
+  const ready = Array.from({ length: 100 }, () => subject());
+  await store.acceptMany({ witnesses: ['nostr'], inboxes: ['nostr'] }, ready);
+  await store.setWitnessMany(ready.map((s) => s.key), 'nostr', 'confirmed', 1e12, '1 of 1 relays');
+  const lastId = (await redis.xrevrange(store.keys.events, '+', '-', 'COUNT', 1))[0]![0];
+  await redis.xgroup('SETID', store.keys.events, 'aer1-webhook-fanout', lastId);
+  // this pass (retention.limit 5,000): 5,000 proofs offered (one entry each), then the forget
+  const handover = new WebhookHandover(redis, store.keys.base, ['hook']);
+  const offered = Array.from({ length: 5000 }, (_, i) => `offered-${i}`);
+  for (const key of offered) await handover.offer(store.keys.events, 100_000, key, { status: 'confirmed', digest: 'd'.repeat(64) } as never, 1_700_000_000_000);
+  expect(await store.forget(ready.map((s) => s.key))).toHaveLength(100);
+  // the fan-out then reads what it has not read yet
+  const proofs: string[] = [];
+  for (let i = 0; i < 100; i++) {
+    const res = (await redis.xreadgroup('GROUP', 'aer1-webhook-fanout', 'c', 'COUNT', 1000, 'STREAMS', store.keys.events, '>')) as Array<[string, RawEntry[]]> | null;
+    const entries = res?.[0]?.[1] ?? [];
+    if (entries.length === 0) break;
+    for (const e of entries) for (const { event } of expandEntry(e)) if (event.type === 'proof') proofs.push(event.key);
+  }
+  expect(proofs.length).toBe(5000);
+}, 60_000);
