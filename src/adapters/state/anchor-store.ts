@@ -348,6 +348,7 @@ export class AnchorStore {
       keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
       args.push(s.key, s.kind, s.envelopeCanonical, s.digest, packHash(s.fingerprint), s.nostrEvent ? packHash(s.nostrEvent.id) : '', s.nostrEvent?.json ?? '', packHash(s.digest));
     }
+    keys.push(k.eventTally);
     const flat = (await this.run(ACCEPT, keys, args)) as Array<string | number>;
     const results: AcceptResult[] = chunk.map((_s, i) => {
       const [result, digest, third] = [String(flat[3 * i]), String(flat[3 * i + 1] ?? ''), String(flat[3 * i + 2] ?? '')];
@@ -366,7 +367,7 @@ export class AnchorStore {
   /** Records a refused job (`rejected`) or a conflicting one (`conflict`) with its reason. */
   async reject(key: string, reason: string, code: 'rejected' | 'conflict' = 'rejected'): Promise<void> {
     const now = this.now();
-    await this.run(REJECT, [this.keys.subject(key), this.keys.history(key), this.keys.events, this.keys.counts, this.keys.byStatus('rejected')], [
+    await this.run(REJECT, [this.keys.subject(key), this.keys.history(key), this.keys.events, this.keys.counts, this.keys.byStatus('rejected'), this.keys.eventTally], [
       key,
       reason,
       now,
@@ -406,7 +407,7 @@ export class AnchorStore {
     let entry = -1;
     for (let i = 0; i < keys.length; i += WITNESS_CHUNK) {
       const chunk = keys.slice(i, i + WITNESS_CHUNK);
-      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)])], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), ...chunk])) as Array<number | string>;
+      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)]), k.eventTally], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), ...chunk])) as Array<number | string>;
       for (let j = 0; j < chunk.length; j++) {
         const outcome = Number(res[3 * j]);
         if (outcome === 3) unmarked.push(chunk[j]!);
@@ -448,6 +449,7 @@ export class AnchorStore {
         scriptKeys.push(s, k.envelope(key), k.history(key), ev ? k.event(ev) : s, nostrBatch ? k.batch('nostr', nostrBatch) : s, otsBatch ? k.batch('ots', otsBatch) : s);
         args.push(key, evRaw ?? '', nostrBatch, otsBatch);
       });
+      scriptKeys.push(k.eventTally);
       const res = (await this.run(FORGET, scriptKeys, args)) as number[];
       chunk.forEach((key, j) => {
         if (Number(res[j]) === 1) removed.push(key);

@@ -8,7 +8,8 @@
 -- KEYS[1] events stream, [2] counts, [3] idx:st:pending, [4] idx:st:rejected,
 -- then one idx:w:<witness>:pending per witness in ARGV[4] (in that order),
 -- then the ARGV[5] witness inboxes, then per subject 4 keys: subject hash, envelope,
--- history, Nostr event hash (the subject hash again when the subject has no event).
+-- history, Nostr event hash (the subject hash again when the subject has no event), then
+-- last the stream's tally (stream-lib.lua).
 -- ARGV[1] now (ms), [2] now (ISO), [3] stream MAXLEN, [4] witnesses (comma list),
 -- [5] number of inboxes, then per subject 8: key, kind, envelope, digest (hex), fingerprint
 -- (as stored: 32 bytes, or the text when it is not 64 hex characters), event id as stored
@@ -28,8 +29,8 @@
 -- between two runs is written where it happened, so the stream keeps the order):
 -- {type, status, at, subjects = [[key, digest], ...]}, or the one-subject form
 -- {type, key, status, at, digest} for a run of one (src/adapters/state/stream-entries.ts).
--- An entry of n subjects is added with MAXLEN ~ floor(ARGV[3] / n): the stream holds about
--- ARGV[3] subject events.
+-- Entries go through add_events (stream-lib.lua, the last key is the stream's tally): the
+-- stream keeps about ARGV[3] subject events, however many each entry holds.
 local now, nowIso, maxlen = ARGV[1], ARGV[2], ARGV[3]
 -- a stored layout-3 fingerprint (64 lowercase hex characters) -> its 32 bytes; anything else as it is
 local function bin(x)
@@ -48,7 +49,7 @@ for w in string.gmatch(ARGV[4], '[^,]+') do table.insert(witnesses, w) end
 local nw, ni = #witnesses, tonumber(ARGV[5])
 local kbase = 4 + nw + ni
 local n = (#ARGV - 5) / 8
-if n ~= math.floor(n) or n < 1 or #KEYS ~= kbase + 4 * n then
+if n ~= math.floor(n) or n < 1 or #KEYS ~= kbase + 4 * n + 1 then
   return redis.error_reply('accept: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
 end
 local out, added, unrejected = {}, {}, 0
@@ -62,7 +63,7 @@ local function announce()
   else
     data = {type = 'accepted', status = 'pending', at = nowIso, subjects = announced}
   end
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', math.max(1, math.floor(tonumber(maxlen) / c)), '*', 'data', cjson.encode(data))
+  add_events(KEYS[1], KEYS[#KEYS], maxlen, c, cjson.encode(data))
   announced = {}
 end
 for i = 0, n - 1 do
@@ -78,8 +79,7 @@ for i = 0, n - 1 do
       local reason = 'conflict: subject ' .. key .. ' is already anchored with another root (envelope digest ' .. (existing[3] or '') .. '); refused, not re-anchored'
       redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'conflict', reason = reason}))
       announce()
-      redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'data',
-        cjson.encode({type = 'conflict', key = key, status = existing[1], at = nowIso, reason = reason}))
+      add_events(KEYS[1], KEYS[#KEYS], maxlen, 1, cjson.encode({type = 'conflict', key = key, status = existing[1], at = nowIso, reason = reason}))
       table.insert(out, 'conflict'); table.insert(out, existing[3] or ''); table.insert(out, reason)
     end
   else

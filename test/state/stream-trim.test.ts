@@ -1,9 +1,9 @@
 /**
- * Review (2c723c0..fae0987): a packed entry of n subjects is added with MAXLEN ~ floor(100000 / n)
- * entries. That cap counts entries, so one packed entry trims away every one-subject entry
- * before it beyond ~100000/n — the subject events a lagging webhook fan-out (or a crashed
- * daemon's pending entries) or a reconnecting feed client has not read yet — although the
- * stream holds far fewer than the 100,000 subject events it is meant to keep.
+ * The state-change stream keeps about its length in *subject events* (stream-lib.lua's
+ * add_events), whatever each entry holds. Found in review: packed entries were added with
+ * MAXLEN ~ floor(100000 / n) entries, so one packed entry trimmed away the one-subject entries
+ * before it that a lagging webhook fan-out, a crashed daemon's pending entries or a feed client
+ * resuming had not read yet, although the stream held far fewer than 100,000 subject events.
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -67,7 +67,7 @@ it('retention: the proofs it offers the webhooks stay on the stream while its fo
   // this pass (retention.limit 5,000): 5,000 proofs offered (one entry each), then the forget
   const handover = new WebhookHandover(redis, store.keys.base, ['hook']);
   const offered = Array.from({ length: 5000 }, (_, i) => `offered-${i}`);
-  for (const key of offered) await handover.offer(store.keys.events, 100_000, key, { status: 'confirmed', digest: 'd'.repeat(64) } as never, 1_700_000_000_000);
+  for (const key of offered) await handover.offer(store.keys.events, store.keys.eventTally, key, { status: 'confirmed', digest: 'd'.repeat(64) } as never, 1_700_000_000_000);
   expect(await store.forget(ready.map((s) => s.key))).toHaveLength(100);
   // the fan-out then reads what it has not read yet
   const proofs: string[] = [];
@@ -78,4 +78,40 @@ it('retention: the proofs it offers the webhooks stay on the stream while its fo
     for (const e of entries) for (const { event } of expandEntry(e)) if (event.type === 'proof') proofs.push(event.key);
   }
   expect(proofs.length).toBe(5000);
+}, 60_000);
+
+it('keeps the stream near its length in subject events, whatever the entries hold, and never trims the last maxlen events', async () => {
+  const { STREAM_LIB } = await import('../../src/adapters/state/scripts.js');
+  const stream = `trim-lib-${randomBytes(3).toString('hex')}:events`;
+  const tally = `${stream}:n`;
+  const maxlen = 1000;
+  // small macro nodes, so that XTRIM MINID ~ can trim close to the mark
+  const before = ((await redis.config('GET', 'stream-node-max-entries')) as string[])[1]!;
+  await redis.config('SET', 'stream-node-max-entries', '10');
+  const add = `${STREAM_LIB}\nreturn add_events(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), ARGV[3])`;
+  try {
+    // entries of 1 to 250 events, as one-subject calls and packed calls write them
+    let total = 0;
+    const sizes: number[] = [];
+    let seed = 7;
+    for (let i = 0; i < 400; i++) {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      const n = i % 3 === 0 ? 1 + (seed % 250) : 1;
+      await redis.eval(add, 2, stream, tally, maxlen, n, JSON.stringify({ n }));
+      total += n;
+      sizes.push(n);
+      const kept = (await redis.xrange(stream, '-', '+')).reduce((sum, [, fields]) => sum + (JSON.parse(fields[1]!) as { n: number }).n, 0);
+      // nothing among the last maxlen events is ever gone
+      expect(kept).toBeGreaterThanOrEqual(Math.min(total, maxlen));
+      // bounded: maxlen, one step of marks (maxlen / 100), the entry that crossed it, one macro node
+      expect(kept).toBeLessThanOrEqual(maxlen + maxlen / 100 + 250 + 10 * 250);
+    }
+    expect(total).toBeGreaterThan(10 * maxlen);
+    // the tally holds the total and a bounded number of marks
+    expect(Number(await redis.zscore(tally, '~total'))).toBe(total);
+    expect(await redis.zcard(tally)).toBeLessThanOrEqual(2 + (maxlen + 250) / (maxlen / 100) + 1);
+  } finally {
+    await redis.config('SET', 'stream-node-max-entries', before);
+    await redis.del(stream, tally);
+  }
 }, 60_000);
