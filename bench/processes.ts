@@ -154,6 +154,8 @@ export interface BenchDaemonOptions {
   ratePerMinute: number;
   /** Most subjects per Nostr event and per calendar submission (default: the daemon's). */
   batchMaxSize?: number;
+  /** redis.shards (default 1). */
+  shards?: number;
 }
 
 export const BENCH_PREFIX = 'bench';
@@ -163,7 +165,7 @@ export function benchConfig(o: BenchDaemonOptions & { keyFile: string }): Config
   return loadConfig({
     env: {},
     overrides: {
-      redis: o.redisCluster ? { url: null, cluster: o.redisCluster, prefix: BENCH_PREFIX, embedded: false } : { url: o.redisUrl, prefix: BENCH_PREFIX, embedded: false },
+      redis: { ...(o.redisCluster ? { url: null, cluster: o.redisCluster } : { url: o.redisUrl }), prefix: BENCH_PREFIX, embedded: false, shards: o.shards ?? 1 },
       nostr: {
         enabled: true,
         mode: o.mode,
@@ -252,11 +254,16 @@ export async function startDaemonChild(o: BenchDaemonOptions, redis: RedisClient
 }
 
 async function waitForWorkers(config: Config, redis: RedisClient, child: ChildProcess, logTail: () => string): Promise<void> {
-  const prefix = new StateKeys(config.redis.prefix).bullPrefix;
   const base = config.queue.name;
   // the Nostr batch worker runs in every mode (auto and batch cut; envelope finishes leftovers)
   const names = [base, otsQueueName(base), nostrBatchQueueName(base), ...config.nostr.relays.map((r) => relayQueueName(base, r))];
-  const queues = names.map((n) => new Queue(n, { connection: redis, prefix }));
+  // every shard's queues (redis.shards), and with several the usual intake queue's router
+  const k = config.redis.shards;
+  const prefixes = Array.from({ length: k }, (_, i) => StateKeys.forShard(config.redis.prefix, i, k).bullPrefix);
+  const queues = [
+    ...prefixes.flatMap((prefix) => names.map((n) => new Queue(n, { connection: redis, prefix }))),
+    ...(k > 1 ? [new Queue(base, { connection: redis, prefix: new StateKeys(config.redis.prefix).bullPrefix })] : []),
+  ];
   try {
     const deadline = Date.now() + 30_000;
     for (let i = 0; i < 600; i++) {

@@ -71,8 +71,8 @@ export async function runDaemon(config: Config, log: Logger): Promise<RunningDae
     http = await startHttpServer({ daemon, log });
   }
   if (config.webhooks.length > 0) {
-    const { startWebhooks } = await import('../adapters/webhooks/webhooks.js');
-    webhooks = await startWebhooks({ daemon, log });
+    const { startShardWebhooks } = await import('../adapters/webhooks/webhooks.js');
+    webhooks = await startShardWebhooks({ daemon, log });
   }
   log.info({ redis: redis.url.replace(/\/\/[^@]*@/g, '//***@'), where: redis.where }, `Redis: ${redis.where}`);
   if (config.nostr.enabled) {

@@ -13,6 +13,8 @@ export {
   type BulkEnqueueOutcome,
   type BulkEnqueueOptions,
 } from '../adapters/queue/producer.js';
+export { enqueueAnchorRouted, enqueueAnchorsRouted, shardTargets, type ShardTarget } from '../adapters/queue/routed-producer.js';
+export { shardOf, shardPrefix, MAX_SHARDS } from '../core/shard/shard.js';
 export type { BulkIntakeResult, BulkSubjectResult } from '../adapters/queue/intake.js';
 export { ANCHOR_JOB } from '../adapters/queue/names.js';
 export type { JobLimits } from '../adapters/queue/job-data.js';

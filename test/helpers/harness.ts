@@ -17,6 +17,8 @@ import { startEmbeddedRedis, stopChild, type EmbeddedRedis } from '../../src/dae
 import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
 import { ANCHOR_JOB_OPTIONS } from '../../src/adapters/queue/producer.js';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
+import { ShardedStore } from '../../src/adapters/state/sharded-store.js';
+import { StateKeys } from '../../src/adapters/state/keys.js';
 import { generateSecretKey, type SigningKey } from '../../src/core/nostr/keys.js';
 import { startDevRelay, type DevRelay } from '../../src/dev/relay/dev-relay.js';
 import { startDevCalendar, type DevCalendar, type DevCalendarBehaviour } from '../../src/dev/calendar/index.js';
@@ -128,13 +130,18 @@ export function startDaemon(config: Config, redisUrl: RedisTarget = SHARED_REDIS
 export class Issuer {
   readonly redis: RedisClient;
   readonly queue: Queue;
+  /** Shard 0's store (with one shard, the state). */
   readonly store: AnchorStore;
+  /** Every shard's state as one (redis.shards). */
+  readonly state: ShardedStore;
 
   constructor(config: Config, redisUrl: RedisTarget = SHARED_REDIS_URL) {
     this.redis = connectRedis(redisUrl);
     this.redis.on('error', () => undefined);
-    this.store = new AnchorStore(this.redis, config.redis.prefix);
-    this.queue = new Queue(config.queue.name, { connection: this.redis, prefix: this.store.keys.bullPrefix });
+    this.state = ShardedStore.open(this.redis, config.redis.prefix, config.redis.shards);
+    this.store = this.state.shards[0]!;
+    // the usual intake queue ({prefix}): with several shards the daemon routes its subjects
+    this.queue = new Queue(config.queue.name, { connection: this.redis, prefix: new StateKeys(config.redis.prefix).bullPrefix });
   }
 
   async enqueue(data: unknown, key: string): Promise<void> {
@@ -149,11 +156,11 @@ export class Issuer {
 
   /** Count of subjects whose overall status is `status`. */
   async count(status: string): Promise<number> {
-    return (await this.store.countByStatus())[status] ?? 0;
+    return (await this.state.countByStatus())[status] ?? 0;
   }
 
   async witnessCount(witness: 'nostr' | 'ots', status: string): Promise<number> {
-    return (await this.store.countByWitness([witness]))[witness]?.[status] ?? 0;
+    return (await this.state.countByWitness([witness]))[witness]?.[status] ?? 0;
   }
 
   async close(): Promise<void> {

@@ -54,6 +54,8 @@ export function withHttp(d: Daemon, http: Partial<Config['http']>, extra: Partia
     config: { ...d.config, http: { ...d.config.http, port: 0, ...http } },
     redis: d.redis,
     store: d.store,
+    state: d.state,
+    intakeTargets: d.intakeTargets,
     metrics: d.metrics,
     health: d.health,
     witnesses: d.witnesses,
@@ -113,7 +115,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     async confirm(keys, timeoutMs = 30_000) {
       await waitFor(`${keys.length} subjects confirmed`, async () => {
         for (const cal of calendars) if (cal.pendingCount() > 0) await cal.mine();
-        const records = await daemon.store.getRecords(keys);
+        const records = await daemon.state.getRecords(keys);
         return records.every((r) => r?.status === 'confirmed');
       }, timeoutMs, 100);
     },

@@ -153,6 +153,25 @@ describe('packed entries (one stream entry per batch transition)', () => {
     }
   });
 
+  it('a retention pass (forget) of several subjects is one entry, seen as one retired event per subject', async () => {
+    const { keys } = await batchTransition(3);
+    await s.daemon.store.setWitnessMany(keys, 'ots', 'confirmed', 2, 'bitcoin block 7', `b-${keys[0]}`);
+    const redis = s.daemon.redis;
+    const stream = s.daemon.store.keys.events;
+    const mid = (await redis.xrevrange(stream, '+', '-', 'COUNT', 1))[0]![0];
+    expect(await s.daemon.store.forget(keys)).toEqual(keys);
+    const entries = (await redis.xrange(stream, `(${mid}`, '+')).map((e) => e[0]);
+    expect(entries).toHaveLength(1);
+    const sse = await openSse(`${s.http.url}/v1/events`, { 'Last-Event-ID': mid });
+    try {
+      const changes = sseChanges(await sse.until((m) => sseChanges(m).filter((c) => c.type === 'retired' && keys.includes(c.key)).length >= 3));
+      const retired = changes.filter((c) => c.type === 'retired' && keys.includes(c.key));
+      expect(retired.map((c) => [c.id, c.key, c.status])).toEqual(keys.map((key, i) => [`${entries[0]}.${i}`, key, 'confirmed']));
+    } finally {
+      sse.close();
+    }
+  });
+
   it('a replay cut at http.maxReplay inside a packed entry ends with an id that resumes without a gap or repeat', async () => {
     const { keys, before } = await batchTransition(300);
     const max = 120;

@@ -97,7 +97,7 @@ export async function audit(
   const want = expectation.status ?? 'confirmed';
   const refusedKeys = expectation.refused ?? new Set<string>();
   const records: Array<SubjectRecord | null> = [];
-  for (let i = 0; i < keys.length; i += 1000) records.push(...(await issuer.store.getRecords(keys.slice(i, i + 1000))));
+  for (let i = 0; i < keys.length; i += 1000) records.push(...(await issuer.state.getRecords(keys.slice(i, i + 1000))));
   const stored = taps.map((t) => storedByDigest(t.relay));
   const storedIds = taps.map((t) => new Set(t.relay.events().map((e) => e.id)));
 
@@ -141,7 +141,7 @@ export async function audit(
     const r = records[i];
     if (!r || r.status === 'rejected' || refusedKeys.has(key)) continue;
     if (checked++ % sampleEvery !== 0) continue;
-    const h = await issuer.store.history(key);
+    const h = await issuer.state.history(key);
     if (h[0]?.event !== 'accepted') problems.push(`${key}: history does not begin with accepted: ${JSON.stringify(h[0])}`);
     if (h.filter((e) => e.event === 'accepted').length !== 1) problems.push(`${key}: history has ${h.filter((e) => e.event === 'accepted').length} accepted entries`);
     const changes = h.filter((e) => e.event === 'witness' && e.from !== e.to);
@@ -177,7 +177,7 @@ export function report(r: AuditResult, extra: Record<string, number | string> = 
 export async function statusCounts(issuer: Issuer, keys: readonly string[]): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   for (let i = 0; i < keys.length; i += 1000) {
-    for (const r of await issuer.store.getRecords(keys.slice(i, i + 1000))) {
+    for (const r of await issuer.state.getRecords(keys.slice(i, i + 1000))) {
       const s = r?.status ?? 'none';
       out[s] = (out[s] ?? 0) + 1;
     }
@@ -191,7 +191,7 @@ export async function diagnose(issuer: Issuer, keys: readonly string[]): Promise
   const missing: string[] = [];
   for (let i = 0; i < keys.length; i += 1000) {
     const slice = keys.slice(i, i + 1000);
-    (await issuer.store.getRecords(slice)).forEach((r, j) => {
+    (await issuer.state.getRecords(slice)).forEach((r, j) => {
       if (!r) missing.push(slice[j]!);
       else if (r.status !== 'confirmed') stuck.push(r);
     });
@@ -200,7 +200,7 @@ export async function diagnose(issuer: Issuer, keys: readonly string[]): Promise
   for (const r of stuck) for (const [w, s] of Object.entries(r.witnesses)) byWitness[`${w}:${s.status}`] = (byWitness[`${w}:${s.status}`] ?? 0) + 1;
   const one = stuck[0];
   const detail = one
-    ? { key: one.key, status: one.status, witnesses: one.witnesses, batches: one.batches, relays: one.nostrEventId ? await issuer.store.relayReports(one.nostrEventId) : [], history: await issuer.store.history(one.key) }
+    ? { key: one.key, status: one.status, witnesses: one.witnesses, batches: one.batches, relays: one.nostrEventId ? await issuer.store.relayReports(one.nostrEventId) : [], history: await issuer.state.history(one.key) }
     : null;
   return JSON.stringify({ missing: missing.length, stuck: stuck.length, byWitness, example: detail });
 }

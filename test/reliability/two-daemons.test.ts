@@ -4,7 +4,7 @@
  * Every subject is enqueued twice by two issuers. Both daemons take work; every subject
  * confirms once, with one event per relay, in envelope mode, in batch mode, and in auto mode
  * (each cut decided once, whichever daemon takes it: one event per own-event subject plus one
- * per batch-event cut).
+ * per batch-event cut); and with redis.shards 3, both daemons running every shard.
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -18,12 +18,12 @@ async function counter(daemon: Daemon, name: string): Promise<number> {
   return (metric?.values ?? []).reduce((n, v) => n + v.value, 0);
 }
 
-async function twoDaemons(name: string, n: number, mode: 'envelope' | 'batch' | 'auto', nostr: Record<string, unknown> = {}): Promise<void> {
+async function twoDaemons(name: string, n: number, mode: 'envelope' | 'batch' | 'auto', nostr: Record<string, unknown> = {}, redis: Record<string, unknown> = {}): Promise<void> {
   const relays = await startRelays(2);
   const taps = relays.map(tapRelay);
   const headersFile = join(tempDir('headers'), 'headers.json');
   const calendars = await startCalendars(1, headersFile);
-  const config = testConfig({ relays, calendars, headersFile, overrides: { nostr: { mode, batchWindowMs: 200, batchMaxSize: 100, ...nostr }, ots: { batchWindowMs: 200, batchMaxSize: 100 } } });
+  const config = testConfig({ relays, calendars, headersFile, overrides: { redis, nostr: { mode, batchWindowMs: 200, batchMaxSize: 100, ...nostr }, ots: { batchWindowMs: 200, batchMaxSize: 100 } } });
   const daemons = await Promise.all([startDaemon(config), startDaemon(config)]);
   const issuers = [new Issuer(config), new Issuer(config)];
   try {
@@ -57,10 +57,10 @@ async function twoDaemons(name: string, n: number, mode: 'envelope' | 'batch' | 
       }
     }
     // batch mode: as many events per relay as batches (each batch published once)
-    const batches = new Set((await issuers[0]!.store.getRecords(keys)).map((r) => r!.batches.nostr?.id));
+    const batches = new Set((await issuers[0]!.state.getRecords(keys)).map((r) => r!.batches.nostr?.id));
     if (mode === 'batch') for (const relay of relays) expect(relay.eventCount()).toBe(batches.size); // no NIP-03 in batch mode
     // auto mode: an event per subject that got its own, one per cut decided batch; nothing twice
-    const records = await issuers[0]!.store.getRecords(keys);
+    const records = await issuers[0]!.state.getRecords(keys);
     const own = records.filter((r) => r!.nostrEventId).length;
     const batchEvents = new Set(records.filter((r) => !r!.nostrEventId).map((r) => r!.batches.nostr?.id));
     if (mode === 'auto') {
@@ -88,5 +88,9 @@ describe('two daemon instances on one Redis', () => {
   it('auto mode over its budget: each cut decided once, each subject in exactly one event per relay', { timeout: 180_000 }, async () => {
     // budget 10 events per second: a 600-subject burst is mostly batch events
     await twoDaemons('two-daemons-auto', 600, 'auto', { ratePerMinute: 600, autoHorizonMs: 1000 });
+  });
+
+  it('redis.shards 3, batch mode: both daemons run every shard; each shard\'s batches cut and published once', { timeout: 180_000 }, async () => {
+    await twoDaemons('two-daemons-3-shards', 600, 'batch', {}, { shards: 3 });
   });
 });

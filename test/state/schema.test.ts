@@ -1,12 +1,14 @@
 /**
  * The state's layout version (`{prefix}:schema`, AnchorStore.openSchema): a fresh prefix is
- * marked 4 on first start; a layout-3 Redis (hex digests, every acceptance in its subject's
- * history list) is marked 4 and its subjects, histories, batches and proofs read as they
+ * marked 5 (STATE_SCHEMA) on first start; a layout-4 Redis (`witnesses`, epoch-ms `updated`
+ * and `confirmed:<w>`, `<w>:index` in every subject hash) is marked 5 and its subjects read,
+ * move on and retire as they did; a layout-3 Redis (hex digests, every acceptance in its subject's
+ * history list) is marked 5 and its subjects, histories, batches and proofs read as they
  * were; a layout-2 Redis (every witness transition in each subject's
- * history list) is marked 4 and its history lists read as they are, merged with the batch
+ * history list) is marked 5 and its history lists read as they are, merged with the batch
  * transitions layout 3 records once per batch; a Redis written by the layout before the key existed (layout 1:
  * idx:all and idx:w:<w>:confirmed, every envelope under e:<key>, no counts, no schema key)
- * is moved to 4 (counts from the old indexes) and its subjects read as they are; a
+ * is moved to 5 (counts from the old indexes) and its subjects read as they are; a
  * layout this release does not know makes aer1-anchord refuse to start (exit 2, one line)
  * and aer1-anchor status refuse the same way, writing nothing.
  */
@@ -38,7 +40,7 @@ function subject(key = `k-${randomBytes(4).toString('hex')}`) {
 }
 
 describe('the state layout version', () => {
-  it('a fresh prefix: the daemon marks it the current layout (4) on first start, and finds it current after', { timeout: 30_000 }, async () => {
+  it('a fresh prefix: the daemon marks it the current layout (5) on first start, and finds it current after', { timeout: 30_000 }, async () => {
     const config = testConfig({ overrides: { ots: { enabled: true } } });
     const keys = new AnchorStore(redis, config.redis.prefix).keys;
     expect(await redis.get(keys.schema)).toBeNull();
@@ -51,7 +53,7 @@ describe('the state layout version', () => {
     }
   });
 
-  it('a Redis written by layout 1 (idx:all, idx:w:<w>:confirmed, envelopes beside events, no counts, no schema key): moved to layout 4 on start', { timeout: 30_000 }, async () => {
+  it('a Redis written by layout 1 (idx:all, idx:w:<w>:confirmed, envelopes beside events, no counts, no schema key): moved to layout 5 on start', { timeout: 30_000 }, async () => {
     const config = testConfig({ overrides: { ots: { enabled: true } } });
     const store = new AnchorStore(redis, config.redis.prefix);
     const k = store.keys;
@@ -88,7 +90,7 @@ describe('the state layout version', () => {
     }
   });
 
-  it('a Redis of layout 2 (every batch transition in each subject\'s own history): marked 4 on start, its histories read as they were and go on with the batch\'s transitions', { timeout: 30_000 }, async () => {
+  it('a Redis of layout 2 (every batch transition in each subject\'s own history): marked 5 on start, its histories read as they were and go on with the batch\'s transitions', { timeout: 30_000 }, async () => {
     const config = testConfig({ overrides: { ots: { enabled: true } } });
     const store = new AnchorStore(redis, config.redis.prefix);
     const k = store.keys;
@@ -126,7 +128,7 @@ describe('the state layout version', () => {
     }
   });
 
-  it('a Redis of layout 3 (written by its scripts: hex digests, key and acceptance in every record): marked 4, its subjects, histories, batches and proofs read as they were, the acceptance once', { timeout: 30_000 }, async () => {
+  it('a Redis of layout 3 (written by its scripts: hex digests, key and acceptance in every record): marked 5, its subjects, histories, batches and proofs read as they were, the acceptance once', { timeout: 30_000 }, async () => {
     const prefix = uniquePrefix('layout3');
     const store = new AnchorStore(redis, prefix, () => 1_700_000_000_000);
     const k = store.keys;
@@ -161,7 +163,7 @@ describe('the state layout version', () => {
     expect(await store.openSchema({ write: false })).toEqual({ found: 'layout 3', recorded: false });
     expect(await redis.get(k.schema)).toBe('3');
     expect(await store.openSchema({ write: true })).toEqual({ found: 'layout 3', recorded: true });
-    expect(await redis.get(k.schema)).toBe('4');
+    expect(await redis.get(k.schema)).toBe(String(STATE_SCHEMA));
     expect(await store.openSchema({ write: true })).toEqual({ found: 'current', recorded: false });
 
     const line = (h: { event: string; witness?: string; to?: string; status?: string; detail?: string; reason?: string; digest?: string }) => `${h.event} ${h.witness ?? ''}>${h.to ?? ''} ${h.status ?? ''} ${h.detail ?? h.reason?.slice(0, 9) ?? ''} ${h.digest ?? ''}`;
@@ -184,9 +186,67 @@ describe('the state layout version', () => {
     await redis.del(...(await redis.keys(`${k.base}:*`)));
   });
 
+  it('a Redis of layout 4 (written by its scripts: witnesses, updated, confirmed:<w> and <w>:index in every hash): marked 5, its subjects read, move on, prove and retire as they did', { timeout: 30_000 }, async () => {
+    const prefix = uniquePrefix('layout4');
+    // the release moves them on a minute after layout 4 confirmed them on Nostr
+    let clock = 1_700_000_060_000;
+    const store = new AnchorStore(redis, prefix, () => (clock += 1000));
+    const k = store.keys;
+    const old = (name: string) => readFileSync(join(REPO_ROOT, `test/fixtures/state-layout4/${name}.lua`), 'utf8');
+    const now = 1_700_000_000_000;
+    const iso = '2023-11-14T22:13:20Z';
+    const subjects = [subject(), subject(), subject()].map((x) => ({ ...x, fingerprint: randomBytes(32).toString('hex'), nostrEvent: undefined }));
+    // layout 4's scripts, called as its AnchorStore called them
+    const akeys = [k.events, k.counts, k.byStatus('pending'), k.byStatus('rejected'), k.byWitness('nostr', 'pending'), k.byWitness('ots', 'pending'), k.inbox('nostr'), k.inbox('ots')];
+    const aargs: Array<string | Buffer> = [String(now), iso, '100000', 'nostr,ots', '2'];
+    for (const x of subjects) {
+      akeys.push(k.subject(x.key), k.envelope(x.key), k.history(x.key), k.subject(x.key));
+      aargs.push(x.key, 'receipt', x.envelopeCanonical, x.digest, Buffer.from(x.fingerprint, 'hex'), '', '', Buffer.from(x.digest, 'hex'));
+    }
+    await redis.set(k.schema, '4');
+    await redis.eval(old('accept'), akeys.length, ...akeys, ...aargs);
+    const members = subjects.map((x) => x.key);
+    for (const [w, id] of [['nostr', '1-aaaaaaaaaaaa'], ['ots', '1-bbbbbbbbbbbb']] as const) {
+      await redis.eval(old('cut-batch'), 5 + members.length, k.inbox(w), k.batchSeq(w), k.openBatches(w), k.batch(w, id), k.batchKeys(w, id), ...members.map((m) => k.subject(m)), w, String(now), iso, id, '1', ...members);
+    }
+    await redis.hset(k.batch('nostr', '1-aaaaaaaaaaaa'), { mode: 'batch', event: JSON.stringify({ id: 'e'.repeat(64), content: 'x' }) });
+    const wkeys = [k.events, k.byWitness('nostr', 'pending'), k.byWitness('nostr', 'partial'), k.byWitness('nostr', 'failed'), k.byStatus('pending'), k.byStatus('partial'), k.byStatus('confirmed'), k.byStatus('failed'), k.meta, k.timeline(Math.floor((now + 5000) / 60_000)), k.counts, k.batchHistory('nostr', '1-aaaaaaaaaaaa'), ...members.flatMap((m) => [k.subject(m), k.history(m)])];
+    await redis.eval(old('set-witness'), wkeys.length, ...wkeys, 'nostr', 'confirmed', '3', String(now + 5000), '2023-11-14T22:13:25Z', 'quorum', '100000', 'tok4', 'nostr,ots', ...members);
+    expect(await redis.hget(k.subject(members[1]!), 'confirmed:nostr')).toBe(String(now + 5000));
+    expect(await redis.hget(k.subject(members[1]!), 'witnesses')).toBe('nostr,ots');
+
+    expect(await store.openSchema({ write: false })).toEqual({ found: 'layout 4', recorded: false });
+    expect(await redis.get(k.schema)).toBe('4');
+    expect(await store.openSchema({ write: true })).toEqual({ found: 'layout 4', recorded: true });
+    expect(await redis.get(k.schema)).toBe('5');
+    expect(await store.openSchema({ write: true })).toEqual({ found: 'current', recorded: false });
+
+    for (const [i, x] of subjects.entries()) {
+      expect(await store.getRecord(x.key)).toMatchObject({ key: x.key, status: 'partial', digest: x.digest, createdMs: now, updatedMs: now + 5000, envelopeCanonical: x.envelopeCanonical, witnesses: { nostr: { status: 'confirmed', confirmedMs: now + 5000 }, ots: { status: 'pending', confirmedMs: null } }, batches: { nostr: { id: '1-aaaaaaaaaaaa', index: i }, ots: { id: '1-bbbbbbbbbbbb', index: i } } });
+    }
+    const proof = (await new ProofExporter(store, { relays: [], calendars: [] }).export(subjects[2]!.key))!;
+    const tree = new BatchTree(subjects.map((x) => Buffer.from(x.digest, 'hex')));
+    expect(proof).toMatchObject({ digest: subjects[2]!.digest, status: 'partial', nostr: { mode: 'batch', batch: { index: 2, size: 3, path: tree.path(2).map((h) => h.toString('hex')) } } });
+    // layout 5 moves them on: the OTS confirmation as ms since created, the witnesses still their field
+    await store.setWitnessMany(members, 'ots', 'confirmed', 2, 'bitcoin block 7', '1-bbbbbbbbbbbb');
+    for (const x of subjects) {
+      const rec = (await store.getRecord(x.key))!;
+      expect(rec).toMatchObject({ status: 'confirmed', witnesses: { nostr: { status: 'confirmed', confirmedMs: now + 5000 }, ots: { status: 'confirmed' } } });
+      expect(rec.witnesses.ots!.confirmedMs).toBe(rec.updatedMs);
+      expect(rec.updatedMs).toBeGreaterThan(now + 5000);
+      expect((await store.history(x.key)).map((h) => `${h.event} ${h.witness ?? ''}>${h.to ?? ''} ${h.status} ${h.detail ?? ''}`)).toEqual(['accepted > pending ', 'witness nostr>confirmed partial quorum', 'witness ots>confirmed confirmed bitcoin block 7']);
+    }
+    expect(await store.countByWitness(['nostr', 'ots'])).toEqual({ nostr: { pending: 0, partial: 0, confirmed: 3, failed: 0 }, ots: { pending: 0, partial: 0, confirmed: 3, failed: 0 } });
+    // retention counts them out per witness from their `witnesses` field
+    expect(await store.forget(members)).toEqual(members);
+    expect(await store.countByStatus()).toEqual({ pending: 0, partial: 0, confirmed: 0, failed: 0, rejected: 0 });
+    expect(await store.countByWitness(['nostr', 'ots'])).toEqual({ nostr: { pending: 0, partial: 0, confirmed: 0, failed: 0 }, ots: { pending: 0, partial: 0, confirmed: 0, failed: 0 } });
+    await redis.del(...(await redis.keys(`${k.base}:*`)));
+  });
+
   it.each([
-    ['5', /is layout 5 \(\{[^}]+\}:schema\), newer than this release knows \(4\): run the release that wrote it, or set redis\.prefix to a prefix of its own$/],
-    ['banana', /has an unknown layout version "banana" in \{[^}]+\}:schema \(this release writes 4\): it was not written by aer1-anchor, or set redis\.prefix/],
+    ['6', /is layout 6 \(\{[^}]+\}:schema\), newer than this release knows \(5\): run the release that wrote it, or set redis\.prefix to a prefix of its own$/],
+    ['banana', /has an unknown layout version "banana" in \{[^}]+\}:schema \(this release writes 5\): it was not written by aer1-anchor, or set redis\.prefix/],
   ])('a layout it does not know (%s): Daemon.start throws redis_schema and writes nothing', { timeout: 30_000 }, async (version, line) => {
     const config = testConfig({ overrides: { ots: { enabled: true } } });
     const keys = new AnchorStore(redis, config.redis.prefix).keys;
@@ -203,7 +263,7 @@ describe('the state layout version', () => {
     const dir = tempDir('schema');
     const config = testConfig({ prefix: uniquePrefix('schema'), overrides: { ots: { enabled: true } } });
     const keys = new AnchorStore(redis, config.redis.prefix).keys;
-    await redis.set(keys.schema, '5');
+    await redis.set(keys.schema, '6');
     const file = join(dir, 'config.json');
     writeFileSync(file, JSON.stringify({ ...config, redis: { ...config.redis, url: SHARED_REDIS_URL } }));
     const child = spawn(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchord.js'), '--config', file], { cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -219,9 +279,9 @@ describe('the state layout version', () => {
     expect(code).toBe(2);
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^aer1-anchord: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 5 .*newer than this release knows \(4\)/);
+    expect(lines[0]).toMatch(/^aer1-anchord: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 6 .*newer than this release knows \(5\)/);
     const r = spawnSync(process.execPath, [join(REPO_ROOT, 'dist/src/cli/aer1-anchor.js'), 'status', 'some-key', '--config', file], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: dir }, cwd: dir, timeout: 20_000 });
     expect(r.status).toBe(2);
-    expect(r.stderr.trim()).toMatch(/^aer1-anchor: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 5 /);
+    expect(r.stderr.trim()).toMatch(/^aer1-anchor: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 6 /);
   });
 });

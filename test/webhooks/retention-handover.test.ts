@@ -85,10 +85,11 @@ describe('retention hands proofs to every webhook before removing subjects', () 
     await waitFor('every subject removed', async () => (await issuer.store.getRecords(keys)).every((r) => r === null), 60_000, 100);
     expect(await issuer.count('confirmed')).toBe(0);
     for (const r of [a, b]) for (const k of keys) expect(proofsAt(r).some((e) => e.key === k), `${k} at ${r.url}`).toBe(true);
-    // the notes of the handover are cleared with the subjects
+    // the notes of the handover are cleared with the subjects (right after them: forget, then clear)
     const base = daemon.store.keys.base;
-    expect(await issuer.redis.hlen(`${base}:ret:offered`)).toBe(0);
-    for (const h of [a, b]) expect(await issuer.redis.hlen(`${base}:ret:ack:${hookId(h.url)}`)).toBe(0);
+    const notes = async (): Promise<number[]> => Promise.all([`${base}:ret:offered`, ...[a, b].map((h) => `${base}:ret:ack:${hookId(h.url)}`)].map((k) => issuer.redis.hlen(k)));
+    await waitFor('the handover notes cleared', async () => (await notes()).every((n) => n === 0), 10_000, 20);
+    expect(await notes()).toEqual([0, 0, 0]);
     // what b received verifies offline on its own
     const dir = tempDir('proofs');
     for (const e of proofsAt(b).filter((x) => keys.includes(x.key)).slice(0, 2)) {

@@ -6,7 +6,8 @@ import { redisRefusal, type RedisRefusal } from '../redis/redis-refusal.js';
 import { ConflictError, InputError } from '../../core/errors/errors.js';
 import { ProofExporter } from '../proof/export.js';
 import { ProofArchive, archivedSummary } from '../archive/proof-archive.js';
-import { enqueueAnchor, enqueueAnchors, type BulkEnqueueOutcome, type EnqueueOutcome } from '../queue/producer.js';
+import { type BulkEnqueueOutcome, type EnqueueOutcome } from '../queue/producer.js';
+import { enqueueAnchorRouted, enqueueAnchorsRouted } from '../queue/routed-producer.js';
 import { claimsFromJobData, type JobLimits } from '../queue/job-data.js';
 import { SUBJECT_STATUSES } from '../state/anchor-store.js';
 import { WITNESSES, type WitnessName } from '../state/keys.js';
@@ -34,7 +35,8 @@ export interface AnchorRoutesHooks {
 
 export class AnchorRoutes {
   private readonly daemon: DaemonView;
-  private readonly exporter: ProofExporter;
+  /** Shard i's proof exporter at index i. */
+  private readonly exporters: ProofExporter[];
   /** Proofs of subjects retired from Redis (archive.dir); null when none is configured. */
   private readonly archive: ProofArchive | null;
   private readonly limits: JobLimits;
@@ -44,27 +46,28 @@ export class AnchorRoutes {
     this.daemon = daemon;
     this.hooks = hooks;
     const c = daemon.config;
-    this.exporter = new ProofExporter(daemon.store, configuredSources(c));
+    this.exporters = daemon.state.shards.map((store) => new ProofExporter(store, configuredSources(c)));
     this.archive = c.archive.dir !== null ? new ProofArchive(c.archive.dir) : null;
     this.limits = { maxJobBytes: c.limits.maxJobBytes, maxSteps: c.limits.maxSteps, maxEntries: c.limits.maxEntries };
   }
 
   async get({ params }: RequestContext): Promise<Reply> {
     const key = params.key!;
-    const record = await this.daemon.store.getRecord(key);
+    const store = this.daemon.state.of(key);
+    const record = await store.getRecord(key);
     if (!record) {
       const archived = await this.archive?.read(key);
       if (archived) return json(200, archivedSummary(key, archived.proof));
       throw new HttpError(404, 'not_found', `no subject with key ${JSON.stringify(key)}`, 'key');
     }
-    return json(200, await anchorDetail(this.daemon.store, this.daemon.config, record));
+    return json(200, await anchorDetail(store, this.daemon.config, record));
   }
 
   async proof({ params }: RequestContext): Promise<Reply> {
     const key = params.key!;
-    const proof = await this.exporter.export(key);
+    const proof = await this.exporters[this.daemon.state.shards.indexOf(this.daemon.state.of(key))]!.export(key);
     if (proof) return json(200, proof);
-    const record = await this.daemon.store.getRecord(key);
+    const record = await this.daemon.state.getRecord(key);
     if (!record) {
       // retired from Redis: the archived file, byte for byte what this answered before
       const archived = await this.archive?.read(key);
@@ -97,8 +100,8 @@ export class AnchorRoutes {
     const limit = parseLimit(query.get('limit'));
     const cursor = query.get('cursor') ?? undefined;
     if (cursor !== undefined) checkCursor(cursor);
-    const page = await this.daemon.store.list({ status, witness, cursor, limit });
-    const records = await this.daemon.store.getRecords(page.keys);
+    const page = await this.daemon.state.list({ status, witness, cursor, limit });
+    const records = await this.daemon.state.getRecords(page.keys);
     const items = records.flatMap((r) => (r ? [summarize(r)] : []));
     return json(200, { items, next: page.next });
   }
@@ -113,7 +116,7 @@ export class AnchorRoutes {
     let conflict: ConflictError | null = null;
     for (const [i, subject] of subjects.entries()) {
       try {
-        const outcome = await enqueueAnchor(this.daemon.intakeQueue, this.daemon.store, subject, this.limits);
+        const outcome = await enqueueAnchorRouted(this.daemon.intakeTargets, subject, this.limits);
         keys.push(outcome.key);
         results.push(outcome);
       } catch (err) {
@@ -144,7 +147,7 @@ export class AnchorRoutes {
     let outcomes: BulkEnqueueOutcome[];
     const queued: BulkEnqueueOutcome[] = [];
     try {
-      outcomes = await enqueueAnchors(this.daemon.intakeQueue, this.daemon.store, subjects, this.limits, {
+      outcomes = await enqueueAnchorsRouted(this.daemon.intakeTargets, subjects, this.limits, {
         maxSubjectsPerJob: this.daemon.config.queue.maxSubjectsPerJob,
         onJobAdded: (added) => queued.push(...added),
       });

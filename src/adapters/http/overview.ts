@@ -19,6 +19,8 @@ export interface DaemonInfo {
   nostr: { mode: 'auto' | 'envelope' | 'batch'; pubkey: string | null; npub: string | null; relays: string[]; quorum: number } | null;
   ots: { network: 'mainnet' | 'regtest'; calendars: string[]; minCalendars: number } | null;
   readsRequireToken: boolean;
+  /** redis.shards: the status page follows /v1/events?shard=i for each. */
+  shards: number;
 }
 
 export function daemonInfo(daemon: DaemonView): DaemonInfo {
@@ -32,6 +34,7 @@ export function daemonInfo(daemon: DaemonView): DaemonInfo {
       : null,
     ots: c.ots.enabled ? { network: c.ots.network, calendars: c.ots.calendars.map(displayUrl), minCalendars: c.ots.minCalendars } : null,
     readsRequireToken: c.http.readsRequireToken,
+    shards: c.redis.shards,
   };
 }
 
@@ -74,7 +77,7 @@ export async function collectTimeline(daemon: DaemonView, minutes: number, now: 
   const current = Math.floor(at / 60_000);
   const first = current - minutes + 1;
   const series = ['subject', ...daemon.witnesses];
-  const minutesRead = await daemon.store.timelineMinutes(first, current, series);
+  const minutesRead = await daemon.state.timelineMinutes(first, current, series);
   const buckets: TimelineBucket[] = minutesRead.map((t) => {
     const confirmed: Record<string, number> = {};
     const timeToConfirm: Record<string, TimeToConfirm> = {};

@@ -5,6 +5,8 @@
  * told clients to wait, so a Redis at its memory limit does not flap green between refusals.
  * A Redis Cluster node given as redis.url that does not serve the prefix's slot (MOVED) is
  * red, and says so; on redis.cluster the probe key goes to the node serving its slot.
+ * With redis.shards K > 1 each shard's probe key is written (one per hash tag, so every
+ * master holding a shard is checked).
  */
 import { describeRefusal, redisRefusal, type RedisRefusal } from '../redis/redis-refusal.js';
 import { clusterRedirect, describeClusterRedirect } from '../redis/cluster-redirect.js';
@@ -14,14 +16,14 @@ const PROBE_TTL_MS = 60_000;
 
 export class Readiness {
   private readonly redis: RedisClient;
-  private readonly probeKey: string;
+  private readonly probeKeys: readonly string[];
   private readonly timeoutMs: number;
   private readonly now: () => number;
   private lastRefused: { refusal: RedisRefusal; atMs: number } | null = null;
 
-  constructor(redis: RedisClient, probeKey: string, timeoutMs: number, now: () => number = Date.now) {
+  constructor(redis: RedisClient, probeKey: string | readonly string[], timeoutMs: number, now: () => number = Date.now) {
     this.redis = redis;
-    this.probeKey = probeKey;
+    this.probeKeys = typeof probeKey === 'string' ? [probeKey] : probeKey;
     this.timeoutMs = timeoutMs;
     this.now = now;
   }
@@ -33,15 +35,17 @@ export class Readiness {
 
   /** Why Redis is not ready for writes, or null. */
   async redisProblem(): Promise<string | null> {
-    try {
-      await this.redis.set(this.probeKey, String(this.now()), 'PX', PROBE_TTL_MS);
-    } catch (err) {
-      const redirect = clusterRedirect(err);
-      if (redirect) return `redis: ${describeClusterRedirect(redirect, this.probeKey.slice(0, this.probeKey.indexOf('}') + 1), describeClient(this.redis))}`;
-      const refusal = redisRefusal(err);
-      if (!refusal) return `redis: ${(err as Error).message.slice(0, 200)}`;
-      this.noteRefusal(refusal);
-      return `redis: ${describeRefusal(refusal, this.timeoutMs)}`;
+    for (const probeKey of this.probeKeys) {
+      try {
+        await this.redis.set(probeKey, String(this.now()), 'PX', PROBE_TTL_MS);
+      } catch (err) {
+        const redirect = clusterRedirect(err);
+        if (redirect) return `redis: ${describeClusterRedirect(redirect, probeKey.slice(0, probeKey.indexOf('}') + 1), describeClient(this.redis))}`;
+        const refusal = redisRefusal(err);
+        if (!refusal) return `redis: ${(err as Error).message.slice(0, 200)}`;
+        this.noteRefusal(refusal);
+        return `redis: ${describeRefusal(refusal, this.timeoutMs)}`;
+      }
     }
     const last = this.lastRefused;
     if (last === null) return null;

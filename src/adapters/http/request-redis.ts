@@ -10,7 +10,7 @@ import { Queue } from 'bullmq';
 import { duplicateClient, failFastOptions, type RedisClient as Redis } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import { queueDepth } from '../queue/depth.js';
-import { AnchorStore } from '../state/anchor-store.js';
+import { ShardedStore } from '../state/sharded-store.js';
 import type { DaemonView } from '../view/daemon-view.js';
 
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -23,7 +23,8 @@ export class RequestRedis {
 
   private constructor(redis: Redis, daemon: DaemonView, log: Logger) {
     this.redis = redis;
-    const store = new AnchorStore(redis, daemon.config.redis.prefix);
+    const state = ShardedStore.open(redis, daemon.config.redis.prefix, daemon.config.redis.shards);
+    const store = state.shards[0]!;
     const quiet = (err: Error): void => log.debug({ err }, 'redis error (http)');
     const mirror = (q: Queue): Queue => {
       const m = new Queue(q.name, { connection: redis, prefix: q.opts.prefix });
@@ -31,12 +32,17 @@ export class RequestRedis {
       return m;
     };
     const intakeQueue = mirror(daemon.intakeQueue);
-    const queues = [intakeQueue, ...daemon.queues.filter((q) => q !== daemon.intakeQueue).map(mirror)];
+    const mirrored = new Map<Queue, Queue>([[daemon.intakeQueue, intakeQueue]]);
+    for (const q of daemon.queues) if (!mirrored.has(q)) mirrored.set(q, mirror(q));
+    const queues = [...mirrored.values()];
+    const intakeTargets = daemon.intakeTargets.map((t, i) => ({ queue: mirrored.get(t.queue) ?? mirror(t.queue), store: state.shards[i]! }));
     this.queues = queues;
     this.view = {
       config: daemon.config,
       redis,
       store,
+      state,
+      intakeTargets,
       metrics: daemon.metrics,
       health: daemon.health,
       witnesses: daemon.witnesses,
@@ -52,7 +58,10 @@ export class RequestRedis {
 
   /** Opens the connection and waits (bounded) until it is ready: a fail-fast connection refuses commands until then. */
   static async open(daemon: DaemonView, timeoutMs: number, log: Logger): Promise<RequestRedis> {
-    const redis = duplicateClient(daemon.redis, failFastOptions(timeoutMs));
+    // several shards on one connection: no auto-pipelining, which on a cluster client groups a
+    // script by its first argument (the key count), not its keys, and would mix two shards' keys
+    const shards = daemon.config.redis.shards;
+    const redis = duplicateClient(daemon.redis, { ...failFastOptions(timeoutMs), ...(shards > 1 ? { enableAutoPipelining: false } : {}) });
     redis.on('error', (err: Error) => log.debug({ err }, 'redis connection error (http)'));
     try {
       await new Promise<void>((resolve, reject) => {

@@ -24,7 +24,7 @@ import { collectStats, gaugeSource } from './stats.js';
 import { collectTimeline, daemonInfo, parseMinutes } from './overview.js';
 import { loadStaticFiles, type StaticFile } from './static-files.js';
 import { EventSocketServer } from './ws.js';
-import { WebhookLog } from '../webhooks/delivery-log.js';
+import { WebhookLog, mergeHookOverviews } from '../webhooks/delivery-log.js';
 
 export interface HttpServerOptions {
   daemon: DaemonView;
@@ -44,6 +44,14 @@ const PAGE_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; conne
 
 function hostForUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
+}
+
+/** `?shard=i` of the live feed (redis.shards): 0 when absent; 400 unless an integer 0–K-1. */
+function shardParam(query: URLSearchParams, shards: number): number {
+  const text = query.get('shard');
+  if (text === null) return 0;
+  if (!/^\d{1,3}$/.test(text) || Number(text) >= shards) throw new HttpError(400, 'bad_parameter', `shard must be an integer 0–${shards - 1} (redis.shards is ${shards}), got ${JSON.stringify(text.slice(0, 64))}`, 'shard');
+  return Number(text);
 }
 
 /** A stream id from `Last-Event-ID` or `?since=`; 400 when it is not one. */
@@ -66,16 +74,17 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   const auth = new TokenAuth(cfg.token, cfg.readsRequireToken);
   const hosts = new HostCheck(cfg.allowedHosts, cfg.host);
   const files = loadStaticFiles();
-  const feed = new EventFeed(daemon.redis, daemon.store.keys.events, log, { maxReplay: cfg.maxReplay });
-  await feed.start();
-  const sockets = new EventSocketServer(feed);
+  // one feed per shard (redis.shards): /v1/events and /v1/ws take ?shard=i, default 0 (the only one with one shard)
+  const feeds = daemon.state.shards.map((s) => new EventFeed(daemon.redis, s.keys.events, log, { maxReplay: cfg.maxReplay }));
+  await Promise.all(feeds.map((f) => f.start()));
+  const sockets = feeds.map((f) => new EventSocketServer(f));
   const streams = new Set<LiveStream>();
   // every read and write of a request goes through this connection: bounded, never replayed
   const requests = await RequestRedis.open(daemon, cfg.redisTimeoutMs, log);
   const view = requests.view;
-  const readiness = new Readiness(requests.redis, daemon.store.keys.probe, cfg.redisTimeoutMs);
+  const readiness = new Readiness(requests.redis, daemon.state.shards.map((s) => s.keys.probe), cfg.redisTimeoutMs);
   const anchors = new AnchorRoutes(view, { onWriteRefused: (r) => readiness.noteRefusal(r) });
-  const webhookLog = new WebhookLog(requests.redis, daemon.store.keys.base);
+  const webhookLogs = daemon.state.shards.map((s) => new WebhookLog(requests.redis, s.keys.base));
   const gauges = { ...gaugeSource(view), redisWritable: async () => (await readiness.redisProblem()) === null };
   const live = new LiveClients(cfg.maxLiveClients, daemon.metrics.registry);
 
@@ -133,10 +142,11 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       method: 'GET',
       path: '/v1/events',
       access: 'read',
-      query: ['since'],
+      query: ['since', 'shard'],
       streaming: true,
       handler: async ({ req, res, query }) => {
         const since = resumeFrom(req, query);
+        const feed = feeds[shardParam(query, feeds.length)]!;
         const release = live.admit();
         res.on('close', release);
         const stream = await streamEvents(res, feed, since);
@@ -148,7 +158,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       method: 'GET',
       path: '/v1/ws',
       access: 'read',
-      query: ['since'],
+      query: ['since', 'shard'],
       handler: async () => {
         throw new HttpError(426, 'upgrade_required', 'this is a WebSocket endpoint: connect with Upgrade: websocket', undefined, { Upgrade: 'websocket', Connection: 'Upgrade' });
       },
@@ -160,7 +170,8 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       query: ['limit'],
       handler: async ({ query }) => {
         const limit = query.has('limit') ? parseLimit(query.get('limit')) : 20;
-        return json(200, { hooks: await webhookLog.overview(daemon.config.webhooks.map((h) => h.url), limit) });
+        const urls = daemon.config.webhooks.map((h) => h.url);
+        return json(200, { hooks: mergeHookOverviews(await Promise.all(webhookLogs.map((l) => l.overview(urls, limit))), limit) });
       },
     },
   ];
@@ -182,11 +193,11 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     close() {
       closing ??= (async () => {
         live.detach();
-        sockets.close();
+        for (const s of sockets) s.close();
         for (const s of streams) s.close();
         streams.clear();
         const { closed } = await drain(server, inFlight);
-        await feed.close();
+        await Promise.all(feeds.map((f) => f.close()));
         await requests.close();
         await closed;
       })();
@@ -251,7 +262,7 @@ function requestHandler(d: Dispatch & { redisTimeoutMs: number; inFlight: InFlig
 }
 
 /** WebSocket upgrades: only /v1/ws, with the same host, access and query checks as its GET. */
-function upgradeHandler(d: Dispatch & { live: LiveClients; sockets: EventSocketServer }): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+function upgradeHandler(d: Dispatch & { live: LiveClients; sockets: readonly EventSocketServer[] }): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
   const { routes, hosts, auth, log, live, sockets } = d;
   return (req, socket, head) => {
     socket.on('error', () => socket.destroy());
@@ -263,7 +274,7 @@ function upgradeHandler(d: Dispatch & { live: LiveClients; sockets: EventSocketS
       checkQuery(routes.find((r) => r.path === '/v1/ws')!, url.query);
       const since = resumeFrom(req, url.query);
       socket.on('close', live.admit());
-      sockets.accept(req, socket, head, since);
+      sockets[shardParam(url.query, sockets.length)]!.accept(req, socket, head, since);
     } catch (err) {
       const e = err instanceof HttpError ? err : new HttpError(500, 'internal', 'internal error');
       if (!(err instanceof HttpError)) log.error({ err }, 'upgrade failed');

@@ -47,12 +47,13 @@ export type EndpointWaiting = EndpointHealth & { waiting: number | null };
 async function relayWaiting(daemon: DaemonView): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   if (!daemon.config.nostr.enabled) return out;
-  const byName = new Map(daemon.queues.map((q) => [q.name, q]));
+  // one queue per relay in each shard: the relay's waiting is the sum over the shards
   await Promise.all(daemon.config.nostr.relays.map(async (url) => {
-    const q = byName.get(relayQueueName(daemon.config.queue.name, url));
-    if (!q) return;
-    const c = await q.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused');
-    out.set(displayUrl(url), Object.values(c).reduce((a, b) => a + b, 0));
+    const name = relayQueueName(daemon.config.queue.name, url);
+    const qs = daemon.queues.filter((q) => q.name === name);
+    if (qs.length === 0) return;
+    const counts = await Promise.all(qs.map((q) => q.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused')));
+    out.set(displayUrl(url), counts.reduce((n, c) => n + Object.values(c).reduce((a, b) => a + b, 0), 0));
   }));
   return out;
 }
@@ -63,11 +64,11 @@ function age(sinceMs: number, nowMs: number): number {
 }
 
 async function oldestOverall(daemon: DaemonView): Promise<{ key: string; ms: number } | null> {
-  return daemon.store.oldestWithStatus(['pending', 'partial']);
+  return daemon.state.oldestWithStatus(['pending', 'partial']);
 }
 
 export async function collectStats(daemon: DaemonView, now: () => number = Date.now): Promise<Stats> {
-  const store = daemon.store;
+  const store = daemon.state;
   const [byStatus, byWitness, queue, oldest, relays] = await Promise.all([
     store.countByStatus(),
     store.countByWitness(daemon.witnesses),
@@ -101,12 +102,12 @@ export async function collectStats(daemon: DaemonView, now: () => number = Date.
 /** Where the `/metrics` gauges read their numbers at scrape time. */
 export function gaugeSource(daemon: DaemonView, now: () => number = Date.now): GaugeSource {
   return {
-    countByWitness: () => daemon.store.countByWitness(daemon.witnesses),
-    countByStatus: () => daemon.store.countByStatus(),
+    countByWitness: () => daemon.state.countByWitness(daemon.witnesses),
+    countByStatus: () => daemon.state.countByStatus(),
     oldestUnconfirmedSeconds: async () => {
       const out: Record<string, number> = {};
       for (const w of daemon.witnesses) {
-        const oldest = await daemon.store.oldestUnconfirmed(w);
+        const oldest = await daemon.state.oldestUnconfirmed(w);
         out[w] = oldest === null ? 0 : Math.max(0, (now() - oldest) / 1000);
       }
       return out;

@@ -286,7 +286,13 @@ async function park(job: Job, token: string | undefined, err: unknown, log: Logg
   throw new DelayedError();
 }
 
-export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakeProcessor, log: Logger): Worker {
+/** What an intake worker hands its jobs to: one shard's IntakeProcessor, or the ShardRouter over all of them. */
+export interface IntakeHandler {
+  refuse(jobId: string | undefined, reason: string): Promise<never>;
+  process(jobId: string | undefined, data: unknown): Promise<IntakeResult | BulkIntakeResult>;
+}
+
+export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakeHandler, log: Logger): Worker {
   const worker = new Worker(
     opts.queueName,
     boundedFailures(async (job: Job, token?: string) => {

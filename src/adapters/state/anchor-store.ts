@@ -48,13 +48,18 @@ function cursorOf(item: [number, string]): string {
  * `updated` until something changed (reads as `created`) and no `p:<witness>` while 0; its
  * history list has no acceptance entry (history() derives it from the hash; a list that has
  * one, layout 3 or a subject refused before, is read as it is); a batch keeps its digests as
- * 32 bytes each in `digests32` (layout 3: hex in `digests`, still read). The daemon moves a
- * layout-1, 2 or 3 Redis to 4 on start (open-schema.lua; 2 and 3 only record the version).
+ * 32 bytes each in `digests32` (layout 3: hex in `digests`, still read). 5: no `witnesses`
+ * field in a subject's hash (its witnesses are its `w:<witness>` fields), its last change
+ * and confirmations as ms since `created` (`u`, `c:<witness>`; layout 4's `updated` and
+ * `confirmed:<witness>`, epoch ms, still read), its place in a batch as `<witness>:i`
+ * (layout 4: `<witness>:index`, still read); one `retired` stream entry per forget call. A
+ * layout-4 release cannot read those hashes, hence the new number. The daemon moves a
+ * layout-1, 2, 3 or 4 Redis to 5 on start (open-schema.lua; 2–4 only record the version).
  */
-export const STATE_SCHEMA = 4;
+export const STATE_SCHEMA = 5;
 
 /** How a store found the layout under its prefix (AnchorStore.openSchema); `recorded`: the schema key was written. */
-export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2' | 'layout 3'; recorded: boolean };
+export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2' | 'layout 3' | 'layout 4'; recorded: boolean };
 
 /** One subject to accept: what the accept script stores. */
 export interface AcceptSubject {
@@ -273,9 +278,9 @@ export class AnchorStore {
     const raw = await this.redis.get(k.schema);
     if (raw === String(STATE_SCHEMA)) return { found: 'current', recorded: false };
     const keys = [k.schema, k.counts, k.layout1All, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), ...WITNESSES.flatMap((w) => WITNESS_STATUSES.map((st) => k.byWitness(w, st)))];
-    if (raw === '2' || raw === '3') {
-      // layouts 2 and 3 are read as they are (hex digests, their history lists with the acceptance); moving them only records 4
-      const was = raw === '2' ? 'layout 2' : 'layout 3';
+    if (raw === '2' || raw === '3' || raw === '4') {
+      // layouts 2–4 are read as they are (hex digests, history lists with the acceptance, `witnesses`, epoch-ms times); moving them only records 5
+      const was = `layout ${raw}` as 'layout 2' | 'layout 3' | 'layout 4';
       if (!opts.write) return { found: was, recorded: false };
       const opened = String(await this.run(OPEN_SCHEMA, keys, [STATE_SCHEMA, WITNESSES.join(',')]));
       return { found: opened === was ? was : 'current', recorded: opened === was };
@@ -345,7 +350,7 @@ export class AnchorStore {
       keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
       // no own event: the envelope kept as its claims in the hash when they fit (rebuilt when read)
       const claims = s.nostrEvent ? null : claimFields(s.envelopeCanonical, s.key, now);
-      args.push(s.key, s.kind, claims ? '' : s.envelopeCanonical, s.digest, packHash(s.fingerprint), s.nostrEvent?.id ?? '', s.nostrEvent?.json ?? '', packHash(s.digest), claims ?? '');
+      args.push(s.key, s.kind, claims ? '' : s.envelopeCanonical, s.digest, packHash(s.fingerprint), s.nostrEvent ? packHash(s.nostrEvent.id) : '', s.nostrEvent?.json ?? '', packHash(s.digest), claims ?? '');
     }
     const flat = (await this.run(ACCEPT, keys, args)) as Array<string | number>;
     const results: AcceptResult[] = chunk.map((_s, i) => {
@@ -434,15 +439,18 @@ export class AnchorStore {
     const removed: string[] = [];
     for (let i = 0; i < keys.length; i += 100) {
       const chunk = keys.slice(i, i + 100);
-      const links = (await Promise.all(chunk.map((key) => this.redis.hmget(k.subject(key), 'nostr:event', 'nostr:batch', 'ots:batch')))).map((v) => v.map((x) => x ?? ''));
+      // the event id as stored (layout 5: 32 bytes, passed back as they are), the batch ids as text
+      const links = await Promise.all(chunk.map((key) => this.redis.hmgetBuffer(k.subject(key), 'nostr:event', 'nostr:batch', 'ots:batch')));
       const scriptKeys = [k.counts, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), k.meta, k.events, k.nostrRecent, k.emptiedBatches('nostr'), k.emptiedBatches('ots')];
       const now = this.now();
-      const args: string[] = [nowIso(now), String(EVENTS_MAXLEN)];
+      const args: Array<string | Buffer> = [nowIso(now), String(EVENTS_MAXLEN), WITNESSES.join(',')];
       chunk.forEach((key, j) => {
-        const [ev, nostrBatch, otsBatch] = links[j]!;
+        const [evRaw, nb, ob] = links[j]!;
+        const ev = evRaw ? hashValue(evRaw) : '';
+        const [nostrBatch, otsBatch] = [nb?.toString() ?? '', ob?.toString() ?? ''];
         const s = k.subject(key);
-        scriptKeys.push(s, k.envelope(key), k.history(key), ev ? k.event(ev!) : s, nostrBatch ? k.batch('nostr', nostrBatch) : s, otsBatch ? k.batch('ots', otsBatch) : s);
-        args.push(key, ev!, nostrBatch!, otsBatch!);
+        scriptKeys.push(s, k.envelope(key), k.history(key), ev ? k.event(ev) : s, nostrBatch ? k.batch('nostr', nostrBatch) : s, otsBatch ? k.batch('ots', otsBatch) : s);
+        args.push(key, evRaw ?? '', nostrBatch, otsBatch);
       });
       const res = (await this.run(FORGET, scriptKeys, args)) as number[];
       chunk.forEach((key, j) => {
@@ -603,7 +611,7 @@ export class AnchorStore {
       // in the order of the fields layout 3's accept.lua wrote (cjson's), so it reads the same
       entries.unshift({ at: nowIso(Number(hash.created ?? 0)), status: 'pending', event: 'accepted', ...(hash.digest !== undefined ? { digest: hash.digest } : {}) });
     }
-    const witnesses = (hash.witnesses ?? '').split(',').filter(Boolean) as WitnessName[];
+    const witnesses = witnessesOf(hash);
     const linked = witnesses.flatMap((w) => (hash[`${w}:batch`] ? [{ w, id: hash[`${w}:batch`]! }] : []));
     if (linked.length === 0) return entries;
     const pipe = this.redis.pipeline();
@@ -648,6 +656,12 @@ export class AnchorStore {
    * a bounded number of subjects, so it may come back short with a `next` to go on from.
    */
   async list(q: ListQuery): Promise<{ keys: string[]; next: string | null }> {
+    const page = await this.listPositions(q);
+    return { keys: page.items.map(([, key]) => key), next: page.next };
+  }
+
+  /** `list` with each key's position (acceptance time ms, key): what ShardedStore merges shards by. */
+  async listPositions(q: ListQuery): Promise<{ items: Array<[number, string]>; next: string | null }> {
     const k = this.keys;
     const status = q.witness ? (q.status ?? 'pending') : q.status;
     let indexes: string[];
@@ -672,20 +686,20 @@ export class AnchorStore {
       const [score, ...rest] = Buffer.from(q.cursor, 'base64url').toString('utf8').split(':');
       after = [Number(score), rest.join(':')];
     }
-    const out: string[] = [];
+    const out: Array<[number, string]> = [];
     let last: [number, string] | null = after;
     for (let round = 0; round < LIST_ROUNDS; round++) {
       const page = await this.newestAfter(indexes, last, filter ? LIST_FILTER_READ : q.limit - out.length);
       const keep = filter ? await filter(page.items.map(([, key]) => key)) : page.items.map(() => true);
       for (let i = 0; i < page.items.length; i++) {
-        if (out.length === q.limit) return { keys: out, next: cursorOf(last!) };
+        if (out.length === q.limit) return { items: out, next: cursorOf(last!) };
         last = page.items[i]!;
-        if (keep[i]) out.push(last[1]);
+        if (keep[i]) out.push(last);
       }
-      if (!page.more) return { keys: out, next: null };
-      if (out.length === q.limit) return { keys: out, next: cursorOf(last!) };
+      if (!page.more) return { items: out, next: null };
+      if (out.length === q.limit) return { items: out, next: cursorOf(last!) };
     }
-    return { keys: out, next: last && last !== after ? cursorOf(last) : null };
+    return { items: out, next: last && last !== after ? cursorOf(last) : null };
   }
 
   /**
@@ -824,14 +838,14 @@ export class AnchorStore {
     }
     const kept = page.slice(0, limit);
     const pipe = this.redis.pipeline();
-    for (const [k] of kept) pipe.hmget(this.keys.subject(k), ...fields);
+    for (const [k] of kept) pipe.hmgetBuffer(this.keys.subject(k), ...fields);
     const res = kept.length > 0 ? ((await pipe.exec()) ?? []) : [];
     return {
       items: kept.map(([key], i) => {
         const [err, values] = res[i] ?? [null, []];
         if (err) throw err;
-        const [batchId, eventId] = values as Array<string | null>;
-        return { key, batchId: batchId ?? null, eventId: eventId ?? null };
+        const [batchId, eventId] = values as Array<Buffer | null>;
+        return { key, batchId: batchId ? batchId.toString() : null, eventId: eventId ? hashValue(eventId) : null };
       }),
       next,
     };
@@ -878,7 +892,7 @@ export class AnchorStore {
   async setSubjectEvents(items: ReadonlyArray<{ key: string; id: string; json: string }>): Promise<Array<string | null>> {
     if (items.length === 0) return [];
     const pipe = this.redis.pipeline();
-    for (const it of items) scriptCommand(pipe, SET_SUBJECT_EVENT)('3', this.keys.subject(it.key), this.keys.event(it.id), this.keys.envelope(it.key), it.id, it.json, it.key);
+    for (const it of items) scriptCommand(pipe, SET_SUBJECT_EVENT)('3', this.keys.subject(it.key), this.keys.event(it.id), this.keys.envelope(it.key), it.id, it.json, it.key, packHash(it.id));
     const res = (await pipe.exec()) ?? [];
     return res.map(([err, v]) => {
       if (err) throw err;
@@ -1250,21 +1264,44 @@ function hashValue(v: Buffer): string {
   return v.length === 32 ? v.toString('hex') : v.toString();
 }
 
-/** A subject hash read as Buffers, as text: its digest and fingerprint as hex (hashValue). */
+/** The subject hash fields kept as 32 bytes (layout 4: digest and fp; layout 5: its own event id too). */
+const BINARY_FIELDS = new Set(['digest', 'fp', 'nostr:event']);
+
+/** A subject hash read as Buffers, as text: its digest, fingerprint and event id as hex (hashValue). */
 function subjectFields(raw: Record<string, Buffer>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [f, v] of Object.entries(raw)) out[f] = f === 'digest' || f === 'fp' ? hashValue(v) : v.toString();
+  for (const [f, v] of Object.entries(raw)) out[f] = BINARY_FIELDS.has(f) ? hashValue(v) : v.toString();
   return out;
+}
+
+/**
+ * A subject's witnesses: layout 4's `witnesses` field (a comma list) when the hash has one;
+ * layout 5 writes none, so they are the witnesses it has a `w:<witness>` status for, in
+ * WITNESSES order.
+ */
+function witnessesOf(h: Record<string, string>): WitnessName[] {
+  if (h.witnesses !== undefined) return h.witnesses.split(',').filter(Boolean) as WitnessName[];
+  return WITNESSES.filter((w) => h[`w:${w}`] !== undefined);
+}
+
+/** A layout-5 time field (ms since `created`) as epoch ms; null when absent. */
+function sinceCreated(created: number, v: string | undefined): number | null {
+  return v === undefined || v === '' ? null : created + Number(v);
+}
+
+function numberOrNull(v: string | undefined): number | null {
+  return v === undefined || v === '' ? null : Number(v);
 }
 
 function toRecord(key: string, h: Record<string, string>, envelope: string | null): SubjectRecord {
   const witnesses: SubjectRecord['witnesses'] = {};
   const batches: SubjectRecord['batches'] = {};
-  for (const w of (h.witnesses ?? '').split(',').filter(Boolean) as WitnessName[]) {
+  const created = Number(h.created ?? 0);
+  for (const w of witnessesOf(h)) {
     const st = h[`w:${w}`];
-    if (st) witnesses[w] = { status: st as WitnessStatus, confirmedMs: h[`confirmed:${w}`] ? Number(h[`confirmed:${w}`]) : null };
+    if (st) witnesses[w] = { status: st as WitnessStatus, confirmedMs: sinceCreated(created, h[`c:${w}`]) ?? numberOrNull(h[`confirmed:${w}`]) };
     const b = h[`${w}:batch`];
-    if (b) batches[w] = { id: b, index: Number(h[`${w}:index`] ?? 0) };
+    if (b) batches[w] = { id: b, index: Number(h[`${w}:i`] ?? h[`${w}:index`] ?? 0) };
   }
   return {
     key: h.key ?? key,
@@ -1272,9 +1309,9 @@ function toRecord(key: string, h: Record<string, string>, envelope: string | nul
     status: h.status as SubjectStatus,
     envelopeCanonical: envelope,
     digest: h.digest ?? null,
-    createdMs: Number(h.created ?? 0),
-    // layout 4 writes `updated` only once something changed
-    updatedMs: Number(h.updated ?? h.created ?? 0),
+    createdMs: created,
+    // layout 5 writes `u` (ms since `created`) once something changed; layout 4 `updated` (epoch ms); neither reads as `created`
+    updatedMs: sinceCreated(created, h.u) ?? numberOrNull(h.updated) ?? created,
     reason: h.reason ?? null,
     witnesses,
     nostrEventId: h['nostr:event'] ?? null,

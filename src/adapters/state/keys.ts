@@ -2,6 +2,8 @@
  * Every Redis key the daemon writes, in one place. All keys share one hash tag
  * (`{prefix}`) so they live in one Redis Cluster slot and Lua scripts may touch any of them.
  */
+import { shardPrefix } from '../../core/shard/shard.js';
+
 export type WitnessName = 'nostr' | 'ots';
 export const WITNESSES: readonly WitnessName[] = ['nostr', 'ots'];
 
@@ -18,8 +20,7 @@ export class StateKeys {
    * over its masters. A subject's shard is `shardOf(key, K)` (src/core/shard/shard.ts).
    */
   static forShard(prefix: string, shard: number, shards: number): StateKeys {
-    if (!Number.isInteger(shard) || shard < 0 || shard >= shards) throw new RangeError(`shard must be an integer 0–${shards - 1}, got ${shard}`);
-    return new StateKeys(shards === 1 ? prefix : `${prefix}:${shard}`);
+    return new StateKeys(shardPrefix(prefix, shard, shards));
   }
 
   /** Prefix handed to BullMQ so its keys share the hash tag. */

@@ -3,14 +3,16 @@
  * stand for. The state scripts write, atomically with the change:
  *
  * - one subject's change as one entry (its `data` is the subject event itself, the form every
- *   entry had before packing; conflicts, rejects, retirements and proofs always take it);
+ *   entry had before packing; conflicts, rejects and proofs always take it);
  * - a call's changes of many subjects as ONE packed entry, self-contained:
  *   - `{"type":"accepted","status":"pending","at":…,"subjects":[[key, digest], …]}`
  *     (accept.lua: the subjects it created, in order);
  *   - `{"type":"state","witness":…,"to":…,"at":…,"detail":…,"runs":[[from, previous,
  *     status, key, key, …], …]}` (set-witness.lua: the subjects whose status changed, in
  *     order, as runs of consecutive subjects that share the witness's old status `from`, the
- *     old overall `previous` and the new overall `status`).
+ *     old overall `previous` and the new overall `status`);
+ *   - `{"type":"retired","status":"confirmed","at":…,"keys":[key, …]}` (forget.lua: the
+ *     subjects it removed, in order).
  *
  * A packed entry `<ms>-<seq>` of n subjects expands to n subject events with ids
  * `<ms>-<seq>.0` … `<ms>-<seq>.<n-1>`, in the order the state changed; a one-subject entry keeps
@@ -84,6 +86,9 @@ export function expandEntry(entry: RawEntry): SubjectEvent[] {
         out.push({ type: 'state', key: run[i] as string, witness: data.witness, from, to: data.to, status: status!, previous, at: data.at, detail });
       }
     }
+  } else if (data.type === 'retired' && Array.isArray(data.keys) && isString(data.at)) {
+    const status = isString(data.status) ? data.status : 'confirmed';
+    for (const key of data.keys) if (isString(key)) out.push({ type: 'retired', key, status, at: data.at });
   } else {
     return [];
   }

@@ -9,11 +9,18 @@ import type { DaemonMetrics } from '../metrics/metrics.js';
 import type { WitnessHealth } from '../health/witness-health.js';
 import type { AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
+import type { ShardedStore } from '../state/sharded-store.js';
+import type { ShardTarget } from '../queue/routed-producer.js';
 
 export interface DaemonView {
   readonly config: Config;
   readonly redis: Redis;
+  /** Shard 0's store (with one shard, the whole state). */
   readonly store: AnchorStore;
+  /** Every shard's state read as one (redis.shards). */
+  readonly state: ShardedStore;
+  /** Shard i's intake queue and store at index i: where POST /v1/anchors puts each subject. */
+  readonly intakeTargets: readonly ShardTarget[];
   readonly metrics: DaemonMetrics;
   readonly health: WitnessHealth;
   readonly witnesses: readonly WitnessName[];

@@ -91,3 +91,21 @@ export class WebhookLog {
     );
   }
 }
+
+/** One hook's overview over K shards' logs (redis.shards): totals summed, the latest times, the most recent deliveries of all. */
+export function mergeHookOverviews(perShard: ReadonlyArray<readonly HookOverview[]>, count: number): HookOverview[] {
+  if (perShard.length === 1) return [...perShard[0]!];
+  const latest = (xs: Array<string | null>): string | null => xs.reduce<string | null>((a, b) => (b !== null && (a === null || b > a) ? b : a), null);
+  return perShard[0]!.map((first, i) => {
+    const all = perShard.map((list) => list[i]!);
+    return {
+      id: first.id,
+      url: first.url,
+      delivered: all.reduce((n, h) => n + h.delivered, 0),
+      failed: all.reduce((n, h) => n + h.failed, 0),
+      lastDeliveredAt: latest(all.map((h) => h.lastDeliveredAt)),
+      lastFailedAt: latest(all.map((h) => h.lastFailedAt)),
+      recent: all.flatMap((h) => h.recent).sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0)).slice(0, count),
+    };
+  });
+}

@@ -28,12 +28,14 @@ function deliveriesCounter(daemon: DaemonView): Counter<'hook' | 'result'> {
 }
 
 const BACKLOG_METRIC = 'aer1_webhook_backlog';
-/** The deliverer each registry's backlog gauge reads (the latest started). */
-const backlogSources = new WeakMap<Registry, WebhookDeliverer>();
+/** The deliverers each registry's backlog gauge reads: the latest started per shard, summed. */
+const backlogSources = new WeakMap<Registry, Map<number, WebhookDeliverer>>();
 
-function backlogGauge(daemon: DaemonView, deliverer: WebhookDeliverer): void {
+function backlogGauge(daemon: DaemonView, deliverer: WebhookDeliverer, shard: number): void {
   const registry = daemon.metrics.registry;
-  backlogSources.set(registry, deliverer);
+  const sources = backlogSources.get(registry) ?? new Map<number, WebhookDeliverer>();
+  sources.set(shard, deliverer);
+  backlogSources.set(registry, sources);
   if (registry.getSingleMetric(BACKLOG_METRIC)) return;
   new Gauge({
     name: BACKLOG_METRIC,
@@ -41,13 +43,17 @@ function backlogGauge(daemon: DaemonView, deliverer: WebhookDeliverer): void {
     labelNames: ['hook'],
     registers: [registry],
     async collect() {
-      const source = backlogSources.get(registry);
-      if (!source) return;
+      const sources = [...(backlogSources.get(registry)?.values() ?? [])];
+      if (sources.length === 0) return;
       this.reset();
-      for (const hook of source.hookIds) {
+      for (const hook of sources[0]!.hookIds) {
         try {
-          const c = await source.queueOf(hook)!.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused');
-          this.set({ hook }, Object.values(c).reduce((a, b) => a + b, 0));
+          let n = 0;
+          for (const source of sources) {
+            const c = await source.queueOf(hook)!.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused');
+            n += Object.values(c).reduce((a, b) => a + b, 0);
+          }
+          this.set({ hook }, n);
         } catch {
           // stopped, or Redis unreachable: no figure rather than a wrong one
         }
@@ -61,13 +67,16 @@ export interface StartWebhooksOptions {
   log: Logger;
   /** Timings and attempts over `webhookDelivery.*` (tests shorten them). */
   tuning?: Partial<Omit<WebhookDelivererOptions, 'redis' | 'stream' | 'base' | 'queueBase' | 'hooks' | 'log'>>;
+  /** The shard whose state changes this deliverer sends (redis.shards; default 0, the only one with one shard). */
+  shard?: number;
 }
 
 /** Starts delivering the daemon's state changes to every configured hook. */
-export async function startWebhooks({ daemon, log, tuning = {} }: StartWebhooksOptions): Promise<WebhookDeliverer> {
+export async function startWebhooks({ daemon, log, tuning = {}, shard = 0 }: StartWebhooksOptions): Promise<WebhookDeliverer> {
+  const keys = daemon.state.shards[shard]!.keys;
   const counter = deliveriesCounter(daemon);
   const d = daemon.config.webhookDelivery;
-  const handover = new WebhookHandover(daemon.redis, daemon.store.keys.base, daemon.config.webhooks.map((h) => hookId(h.url)));
+  const handover = new WebhookHandover(daemon.redis, keys.base, daemon.config.webhooks.map((h) => hookId(h.url)));
   const deliverer = new WebhookDeliverer({
     retryHorizonMs: d.retryHorizonMs,
     backoffMs: d.backoffMs,
@@ -78,8 +87,8 @@ export async function startWebhooks({ daemon, log, tuning = {} }: StartWebhooksO
     ...tuning,
     queueBase: daemon.config.queue.name,
     redis: daemon.redis,
-    stream: daemon.store.keys.events,
-    base: daemon.store.keys.base,
+    stream: keys.events,
+    base: keys.base,
     hooks: daemon.config.webhooks,
     log,
     onOutcome: (hook, result) => {
@@ -90,6 +99,18 @@ export async function startWebhooks({ daemon, log, tuning = {} }: StartWebhooksO
     onDelivered: (hook, job) => handover.acknowledge(hook, job.body),
   });
   await deliverer.start();
-  backlogGauge(daemon, deliverer);
+  backlogGauge(daemon, deliverer, shard);
   return deliverer;
+}
+
+/** One deliverer per shard (redis.shards): each shard's stream is delivered on its own, under its own hash tag. */
+export async function startShardWebhooks(opts: Omit<StartWebhooksOptions, 'shard'>): Promise<{ deliverers: WebhookDeliverer[]; stop(): Promise<void> }> {
+  const deliverers: WebhookDeliverer[] = [];
+  for (let shard = 0; shard < opts.daemon.state.count; shard++) deliverers.push(await startWebhooks({ ...opts, shard }));
+  return {
+    deliverers,
+    async stop() {
+      for (const d of deliverers) await d.stop();
+    },
+  };
 }

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { Aer1Error } from '../../core/errors/errors.js';
-import { enqueueAnchor, enqueueAnchors, type EnqueueOutcome } from '../../adapters/queue/producer.js';
+import type { EnqueueOutcome } from '../../adapters/queue/producer.js';
+import { enqueueAnchorRouted, enqueueAnchorsRouted } from '../../adapters/queue/routed-producer.js';
 import { CLIENT_OPTIONS, connectClient } from '../shared/connect.js';
 import { readJsonFile, UsageError } from '../shared/run.js';
 
@@ -22,14 +23,14 @@ export async function run(argv: string[]): Promise<number> {
     if (docs.length === 1) {
       const { file, data } = docs[0]!;
       try {
-        results.push({ file, ...(await enqueueAnchor(client.queue(), client.store, data, { ...client.config.limits })) });
+        results.push({ file, ...(await enqueueAnchorRouted(client.targets(), data, { ...client.config.limits })) });
       } catch (err) {
         if (!(err instanceof Aer1Error)) throw err;
         results.push({ file, error: err.message, code: err.code });
       }
     } else {
       // several files: bulk jobs, each file validated on its own
-      const outcomes = await enqueueAnchors(client.queue(), client.store, docs.map((d) => d.data), { ...client.config.limits }, { maxSubjectsPerJob: client.config.queue.maxSubjectsPerJob });
+      const outcomes = await enqueueAnchorsRouted(client.targets(), docs.map((d) => d.data), { ...client.config.limits }, { maxSubjectsPerJob: client.config.queue.maxSubjectsPerJob });
       for (const o of outcomes) {
         const file = docs[o.index]!.file;
         if ('error' in o) results.push({ file, error: o.error.message, code: o.error.code });

@@ -28,9 +28,9 @@ export async function run(argv: string[]): Promise<number> {
   const client = await connectClient(values);
   try {
     const key = positionals[0]!;
-    let proof = await new ProofExporter(client.store, configuredSources(client.config)).export(key);
+    let proof = await new ProofExporter(client.state.of(key), configuredSources(client.config)).export(key);
     // retired from Redis: the archive holds it (archive.dir), unless Redis still knows the key (refused)
-    if (!proof && client.config.archive.dir !== null && !(await client.store.getRecord(key))) {
+    if (!proof && client.config.archive.dir !== null && !(await client.state.getRecord(key))) {
       proof = (await new ProofArchive(client.config.archive.dir).read(key))?.proof ?? null;
     }
     if (!proof) {

@@ -38,7 +38,7 @@ export async function run(argv: string[]): Promise<number> {
   if (positionals.length !== 1) throw new UsageError(usage);
   const client = await connectClient(values);
   try {
-    const view = await subjectDetail(client.store, client.config, positionals[0]!);
+    const view = await subjectDetail(client.state.of(positionals[0]!), client.config, positionals[0]!);
     if (!view && client.config.archive.dir !== null) {
       // retired from Redis by retention: what the archived proof says
       const archived = await new ProofArchive(client.config.archive.dir).read(positionals[0]!);

@@ -8,14 +8,22 @@ import { loadConfig, type Config } from '../../adapters/config/config.js';
 import { UsageError } from '../../core/errors/errors.js';
 import { EMBEDDED_REDIS_FILE, readEmbeddedRedisRecord } from '../../daemon/embedded-redis.js';
 import { connectRedis, describeClient, redisAnswers, type RedisClient, type RedisTarget } from '../../adapters/redis/connection.js';
-import { AnchorStore } from '../../adapters/state/anchor-store.js';
+import type { AnchorStore } from '../../adapters/state/anchor-store.js';
+import { ShardedStore } from '../../adapters/state/sharded-store.js';
+import { StateKeys } from '../../adapters/state/keys.js';
+import { shardTargets, type ShardTarget } from '../../adapters/queue/routed-producer.js';
 import { checkSlotServed, describeClusterRedirect } from '../../adapters/redis/cluster-redirect.js';
 
 export interface Client {
   config: Config;
   redis: RedisClient;
+  /** Shard 0's store (with one shard, the state). */
   store: AnchorStore;
+  /** Every shard's state as one (redis.shards): `state.of(key)` is the key's shard. */
+  state: ShardedStore;
   queue(): Queue;
+  /** Shard i's intake queue and store at index i (what the routed producer takes). */
+  targets(): ShardTarget[];
   close(): Promise<void>;
 }
 
@@ -58,29 +66,38 @@ export async function connectClient(opts: { config?: string | undefined; 'redis-
     redis.disconnect();
     throw new UsageError(`cannot reach ${typeof target === 'string' ? 'Redis' : 'the Redis Cluster'} at ${url.replace(/\/\/[^@]*@/g, '//***@')}: ${(err as Error).message}`, 'no_redis');
   }
-  const store = new AnchorStore(redis, config.redis.prefix);
-  const redirect = await checkSlotServed(redis, store.keys.probe).catch(() => null);
-  if (redirect) {
-    redis.disconnect();
-    throw new UsageError(describeClusterRedirect(redirect, store.keys.base, describeClient(redis)), 'redis_cluster');
-  }
-  try {
-    await store.openSchema({ write: false });
-  } catch (err) {
-    redis.disconnect();
-    throw err;
+  const state = ShardedStore.open(redis, config.redis.prefix, config.redis.shards);
+  const store = state.shards[0]!;
+  for (const s of state.shards) {
+    const redirect = await checkSlotServed(redis, s.keys.probe).catch(() => null);
+    if (redirect) {
+      redis.disconnect();
+      throw new UsageError(describeClusterRedirect(redirect, s.keys.base, describeClient(redis)), 'redis_cluster');
+    }
+    try {
+      await s.openSchema({ write: false });
+    } catch (err) {
+      redis.disconnect();
+      throw err;
+    }
   }
   let queue: Queue | null = null;
+  let targets: ShardTarget[] | null = null;
+  // the usual intake queue ({prefix}): with several shards the daemon routes its subjects
+  const usualQueue = (): Queue => (queue ??= new Queue(config.queue.name, { connection: redis, prefix: new StateKeys(config.redis.prefix).bullPrefix }));
   return {
     config,
     redis,
     store,
-    queue() {
-      queue ??= new Queue(config.queue.name, { connection: redis, prefix: store.keys.bullPrefix });
-      return queue;
+    state,
+    targets() {
+      targets ??= config.redis.shards === 1 ? [{ queue: usualQueue(), store }] : shardTargets(redis, { prefix: config.redis.prefix, queueName: config.queue.name, shards: config.redis.shards });
+      return targets;
     },
+    queue: usualQueue,
     async close() {
       await queue?.close();
+      if (targets && config.redis.shards > 1) await Promise.all(targets.map((t) => t.queue.close()));
       await redis.quit().catch(() => undefined);
     },
   };

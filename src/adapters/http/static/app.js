@@ -548,11 +548,18 @@
     $('#live-text').textContent = state;
   }
 
-  let source = null;
+  // one stream per shard (redis.shards, /v1/info): each has its own ids and reconnects on its own
+  let sources = [];
   function connect() {
-    if (source) source.close();
-    const url = token() ? `v1/events?access_token=${encodeURIComponent(token())}` : 'v1/events';
-    source = new EventSource(url);
+    for (const s of sources) s.close();
+    const shards = info && info.shards > 1 ? info.shards : 1;
+    sources = Array.from({ length: shards }, (_, i) => {
+      const params = [...(shards > 1 ? [`shard=${i}`] : []), ...(token() ? [`access_token=${encodeURIComponent(token())}`] : [])];
+      return follow(new EventSource(params.length > 0 ? `v1/events?${params.join('&')}` : 'v1/events'));
+    });
+  }
+
+  function follow(source) {
     source.onopen = () => {
       setLive('live');
       // changes may have happened while disconnected
@@ -575,6 +582,7 @@
       if (ev.status === 'confirmed' || ev.previous === 'confirmed') soonLatest();
       if (lookedUp !== null && ev.key === lookedUp) lookup(lookedUp);
     };
+    return source;
   }
 
   // ---- start

@@ -13,14 +13,17 @@
 -- ARGV[1] now (ms), [2] now (ISO), [3] stream MAXLEN, [4] witnesses (comma list),
 -- [5] number of inboxes, then per subject 9: key, kind, envelope ('' when it is kept as its
 -- claims), digest (hex), fingerprint (as stored: 32 bytes, or the text when it is not 64 hex
--- characters), event id ('' for none), event JSON, digest as stored (32 bytes; the caller
--- converts, not the script), the envelope's claims as subject-hash fields ('' for none:
--- pairs, each of name and value as one length byte then its bytes; AnchorStore names them).
+-- characters), event id as stored (layout 5: its 32 bytes; '' for none), event JSON, digest
+-- as stored (32 bytes; the caller converts, not the script), the envelope's claims as
+-- subject-hash fields ('' for none: pairs, each of name and value as one length byte then
+-- its bytes; AnchorStore names them).
 -- Layout 4: the subject hash keeps the digest and fingerprint as 32 bytes, no `key` (it is in the key's name), no
 -- `updated` until something changes (reads as `created`), no `p:<witness>` while 0. The
 -- acceptance is not written to the history list: AnchorStore.history derives it from the
 -- hash (`created`, `digest`), except for a subject refused before (its list holds the
 -- refusal, and the acceptance goes after it). A layout-3 hash (hex digest and fp) is read too.
+-- Layout 5: no `witnesses` field (the subject's witnesses are its w:<witness> fields); its
+-- own event id (`nostr:event`) as 32 bytes (layout 4: hex, still read).
 -- Returns per subject {result, digest, detail}: {'created', '', ''}, {'duplicate', stored
 -- digest, stored event id or ''} or {'conflict', stored digest, the reason recorded}; then
 -- each inbox's length after the new subjects went in (-1 when none did).
@@ -38,7 +41,7 @@ local function bin(x)
   end
   return x
 end
--- a stored digest as hex: 32 bytes (layout 4) -> 64 characters; a layout-3 one is hex already
+-- a stored digest or event id as hex: 32 bytes -> 64 characters; a layout-3 digest (layout-4 event id) is hex already
 local function hex(x)
   if x and #x == 32 then return (string.gsub(x, '.', function(c) return string.format('%02x', string.byte(c)) end)) end
   return x
@@ -85,7 +88,7 @@ for i = 0, n - 1 do
   existing[3] = hex(existing[3])
   if existing[1] and existing[1] ~= 'rejected' then
     if bin(existing[2]) == fp then
-      table.insert(out, 'duplicate'); table.insert(out, existing[3] or ''); table.insert(out, existing[4] or '')
+      table.insert(out, 'duplicate'); table.insert(out, existing[3] or ''); table.insert(out, hex(existing[4]) or '')
     else
       local reason = 'conflict: subject ' .. key .. ' is already anchored with another root (envelope digest ' .. (existing[3] or '') .. '); refused, not re-anchored'
       redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'conflict', reason = reason}))
@@ -110,7 +113,8 @@ for i = 0, n - 1 do
       inEvent = ok and type(ev) == 'table' and ev.content == envelope
     end
     if not inEvent and envelope ~= '' then redis.call('SET', e, envelope) end
-    local fields = {'kind', kind, 'digest', digestBin, 'fp', fp, 'status', 'pending', 'created', now, 'witnesses', ARGV[4]}
+    -- no `witnesses` (layout 5): a subject's witnesses are the w:<witness> fields it has
+    local fields = {'kind', kind, 'digest', digestBin, 'fp', fp, 'status', 'pending', 'created', now}
     unframe(claims, fields)
     for _, w in ipairs(witnesses) do
       table.insert(fields, 'w:' .. w); table.insert(fields, 'pending')

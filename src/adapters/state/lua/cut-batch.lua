@@ -51,7 +51,7 @@ for i = 1, #live, 1000 do
   redis.call('RPUSH', KEYS[5], unpack(chunk))
 end
 for i, pos in ipairs(livePos) do
-  redis.call('HSET', KEYS[pos], w .. ':batch', id, w .. ':index', i - 1)
+  redis.call('HSET', KEYS[pos], w .. ':batch', id, w .. ':i', i - 1)
 end
 redis.call('SADD', KEYS[3], id)
 return {id, #live}

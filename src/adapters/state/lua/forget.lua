@@ -13,32 +13,51 @@
 -- [8] events stream, [9] nostr:recent, [10] bfree:nostr, [11] bfree:ots, then per subject 6
 -- keys: subject hash, envelope, history, its own Nostr event hash, its Nostr batch hash, its
 -- OTS batch hash (the subject hash again for each it has none of).
--- ARGV[1] now (ISO), [2] stream MAXLEN, then per subject 4: key, its own event id, its Nostr
--- batch id, its OTS batch id ('' for none), as the caller read them.
+-- ARGV[1] now (ISO), [2] stream MAXLEN, [3] the witnesses a subject may have (comma list:
+-- layout 5 writes no `witnesses` field, a subject's witnesses are the w:<witness> fields it
+-- has; a layout-4 hash's `witnesses` is read), then per subject 4: key, its own event id, its
+-- Nostr batch id, its OTS batch id ('' for none), as the caller read them (the event id as
+-- stored: layout 5's 32 bytes, layout 4's hex).
+-- The stream takes one entry for the call's subjects removed: the one-subject form
+-- {type = 'retired', key, status, at}, or {type = 'retired', status, at, keys = [...]} for
+-- more (src/adapters/state/stream-entries.ts expands it), added with MAXLEN ~ floor(ARGV[2] / n).
 -- Returns per subject 1 (removed) or 0 (not confirmed, gone already, or its event or batch
 -- links changed since they were read: left alone).
-local PER_KEYS, PER_ARGS, FIXED = 6, 4, 11
-local n = (#ARGV - 2) / PER_ARGS
+local PER_KEYS, PER_ARGS, FIXED, FIXED_ARGS = 6, 4, 11, 3
+local n = (#ARGV - FIXED_ARGS) / PER_ARGS
 if n ~= math.floor(n) or n < 1 or #KEYS ~= FIXED + PER_KEYS * n then
   return redis.error_reply('forget: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
 end
 local nowIso, maxlen = ARGV[1], ARGV[2]
+local known = {}
+for w in string.gmatch(ARGV[3], '[^,]+') do table.insert(known, w) end
+local knownFields = {}
+for _, w in ipairs(known) do table.insert(knownFields, 'w:' .. w) end
 local out, removed, counts, batches, order = {}, {}, {}, {}, {}
 for i = 0, n - 1 do
-  local a = 3 + PER_ARGS * i
+  local a = FIXED_ARGS + 1 + PER_ARGS * i
   local key, eventId, nostrBatch, otsBatch = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local k = FIXED + PER_KEYS * i
   local s, e, h, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
-  local cur = redis.call('HMGET', s, 'status', 'nostr:event', 'witnesses', 'nostr:batch', 'ots:batch')
+  local cur = redis.call('HMGET', s, 'status', 'nostr:event', 'witnesses', 'nostr:batch', 'ots:batch', unpack(knownFields))
   if cur[1] == 'confirmed' and (cur[2] or '') == eventId and (cur[4] or '') == nostrBatch and (cur[5] or '') == otsBatch then
     table.insert(removed, key)
-    for w in string.gmatch(cur[3] or '', '[^,]+') do
+    local names = {}
+    if cur[3] then
+      for w in string.gmatch(cur[3], '[^,]+') do table.insert(names, w) end
+    else
+      for j, w in ipairs(known) do if cur[5 + j] then table.insert(names, w) end end
+    end
+    for _, w in ipairs(names) do
       local f = 'w:' .. w .. ':confirmed'
       counts[f] = (counts[f] or 0) + 1
     end
     if ev ~= s then
       redis.call('DEL', ev)
-      redis.call('ZREM', KEYS[9], eventId)
+      -- nostr:recent holds the id as hex
+      local id = eventId
+      if #id == 32 then id = (string.gsub(id, '.', function(c) return string.format('%02x', string.byte(c)) end)) end
+      redis.call('ZREM', KEYS[9], id)
     end
     -- one fewer of each of its batches' subjects left in Redis (counted once per batch below)
     for j, id in ipairs({nostrBatch, otsBatch}) do
@@ -54,14 +73,19 @@ for i = 0, n - 1 do
       end
     end
     redis.call('DEL', s, e, h)
-    redis.call('XADD', KEYS[8], 'MAXLEN', '~', maxlen, '*', 'data',
-      cjson.encode({type = 'retired', key = key, status = 'confirmed', at = nowIso}))
     table.insert(out, 1)
   else
     table.insert(out, 0)
   end
 end
 if #removed > 0 then
+  local data
+  if #removed == 1 then
+    data = {type = 'retired', key = removed[1], status = 'confirmed', at = nowIso}
+  else
+    data = {type = 'retired', status = 'confirmed', at = nowIso, keys = removed}
+  end
+  redis.call('XADD', KEYS[8], 'MAXLEN', '~', math.max(1, math.floor(tonumber(maxlen) / #removed)), '*', 'data', cjson.encode(data))
   redis.call('ZREM', KEYS[4], unpack(removed))
   redis.call('HINCRBY', KEYS[1], 'st:confirmed', -#removed)
   for f, c in pairs(counts) do redis.call('HINCRBY', KEYS[1], f, -c) end

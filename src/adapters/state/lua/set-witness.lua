@@ -27,7 +27,9 @@
 -- ARGV[1] witness, [2] new status, [3] progress, [4] now (ms), [5] now (ISO), [6] detail
 -- ('' for none), [7] stream MAXLEN, [8] the call's token ('' for one subject), [9] the
 -- witnesses a subject may have (comma list: their statuses are read with the subject's own,
--- in its one HMGET), then the subject keys (in KEYS order).
+-- in its one HMGET; layout 5 writes no `witnesses` field, so a subject's witnesses are those
+-- of the list it has a w:<witness> field for), then the subject keys (in KEYS order).
+-- Layout 5 writes `u` (last change) and `c:<witness>` (confirmed) as ms since `created`.
 -- The stream takes one entry per call for the subjects whose status changed (none when none
 -- did): {type, witness, to, at, detail, runs = [[from, previous, status, key, ...], ...]}, runs
 -- of consecutive subjects in the order they changed, or the one-subject form {type, key,
@@ -138,19 +140,29 @@ for i = 1, n do
   else
     if not ORDER[old] then error('set-witness: stored witness status ' .. tostring(old) .. ' is not one of pending, partial, confirmed, failed') end
     local created = cur[4]
-    local fields = {'p:' .. w, prog, 'w:' .. w, new, 'updated', now}
+    -- layout 5: `u` and `c:<witness>` are ms since `created` (layout 4's `updated` and
+    -- `confirmed:<witness>`, epoch ms, are still read when `u` / `c:` are absent)
+    local took = tonumber(now) - tonumber(created)
+    local fields = {'p:' .. w, prog, 'w:' .. w, new, 'u', took}
     move(W_INDEX[old], W_INDEX[new], key, created)
     count('w:' .. w .. ':' .. old, -1); count('w:' .. w .. ':' .. new, 1)
-    local took = tonumber(now) - tonumber(created)
     if new == 'confirmed' then
-      table.insert(fields, 'confirmed:' .. w); table.insert(fields, now)
+      table.insert(fields, 'c:' .. w); table.insert(fields, took)
       tallied(w, took)
     end
-    -- every witness's status, this one's as it now is
+    -- every witness's status, this one's as it now is: the witnesses of a layout-4 hash are
+    -- its `witnesses` field, of a layout-5 one the w:<witness> fields it has (of those named)
     local names, others, unknown = {}, {}, false
-    for ww in string.gmatch(cur[5], '[^,]+') do
-      table.insert(names, ww)
-      if knownAt[ww] then others[#names] = cur[5 + knownAt[ww]] else unknown = true end
+    if cur[5] then
+      for ww in string.gmatch(cur[5], '[^,]+') do
+        table.insert(names, ww)
+        if knownAt[ww] then others[#names] = cur[5 + knownAt[ww]] else unknown = true end
+      end
+    else
+      for j, f in ipairs(knownFields) do
+        if cur[5 + j] then table.insert(names, string.sub(f, 3)); others[#names] = cur[5 + j] end
+      end
+      if not knownAt[w] then table.insert(names, w) end
     end
     if unknown then
       -- a witness the caller did not name: this subject's statuses are read again, all of them

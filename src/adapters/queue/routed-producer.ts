@@ -1,0 +1,71 @@
+/**
+ * The producer for K shards (redis.shards, docs/architecture.md "Shards"): each subject goes
+ * straight to its shard's intake queue (`{prefix:i}`, i = shardOf(key, K)) after the same
+ * checks as `enqueueAnchor` against that shard's state. With one shard it is `enqueueAnchor`
+ * on `{prefix}` exactly. Putting jobs on the usual queue (`{prefix}`) works as well: the
+ * daemon routes them; either way a subject lands in its one shard, so a duplicate or a
+ * conflicting root is found whichever way it came.
+ */
+import { Queue, type ConnectionOptions } from 'bullmq';
+import { Aer1Error } from '../../core/errors/errors.js';
+import { subjectKey } from '../../core/envelope/envelope.js';
+import { shardOf, shardPrefix } from '../../core/shard/shard.js';
+import { AnchorStore } from '../state/anchor-store.js';
+import type { RedisClient as Redis } from '../redis/connection.js';
+import { claimsFromJobData, type JobLimits } from './job-data.js';
+import { enqueueAnchor, enqueueAnchors, type BulkEnqueueOptions, type BulkEnqueueOutcome, type EnqueueOutcome } from './producer.js';
+
+/** Shard i's intake queue and state, at index i. */
+export interface ShardTarget {
+  queue: Queue;
+  store: AnchorStore;
+}
+
+/**
+ * The K shards' intake queues and stores on one connection (ioredis, or an ioredis Cluster):
+ * what an issuer passes to `enqueueAnchorRouted` / `enqueueAnchorsRouted`. Close the queues when done.
+ */
+export function shardTargets(redis: Redis, opts: { prefix: string; queueName: string; shards: number }): ShardTarget[] {
+  return Array.from({ length: opts.shards }, (_, i) => {
+    const store = new AnchorStore(redis, shardPrefix(opts.prefix, i, opts.shards));
+    return { store, queue: new Queue(opts.queueName, { connection: redis as ConnectionOptions, prefix: store.keys.bullPrefix }) };
+  });
+}
+
+function keyOf(data: unknown, limits: JobLimits): string | null {
+  try {
+    return subjectKey(claimsFromJobData(data, limits));
+  } catch (err) {
+    if (!(err instanceof Aer1Error)) throw err;
+    return null;
+  }
+}
+
+/** `enqueueAnchor` on the subject's own shard (a document that does not read is refused as there). */
+export function enqueueAnchorRouted(shards: readonly ShardTarget[], data: unknown, limits: JobLimits): Promise<EnqueueOutcome> {
+  const key = keyOf(data, limits);
+  const t = shards[key === null ? 0 : shardOf(key, shards.length)]!;
+  return enqueueAnchor(t.queue, t.store, data, limits);
+}
+
+/** `enqueueAnchors` with the list split by shard: each shard's subjects in bulk jobs on its queue; outcomes in the order given. */
+export async function enqueueAnchorsRouted(shards: readonly ShardTarget[], subjects: readonly unknown[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
+  if (shards.length === 1) return enqueueAnchors(shards[0]!.queue, shards[0]!.store, subjects, limits, opts);
+  const groups = new Map<number, number[]>();
+  subjects.forEach((data, i) => {
+    const key = keyOf(data, limits);
+    const shard = key === null ? 0 : shardOf(key, shards.length);
+    groups.set(shard, [...(groups.get(shard) ?? []), i]);
+  });
+  const out: BulkEnqueueOutcome[] = new Array(subjects.length);
+  for (const [shard, indexes] of groups) {
+    const t = shards[shard]!;
+    const back = (o: BulkEnqueueOutcome): BulkEnqueueOutcome => ({ ...o, index: indexes[o.index]! });
+    const part = await enqueueAnchors(t.queue, t.store, indexes.map((i) => subjects[i]), limits, {
+      ...(opts.maxSubjectsPerJob !== undefined ? { maxSubjectsPerJob: opts.maxSubjectsPerJob } : {}),
+      ...(opts.onJobAdded ? { onJobAdded: (outcomes: BulkEnqueueOutcome[]) => opts.onJobAdded!(outcomes.map(back)) } : {}),
+    });
+    part.forEach((o) => (out[indexes[o.index]!] = back(o)));
+  }
+  return out;
+}

@@ -1,0 +1,74 @@
+/**
+ * Intake for K shards (redis.shards > 1) from the usual intake queue (`{prefix}`): each
+ * subject goes to its own shard's IntakeProcessor (`shardOf(key, K)`), so it is accepted
+ * into that shard's state, batched by that shard's batchers and checked for duplicates and
+ * conflicts there, whichever queue it came by. A bulk job is split by shard and its answers
+ * put back in the order given. A job refused whole (unreadable, too big) is recorded in the
+ * shard of its job id, where a look-up of that key finds it.
+ */
+import { Aer1Error } from '../../core/errors/errors.js';
+import { subjectKey } from '../../core/envelope/envelope.js';
+import { shardOf } from '../../core/shard/shard.js';
+import { bulkResultsListed, type BulkIntakeResult, type BulkSubjectResult, type IntakeHandler, type IntakeLimits, type IntakeProcessor, type IntakeResult } from './intake.js';
+import { bulkSubjectsOf, checkJobSize, claimsFromJobData, isBulkJobData } from './job-data.js';
+
+export class ShardRouter implements IntakeHandler {
+  private readonly shards: readonly IntakeProcessor[];
+  private readonly limits: IntakeLimits;
+
+  constructor(shards: readonly IntakeProcessor[], limits: IntakeLimits) {
+    this.shards = shards;
+    this.limits = limits;
+  }
+
+  private of(key: string): IntakeProcessor {
+    return this.shards[shardOf(key, this.shards.length)]!;
+  }
+
+  /** The subject key of one job's data, or null when it does not read as a subject (its shard then refuses it). */
+  private keyOf(data: unknown): string | null {
+    try {
+      return subjectKey(claimsFromJobData(data, this.limits));
+    } catch (err) {
+      if (!(err instanceof Aer1Error)) throw err;
+      return null;
+    }
+  }
+
+  refuse(jobId: string | undefined, reason: string): Promise<never> {
+    return this.of(jobId ?? '').refuse(jobId, reason);
+  }
+
+  async process(jobId: string | undefined, data: unknown): Promise<IntakeResult | BulkIntakeResult> {
+    if (!isBulkJobData(data)) return this.of(this.keyOf(data) ?? jobId ?? '').process(jobId, data);
+    let list: unknown[];
+    try {
+      checkJobSize(data, this.limits.maxJobBytes);
+      list = bulkSubjectsOf(data, this.limits.maxSubjectsPerJob);
+    } catch (err) {
+      if (!(err instanceof Aer1Error)) throw err;
+      return this.of(jobId ?? '').process(jobId, data);
+    }
+    const groups = new Map<number, number[]>();
+    list.forEach((item, i) => {
+      const key = this.keyOf(item);
+      // a subject that does not read is refused in its place by any shard (nothing is written for it)
+      const shard = key === null ? 0 : shardOf(key, this.shards.length);
+      groups.set(shard, [...(groups.get(shard) ?? []), i]);
+    });
+    // each shard's part lists only its subjects not created (bounded); merged, counted, and bounded again
+    const listed: BulkSubjectResult[] = [];
+    const total = { created: 0, duplicate: 0, conflict: 0, refused: 0, omitted: 0 };
+    for (const [shard, indexes] of groups) {
+      const part = (await this.shards[shard]!.process(jobId, { subjects: indexes.map((i) => list[i]) })) as BulkIntakeResult;
+      for (const r of part.results) listed.push({ ...r, index: indexes[r.index]! });
+      total.created += part.created;
+      total.duplicate += part.duplicate;
+      total.conflict += part.conflict;
+      total.refused += part.refused;
+      total.omitted += part.omitted;
+    }
+    const { results, omitted } = bulkResultsListed(listed.sort((a, b) => a.index - b.index));
+    return { bulk: true, subjects: list.length, created: total.created, duplicate: total.duplicate, conflict: total.conflict, refused: total.refused, results, omitted: total.omitted + omitted };
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * One shard's engine (redis.shards, docs/architecture.md "Shards"): the state store under the
+ * shard's hash tag, its intake queue, batchers, witnesses, reconciler and retention. The
+ * daemon builds one per shard; with one shard it is what the daemon always ran, under
+ * `{prefix}`. Batches never span shards: each shard cuts, publishes and submits its own.
+ */
+import { Queue, type Worker } from 'bullmq';
+import type { Logger } from 'pino';
+import { nostrQuorum, retentionAfterMs, type Config } from '../adapters/config/config.js';
+import { AnchorStore, STATE_SCHEMA } from '../adapters/state/anchor-store.js';
+import type { WitnessName } from '../adapters/state/keys.js';
+import { Batcher } from '../adapters/batch/batcher.js';
+import { IntakeProcessor, startIntakeWorker, type BulkIntakeResult } from '../adapters/queue/intake.js';
+import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
+import { autoBudget } from '../core/nostr/auto-mode.js';
+import { OtsWitness } from '../adapters/ots/ots-witness.js';
+import { Nip03Publisher } from '../adapters/nostr/nip03-publisher.js';
+import { headerSourceFromConfig } from '../adapters/bitcoin/index.js';
+import { serializeEvent } from '../core/nostr/events.js';
+import type { SigningKey } from '../core/nostr/keys.js';
+import { ratePerShard } from '../core/shard/shard.js';
+import type { RedisClient } from '../adapters/redis/connection.js';
+import type { DaemonMetrics } from '../adapters/metrics/metrics.js';
+import type { WitnessHealth } from '../adapters/health/witness-health.js';
+import { Reconciler } from './reconciler.js';
+import type { ProofArchive } from '../adapters/archive/proof-archive.js';
+import { ProofExporter } from '../adapters/proof/export.js';
+import { configuredSources } from '../adapters/state/subject-view.js';
+import { Retention, type RetentionDeps } from '../adapters/retention/retention.js';
+import { WebhookHandover } from '../adapters/retention/handover.js';
+import { hookId } from '../adapters/webhooks/delivery-log.js';
+
+/** Relay answers that say the relay has the event; any other outcome is a failed attempt. */
+const RELAY_SUCCESS = new Set(['accepted', 'rejected:duplicate']);
+/** Calendar answers: a submit taken or any answer to an upgrade poll; the rest are error codes. */
+function calendarAnswered(result: string): boolean {
+  return result === 'submitted' || result.startsWith('upgrade_');
+}
+
+export interface ShardEngineDeps {
+  config: Config;
+  /** The key prefix of this shard (shardPrefix(redis.prefix, i, K)). */
+  prefix: string;
+  /** BullMQ's shared connection and the state's auto-pipelined one (both the daemon's). */
+  redis: RedisClient;
+  storeRedis: RedisClient;
+  log: Logger;
+  signingKey: SigningKey | null;
+  witnesses: readonly WitnessName[];
+  metrics: DaemonMetrics;
+  health: WitnessHealth;
+  archive: ProofArchive | null;
+  afterArchive?: RetentionDeps['afterArchive'];
+}
+
+export class ShardEngine {
+  readonly config: Config;
+  readonly store: AnchorStore;
+  readonly nostr: NostrWitness | null = null;
+  readonly ots: OtsWitness | null = null;
+  /** This shard's intake queue (`{prefix}` with one shard, `{prefix:i}` with more). */
+  readonly intakeQueue: Queue;
+  readonly reconciler: Reconciler;
+  readonly retention: Retention | null;
+  private readonly redis: RedisClient;
+  private readonly log: Logger;
+  private readonly witnesses: readonly WitnessName[];
+  private readonly metrics: DaemonMetrics;
+  private readonly archive: ProofArchive | null;
+  private readonly batchers: Batcher[] = [];
+  private intakeWorker: Worker | null = null;
+  private processor: IntakeProcessor | null = null;
+
+  constructor(deps: ShardEngineDeps) {
+    const { config, log, signingKey, afterArchive } = deps;
+    this.config = config;
+    this.log = log;
+    this.redis = deps.redis;
+    this.witnesses = deps.witnesses;
+    this.metrics = deps.metrics;
+    this.archive = deps.archive;
+    this.store = new AnchorStore(deps.storeRedis, deps.prefix);
+    const bullPrefix = this.store.keys.bullPrefix;
+    this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: bullPrefix });
+    const health = deps.health;
+    // each shard publishes on its own queues: the relay budget is split K ways
+    const shardRate = ratePerShard(config.nostr.ratePerMinute, config.redis.shards);
+
+    if (config.nostr.enabled) {
+      if (!signingKey) throw new Error('nostr is enabled but no signing key was given');
+      this.nostr = new NostrWitness(
+        {
+          ...config.nostr,
+          ratePerMinute: shardRate,
+          quorum: nostrQuorum(config),
+          queueBase: config.queue.name,
+          bullPrefix,
+          connection: this.redis,
+          stalledIntervalMs: config.queue.stalledIntervalMs,
+        },
+        this.store,
+        signingKey,
+        log,
+        {
+          onPublish: (relay, result, message) => {
+            this.metrics.relayPublish(relay, result);
+            if (RELAY_SUCCESS.has(result)) health.success('relay', relay);
+            else health.failure('relay', relay, `${result}: ${message}`);
+          },
+          onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('nostr', status, createdMs),
+          onModeDecision: (mode, subjects) => this.metrics.nostrModeDecision(mode, subjects),
+        },
+      );
+      // Auto and batch mode cut the inbox; in envelope mode it is empty unless the mode was
+      // switched with subjects waiting, which this batcher then finishes (as envelope events).
+      const nostr = this.nostr;
+      const budget = autoBudget(shardRate, config.nostr.autoHorizonMs);
+      this.batchers.push(
+        new Batcher('nostr', this.store, {
+          maxSize: config.nostr.batchMaxSize,
+          windowMs: config.nostr.batchWindowMs,
+          handOver: (id) => nostr.enqueueBatch(id),
+          // Auto mode: subjects that would get their own events anyway are cut at once, so a
+          // quiet issuer waits no window (the cut's batch job still decides, by the same rule).
+          ...(config.nostr.mode === 'auto'
+            ? {
+                cutEarly: async (waiting: number) => {
+                  if (waiting > budget) return false;
+                  const { backlog, recent } = await nostr.load();
+                  return waiting + Math.max(backlog, recent) <= budget;
+                },
+              }
+            : {}),
+        }, log),
+      );
+    }
+    // NIP-03 rides on the envelope events: not in batch mode, and only with both witnesses on.
+    const nip03 = this.nostr && signingKey && config.ots.enabled && config.nostr.nip03 && config.nostr.mode !== 'batch'
+      ? new Nip03Publisher(this.store, this.nostr, signingKey, log.child({ part: 'nip03' }), headerSourceFromConfig(config.ots), config.ots.network)
+      : null;
+    if (config.ots.enabled) {
+      this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs }, this.store, log, {
+        onCalendarRequest: (calendar, result, message) => {
+          this.metrics.calendarRequest(calendar, result);
+          if (calendarAnswered(result)) health.success('calendar', calendar);
+          else health.failure('calendar', calendar, message ?? result);
+        },
+        onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('ots', status, createdMs),
+      }, nip03 ? { nip03: (batchId) => nip03.publishBatch(batchId).then(() => undefined) } : {});
+      const ots = this.ots;
+      this.batchers.push(
+        new Batcher('ots', this.store, { maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id) }, log),
+      );
+    }
+    this.reconciler = new Reconciler({
+      config,
+      store: this.store,
+      nostr: this.nostr,
+      ots: this.ots,
+      connection: this.redis,
+      log,
+      onRepair: (kind, n) => this.metrics.reconcilerRepairs(kind, n),
+    });
+    const handover = config.webhooks.length > 0 ? new WebhookHandover(this.redis, this.store.keys.base, config.webhooks.map((h) => hookId(h.url))) : null;
+    this.retention =
+      (this.archive || handover) && retentionAfterMs(config) > 0
+        ? new Retention({
+            config,
+            store: this.store,
+            archive: this.archive,
+            handover,
+            exporter: new ProofExporter(this.store, configuredSources(config)),
+            connection: this.redis,
+            log,
+            ...(afterArchive ? { afterArchive } : {}),
+            onRetired: (n) => this.metrics.retentionRetired(n),
+          })
+        : null;
+  }
+
+  /** The intake processor on its own (the HTTP API uses it to answer conflicts synchronously). */
+  intakeProcessor(): IntakeProcessor {
+    if (this.processor) return this.processor;
+    const nostr = this.nostr;
+    const inboxes: WitnessName[] = [];
+    // Auto mode decides per cut (docs/nostr.md), so its subjects wait in the inbox like batch mode's.
+    if (this.config.nostr.enabled && this.config.nostr.mode !== 'envelope') inboxes.push('nostr');
+    if (this.config.ots.enabled) inboxes.push('ots');
+    const envelopeMode = nostr !== null && this.config.nostr.mode === 'envelope';
+    this.processor = new IntakeProcessor(
+      this.store,
+      { maxJobBytes: this.config.limits.maxJobBytes, maxSteps: this.config.limits.maxSteps, maxEntries: this.config.limits.maxEntries, maxSubjectsPerJob: this.config.queue.maxSubjectsPerJob },
+      {
+        witnesses: this.witnesses,
+        inboxes,
+        ...(envelopeMode
+          ? {
+              signEnvelope: (canonical: string, digestHex: string) => {
+                const ev = nostr.signEnvelope(canonical, digestHex);
+                return { id: ev.id, json: serializeEvent(ev) };
+              },
+            }
+          : {}),
+        ...(this.archive
+          ? {
+              archived: async (key: string) => {
+                const found = await this.archive!.read(key);
+                return found ? { envelope: found.proof.envelope, digest: found.proof.digest } : null;
+              },
+            }
+          : {}),
+        afterAccept: async ({ subjects, inboxLengths }) => {
+          if (envelopeMode) await Promise.all(subjects.flatMap((s) => (s.nostrEventId ? [nostr.ensurePublishing(s.nostrEventId)] : [])));
+          // the accept script said how long each inbox is: only a full one needs a pass now
+          await Promise.all(this.batchers.map((b) => b.poke(inboxLengths[b.witness] ?? null)));
+        },
+      },
+      this.log,
+    );
+    return this.processor;
+  }
+
+  /** Opens the shard's state layout: one this release does not know is refused before anything is written. */
+  async open(): Promise<void> {
+    const opened = await this.store.openSchema({ write: true });
+    if (opened.found === 'layout 1') this.log.info({ from: 1, to: STATE_SCHEMA }, `state of layout 1 moved to layout ${STATE_SCHEMA}: counts taken from the old indexes, idx:all and idx:w:<witness>:confirmed removed`);
+    if (opened.found === 'layout 2' && opened.recorded) this.log.info({ from: 2, to: STATE_SCHEMA }, `state of layout 2 moved to layout ${STATE_SCHEMA}: batch transitions are recorded on the batch from now on; the subjects' history lists are read as they are`);
+    if (opened.found === 'layout 3' && opened.recorded) this.log.info({ from: 3, to: STATE_SCHEMA }, `state of layout 3 moved to layout ${STATE_SCHEMA}: new subjects are recorded compactly from now on; the older ones are read as they are`);
+    if (opened.found === 'layout 4' && opened.recorded) this.log.info({ from: 4, to: STATE_SCHEMA }, `state of layout 4 moved to layout ${STATE_SCHEMA}: new subjects are recorded without a witnesses field and with short time fields from now on; the older ones are read as they are`);
+  }
+
+  async start(): Promise<void> {
+    this.nostr?.start();
+    this.ots?.start();
+    for (const b of this.batchers) b.start();
+    this.intakeWorker = startIntakeWorker(
+      {
+        queueName: this.config.queue.name,
+        bullPrefix: this.store.keys.bullPrefix,
+        connection: this.redis,
+        concurrency: this.config.queue.concurrency,
+        stalledIntervalMs: this.config.queue.stalledIntervalMs,
+      },
+      this.intakeProcessor(),
+      this.log,
+    );
+    await this.reconciler.start();
+    await this.retention?.start();
+    countIntake(this.intakeWorker, this.metrics);
+    await Promise.all([this.intakeWorker.waitUntilReady(), this.intakeQueue.waitUntilReady(), this.nostr?.waitUntilReady(), this.ots?.waitUntilReady()]);
+  }
+
+  get running(): boolean {
+    return this.intakeWorker !== null && this.intakeWorker.isRunning();
+  }
+
+  /** The shard's intake and witness queues. */
+  get queues(): Queue[] {
+    return [this.intakeQueue, ...(this.nostr?.allQueues ?? []), ...(this.ots?.allQueues ?? [])];
+  }
+
+  /** Stops taking intake jobs (first, on every shard, before closeRest). */
+  async closeIntake(): Promise<void> {
+    await this.intakeWorker?.close();
+  }
+
+  /** Lets in-flight work finish or go back to its queue. */
+  async closeRest(): Promise<void> {
+    await this.reconciler.close();
+    await this.retention?.close();
+    for (const b of this.batchers) await b.stop();
+    await this.nostr?.close();
+    await this.ots?.close();
+    await this.intakeQueue.close();
+  }
+}
+
+/** Counts an intake worker's jobs in the daemon's metrics (a bulk job by its subjects). */
+export function countIntake(worker: Worker, metrics: DaemonMetrics): void {
+  worker.on('completed', (_job, rv: unknown) => {
+    const bulk = rv as BulkIntakeResult | undefined;
+    if (bulk?.bulk !== true) return metrics.intake('accepted');
+    metrics.intake('accepted', bulk.created + bulk.duplicate);
+    metrics.intake('refused', bulk.conflict + bulk.refused);
+  });
+  worker.on('failed', () => metrics.intake('refused'));
+}
