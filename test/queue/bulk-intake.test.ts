@@ -12,6 +12,7 @@ import { createLogger } from '../../src/daemon/logger.js';
 import { connectRedis } from '../../src/adapters/redis/connection.js';
 import { BULK_RESULTS_MAX, IntakeProcessor, startIntakeWorker, type BulkIntakeResult } from '../../src/adapters/queue/intake.js';
 import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
+import { ShardRouter } from '../../src/adapters/queue/shard-router.js';
 import { ANCHOR_JOB_OPTIONS, enqueueAnchors } from '../../src/adapters/queue/producer.js';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import { SHARED_REDIS_URL, receiptFields, uniquePrefix, waitFor } from '../helpers/harness.js';
@@ -144,6 +145,22 @@ describe('a bulk job', () => {
     expect(third.results).toHaveLength(BULK_RESULTS_MAX);
     expect(third.results.at(-1)).toMatchObject({ index: 600, result: 'refused' });
     expect(await r.store.inboxLength('ots')).toBe(600);
+  });
+});
+
+describe('a bulk job over shards (redis.shards > 1)', () => {
+  it('reports the subjects not created at their place in the job, counted over every shard', { timeout: 30_000 }, async () => {
+    const redis = connectRedis(SHARED_REDIS_URL);
+    cleanups.push(() => redis.quit());
+    const shards = [0, 1].map(() => new IntakeProcessor(new AnchorStore(redis, uniquePrefix('bulkshard')), { ...LIMITS, maxSubjectsPerJob: 1000 }, { witnesses: ['ots'], inboxes: ['ots'], afterAccept: async () => undefined }, createLogger('silent')));
+    const router = new ShardRouter(shards, { ...LIMITS, maxSubjectsPerJob: 1000 });
+    const subjects: unknown[] = Array.from({ length: 40 }, () => receiptFields());
+    await router.process('first', { subjects: subjects.slice(0, 20) });
+    subjects[25] = { ...receiptFields(), output_sha256: 'not hex' };
+    const rv = (await router.process('second', { subjects })) as BulkIntakeResult;
+    expect(rv).toMatchObject({ subjects: 40, created: 19, duplicate: 20, refused: 1, conflict: 0, omitted: 0 });
+    expect(rv.results.map((x) => [x.index, x.result])).toEqual([...Array.from({ length: 20 }, (_, i) => [i, 'duplicate']), [25, 'refused']]);
+    expect(rv.results[3]).toMatchObject({ key: (subjects[3] as { receipt_uuid: string }).receipt_uuid });
   });
 });
 
