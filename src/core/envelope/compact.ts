@@ -24,9 +24,6 @@ const KEPT: Record<SubjectKind, { key: string; hex: readonly string[]; count: re
   'chain-head': { key: 'job_id', hex: ['final_entry_digest'], count: ['entry_count'], text: [] },
 };
 
-/** Every member name `packEnvelope` may return, `at` included. */
-export const COMPACT_MEMBERS: readonly string[] = ['at', ...new Set(Object.values(KEPT).flatMap((k) => [...k.hex, ...k.count, ...k.text]))];
-
 export type CompactMembers = Map<string, Buffer>;
 
 const HEX64 = /^[0-9a-f]{64}$/;
