@@ -54,7 +54,7 @@ export class ShardRouter implements IntakeHandler {
       const key = this.keyOf(item);
       // a subject that does not read is refused in its place by any shard (nothing is written for it)
       const shard = key === null ? 0 : shardOf(key, this.shards.length);
-      groups.set(shard, [...(groups.get(shard) ?? []), i]);
+      (groups.get(shard) ?? groups.set(shard, []).get(shard)!).push(i);
     });
     // each shard's part lists only its subjects not created (bounded); merged, counted, and bounded again
     const listed: BulkSubjectResult[] = [];
