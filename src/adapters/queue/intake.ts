@@ -108,7 +108,7 @@ export function rootFingerprint(claims: SubjectClaims): string {
 }
 
 /** BullMQ gives jobs added without an id a numeric one; those take the key from the document. */
-function isGeneratedJobId(id: string | undefined): boolean {
+export function isGeneratedJobId(id: string | undefined): boolean {
   return id === undefined || /^\d+$/.test(id);
 }
 

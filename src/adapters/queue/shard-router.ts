@@ -9,7 +9,7 @@
 import { Aer1Error } from '../../core/errors/errors.js';
 import { subjectKey } from '../../core/envelope/envelope.js';
 import { shardOf } from '../../core/shard/shard.js';
-import { bulkResultsListed, type BulkIntakeResult, type BulkSubjectResult, type IntakeHandler, type IntakeLimits, type IntakeProcessor, type IntakeResult } from './intake.js';
+import { bulkResultsListed, isGeneratedJobId, type BulkIntakeResult, type BulkSubjectResult, type IntakeHandler, type IntakeLimits, type IntakeProcessor, type IntakeResult } from './intake.js';
 import { bulkSubjectsOf, checkJobSize, claimsFromJobData, isBulkJobData } from './job-data.js';
 
 export class ShardRouter implements IntakeHandler {
@@ -40,7 +40,10 @@ export class ShardRouter implements IntakeHandler {
   }
 
   async process(jobId: string | undefined, data: unknown): Promise<IntakeResult | BulkIntakeResult> {
-    if (!isBulkJobData(data)) return this.of(this.keyOf(data) ?? jobId ?? '').process(jobId, data);
+    // A job named by its own id goes to that id's shard: when the id is the subject key that is
+    // the subject's shard, and when it is not, the refusal is recorded under the id where a
+    // look-up of it finds it (never a record of another key in the subject's shard).
+    if (!isBulkJobData(data)) return this.of(jobId !== undefined && !isGeneratedJobId(jobId) ? jobId : (this.keyOf(data) ?? jobId ?? '')).process(jobId, data);
     let list: unknown[];
     try {
       checkJobSize(data, this.limits.maxJobBytes);

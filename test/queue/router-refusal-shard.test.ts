@@ -1,5 +1,5 @@
 /**
- * Review (2c723c0..fae0987): with redis.shards K > 1 the router sends a single job to the shard
+ * Found in review: with redis.shards K > 1 the router sends a single job to the shard
  * of its document's subject key. A job whose id is not that key is refused and the refusal
  * recorded under the job id (intake.ts) — but in the subject key's shard, while every read of
  * that id (GET /v1/anchors/{id}, aer1-anchor status, ShardedStore) looks in the job id's
