@@ -101,7 +101,8 @@ describe('envelope mode', () => {
       await issuer.queue.add(ANCHOR_JOB, { subjects: [...subjects, { subject: 'receipt', receipt_uuid: 'bad-bulk', output_sha256: 'xyz' }] }, { jobId: 'bulk-env', ...ANCHOR_JOB_OPTIONS });
       const rv = (typeof (await done) === 'string' ? JSON.parse((await done) as string) : await done) as { created: number; refused: number; results: Array<{ index: number; result: string }> };
       expect({ created: rv.created, refused: rv.refused }).toEqual({ created: 30, refused: 1 });
-      expect(rv.results[30]).toMatchObject({ index: 30, result: 'refused' });
+      // the created ones are counted, not listed
+      expect(rv.results).toEqual([expect.objectContaining({ index: 30, result: 'refused' })]);
     } finally {
       await events.close();
     }

@@ -66,6 +66,14 @@ async function threeShardsAsOne(redisUrl: RedisTarget, overrides: Record<string,
       const done = new Set(receiver.delivered().map((r) => JSON.parse(r.body) as { key?: string; status?: string }).filter((c) => c.status === 'confirmed').map((c) => c.key));
       return keys.every((k) => done.has(k));
     }, 20_000);
+    // every delivery's X-Aer1-Event-Id names its shard, so the ids are unique across shards
+    // (each shard's stream has its own ids: two shards changing in one millisecond share one)
+    const ids = receiver.delivered().map((r) => r.eventId);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const r of receiver.delivered()) {
+      const key = (JSON.parse(r.body) as { key: string }).key;
+      expect(r.eventId.startsWith(`${shardOf(key, K)}/`), r.eventId).toBe(true);
+    }
     // GET /v1/webhooks counts the deliveries of every shard: all the receiver got, from the K deliverers
     const overview = await waitFor('the delivery log caught up', async () => {
       const o = (await (await s.get('/v1/webhooks?limit=5', { auth: true })).json()) as { hooks: Array<{ delivered: number; recent: unknown[] }> };

@@ -10,8 +10,9 @@ import { ReplyError } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
 import { connectRedis } from '../../src/adapters/redis/connection.js';
-import { INTAKE_PAGE, IntakeProcessor, startIntakeWorker, type BulkIntakeResult } from '../../src/adapters/queue/intake.js';
+import { BULK_RESULTS_MAX, INTAKE_PAGE, IntakeProcessor, startIntakeWorker, type BulkIntakeResult } from '../../src/adapters/queue/intake.js';
 import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
+import { ShardRouter } from '../../src/adapters/queue/shard-router.js';
 import { ANCHOR_JOB_OPTIONS, enqueueAnchors } from '../../src/adapters/queue/producer.js';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import { SHARED_REDIS_URL, receiptFields, uniquePrefix, waitFor } from '../helpers/harness.js';
@@ -70,9 +71,11 @@ describe('a bulk job', () => {
     expect(out.failed).toBeUndefined();
     const rv = out.rv!;
     expect({ subjects: rv.subjects, created: rv.created, duplicate: rv.duplicate, conflict: rv.conflict, refused: rv.refused }).toEqual({ subjects: 6, created: 2, duplicate: 1, conflict: 1, refused: 2 });
-    expect(rv.results.map((x) => [x.index, x.result])).toEqual([[0, 'created'], [1, 'refused'], [2, 'duplicate'], [3, 'conflict'], [4, 'created'], [5, 'refused']]);
-    expect(rv.results[1]).toMatchObject({ field: 'output_sha256', reason: expect.stringMatching(/output_sha256/) });
-    expect(rv.results[3]).toMatchObject({ key: known.receipt_uuid, reason: expect.stringMatching(/^conflict: subject .* another root/) });
+    // the subjects created are counted, not listed; the others are listed in the job's order
+    expect(rv.results.map((x) => [x.index, x.result])).toEqual([[1, 'refused'], [2, 'duplicate'], [3, 'conflict'], [5, 'refused']]);
+    expect(rv.omitted).toBe(0);
+    expect(rv.results[0]).toMatchObject({ field: 'output_sha256', reason: expect.stringMatching(/output_sha256/) });
+    expect(rv.results[2]).toMatchObject({ key: known.receipt_uuid, reason: expect.stringMatching(/^conflict: subject .* another root/) });
     for (const g of good) expect((await r.store.getRecord(g.receipt_uuid))?.status).toBe('pending');
     // the conflict is in the known subject's history; its root is untouched
     expect((await r.store.history(known.receipt_uuid)).map((h) => h.event)).toEqual(['accepted', 'conflict']);
@@ -142,14 +145,41 @@ describe('a bulk job', () => {
     const out = await waitFor('the bulk job done after its retry', () => r.done.get('bulk-crash'), 30_000);
     expect(crashed).toBe(true);
     expect(out.rv).toMatchObject({ subjects: 600, created: 600 - INTAKE_PAGE, duplicate: INTAKE_PAGE, conflict: 0, refused: 0 });
+    expect(out.rv!.results).toHaveLength(BULK_RESULTS_MAX);
     expect(await r.store.inboxLength('ots')).toBe(600);
     expect(await r.store.redis.zcard(r.store.keys.byStatus('pending'))).toBe(600);
     const histories = await Promise.all(subjects.slice(INTAKE_PAGE - 5, INTAKE_PAGE + 5).map((s) => r.store.history(s.receipt_uuid)));
     for (const h of histories) expect(h.map((e) => e.event)).toEqual(['accepted']);
     // the same list once more, as a second job: all duplicates
     await r.queue.add(ANCHOR_JOB, { subjects }, { ...ANCHOR_JOB_OPTIONS, jobId: 'bulk-again' });
-    expect((await waitFor('the second job done', () => r.done.get('bulk-again'))).rv).toMatchObject({ created: 0, duplicate: 600 });
+    const again = (await waitFor('the second job done', () => r.done.get('bulk-again'))).rv!;
+    expect(again).toMatchObject({ created: 0, duplicate: 600, omitted: 600 - BULK_RESULTS_MAX });
+    // the return value (which BullMQ copies into the queue's events stream) stays small: at most BULK_RESULTS_MAX entries
+    expect(again.results.map((x) => x.index)).toEqual(Array.from({ length: BULK_RESULTS_MAX }, (_, i) => i));
+    expect(JSON.stringify(again).length).toBeLessThan(BULK_RESULTS_MAX * 160);
+    // a refused subject after the cap of duplicates is still listed: refusals and conflicts come first
+    await r.queue.add(ANCHOR_JOB, { subjects: [...subjects, 42] }, { ...ANCHOR_JOB_OPTIONS, jobId: 'bulk-third' });
+    const third = (await waitFor('the third job done', () => r.done.get('bulk-third'))).rv!;
+    expect(third).toMatchObject({ duplicate: 600, refused: 1, omitted: 601 - BULK_RESULTS_MAX });
+    expect(third.results).toHaveLength(BULK_RESULTS_MAX);
+    expect(third.results.at(-1)).toMatchObject({ index: 600, result: 'refused' });
     expect(await r.store.inboxLength('ots')).toBe(600);
+  });
+});
+
+describe('a bulk job over shards (redis.shards > 1)', () => {
+  it('reports the subjects not created at their place in the job, counted over every shard', { timeout: 30_000 }, async () => {
+    const redis = connectRedis(SHARED_REDIS_URL);
+    cleanups.push(() => redis.quit());
+    const shards = [0, 1].map(() => new IntakeProcessor(new AnchorStore(redis, uniquePrefix('bulkshard')), { ...LIMITS, maxSubjectsPerJob: 1000 }, { witnesses: ['ots'], inboxes: ['ots'], afterAccept: async () => undefined }, createLogger('silent')));
+    const router = new ShardRouter(shards, { ...LIMITS, maxSubjectsPerJob: 1000 });
+    const subjects: unknown[] = Array.from({ length: 40 }, () => receiptFields());
+    await router.process('first', { subjects: subjects.slice(0, 20) });
+    subjects[25] = { ...receiptFields(), output_sha256: 'not hex' };
+    const rv = (await router.process('second', { subjects })) as BulkIntakeResult;
+    expect(rv).toMatchObject({ subjects: 40, created: 19, duplicate: 20, refused: 1, conflict: 0, omitted: 0 });
+    expect(rv.results.map((x) => [x.index, x.result])).toEqual([...Array.from({ length: 20 }, (_, i) => [i, 'duplicate']), [25, 'refused']]);
+    expect(rv.results[3]).toMatchObject({ key: (subjects[3] as { receipt_uuid: string }).receipt_uuid });
   });
 });
 

@@ -4,7 +4,8 @@
  * so a second job for the same root is a no-op and one for another root is a conflict.
  * A bulk job (`{"subjects": [...]}`, up to queue.maxSubjectsPerJob) carries many subjects:
  * each is validated on its own and accepted one script call per chunk, and the ones refused
- * are reported per subject in the job's return value without failing the rest.
+ * are reported per subject in the job's return value (bounded: BulkIntakeResult) without
+ * failing the rest.
  * Refused jobs fail without retry, with the reason recorded in state. A job that met a Redis
  * refusing writes (full, read-only, unreachable) is not failed: it waits, delayed, and tries
  * again, however long Redis refuses, so it never spends its attempts and is never deleted
@@ -39,7 +40,19 @@ export type BulkSubjectResult =
   | { index: number; key: string; result: 'conflict'; digest: string; reason: string }
   | { index: number; result: 'refused'; code: string; reason: string; field?: string };
 
-/** A bulk job's return value: counts, then one entry per subject in the job's order. */
+/**
+ * Most per-subject entries a bulk job's return value lists. BullMQ copies every finished job's
+ * return value into the queue's events stream, which it trims by entry count (~10,000), not
+ * bytes: a list of every subject (~154 B each) kept ~165 B per subject there.
+ */
+export const BULK_RESULTS_MAX = 32;
+
+/**
+ * A bulk job's return value: counts, then the subjects that were not created (refused and
+ * conflicts first, then duplicates; at most BULK_RESULTS_MAX, listed in the job's order).
+ * `omitted` counts those not listed. A created subject is not listed: its key is the one the
+ * issuer sent, its digest is in `GET /v1/anchors/{key}` (`AnchorStore.getRecord`).
+ */
 export interface BulkIntakeResult {
   bulk: true;
   subjects: number;
@@ -48,6 +61,15 @@ export interface BulkIntakeResult {
   conflict: number;
   refused: number;
   results: BulkSubjectResult[];
+  omitted: number;
+}
+
+/** The entries a bulk job's return value lists: see BulkIntakeResult. */
+export function bulkResultsListed(done: readonly BulkSubjectResult[], max = BULK_RESULTS_MAX): { results: BulkSubjectResult[]; omitted: number } {
+  const problems = done.filter((x) => x.result === 'refused' || x.result === 'conflict');
+  const duplicates = done.filter((x) => x.result === 'duplicate');
+  const listed = [...problems, ...duplicates].slice(0, max).sort((a, b) => a.index - b.index);
+  return { results: listed, omitted: problems.length + duplicates.length - listed.length };
 }
 
 /**
@@ -92,7 +114,7 @@ export function rootFingerprint(claims: SubjectClaims): string {
 }
 
 /** BullMQ gives jobs added without an id a numeric one; those take the key from the document. */
-function isGeneratedJobId(id: string | undefined): boolean {
+export function isGeneratedJobId(id: string | undefined): boolean {
   return id === undefined || /^\d+$/.test(id);
 }
 
@@ -232,7 +254,7 @@ export class IntakeProcessor {
     if (after.length > 0) await this.anchoring.afterAccept({ subjects: after, inboxLengths });
     const done = results as BulkSubjectResult[];
     const count = (r: BulkSubjectResult['result']): number => done.filter((x) => x.result === r).length;
-    const out: BulkIntakeResult = { bulk: true, subjects: done.length, created: count('created'), duplicate: count('duplicate'), conflict: count('conflict'), refused: count('refused'), results: done };
+    const out: BulkIntakeResult = { bulk: true, subjects: done.length, created: count('created'), duplicate: count('duplicate'), conflict: count('conflict'), refused: count('refused'), ...bulkResultsListed(done) };
     if (out.conflict + out.refused > 0) {
       const first = done.find((x) => x.result === 'conflict' || x.result === 'refused')!;
       this.log.warn({ jobId, subjects: out.subjects, conflict: out.conflict, refused: out.refused, first: { index: first.index, reason: 'reason' in first ? first.reason : '' } }, 'bulk job: some subjects refused');

@@ -55,7 +55,7 @@ export async function enqueueAnchorsRouted(shards: readonly ShardTarget[], subje
   subjects.forEach((data, i) => {
     const key = keyOf(data, limits);
     const shard = key === null ? 0 : shardOf(key, shards.length);
-    groups.set(shard, [...(groups.get(shard) ?? []), i]);
+    (groups.get(shard) ?? groups.set(shard, []).get(shard)!).push(i);
   });
   const out: BulkEnqueueOutcome[] = new Array(subjects.length);
   for (const [shard, indexes] of groups) {

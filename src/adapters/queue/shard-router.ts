@@ -9,7 +9,7 @@
 import { Aer1Error } from '../../core/errors/errors.js';
 import { subjectKey } from '../../core/envelope/envelope.js';
 import { shardOf } from '../../core/shard/shard.js';
-import type { BulkIntakeResult, BulkSubjectResult, IntakeHandler, IntakeLimits, IntakeProcessor, IntakeResult } from './intake.js';
+import { bulkResultsListed, isGeneratedJobId, type BulkIntakeResult, type BulkSubjectResult, type IntakeHandler, type IntakeLimits, type IntakeProcessor, type IntakeResult } from './intake.js';
 import { bulkSubjectsOf, checkJobSize, claimsFromJobData, isBulkJobData } from './job-data.js';
 
 export class ShardRouter implements IntakeHandler {
@@ -40,7 +40,10 @@ export class ShardRouter implements IntakeHandler {
   }
 
   async process(jobId: string | undefined, data: unknown): Promise<IntakeResult | BulkIntakeResult> {
-    if (!isBulkJobData(data)) return this.of(this.keyOf(data) ?? jobId ?? '').process(jobId, data);
+    // A job named by its own id goes to that id's shard: when the id is the subject key that is
+    // the subject's shard, and when it is not, the refusal is recorded under the id where a
+    // look-up of it finds it (never a record of another key in the subject's shard).
+    if (!isBulkJobData(data)) return this.of(jobId !== undefined && !isGeneratedJobId(jobId) ? jobId : (this.keyOf(data) ?? jobId ?? '')).process(jobId, data);
     let list: unknown[];
     try {
       checkJobSize(data, this.limits.maxJobBytes);
@@ -54,14 +57,21 @@ export class ShardRouter implements IntakeHandler {
       const key = this.keyOf(item);
       // a subject that does not read is refused in its place by any shard (nothing is written for it)
       const shard = key === null ? 0 : shardOf(key, this.shards.length);
-      groups.set(shard, [...(groups.get(shard) ?? []), i]);
+      (groups.get(shard) ?? groups.set(shard, []).get(shard)!).push(i);
     });
-    const results: BulkSubjectResult[] = new Array(list.length);
+    // each shard's part lists only its subjects not created (bounded); merged, counted, and bounded again
+    const listed: BulkSubjectResult[] = [];
+    const total = { created: 0, duplicate: 0, conflict: 0, refused: 0, omitted: 0 };
     for (const [shard, indexes] of groups) {
       const part = (await this.shards[shard]!.process(jobId, { subjects: indexes.map((i) => list[i]) })) as BulkIntakeResult;
-      part.results.forEach((r, j) => (results[indexes[j]!] = { ...r, index: indexes[j]! }));
+      for (const r of part.results) listed.push({ ...r, index: indexes[r.index]! });
+      total.created += part.created;
+      total.duplicate += part.duplicate;
+      total.conflict += part.conflict;
+      total.refused += part.refused;
+      total.omitted += part.omitted;
     }
-    const count = (r: BulkSubjectResult['result']): number => results.filter((x) => x.result === r).length;
-    return { bulk: true, subjects: results.length, created: count('created'), duplicate: count('duplicate'), conflict: count('conflict'), refused: count('refused'), results };
+    const { results, omitted } = bulkResultsListed(listed.sort((a, b) => a.index - b.index));
+    return { bulk: true, subjects: list.length, created: total.created, duplicate: total.duplicate, conflict: total.conflict, refused: total.refused, results, omitted: total.omitted + omitted };
   }
 }

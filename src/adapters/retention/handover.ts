@@ -69,10 +69,14 @@ export class WebhookHandover {
     });
   }
 
-  /** Adds the proof to the change stream (for the webhooks) and notes the offer, in one MULTI. */
-  async offer(stream: string, maxlen: number, key: string, proof: AnchorProof, nowMs: number): Promise<void> {
+  /**
+   * Adds the proof to the change stream (for the webhooks), counts it in the stream's tally
+   * (`StateKeys.eventTally`: the state scripts trim the stream by it, stream-lib.lua) and
+   * notes the offer, in one MULTI.
+   */
+  async offer(stream: string, tally: string, key: string, proof: AnchorProof, nowMs: number): Promise<void> {
     const entry = JSON.stringify({ type: PROOF_ENTRY, key, status: proof.status, at: formatAnchoredAt(new Date(nowMs)), digest: proof.digest, proof });
-    const res = await this.redis.multi().xadd(stream, 'MAXLEN', '~', maxlen, '*', 'data', entry).hset(this.offeredKey, key, `${proof.digest} ${nowMs}`).exec();
+    const res = await this.redis.multi().xadd(stream, '*', 'data', entry).zincrby(tally, 1, '~total').hset(this.offeredKey, key, `${proof.digest} ${nowMs}`).exec();
     for (const [err] of res ?? []) if (err) throw err;
   }
 

@@ -54,9 +54,6 @@ export interface RetentionPass {
   waiting: number;
 }
 
-/** The change stream's cap, as the state scripts keep it. */
-const EVENTS_MAXLEN = 100_000;
-
 const SCHEDULER_ID = 'retention';
 /** Archive writes in flight within a pass. */
 const CONCURRENCY = 8;
@@ -121,7 +118,7 @@ export class Retention {
               const st = states![j]!;
               if (!st.acknowledged) {
                 if (st.offeredMs === null || now - st.offeredMs > reofferMs) {
-                  await handover.offer(store.keys.events, EVENTS_MAXLEN, key, proof, now);
+                  await handover.offer(store.keys.events, store.keys.eventTally, key, proof, now);
                   out.offered++;
                 } else out.waiting++;
                 return;

@@ -13,6 +13,8 @@ import { ACCEPT, CUT_BATCH, DROP_BATCH, FORGET, MARK_SENT, OPEN_SCHEMA, REJECT, 
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
+import { packEnvelope, unpackEnvelope, type CompactMembers } from '../../core/envelope/compact.js';
+import { sha256Hex } from '../../core/aer1/hash.js';
 import { UsageError } from '../../core/errors/errors.js';
 
 export type SubjectStatus = WitnessStatus | 'rejected';
@@ -346,8 +348,11 @@ export class AnchorStore {
     const args: Array<string | number | Buffer> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length];
     for (const s of chunk) {
       keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
-      args.push(s.key, s.kind, s.envelopeCanonical, s.digest, packHash(s.fingerprint), s.nostrEvent ? packHash(s.nostrEvent.id) : '', s.nostrEvent?.json ?? '', packHash(s.digest));
+      // no own event: the envelope kept as its claims in the hash when they fit (rebuilt when read)
+      const claims = s.nostrEvent ? null : claimFields(s.envelopeCanonical, s.key, now);
+      args.push(s.key, s.kind, claims ? '' : s.envelopeCanonical, s.digest, packHash(s.fingerprint), s.nostrEvent ? packHash(s.nostrEvent.id) : '', s.nostrEvent?.json ?? '', packHash(s.digest), claims ?? '');
     }
+    keys.push(k.eventTally);
     const flat = (await this.run(ACCEPT, keys, args)) as Array<string | number>;
     const results: AcceptResult[] = chunk.map((_s, i) => {
       const [result, digest, third] = [String(flat[3 * i]), String(flat[3 * i + 1] ?? ''), String(flat[3 * i + 2] ?? '')];
@@ -366,7 +371,7 @@ export class AnchorStore {
   /** Records a refused job (`rejected`) or a conflicting one (`conflict`) with its reason. */
   async reject(key: string, reason: string, code: 'rejected' | 'conflict' = 'rejected'): Promise<void> {
     const now = this.now();
-    await this.run(REJECT, [this.keys.subject(key), this.keys.history(key), this.keys.events, this.keys.counts, this.keys.byStatus('rejected')], [
+    await this.run(REJECT, [this.keys.subject(key), this.keys.history(key), this.keys.events, this.keys.counts, this.keys.byStatus('rejected'), this.keys.eventTally], [
       key,
       reason,
       now,
@@ -406,7 +411,7 @@ export class AnchorStore {
     let entry = -1;
     for (let i = 0; i < keys.length; i += WITNESS_CHUNK) {
       const chunk = keys.slice(i, i + WITNESS_CHUNK);
-      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)])], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), ...chunk])) as Array<number | string>;
+      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)]), k.eventTally], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), ...chunk])) as Array<number | string>;
       for (let j = 0; j < chunk.length; j++) {
         const outcome = Number(res[3 * j]);
         if (outcome === 3) unmarked.push(chunk[j]!);
@@ -448,6 +453,7 @@ export class AnchorStore {
         scriptKeys.push(s, k.envelope(key), k.history(key), ev ? k.event(ev) : s, nostrBatch ? k.batch('nostr', nostrBatch) : s, otsBatch ? k.batch('ots', otsBatch) : s);
         args.push(key, evRaw ?? '', nostrBatch, otsBatch);
       });
+      scriptKeys.push(k.eventTally);
       const res = (await this.run(FORGET, scriptKeys, args)) as number[];
       chunk.forEach((key, j) => {
         if (Number(res[j]) === 1) removed.push(key);
@@ -531,7 +537,8 @@ export class AnchorStore {
       if (herr) throw herr;
       if (eerr) throw eerr;
       const hash = subjectFields(h as Record<string, Buffer>);
-      return hash.status ? toRecord(key, hash, envelope as string | null) : null;
+      if (!hash.status) return null;
+      return toRecord(key, hash, (envelope as string | null) ?? envelopeOfClaims(key, hash, h as Record<string, Buffer>));
     });
     // A subject with its own Nostr event keeps its envelope only there (the event's content).
     const fromEvent = records.filter((r): r is SubjectRecord => r !== null && r.envelopeCanonical === null && r.nostrEventId !== null && r.status !== 'rejected');
@@ -1173,6 +1180,66 @@ function overallOf(statuses: readonly string[]): string {
   if (statuses.length > 0 && statuses.every((s) => s === 'failed')) return 'failed';
   if (statuses.some((s) => s === 'partial' || s === 'confirmed')) return 'partial';
   return 'pending';
+}
+
+/**
+ * The subject-hash fields that keep an envelope's claims (core/envelope/compact.ts), by the
+ * member they keep: each value at most 64 bytes, so the hash stays a listpack.
+ */
+const CLAIM_FIELDS: Readonly<Record<string, string>> = {
+  at: '$at',
+  output_sha256: '$o',
+  evidence_sha256: '$es',
+  evidence_byte_length: '$el',
+  evidence_url: '$eu',
+  workflow_id: '$wf',
+  merkle_root: '$mr',
+  merkle_version: '$mv',
+  step_count: '$sc',
+  final_entry_digest: '$fd',
+  entry_count: '$ec',
+};
+const CLAIM_MEMBERS: Readonly<Record<string, string>> = Object.fromEntries(Object.entries(CLAIM_FIELDS).map(([m, f]) => [f, m]));
+
+/**
+ * The envelope `canonical` of the subject `key` accepted at `createdMs` as accept.lua's
+ * claims argument (pairs of field and value, each one length byte then its bytes), or null
+ * when its claims do not fit the hash (it is then stored as text, under e:<key>).
+ */
+function claimFields(canonical: string, key: string, createdMs: number): Buffer | null {
+  const members = packEnvelope(canonical, key, createdMs);
+  if (!members) return null;
+  const parts: Buffer[] = [];
+  for (const [member, value] of members) {
+    const field = CLAIM_FIELDS[member];
+    if (field === undefined) return null;
+    parts.push(Buffer.from([field.length]), Buffer.from(field), Buffer.from([value.length]), value);
+  }
+  return parts.length > 0 ? Buffer.concat(parts) : null;
+}
+
+/**
+ * The envelope rebuilt from the claims its hash keeps, checked against its digest; null when
+ * the hash keeps none (its envelope is under e:<key> or in its own event). A rebuilt text
+ * whose SHA-256 is not the digest is an error naming the subject, never another envelope.
+ */
+function envelopeOfClaims(key: string, hash: Record<string, string>, raw: Record<string, Buffer>): string | null {
+  const members: CompactMembers = new Map();
+  for (const [f, v] of Object.entries(raw)) {
+    const m = CLAIM_MEMBERS[f];
+    if (m !== undefined) members.set(m, v);
+  }
+  if (members.size === 0) return null;
+  let text: string;
+  try {
+    text = unpackEnvelope(hash.kind ?? '', key, members, Number(hash.created ?? 0));
+  } catch (err) {
+    throw new Error(`subject ${key}: its envelope cannot be rebuilt from the claims stored with it (${(err as Error).message})`);
+  }
+  if (sha256Hex(text) !== hash.digest) {
+    throw new Error(`subject ${key}: the envelope rebuilt from the claims stored with it has digest ${sha256Hex(text)}, not the stored ${hash.digest ?? '(none)'}`);
+  }
+  return text;
 }
 
 /** The envelope a subject's own event carries as its content, or null when the event is missing or unreadable. */

@@ -61,6 +61,13 @@ export class StateKeys {
   get events(): string {
     return `${this.base}:events`;
   }
+  /**
+   * The events stream's tally (stream-lib.lua): the running count of subject events added
+   * (member `~total`) and marks by which the stream is trimmed to about `maxlen` subject events.
+   */
+  get eventTally(): string {
+    return `${this.base}:events:n`;
+  }
   event(id: string): string {
     return `${this.base}:ev:${id}`;
   }

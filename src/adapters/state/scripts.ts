@@ -30,18 +30,20 @@ export interface LuaScript {
   lua: string;
 }
 
-function load(dir: string, name: string): LuaScript {
-  return { name, lua: readFileSync(`${dir}${name}.lua`, 'utf8') };
+function load(dir: string, name: string, prelude = ''): LuaScript {
+  return { name, lua: prelude + readFileSync(`${dir}${name}.lua`, 'utf8') };
 }
 
 const DIR = luaDir();
+/** Put in front of the scripts that write the state-change stream: add_events, which keeps it near its length in subject events. */
+export const STREAM_LIB = readFileSync(`${DIR}stream-lib.lua`, 'utf8');
 
 /** Accepts one or many subjects (intake of single-subject and bulk jobs); records conflicts. */
-export const ACCEPT = load(DIR, 'accept');
+export const ACCEPT = load(DIR, 'accept', STREAM_LIB);
 /** Records a refused job without touching an accepted subject. */
-export const REJECT = load(DIR, 'reject');
+export const REJECT = load(DIR, 'reject', STREAM_LIB);
 /** One witness transition of one subject, only forward. */
-export const SET_WITNESS = load(DIR, 'set-witness');
+export const SET_WITNESS = load(DIR, 'set-witness', STREAM_LIB);
 /** One relay's report on an event, never downgrading an acceptance. */
 export const SET_RELAY = load(DIR, 'set-relay');
 /** Adds relays to the list of those an event was handed to. */
@@ -55,7 +57,7 @@ export const SET_SUBJECT_EVENT = load(DIR, 'set-subject-event');
 export const OPEN_SCHEMA = load(DIR, 'open-schema');
 
 /** Retention: removes confirmed subjects whose proofs are archived, every trace of them. */
-export const FORGET = load(DIR, 'forget');
+export const FORGET = load(DIR, 'forget', STREAM_LIB);
 /** Retention: removes a batch none of whose subjects is left in Redis, with every key of its own. */
 export const DROP_BATCH = load(DIR, 'drop-batch');
 

@@ -56,7 +56,7 @@ export class ShardedStore {
     const groups = new Map<number, number[]>();
     keys.forEach((k, i) => {
       const s = shardOf(k, this.shards.length);
-      groups.set(s, [...(groups.get(s) ?? []), i]);
+      (groups.get(s) ?? groups.set(s, []).get(s)!).push(i);
     });
     const out: Array<SubjectRecord | null> = keys.map(() => null);
     await Promise.all([...groups].map(async ([s, idx]) => {

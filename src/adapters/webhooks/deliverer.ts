@@ -62,6 +62,11 @@ export interface WebhookDelivererOptions {
   concurrency?: number;
   /** A fan-out batch pending this long at another consumer is taken over (default 60 000 ms). */
   claimIdleMs?: number;
+  /**
+   * Put before every event id (job id and `X-Aer1-Event-Id`): with redis.shards K > 1 each
+   * shard's stream has its own ids, so its deliverer names them `<shard>/<id>` (default '').
+   */
+  eventIdPrefix?: string;
   /** XREADGROUP BLOCK timeout of the fan-out (default 5000 ms). */
   blockMs?: number;
   /** This process's consumer name in the fan-out group (default host:pid:random). */
@@ -339,6 +344,7 @@ export class WebhookDeliverer {
   private readonly reader: Redis;
   private readonly stream: string;
   private readonly claimIdleMs: number;
+  private readonly eventIdPrefix: string;
   private readonly blockMs: number;
   private readonly plog: Logger;
   private started = false;
@@ -352,6 +358,7 @@ export class WebhookDeliverer {
     this.redis = opts.redis;
     this.stream = opts.stream;
     this.claimIdleMs = opts.claimIdleMs ?? 60_000;
+    this.eventIdPrefix = opts.eventIdPrefix ?? '';
     this.blockMs = opts.blockMs ?? 5000;
     this.plog = opts.log.child({ part: 'webhooks' });
     const backoffMs = opts.backoffMs ?? 1000;
@@ -500,7 +507,7 @@ export class WebhookDeliverer {
     if (entries.length === 0) return;
     const changes: DeliveryJob[] = [];
     // one job per subject event: a packed entry gives one per subject it holds
-    for (const entry of entries) for (const { id, text } of expandEntry(entry)) changes.push({ eventId: id, body: text });
+    for (const entry of entries) for (const { id, text } of expandEntry(entry)) changes.push({ eventId: this.eventIdPrefix + id, body: text });
     await Promise.all(this.hooks.map((h) => enqueueChanges(h.queue, changes)));
     await this.redis.xack(this.stream, FANOUT_GROUP, ...entries.map(([id]) => id));
   }

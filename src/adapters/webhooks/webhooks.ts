@@ -89,6 +89,8 @@ export async function startWebhooks({ daemon, log, tuning = {}, shard = 0 }: Sta
     redis: daemon.redis,
     stream: keys.events,
     base: keys.base,
+    // each shard's stream ids are its own: named by shard so that they stay unique across shards
+    eventIdPrefix: daemon.state.count > 1 ? `${shard}/` : '',
     hooks: daemon.config.webhooks,
     log,
     onOutcome: (hook, result) => {

@@ -1,6 +1,7 @@
 -- accept: takes one or many subjects into state in one call (intake of a single-subject
 -- job and of a bulk job alike). Per subject: a new subject is stored pending with its
--- envelope (in its own Nostr event when it has one, else under e:<key>), indexed, put in the witness inboxes and announced on the events stream; the
+-- envelope (in its own Nostr event when it has one, else as its claims in the subject hash
+-- when they fit, else under e:<key>), indexed, put in the witness inboxes and announced on the events stream; the
 -- same key with the same root fingerprint is a duplicate (nothing written); the same key
 -- with another root is a conflict, recorded in that subject's history and on the stream,
 -- never re-anchored. A subject refused earlier (status rejected) is replaced.
@@ -8,12 +9,15 @@
 -- KEYS[1] events stream, [2] counts, [3] idx:st:pending, [4] idx:st:rejected,
 -- then one idx:w:<witness>:pending per witness in ARGV[4] (in that order),
 -- then the ARGV[5] witness inboxes, then per subject 4 keys: subject hash, envelope,
--- history, Nostr event hash (the subject hash again when the subject has no event).
+-- history, Nostr event hash (the subject hash again when the subject has no event), then
+-- last the stream's tally (stream-lib.lua).
 -- ARGV[1] now (ms), [2] now (ISO), [3] stream MAXLEN, [4] witnesses (comma list),
--- [5] number of inboxes, then per subject 8: key, kind, envelope, digest (hex), fingerprint
--- (as stored: 32 bytes, or the text when it is not 64 hex characters), event id as stored
--- (layout 5: its 32 bytes; '' for none), event JSON, digest as stored (32 bytes; the caller
--- converts, not the script).
+-- [5] number of inboxes, then per subject 9: key, kind, envelope ('' when it is kept as its
+-- claims), digest (hex), fingerprint (as stored: 32 bytes, or the text when it is not 64 hex
+-- characters), event id as stored (layout 5: its 32 bytes; '' for none), event JSON, digest
+-- as stored (32 bytes; the caller converts, not the script), the envelope's claims as
+-- subject-hash fields ('' for none: pairs, each of name and value as one length byte then
+-- its bytes; AnchorStore names them).
 -- Layout 4: the subject hash keeps the digest and fingerprint as 32 bytes, no `key` (it is in the key's name), no
 -- `updated` until something changes (reads as `created`), no `p:<witness>` while 0. The
 -- acceptance is not written to the history list: AnchorStore.history derives it from the
@@ -28,8 +32,8 @@
 -- between two runs is written where it happened, so the stream keeps the order):
 -- {type, status, at, subjects = [[key, digest], ...]}, or the one-subject form
 -- {type, key, status, at, digest} for a run of one (src/adapters/state/stream-entries.ts).
--- An entry of n subjects is added with MAXLEN ~ floor(ARGV[3] / n): the stream holds about
--- ARGV[3] subject events.
+-- Entries go through add_events (stream-lib.lua, the last key is the stream's tally): the
+-- stream keeps about ARGV[3] subject events, however many each entry holds.
 local now, nowIso, maxlen = ARGV[1], ARGV[2], ARGV[3]
 -- a stored layout-3 fingerprint (64 lowercase hex characters) -> its 32 bytes; anything else as it is
 local function bin(x)
@@ -47,9 +51,21 @@ local witnesses = {}
 for w in string.gmatch(ARGV[4], '[^,]+') do table.insert(witnesses, w) end
 local nw, ni = #witnesses, tonumber(ARGV[5])
 local kbase = 4 + nw + ni
-local n = (#ARGV - 5) / 8
-if n ~= math.floor(n) or n < 1 or #KEYS ~= kbase + 4 * n then
+local n = (#ARGV - 5) / 9
+if n ~= math.floor(n) or n < 1 or #KEYS ~= kbase + 4 * n + 1 then
   return redis.error_reply('accept: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
+end
+-- the claims' fields (length-prefixed name/value pairs) appended to a field list
+local function unframe(p, into)
+  local i = 1
+  while i <= #p do
+    local nl = string.byte(p, i)
+    local name = string.sub(p, i + 1, i + nl)
+    i = i + 1 + nl
+    local vl = string.byte(p, i)
+    table.insert(into, name); table.insert(into, string.sub(p, i + 1, i + vl))
+    i = i + 1 + vl
+  end
 end
 local out, added, unrejected = {}, {}, 0
 local announced = {}
@@ -62,12 +78,12 @@ local function announce()
   else
     data = {type = 'accepted', status = 'pending', at = nowIso, subjects = announced}
   end
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', math.max(1, math.floor(tonumber(maxlen) / c)), '*', 'data', cjson.encode(data))
+  add_events(KEYS[1], KEYS[#KEYS], maxlen, c, cjson.encode(data))
   announced = {}
 end
 for i = 0, n - 1 do
-  local a, k = 6 + 8 * i, kbase + 4 * i
-  local key, kind, envelope, digest, fp, eventId, eventJson, digestBin = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7]
+  local a, k = 6 + 9 * i, kbase + 4 * i
+  local key, kind, envelope, digest, fp, eventId, eventJson, digestBin, claims = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8]
   local s, e, h, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
   local existing = redis.call('HMGET', s, 'status', 'fp', 'digest', 'nostr:event')
   existing[3] = hex(existing[3])
@@ -78,8 +94,7 @@ for i = 0, n - 1 do
       local reason = 'conflict: subject ' .. key .. ' is already anchored with another root (envelope digest ' .. (existing[3] or '') .. '); refused, not re-anchored'
       redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'conflict', reason = reason}))
       announce()
-      redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', 'data',
-        cjson.encode({type = 'conflict', key = key, status = existing[1], at = nowIso, reason = reason}))
+      add_events(KEYS[1], KEYS[#KEYS], maxlen, 1, cjson.encode({type = 'conflict', key = key, status = existing[1], at = nowIso, reason = reason}))
       table.insert(out, 'conflict'); table.insert(out, existing[3] or ''); table.insert(out, reason)
     end
   else
@@ -88,17 +103,19 @@ for i = 0, n - 1 do
       redis.call('ZREM', KEYS[4], key)
       unrejected = unrejected + 1
     end
-    -- Every value in the subject hash stays within 64 bytes (a listpack); the envelope lives
-    -- beside it, except when the subject has its own event: that event's content IS the
-    -- envelope (schema 2), so it is stored once, in the event, and read back from there.
+    -- Every value in the subject hash stays within 64 bytes (a listpack). A subject with its
+    -- own event keeps the envelope there only (the event's content IS the envelope, schema
+    -- 2); one without keeps its claims in the hash when they fit (the envelope is rebuilt
+    -- from them when read), else the envelope's text beside it under e:<key>.
     local inEvent = false
     if eventId ~= '' then
       local ok, ev = pcall(cjson.decode, eventJson)
       inEvent = ok and type(ev) == 'table' and ev.content == envelope
     end
-    if not inEvent then redis.call('SET', e, envelope) end
+    if not inEvent and envelope ~= '' then redis.call('SET', e, envelope) end
     -- no `witnesses` (layout 5): a subject's witnesses are the w:<witness> fields it has
     local fields = {'kind', kind, 'digest', digestBin, 'fp', fp, 'status', 'pending', 'created', now}
+    unframe(claims, fields)
     for _, w in ipairs(witnesses) do
       table.insert(fields, 'w:' .. w); table.insert(fields, 'pending')
     end

@@ -12,7 +12,8 @@
 -- KEYS[1] counts, [2..6] idx:st:pending, partial, confirmed, failed, rejected, [7] meta,
 -- [8] events stream, [9] nostr:recent, [10] bfree:nostr, [11] bfree:ots, then per subject 6
 -- keys: subject hash, envelope, history, its own Nostr event hash, its Nostr batch hash, its
--- OTS batch hash (the subject hash again for each it has none of).
+-- OTS batch hash (the subject hash again for each it has none of), then last the stream's
+-- tally (stream-lib.lua).
 -- ARGV[1] now (ISO), [2] stream MAXLEN, [3] the witnesses a subject may have (comma list:
 -- layout 5 writes no `witnesses` field, a subject's witnesses are the w:<witness> fields it
 -- has; a layout-4 hash's `witnesses` is read), then per subject 4: key, its own event id, its
@@ -20,12 +21,12 @@
 -- stored: layout 5's 32 bytes, layout 4's hex).
 -- The stream takes one entry for the call's subjects removed: the one-subject form
 -- {type = 'retired', key, status, at}, or {type = 'retired', status, at, keys = [...]} for
--- more (src/adapters/state/stream-entries.ts expands it), added with MAXLEN ~ floor(ARGV[2] / n).
+-- more (src/adapters/state/stream-entries.ts expands it), added through add_events (stream-lib.lua; the last key is the stream's tally).
 -- Returns per subject 1 (removed) or 0 (not confirmed, gone already, or its event or batch
 -- links changed since they were read: left alone).
 local PER_KEYS, PER_ARGS, FIXED, FIXED_ARGS = 6, 4, 11, 3
 local n = (#ARGV - FIXED_ARGS) / PER_ARGS
-if n ~= math.floor(n) or n < 1 or #KEYS ~= FIXED + PER_KEYS * n then
+if n ~= math.floor(n) or n < 1 or #KEYS ~= FIXED + PER_KEYS * n + 1 then
   return redis.error_reply('forget: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
 end
 local nowIso, maxlen = ARGV[1], ARGV[2]
@@ -85,7 +86,7 @@ if #removed > 0 then
   else
     data = {type = 'retired', status = 'confirmed', at = nowIso, keys = removed}
   end
-  redis.call('XADD', KEYS[8], 'MAXLEN', '~', math.max(1, math.floor(tonumber(maxlen) / #removed)), '*', 'data', cjson.encode(data))
+  add_events(KEYS[8], KEYS[#KEYS], maxlen, #removed, cjson.encode(data))
   redis.call('ZREM', KEYS[4], unpack(removed))
   redis.call('HINCRBY', KEYS[1], 'st:confirmed', -#removed)
   for f, c in pairs(counts) do redis.call('HINCRBY', KEYS[1], f, -c) end

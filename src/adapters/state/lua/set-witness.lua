@@ -23,7 +23,8 @@
 -- KEYS[1] events stream, [2..4] idx:w:<witness>:pending, partial, failed (of the witness in
 -- ARGV[1]), [5..8] idx:st:pending, partial, confirmed, failed, [9] meta, [10] the timeline
 -- minute of ARGV[4] (tl:<floor(now / 60000)>), [11] counts, [12] the batch's transition list
--- (any key when ARGV[8] is ''), then per subject 2: its hash and its history.
+-- (any key when ARGV[8] is ''), then per subject 2: its hash and its history, then last the
+-- stream's tally (stream-lib.lua).
 -- ARGV[1] witness, [2] new status, [3] progress, [4] now (ms), [5] now (ISO), [6] detail
 -- ('' for none), [7] stream MAXLEN, [8] the call's token ('' for one subject), [9] the
 -- witnesses a subject may have (comma list: their statuses are read with the subject's own,
@@ -34,7 +35,7 @@
 -- did): {type, witness, to, at, detail, runs = [[from, previous, status, key, ...], ...]}, runs
 -- of consecutive subjects in the order they changed, or the one-subject form {type, key,
 -- witness, from, to, status, previous, at, detail} (src/adapters/state/stream-entries.ts),
--- added with MAXLEN ~ floor(ARGV[7] / changes): the stream holds about ARGV[7] subject events.
+-- added through add_events (stream-lib.lua): the stream keeps about ARGV[7] subject events.
 -- Returns per subject {outcome, overall, created}, flat (outcome 1: the status changed,
 -- 2: an entry without a change, 0: nothing, 3: nothing and not marked because the batch has
 -- no entry of this call yet: the caller marks it once one exists), then the index of the
@@ -43,7 +44,7 @@ local ORDER = {pending = 0, partial = 1, confirmed = 2, failed = 3}
 local w, new, prog, now, nowIso, detail, maxlen, token = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 if not ORDER[new] then return redis.error_reply('set-witness: unknown status ' .. tostring(new)) end
 local n = #ARGV - 9
-if n < 1 or #KEYS ~= 12 + 2 * n then return redis.error_reply('set-witness: ' .. #KEYS .. ' keys for ' .. n .. ' subjects') end
+if n < 1 or #KEYS ~= 13 + 2 * n then return redis.error_reply('set-witness: ' .. #KEYS .. ' keys for ' .. n .. ' subjects') end
 -- the batch entry of this call, when an earlier chunk made it: {index, from}
 local bh, entryIndex, entryFrom = KEYS[12], -1, nil
 if token ~= '' then
@@ -205,7 +206,7 @@ if nchanged > 0 then
   else
     data = {type = 'state', witness = w, to = new, at = nowIso, detail = detail, runs = runs}
   end
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', math.max(1, math.floor(tonumber(maxlen) / nchanged)), '*', 'data', cjson.encode(data))
+  add_events(KEYS[1], KEYS[#KEYS], maxlen, nchanged, cjson.encode(data))
 end
 -- the indexes and counts, one command each for the whole call (500 members at a time: Lua's stack)
 for ix, members in pairs(rem) do
