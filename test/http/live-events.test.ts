@@ -98,6 +98,19 @@ describe('resuming', () => {
     }
   });
 
+  it('a Last-Event-ID past the end of the stream (another shard\'s, or from a Redis since flushed) still gets the live events', async () => {
+    const sse = await openSse(`${s.http.url}/v1/events`, { 'Last-Event-ID': `${Date.now() + 86_400_000}-0` });
+    try {
+      const subject = receiptFields();
+      expect((await s.post('/v1/anchors', subject, { auth: true })).status).toBe(202);
+      await s.confirm([subject.receipt_uuid]);
+      const got = forKey(sseChanges(await sse.until((m) => confirmedFor(subject.receipt_uuid)(sseChanges(m)))), subject.receipt_uuid);
+      expect(distinct(got.map((m) => m.status))).toEqual(['pending', 'partial', 'confirmed']);
+    } finally {
+      sse.close();
+    }
+  });
+
   it('answers 400 for a malformed Last-Event-ID or since', async () => {
     const res = await checkedFetch(`${s.http.url}/v1/events`, { headers: { 'Last-Event-ID': 'yesterday' } });
     expect(res.status).toBe(400);

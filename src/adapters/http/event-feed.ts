@@ -194,8 +194,16 @@ export class EventFeed {
       },
     };
     if (!since) return subscription;
-    const start = parseEventId(since);
-    if (!start) throw new Error(`not an event id: ${since}`);
+    if (!parseEventId(since)) throw new Error(`not an event id: ${since}`);
+    // An id past the stream's end (another shard's, a Redis since flushed, a clock ahead) resumes
+    // from the end: kept as it is, it would hold back every live event until ids pass it.
+    const [tail] = (await this.redis.xrevrange(this.stream, '+', '-', 'COUNT', 1)) as RawEntry[];
+    const end = tail?.[0] ?? '0-0';
+    if (compareEventIds(since, end) > 0) {
+      since = end;
+      cursor = end;
+    }
+    const start = parseEventId(since)!;
     // subject events replayed; `from`: the last entry replayed whole (the next page starts after it)
     let replayed = 0;
     let from = `${start[0]}-${start[1]}`;

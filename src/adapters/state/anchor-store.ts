@@ -454,6 +454,7 @@ export class AnchorStore {
         args.push(key, evRaw ?? '', nostrBatch, otsBatch);
       });
       scriptKeys.push(k.eventTally);
+      await this.countRetiredBefore(links.flatMap(([, nb, ob]) => [['nostr', nb?.toString() ?? ''], ['ots', ob?.toString() ?? '']] as Array<[WitnessName, string]>));
       const res = (await this.run(FORGET, scriptKeys, args)) as number[];
       chunk.forEach((key, j) => {
         if (Number(res[j]) === 1) removed.push(key);
@@ -461,6 +462,32 @@ export class AnchorStore {
     }
     if (removed.length > 0) await this.dropEmptiedBatches();
     return removed;
+  }
+
+  /**
+   * A batch retention took subjects from before its count of them existed (forget.lua's `gone`,
+   * added with layout 5) has no `gone` field: it is set, once, to how many of the batch's
+   * subjects are no longer in Redis, so that the batch still leaves with its last subject.
+   * HSETNX: a count made by another daemon meanwhile stands. One read per subject of such a
+   * batch, once; a batch with the field costs one HEXISTS per call.
+   */
+  private async countRetiredBefore(batches: ReadonlyArray<[WitnessName, string]>): Promise<void> {
+    const seen = new Set<string>();
+    for (const [w, id] of batches) {
+      if (!id || seen.has(`${w}:${id}`)) continue;
+      seen.add(`${w}:${id}`);
+      const b = this.keys.batch(w, id);
+      const [hasGone, exists] = await Promise.all([this.redis.hexists(b, 'gone'), this.redis.exists(b)]);
+      if (hasGone === 1 || exists === 0) continue;
+      const members = await this.redis.lrange(this.keys.batchKeys(w, id), 0, -1);
+      let missing = 0;
+      for (let i = 0; i < members.length; i += 1000) {
+        const page = members.slice(i, i + 1000);
+        const found = await Promise.all(page.map((key) => this.redis.exists(this.keys.subject(key))));
+        missing += found.filter((x) => x === 0).length;
+      }
+      await this.redis.hsetnx(b, 'gone', missing);
+    }
   }
 
   /**

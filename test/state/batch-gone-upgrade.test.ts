@@ -1,9 +1,10 @@
 /**
- * Review (2c723c0..fae0987): batches now leave Redis with their last subject (forget.lua counts
+ * Found in review: batches now leave Redis with their last subject (forget.lua counts
  * `gone` against `size`). Subjects retention removed before the upgrade (layout 3's forget.lua,
  * test/fixtures/state-layout3/forget.lua, never counted `gone`) are missing from that count,
- * and opening layout 5 does not make it up, so such a batch's `gone` never reaches its `size`:
- * it stays for good (hash with its digests, key list, transitions, batch event, attestations).
+ * and opening layout 5 does not make it up; AnchorStore.forget counts them once (the batch has
+ * no `gone` field yet), so the batch still leaves with its last subject instead of staying for
+ * good (hash with its digests, key list, transitions, batch event, attestations).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
