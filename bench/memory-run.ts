@@ -5,7 +5,10 @@
  * external, arrayBuffers) beside the child's VmRSS, and optionally a heap snapshot
  * (--heapsnapshot-signal) to diff between two N.
  *
- *   node dist/bench/memory-run.js [--n 0,10000,100000] [--snapshot DIR]
+ *   node dist/bench/memory-run.js [--n 0,10000,100000] [--snapshot DIR] [--per-job 1000] [--settle 1-6]
+ *
+ * For experiments: BENCH_QUEUE_CONCURRENCY sets the child's queue.concurrency (any bench),
+ * BENCH_EXTRA_NODE_OPTIONS adds to the child's NODE_OPTIONS (this one).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
