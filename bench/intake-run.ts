@@ -16,7 +16,7 @@ import { ANCHOR_JOB } from '../src/adapters/queue/names.js';
 import { ANCHOR_JOB_OPTIONS, bulkJobId } from '../src/adapters/queue/producer.js';
 import { StateKeys } from '../src/adapters/state/keys.js';
 import type { PeersInfo } from './peers.js';
-import { BENCH_PREFIX, commandStats, sleep, startDaemonChild, startRedis, type DaemonChild } from './processes.js';
+import { BENCH_PREFIX, commandStats, sleep, startDaemonChild, startRedis, type BenchDaemonOptions, type DaemonChild } from './processes.js';
 import { redisInfo } from './memory.js';
 import { load } from './report.js';
 
@@ -26,6 +26,10 @@ export interface IntakeRunOptions {
   perJob: number;
   peers: PeersInfo;
   timeoutMs: number;
+  /** Passed on to the daemon child (a memory probe, say). */
+  daemon?: Pick<BenchDaemonOptions, 'nodeOptions' | 'env'>;
+  /** Called with every subject pending, before the RSS figure is taken (memory-run). */
+  atPending?: (daemon: DaemonChild) => Promise<void>;
 }
 
 export interface CommandCount {
@@ -72,7 +76,7 @@ export async function intakeRun(o: IntakeRunOptions): Promise<IntakeRunResult> {
   let daemon: DaemonChild | null = null;
   let queue: Queue | null = null;
   try {
-    daemon = await startDaemonChild({ redisUrl: server.url, peers: o.peers, mode: 'batch', windowMs: DAY_MS, ratePerMinute: 100_000, batchMaxSize: o.n + 1 }, redis);
+    daemon = await startDaemonChild({ redisUrl: server.url, peers: o.peers, mode: 'batch', windowMs: DAY_MS, ratePerMinute: 100_000, batchMaxSize: o.n + 1, ...o.daemon }, redis);
     const k = new StateKeys(BENCH_PREFIX);
     queue = new Queue(daemon.config.queue.name, { connection: redis, prefix: k.bullPrefix });
     await queue.waitUntilReady();
@@ -112,6 +116,7 @@ export async function intakeRun(o: IntakeRunOptions): Promise<IntakeRunResult> {
     const intake = counts(await commandStats(redis), Math.max(1, accepted));
     const redisCpuMs = ((await redisInfo(redis)).cpuMs - cpu0) / Math.max(1, accepted);
     let rss: IntakeRunResult['rss'] = null;
+    if (accepted >= o.n && o.atPending) await o.atPending(daemon);
     const m0 = daemon.memory();
     if (accepted >= o.n && m0) {
       // a second of settling (timers, GC) with nothing left to take in, then the figure

@@ -156,6 +156,10 @@ export interface BenchDaemonOptions {
   batchMaxSize?: number;
   /** redis.shards (default 1). */
   shards?: number;
+  /** Extra NODE_OPTIONS for the daemon child (e.g. a memory probe, --heapsnapshot-signal). */
+  nodeOptions?: string;
+  /** Extra environment for the daemon child. */
+  env?: Record<string, string>;
 }
 
 export const BENCH_PREFIX = 'bench';
@@ -195,6 +199,7 @@ export function benchConfig(o: BenchDaemonOptions & { keyFile: string }): Config
       },
       http: { enabled: false, port: 0 },
       log: { level: 'warn' },
+      ...(process.env.BENCH_QUEUE_CONCURRENCY ? { queue: { concurrency: Number(process.env.BENCH_QUEUE_CONCURRENCY) } } : {}),
     },
   });
 }
@@ -222,7 +227,7 @@ export async function startDaemonChild(o: BenchDaemonOptions, redis: RedisClient
     child = track(
       spawn(process.execPath, [DAEMON_BIN, '--config', file], {
         cwd: dir,
-        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir },
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir, ...(o.nodeOptions ? { NODE_OPTIONS: o.nodeOptions } : {}), ...o.env },
         stdio: ['ignore', fd, fd],
       }),
     );

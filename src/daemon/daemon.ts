@@ -11,6 +11,7 @@ import type { AnchorStore } from '../adapters/state/anchor-store.js';
 import { ShardedStore } from '../adapters/state/sharded-store.js';
 import { StateKeys, type WitnessName } from '../adapters/state/keys.js';
 import { startIntakeWorker, type IntakeHandler } from '../adapters/queue/intake.js';
+import { compactAfterBursts } from '../adapters/queue/heap-compaction.js';
 import { ShardRouter } from '../adapters/queue/shard-router.js';
 import { queueDepth, type QueueDepth } from '../adapters/queue/depth.js';
 import type { NostrWitness } from '../adapters/nostr/nostr-witness.js';
@@ -169,6 +170,7 @@ export class Daemon {
         this.log,
       );
       countIntake(this.routerWorker, this.metrics);
+      compactAfterBursts(this.routerWorker, this.log);
       await Promise.all([this.routerWorker.waitUntilReady(), this.intakeQueue.waitUntilReady()]);
     }
   }

@@ -10,7 +10,7 @@ import { ReplyError } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
 import { connectRedis } from '../../src/adapters/redis/connection.js';
-import { BULK_RESULTS_MAX, IntakeProcessor, startIntakeWorker, type BulkIntakeResult } from '../../src/adapters/queue/intake.js';
+import { BULK_RESULTS_MAX, INTAKE_PAGE, IntakeProcessor, startIntakeWorker, type BulkIntakeResult } from '../../src/adapters/queue/intake.js';
 import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
 import { ShardRouter } from '../../src/adapters/queue/shard-router.js';
 import { ANCHOR_JOB_OPTIONS, enqueueAnchors } from '../../src/adapters/queue/producer.js';
@@ -108,16 +108,35 @@ describe('a bulk job', () => {
     expect((await r.store.getRecord('bulk-bad'))?.reason).toMatch(reason);
   });
 
+  it('is prepared and accepted a page at a time, every subject accepted once and in order', { timeout: 30_000 }, async () => {
+    const r = rig();
+    const subjects = Array.from({ length: 1000 }, () => receiptFields());
+    const acceptMany = r.store.acceptMany.bind(r.store);
+    const calls: number[] = [];
+    r.store.acceptMany = async (targets, list) => {
+      calls.push(list.length);
+      return acceptMany(targets, list);
+    };
+    await r.queue.add(ANCHOR_JOB, { subjects }, { ...ANCHOR_JOB_OPTIONS, jobId: 'bulk-paged' });
+    const out = await waitFor('the bulk job done', () => r.done.get('bulk-paged'));
+    expect(out.rv).toMatchObject({ subjects: 1000, created: 1000, duplicate: 0 });
+    // the job's envelopes are built a page at a time, never all 1,000 at once
+    expect(calls).toEqual([250, 250, 250, 250]);
+    expect(INTAKE_PAGE).toBe(250);
+    expect(await r.store.redis.lrange(r.store.keys.inbox('ots'), 0, -1)).toEqual(subjects.map((x) => x.receipt_uuid));
+    expect(r.accepted).toEqual([subjects.map((x) => x.receipt_uuid)]);
+  });
+
   it('that dies between two accept calls is retried and accepts nothing twice', { timeout: 45_000 }, async () => {
     const r = rig();
     const subjects = Array.from({ length: 600 }, () => receiptFields());
-    // the first try gets its first 300 subjects in, then the connection drops (as a crash would leave it)
+    // the first try gets its first page in (INTAKE_PAGE subjects), then the connection drops (as a crash would leave it)
     const acceptMany = r.store.acceptMany.bind(r.store);
     let crashed = false;
     r.store.acceptMany = async (targets, list) => {
       if (!crashed) {
         crashed = true;
-        await acceptMany(targets, list.slice(0, 300));
+        await acceptMany(targets, list);
         throw new Error('Connection is closed.');
       }
       return acceptMany(targets, list);
@@ -125,11 +144,11 @@ describe('a bulk job', () => {
     await r.queue.add(ANCHOR_JOB, { subjects }, { ...ANCHOR_JOB_OPTIONS, jobId: 'bulk-crash' });
     const out = await waitFor('the bulk job done after its retry', () => r.done.get('bulk-crash'), 30_000);
     expect(crashed).toBe(true);
-    expect(out.rv).toMatchObject({ subjects: 600, created: 300, duplicate: 300, conflict: 0, refused: 0 });
+    expect(out.rv).toMatchObject({ subjects: 600, created: 600 - INTAKE_PAGE, duplicate: INTAKE_PAGE, conflict: 0, refused: 0 });
     expect(out.rv!.results).toHaveLength(BULK_RESULTS_MAX);
     expect(await r.store.inboxLength('ots')).toBe(600);
     expect(await r.store.redis.zcard(r.store.keys.byStatus('pending'))).toBe(600);
-    const histories = await Promise.all(subjects.slice(295, 305).map((s) => r.store.history(s.receipt_uuid)));
+    const histories = await Promise.all(subjects.slice(INTAKE_PAGE - 5, INTAKE_PAGE + 5).map((s) => r.store.history(s.receipt_uuid)));
     for (const h of histories) expect(h.map((e) => e.event)).toEqual(['accepted']);
     // the same list once more, as a second job: all duplicates
     await r.queue.add(ANCHOR_JOB, { subjects }, { ...ANCHOR_JOB_OPTIONS, jobId: 'bulk-again' });

@@ -18,7 +18,7 @@ import { canonicalJson } from '../../core/aer1/canonical-json.js';
 import { sha256Hex } from '../../core/aer1/hash.js';
 import { buildEnvelope, envelopeCanonical, sameRoot, subjectKey, type Envelope } from '../../core/envelope/envelope.js';
 import type { SubjectClaims } from '../../core/envelope/claims.js';
-import type { AcceptSubject, AnchorStore } from '../state/anchor-store.js';
+import { ACCEPT_CHUNK, type AcceptSubject, type AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
 import { bulkSubjectsOf, checkJobSize, claimsFromJobData, isBulkJobData, type JobLimits } from './job-data.js';
 import { backoffDelay } from './backoff.js';
@@ -71,6 +71,12 @@ export function bulkResultsListed(done: readonly BulkSubjectResult[], max = BULK
   const listed = [...problems, ...duplicates].slice(0, max).sort((a, b) => a.index - b.index);
   return { results: listed, omitted: problems.length + duplicates.length - listed.length };
 }
+
+/**
+ * Subjects of a bulk job prepared (envelope built) and accepted at once: one accept script
+ * call's worth, so a job of queue.maxSubjectsPerJob holds one page's envelopes at a time.
+ */
+export const INTAKE_PAGE = ACCEPT_CHUNK.subjects;
 
 /** Subjects accepted (created or already there) and what the batchers need to hear. */
 export interface Accepted {
@@ -211,34 +217,40 @@ export class IntakeProcessor {
       return this.refuse(jobId, err.message);
     }
     const results: Array<BulkSubjectResult | null> = list.map(() => null);
-    const valid: Array<{ index: number; subject: AcceptSubject }> = [];
-    const claimsList: Array<{ index: number; claims: SubjectClaims }> = [];
-    list.forEach((item, index) => {
-      try {
-        claimsList.push({ index, claims: claimsFromJobData(item, this.limits) });
-      } catch (err) {
-        if (!(err instanceof Aer1Error)) throw err;
-        const field = err instanceof InputError && err.field !== undefined && err.field !== '$' ? err.field : undefined;
-        results[index] = { index, result: 'refused', code: err.code, reason: err.message, ...(field !== undefined ? { field } : {}) };
-      }
-    });
-    for (const { index, claims } of claimsList) {
-      const archived = await this.fromArchive(claims);
-      const key = subjectKey(claims);
-      if (archived) results[index] = { index, key, ...archived };
-      else valid.push({ index, subject: this.prepare(claims) });
-    }
-    const { results: accepted, inboxLengths } = valid.length > 0 ? await this.store.acceptMany(this.anchoring, valid.map((v) => v.subject)) : { results: [], inboxLengths: {} };
+    // Validated, prepared (envelopes and script arguments) and accepted a page of INTAKE_PAGE
+    // subjects at a time, then dropped, so a job's working set is bounded by the page, not the job.
     const after: Accepted['subjects'] = [];
-    accepted.forEach((res, i) => {
-      const { index, subject } = valid[i]!;
-      if (res.result === 'conflict') {
-        results[index] = { index, key: subject.key, result: 'conflict', digest: res.digest, reason: res.reason };
-        return;
+    const inboxLengths: Accepted['inboxLengths'] = {};
+    for (let p = 0; p < list.length; p += INTAKE_PAGE) {
+      const valid: Array<{ index: number; subject: AcceptSubject }> = [];
+      for (let index = p; index < Math.min(p + INTAKE_PAGE, list.length); index++) {
+        let claims: SubjectClaims;
+        try {
+          claims = claimsFromJobData(list[index], this.limits);
+        } catch (err) {
+          if (!(err instanceof Aer1Error)) throw err;
+          const field = err instanceof InputError && err.field !== undefined && err.field !== '$' ? err.field : undefined;
+          results[index] = { index, result: 'refused', code: err.code, reason: err.message, ...(field !== undefined ? { field } : {}) };
+          continue;
+        }
+        const archived = await this.fromArchive(claims);
+        const key = subjectKey(claims);
+        if (archived) results[index] = { index, key, ...archived };
+        else valid.push({ index, subject: this.prepare(claims) });
       }
-      results[index] = { index, key: subject.key, result: res.result, digest: res.result === 'created' ? subject.digest : res.digest };
-      after.push({ key: subject.key, nostrEventId: res.result === 'created' ? (subject.nostrEvent?.id ?? null) : res.nostrEventId });
-    });
+      if (valid.length === 0) continue;
+      const page = await this.store.acceptMany(this.anchoring, valid.map((v) => v.subject));
+      Object.assign(inboxLengths, page.inboxLengths);
+      page.results.forEach((res, i) => {
+        const { index, subject } = valid[i]!;
+        if (res.result === 'conflict') {
+          results[index] = { index, key: subject.key, result: 'conflict', digest: res.digest, reason: res.reason };
+          return;
+        }
+        results[index] = { index, key: subject.key, result: res.result, digest: res.result === 'created' ? subject.digest : res.digest };
+        after.push({ key: subject.key, nostrEventId: res.result === 'created' ? (subject.nostrEvent?.id ?? null) : res.nostrEventId });
+      });
+    }
     if (after.length > 0) await this.anchoring.afterAccept({ subjects: after, inboxLengths });
     const done = results as BulkSubjectResult[];
     const count = (r: BulkSubjectResult['result']): number => done.filter((x) => x.result === r).length;
