@@ -30,6 +30,12 @@ export interface IntakeRunOptions {
   daemon?: Pick<BenchDaemonOptions, 'nodeOptions' | 'env'>;
   /** Called with every subject pending, before the RSS figure is taken (memory-run). */
   atPending?: (daemon: DaemonChild) => Promise<void>;
+  /**
+   * Also read VmRSS this long after acceptance, the intake idle (V8's memory reducer gives
+   * a burst's garbage back after some seconds of idleness): the steady state of subjects
+   * that stay pending for hours. 0 (default): only the reading 1 s after.
+   */
+  idleMs?: number;
 }
 
 export interface CommandCount {
@@ -50,7 +56,7 @@ export interface IntakeRunResult {
   /** Redis CPU (INFO cpu delta) per subject over the intake phase, ms. */
   redisCpuMs: number;
   /** Daemon VmRSS (bytes) when every subject was pending, a second later, and the peak (VmHWM) so far; null when not all got in. */
-  rss: { atAccepted: number; settled: number; peak: number } | null;
+  rss: { atAccepted: number; settled: number; peak: number; idle?: { ms: number; rss: number } } | null;
   load: [number, number, number];
 }
 
@@ -123,6 +129,12 @@ export async function intakeRun(o: IntakeRunOptions): Promise<IntakeRunResult> {
       await sleep(1000);
       const m1 = daemon.memory() ?? m0;
       rss = { atAccepted: m0.rss, settled: m1.rss, peak: Math.max(m0.hwm, m1.hwm) };
+      if (o.idleMs && o.idleMs > 1000) {
+        await sleep(o.idleMs - 1000);
+        const m2 = daemon.memory() ?? m1;
+        rss.idle = { ms: o.idleMs, rss: m2.rss };
+        rss.peak = Math.max(rss.peak, m2.hwm);
+      }
     }
     const rejected = await redis.zcard(k.byStatus('rejected'));
     if (rejected > 0) throw new Error(`${rejected} subjects refused; daemon log: ${daemon.logTail()}`);

@@ -212,7 +212,8 @@ async function main(): Promise<number> {
     const intake = await intakeFigures(plan.intakeN, peers, Math.max(20_000, Math.min(120_000, budget.remaining() - naiveReserve - 60_000)));
     if (plan.pendingN !== plan.intakeN) {
       const timeoutMs = Math.max(20_000, Math.min(120_000, budget.remaining() - naiveReserve - 40_000));
-      const r = await intakeRun({ n: plan.pendingN, perJob: BULK_PER_JOB, peers, timeoutMs });
+      // the full run also reads the daemon 30 s after acceptance, idle: the steady state of pending subjects
+      const r = await intakeRun({ n: plan.pendingN, perJob: BULK_PER_JOB, peers, timeoutMs, idleMs: plan.label === 'quick' ? 0 : 30_000 });
       describeIntake(r);
       intake.push(pendingRssFigure(r));
     }
@@ -375,12 +376,13 @@ async function intakeFigures(n: number, peers: Peers, timeoutMs: number): Promis
 /** The daemon's RSS with an intake run's N subjects pending; the target is evaluated at 100,000 only. */
 function pendingRssFigure(r: IntakeRunResult): Figure {
   const at = r.n >= TARGET_RSS_AT;
-  return figure(`daemon RSS, ${fmtN(r.n)} subjects pending`, 'MB', r.rss ? [r.rss.settled / MB] : [], {
+  const idle = r.rss?.idle;
+  return figure(`daemon RSS, ${fmtN(r.n)} subjects pending${idle ? `, ${Math.round(idle.ms / 1000)} s idle` : ''}`, 'MB', r.rss ? [(idle?.rss ?? r.rss.settled) / MB] : [], {
     n: r.n,
     load: r.load,
     target: at ? { op: '<', bound: TARGET_RSS_MB } : null,
     note: r.rss
-      ? `VmRSS of aer1-anchord 1 s after all ${fmtN(r.n)} were accepted from bulk jobs of ${fmtN(r.perJob)}, witnesses held back (a day's window): ${Math.round(r.rss.atAccepted / MB)} MB at acceptance, peak (VmHWM) ${Math.round(r.rss.peak / MB)} MB${at ? '' : `; the target (< ${TARGET_RSS_MB} MB) is for ${fmtN(TARGET_RSS_AT)} pending, not evaluated at this N`}`
+      ? `VmRSS of aer1-anchord ${idle ? `${Math.round(idle.ms / 1000)} s after all ${fmtN(r.n)} were accepted (${Math.round(r.rss.settled / MB)} MB 1 s after)` : `1 s after all ${fmtN(r.n)} were accepted`} from bulk jobs of ${fmtN(r.perJob)}, witnesses held back (a day's window): ${Math.round(r.rss.atAccepted / MB)} MB at acceptance, peak (VmHWM) ${Math.round(r.rss.peak / MB)} MB${at ? '' : `; the target (< ${TARGET_RSS_MB} MB) is for ${fmtN(TARGET_RSS_AT)} pending, not evaluated at this N`}`
       : `not measured: ${fmtN(r.accepted)} of ${fmtN(r.n)} got in within the time limit`,
   });
 }

@@ -11,7 +11,6 @@ import type { AnchorStore } from '../adapters/state/anchor-store.js';
 import { ShardedStore } from '../adapters/state/sharded-store.js';
 import { StateKeys, type WitnessName } from '../adapters/state/keys.js';
 import { startIntakeWorker, type IntakeHandler } from '../adapters/queue/intake.js';
-import { compactAfterBursts } from '../adapters/queue/heap-compaction.js';
 import { ShardRouter } from '../adapters/queue/shard-router.js';
 import { queueDepth, type QueueDepth } from '../adapters/queue/depth.js';
 import type { NostrWitness } from '../adapters/nostr/nostr-witness.js';
@@ -170,7 +169,6 @@ export class Daemon {
         this.log,
       );
       countIntake(this.routerWorker, this.metrics);
-      compactAfterBursts(this.routerWorker, this.log);
       await Promise.all([this.routerWorker.waitUntilReady(), this.intakeQueue.waitUntilReady()]);
     }
   }

@@ -11,7 +11,6 @@ import { AnchorStore, STATE_SCHEMA } from '../adapters/state/anchor-store.js';
 import type { WitnessName } from '../adapters/state/keys.js';
 import { Batcher } from '../adapters/batch/batcher.js';
 import { IntakeProcessor, startIntakeWorker, type BulkIntakeResult } from '../adapters/queue/intake.js';
-import { compactAfterBursts } from '../adapters/queue/heap-compaction.js';
 import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
 import { OtsWitness } from '../adapters/ots/ots-witness.js';
@@ -248,7 +247,6 @@ export class ShardEngine {
     await this.reconciler.start();
     await this.retention?.start();
     countIntake(this.intakeWorker, this.metrics);
-    compactAfterBursts(this.intakeWorker, this.log);
     await Promise.all([this.intakeWorker.waitUntilReady(), this.intakeQueue.waitUntilReady(), this.nostr?.waitUntilReady(), this.ots?.waitUntilReady()]);
   }
 
