@@ -349,7 +349,7 @@ export class NostrWitness {
     for (let i = 0; i < keys.length; i += 500) {
       const chunk = keys.slice(i, i + 500);
       const records = await this.store.getRecords(chunk);
-      const items: Array<{ key: string; id: string; json: string }> = [];
+      const items: Array<{ key: string; id: string; json: string; envelope?: string }> = [];
       for (const r of records) {
         if (!r || !r.envelopeCanonical || !r.digest) continue;
         if (r.nostrEventId) {
@@ -357,7 +357,7 @@ export class NostrWitness {
           continue;
         }
         const ev = this.signEnvelope(r.envelopeCanonical, r.digest);
-        items.push({ key: r.key, id: ev.id, json: serializeEvent(ev) });
+        items.push({ key: r.key, id: ev.id, json: serializeEvent(ev), envelope: r.envelopeCanonical });
       }
       const fresh = items.filter((it) => it.json !== '');
       const stored = await this.store.setSubjectEvents(fresh);

@@ -918,10 +918,14 @@ export class AnchorStore {
    * first stored copy wins). Returns, per item, the id of the subject's event in force, or
    * null when the subject is gone. Pipelined.
    */
-  async setSubjectEvents(items: ReadonlyArray<{ key: string; id: string; json: string }>): Promise<Array<string | null>> {
+  async setSubjectEvents(items: ReadonlyArray<{ key: string; id: string; json: string; envelope?: string }>): Promise<Array<string | null>> {
     if (items.length === 0) return [];
     const pipe = this.redis.pipeline();
-    for (const it of items) scriptCommand(pipe, SET_SUBJECT_EVENT)('3', this.keys.subject(it.key), this.keys.event(it.id), this.keys.envelope(it.key), it.id, it.json, it.key, packHash(it.id));
+    for (const it of items) {
+      // the event's content is the envelope its claims rebuild: once linked, the event keeps it (the claims go)
+      const drop = it.envelope !== undefined && eventContent(it.json) === it.envelope ? Object.values(CLAIM_FIELDS) : [];
+      scriptCommand(pipe, SET_SUBJECT_EVENT)('3', this.keys.subject(it.key), this.keys.event(it.id), this.keys.envelope(it.key), it.id, it.json, it.key, packHash(it.id), ...drop);
+    }
     const res = (await pipe.exec()) ?? [];
     return res.map(([err, v]) => {
       if (err) throw err;
@@ -1227,6 +1231,16 @@ const CLAIM_FIELDS: Readonly<Record<string, string>> = {
   entry_count: '$ec',
 };
 const CLAIM_MEMBERS: Readonly<Record<string, string>> = Object.fromEntries(Object.entries(CLAIM_FIELDS).map(([m, f]) => [f, m]));
+
+/** A signed event's `content`, or null when the JSON does not hold one. */
+function eventContent(json: string): string | null {
+  try {
+    const ev = JSON.parse(json) as { content?: unknown };
+    return typeof ev.content === 'string' ? ev.content : null;
+  } catch {
+    return null;
+  }
+}
 
 /**
  * The envelope `canonical` of the subject `key` accepted at `createdMs` as accept.lua's

@@ -6,11 +6,13 @@
 --
 -- KEYS[1] subject hash, KEYS[2] event hash, KEYS[3] the subject's envelope.
 -- ARGV: event id (hex), event JSON, subject key, the id as stored (layout 5: its 32 bytes;
--- absent: the hex).
+-- absent: the hex), then the subject-hash fields that keep its envelope as claims (layout 5,
+-- batch mode), to drop once this event is linked: the caller passes them only when it made
+-- the event's content from the envelope those claims rebuild (none: nothing dropped).
 -- Returns the id (hex) of the subject's event in force, or false when the subject is gone.
 local s, ev = KEYS[1], KEYS[2]
 local id, json, key = ARGV[1], ARGV[2], ARGV[3]
-local stored = ARGV[4] or id
+local stored = (ARGV[4] ~= nil and ARGV[4] ~= '') and ARGV[4] or id
 -- a stored id as hex: 32 bytes (layout 5) -> 64 characters; a layout-4 one is hex already
 local function hex(x)
   if #x == 32 then return (string.gsub(x, '.', function(c) return string.format('%02x', string.byte(c)) end)) end
@@ -21,6 +23,7 @@ if not cur[2] then return false end
 if cur[1] then return hex(cur[1]) end
 redis.call('HSET', ev, 'json', json, 'subject', key)
 redis.call('HSET', s, 'nostr:event', stored)
+if #ARGV > 4 then redis.call('HDEL', s, unpack(ARGV, 5)) end
 local envelope = redis.call('GET', KEYS[3])
 if envelope then
   local ok, ev = pcall(cjson.decode, json)
