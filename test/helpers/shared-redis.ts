@@ -59,7 +59,11 @@ export async function cleanIssuedPrefixes(): Promise<number> {
   }
   try {
     let deleted = 0;
-    for (const prefix of prefixes) deleted += await deletePrefix(redis, `{${prefix}}`);
+    for (const prefix of prefixes) {
+      deleted += await deletePrefix(redis, `{${prefix}}`);
+      // redis.shards K > 1: the shards' hash tags {prefix:0} … {prefix:K-1}
+      deleted += await deletePrefix(redis, `{${prefix}:`);
+    }
     return deleted;
   } finally {
     await redis.quit().catch(() => redis.disconnect());
