@@ -5,7 +5,7 @@
  * external, arrayBuffers) beside the child's VmRSS, and optionally a heap snapshot
  * (--heapsnapshot-signal) to diff between two N.
  *
- *   node dist/bench/memory-run.js [--n 0,10000,100000] [--snapshot DIR] [--per-job 1000] [--settle 1-6]
+ *   node dist/bench/memory-run.js [--n 0,10000,100000] [--snapshot DIR] [--per-job 1000] [--settle 1-9]
  *
  * For experiments: BENCH_QUEUE_CONCURRENCY sets the child's queue.concurrency (any bench),
  * BENCH_EXTRA_NODE_OPTIONS adds to the child's NODE_OPTIONS (this one).
@@ -64,7 +64,7 @@ async function main(): Promise<void> {
         atPending: async (child) => {
           // VmRSS with no forced GC: as the intake ends, and for a while after (V8's memory reducer)
           const t0 = Date.now();
-          for (const at of [0, 1000, 5000, 10_000, 20_000, 30_000].slice(0, Number(values.settle ?? '6'))) {
+          for (const at of [0, 1000, 5000, 10_000, 20_000, 30_000, 45_000, 60_000, 90_000].slice(0, Number(values.settle ?? '6'))) {
             await sleep(Math.max(0, t0 + at - Date.now()));
             trail.push(`${at / 1000}s ${((child.memory()?.rss ?? 0) / MB).toFixed(1)}`);
           }

@@ -212,8 +212,8 @@ async function main(): Promise<number> {
     const intake = await intakeFigures(plan.intakeN, peers, Math.max(20_000, Math.min(120_000, budget.remaining() - naiveReserve - 60_000)));
     if (plan.pendingN !== plan.intakeN) {
       const timeoutMs = Math.max(20_000, Math.min(120_000, budget.remaining() - naiveReserve - 40_000));
-      // the full run also reads the daemon 30 s after acceptance, idle: the steady state of pending subjects
-      const r = await intakeRun({ n: plan.pendingN, perJob: BULK_PER_JOB, peers, timeoutMs, idleMs: plan.label === 'quick' ? 0 : 30_000 });
+      // the full run also reads the daemon 60 s after acceptance, idle: the steady state of pending subjects
+      const r = await intakeRun({ n: plan.pendingN, perJob: BULK_PER_JOB, peers, timeoutMs, idleMs: plan.label === 'quick' ? 0 : 60_000 });
       describeIntake(r);
       intake.push(pendingRssFigure(r));
     }
