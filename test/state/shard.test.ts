@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { MAX_SHARDS, shardOf } from '../../src/core/shard/shard.js';
+import { groupByShard, MAX_SHARDS, shardOf } from '../../src/core/shard/shard.js';
 import { StateKeys } from '../../src/adapters/state/keys.js';
 
 const VECTORS: Array<[string, number, number]> = [
@@ -47,5 +47,20 @@ describe('StateKeys.forShard', () => {
     expect([0, 1, 2].map((i) => StateKeys.forShard('aer1', i, 3).base)).toEqual(['{aer1:0}', '{aer1:1}', '{aer1:2}']);
     expect(StateKeys.forShard('aer1', 2, 3).subject('k')).toBe('{aer1:2}:s:k');
     expect(() => StateKeys.forShard('aer1', 3, 3)).toThrow(/^shard must be an integer 0–2, got 3$/);
+  });
+});
+
+describe('groupByShard', () => {
+  it('groups positions by the shard of each key, in the order given; an item without a key goes to shard 0', () => {
+    const keys = Array.from({ length: 40 }, () => randomUUID());
+    const items: Array<string | null> = [...keys, null];
+    const groups = groupByShard(items, 3, (k) => k);
+    const seen = [...groups.values()].flat().sort((a, b) => a - b);
+    expect(seen).toEqual(items.map((_x, i) => i));
+    for (const [shard, positions] of groups) {
+      expect([...positions].sort((a, b) => a - b)).toEqual(positions);
+      for (const i of positions) expect(items[i] === null ? 0 : shardOf(items[i]!, 3)).toBe(shard);
+    }
+    expect(groups.get(0)).toContain(40);
   });
 });

@@ -9,7 +9,7 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
 import { Aer1Error } from '../../core/errors/errors.js';
 import { subjectKey } from '../../core/envelope/envelope.js';
-import { shardOf, shardPrefix } from '../../core/shard/shard.js';
+import { groupByShard, shardOf, shardPrefix } from '../../core/shard/shard.js';
 import { AnchorStore } from '../state/anchor-store.js';
 import type { RedisClient as Redis } from '../redis/connection.js';
 import { claimsFromJobData, type JobLimits } from './job-data.js';
@@ -51,12 +51,7 @@ export function enqueueAnchorRouted(shards: readonly ShardTarget[], data: unknow
 /** `enqueueAnchors` with the list split by shard: each shard's subjects in bulk jobs on its queue; outcomes in the order given. */
 export async function enqueueAnchorsRouted(shards: readonly ShardTarget[], subjects: readonly unknown[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
   if (shards.length === 1) return enqueueAnchors(shards[0]!.queue, shards[0]!.store, subjects, limits, opts);
-  const groups = new Map<number, number[]>();
-  subjects.forEach((data, i) => {
-    const key = keyOf(data, limits);
-    const shard = key === null ? 0 : shardOf(key, shards.length);
-    (groups.get(shard) ?? groups.set(shard, []).get(shard)!).push(i);
-  });
+  const groups = groupByShard(subjects, shards.length, (data) => keyOf(data, limits));
   const out: BulkEnqueueOutcome[] = new Array(subjects.length);
   for (const [shard, indexes] of groups) {
     const t = shards[shard]!;

@@ -8,7 +8,7 @@
  */
 import { Aer1Error } from '../../core/errors/errors.js';
 import { subjectKey } from '../../core/envelope/envelope.js';
-import { shardOf } from '../../core/shard/shard.js';
+import { groupByShard, shardOf } from '../../core/shard/shard.js';
 import { bulkResultsListed, isGeneratedJobId, type BulkIntakeResult, type BulkSubjectResult, type IntakeHandler, type IntakeLimits, type IntakeProcessor, type IntakeResult } from './intake.js';
 import { bulkSubjectsOf, checkJobSize, claimsFromJobData, isBulkJobData } from './job-data.js';
 
@@ -52,13 +52,8 @@ export class ShardRouter implements IntakeHandler {
       if (!(err instanceof Aer1Error)) throw err;
       return this.of(jobId ?? '').process(jobId, data);
     }
-    const groups = new Map<number, number[]>();
-    list.forEach((item, i) => {
-      const key = this.keyOf(item);
-      // a subject that does not read is refused in its place by any shard (nothing is written for it)
-      const shard = key === null ? 0 : shardOf(key, this.shards.length);
-      (groups.get(shard) ?? groups.set(shard, []).get(shard)!).push(i);
-    });
+    // a subject that does not read is refused in its place by any shard (nothing is written for it)
+    const groups = groupByShard(list, this.shards.length, (item) => this.keyOf(item));
     // each shard's part lists only its subjects not created (bounded); merged, counted, and bounded again
     const listed: BulkSubjectResult[] = [];
     const total = { created: 0, duplicate: 0, conflict: 0, refused: 0, omitted: 0 };

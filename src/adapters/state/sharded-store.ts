@@ -6,7 +6,7 @@
  * With one shard every call is the shard's own, unchanged.
  */
 import type { RedisClient as Redis } from '../redis/connection.js';
-import { shardOf, shardPrefix } from '../../core/shard/shard.js';
+import { groupByShard, shardOf, shardPrefix } from '../../core/shard/shard.js';
 import { AnchorStore, type ListQuery, type SubjectRecord } from './anchor-store.js';
 import type { WitnessName } from './keys.js';
 
@@ -53,11 +53,7 @@ export class ShardedStore {
 
   async getRecords(keys: readonly string[]): Promise<Array<SubjectRecord | null>> {
     if (this.shards.length === 1) return this.shards[0]!.getRecords(keys);
-    const groups = new Map<number, number[]>();
-    keys.forEach((k, i) => {
-      const s = shardOf(k, this.shards.length);
-      (groups.get(s) ?? groups.set(s, []).get(s)!).push(i);
-    });
+    const groups = groupByShard(keys, this.shards.length, (k) => k);
     const out: Array<SubjectRecord | null> = keys.map(() => null);
     await Promise.all([...groups].map(async ([s, idx]) => {
       const recs = await this.shards[s]!.getRecords(idx.map((i) => keys[i]!));

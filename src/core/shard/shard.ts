@@ -18,6 +18,24 @@ export function shardOf(key: string, shards: number): number {
   return sha256(Buffer.from(key, 'utf8')).readUInt32BE(0) % shards;
 }
 
+/**
+ * The positions of `items` grouped by shard, each group in the order given: what a caller
+ * splits a list by before handing each shard its part. `keyOf` names an item's subject key;
+ * an item without one (null: it does not read as a subject) goes to shard 0, whose intake
+ * refuses it in its place.
+ */
+export function groupByShard<T>(items: readonly T[], shards: number, keyOf: (item: T) => string | null): Map<number, number[]> {
+  const groups = new Map<number, number[]>();
+  items.forEach((item, i) => {
+    const key = keyOf(item);
+    const shard = key === null ? 0 : shardOf(key, shards);
+    const group = groups.get(shard);
+    if (group) group.push(i);
+    else groups.set(shard, [i]);
+  });
+  return groups;
+}
+
 /** The key prefix of shard `shard` of `shards` (before the hash tag's braces): `prefix` for one shard, `prefix:i` otherwise. */
 export function shardPrefix(prefix: string, shard: number, shards: number): string {
   if (!Number.isInteger(shard) || shard < 0 || shard >= shards) throw new RangeError(`shard must be an integer 0–${shards - 1}, got ${shard}`);
