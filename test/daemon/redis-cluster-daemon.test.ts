@@ -8,27 +8,24 @@
  * restarted, loses and duplicates nothing. Last, the master of the prefix's slot is killed
  * and `/readyz` turns red, quickly, saying Redis is unreachable.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProofExporter } from '../../src/adapters/proof/export.js';
 import { HeadersFileSource } from '../../src/adapters/bitcoin/index.js';
 import { verifyAnchor } from '../../src/core/verify/pipeline.js';
-import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
 import { connectRedis, isCluster } from '../../src/adapters/redis/connection.js';
 import { StateKeys } from '../../src/adapters/state/keys.js';
 import { shardOf } from '../../src/core/shard/shard.js';
-import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
-import type { DevCalendar } from '../../src/dev/calendar/index.js';
-import { Issuer, REPO_ROOT, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
+import { REPO_ROOT, receiptFields, tempDir, waitFor } from '../helpers/harness.js';
 import { askNode, startLocalCluster, type LocalCluster } from '../helpers/redis-cluster.js';
 import { startStack } from '../http/fixture.js';
 import { openSse } from '../http/clients.js';
 import { startWebhooks } from '../../src/adapters/webhooks/webhooks.js';
 import { startReceiver } from '../webhooks/receiver.js';
-import { audit, confirmAll, report, tapRelay, anchorEventCount } from '../reliability/audit.js';
+import { report, anchorEventCount } from '../reliability/audit.js';
+import { killMidRunOnCluster } from '../reliability/cluster-kill.js';
 
 let cluster: LocalCluster;
 
@@ -146,61 +143,20 @@ describe('three shard hash tags on the cluster', () => {
 });
 
 describe('aer1-anchord on redis.cluster, SIGKILLed mid-run', () => {
-  const bin = join(REPO_ROOT, 'dist/src/cli/aer1-anchord.js');
-  let relays: DevRelay[] = [];
-  let calendars: DevCalendar[] = [];
-  let child: ChildProcess | null = null;
-  afterAll(async () => {
-    if (child) await stopChild(child);
-    await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
-  });
-
   it('resumes after the kill: all confirmed, none lost, none stored twice', { timeout: 240_000 }, async () => {
-    expect(existsSync(bin), `${bin} is missing: run npm run build`).toBe(true);
     const N = 600;
-    relays = await startRelays(2);
-    const taps = relays.map(tapRelay);
-    const headersFile = join(tempDir('headers'), 'headers.json');
-    calendars = await startCalendars(1, headersFile);
-    const config = testConfig({
-      relays,
-      calendars,
-      headersFile,
-      overrides: { redis: { cluster: cluster.urls }, queue: { stalledIntervalMs: 1000 }, nostr: { maxAttempts: 1000 }, ots: { batchWindowMs: 300, batchMaxSize: 500 } },
+    const { result, acceptedAtKill } = await killMidRunOnCluster({
+      urls: cluster.urls,
+      n: N,
+      relays: 2,
+      name: 'daemon-sigkill-cluster',
+      check: async (_issuer, _keys, relays) => {
+        for (const relay of relays) expect(anchorEventCount(relay)).toBe(N);
+      },
     });
-    const keyFile = join(tempDir('key'), 'nostr.key');
-    writeKeyFile(keyFile);
-    const issuer = new Issuer(config, { cluster: cluster.urls });
-    const subjects = Array.from({ length: N }, () => receiptFields());
-    const keys = subjects.map((x) => x.receipt_uuid);
-    let stderr = '';
-    const spawn = (): ChildProcess => {
-      const c = spawnDaemon(config, null, keyFile);
-      c.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-2000)));
-      return c;
-    };
-    try {
-      await issuer.enqueueMany(subjects.map((x) => ({ data: x, key: x.receipt_uuid })));
-      child = spawn();
-      await waitFor('a third accepted', async () => (await issuer.store.subjectCount()) >= N / 3, 90_000, 20).catch((err: unknown) => {
-        throw new Error(`${(err as Error).message}; stderr: ${stderr}`);
-      });
-      child.kill('SIGKILL');
-      await new Promise((r) => child!.once('exit', r));
-      child = null;
-      const atKill = await issuer.store.subjectCount();
-      child = spawn();
-      await confirmAll(issuer, keys, calendars, 180_000);
-      await stopChild(child);
-      child = null;
-      const result = await audit('daemon-sigkill-cluster', issuer, keys, taps, { historySample: 100 });
-      expect(result.lost).toBe(0);
-      expect(result.duplicates).toBe(0);
-      for (const relay of relays) expect(anchorEventCount(relay)).toBe(N);
-      report(result, { acceptedAtKill: atKill });
-    } finally {
-      await issuer.close();
-    }
+    expect(result.lost).toBe(0);
+    expect(result.duplicates).toBe(0);
+    report(result, { acceptedAtKill });
   });
 });
 

@@ -9,24 +9,21 @@
  * on three masters, and the built daemon SIGKILLed mid-run and restarted loses and
  * duplicates nothing; losing the master of shard 2 turns /readyz red.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shardOf } from '../../src/core/shard/shard.js';
-import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
 import { enqueueAnchorRouted, shardTargets } from '../../src/adapters/queue/routed-producer.js';
-import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
-import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import type { RedisTarget } from '../../src/adapters/redis/connection.js';
-import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
+import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, tempDir, waitFor } from '../helpers/harness.js';
 import { startLocalCluster, type LocalCluster } from '../helpers/redis-cluster.js';
 import { startStack } from '../http/fixture.js';
 import { openSse } from '../http/clients.js';
 import { startShardWebhooks } from '../../src/adapters/webhooks/webhooks.js';
 import { startReceiver } from '../webhooks/receiver.js';
-import { audit, confirmAll, report, tapRelay } from '../reliability/audit.js';
+import { audit, report } from '../reliability/audit.js';
+import { killMidRunOnCluster } from '../reliability/cluster-kill.js';
 
 const K = 3;
 
@@ -173,61 +170,20 @@ describe('redis.shards = 3 on a 3-master Redis Cluster', () => {
   });
 
   describe('the built daemon SIGKILLed mid-run', () => {
-    const bin = join(REPO_ROOT, 'dist/src/cli/aer1-anchord.js');
-    let relays: DevRelay[] = [];
-    let calendars: DevCalendar[] = [];
-    let child: ChildProcess | null = null;
-    afterAll(async () => {
-      if (child) await stopChild(child);
-      await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
-    });
-
     it('resumes after the kill: all confirmed, none lost, none stored twice', { timeout: 240_000 }, async () => {
-      expect(existsSync(bin), `${bin} is missing: run npm run build`).toBe(true);
-      const N = 600;
-      relays = await startRelays(1);
-      const taps = relays.map(tapRelay);
-      const headersFile = join(tempDir('headers'), 'headers.json');
-      calendars = await startCalendars(1, headersFile);
-      const config = testConfig({
-        relays,
-        calendars,
-        headersFile,
-        overrides: { redis: { cluster: cluster.urls, shards: K }, queue: { stalledIntervalMs: 1000 }, nostr: { maxAttempts: 1000 }, ots: { batchWindowMs: 300, batchMaxSize: 500 } },
+      const { result, acceptedAtKill } = await killMidRunOnCluster({
+        urls: cluster.urls,
+        n: 600,
+        relays: 1,
+        shards: K,
+        name: 'daemon-sigkill-cluster-3-shards',
+        check: async (issuer, keys) => {
+          for (const k of keys) expect(await issuer.state.shards[shardOf(k, K)]!.getRecord(k), k).not.toBeNull();
+        },
       });
-      const keyFile = join(tempDir('key'), 'nostr.key');
-      writeKeyFile(keyFile);
-      const issuer = new Issuer(config, { cluster: cluster.urls });
-      const subjects = Array.from({ length: N }, () => receiptFields());
-      const keys = subjects.map((x) => x.receipt_uuid);
-      let stderr = '';
-      const spawn = (): ChildProcess => {
-        const c = spawnDaemon(config, null, keyFile);
-        c.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-2000)));
-        return c;
-      };
-      try {
-        await issuer.enqueueMany(subjects.map((x) => ({ data: x, key: x.receipt_uuid })));
-        child = spawn();
-        await waitFor('a third accepted', async () => (await issuer.state.subjectCount()) >= N / 3, 90_000, 20).catch((err: unknown) => {
-          throw new Error(`${(err as Error).message}; stderr: ${stderr}`);
-        });
-        child.kill('SIGKILL');
-        await new Promise((r) => child!.once('exit', r));
-        child = null;
-        const atKill = await issuer.state.subjectCount();
-        child = spawn();
-        await confirmAll(issuer, keys, calendars, 180_000);
-        await stopChild(child);
-        child = null;
-        for (const k of keys) expect(await issuer.state.shards[shardOf(k, K)]!.getRecord(k), k).not.toBeNull();
-        const result = await audit('daemon-sigkill-cluster-3-shards', issuer, keys, taps, { historySample: 100 });
-        expect(result.lost).toBe(0);
-        expect(result.duplicates).toBe(0);
-        report(result, { acceptedAtKill: atKill, shards: K });
-      } finally {
-        await issuer.close();
-      }
+      expect(result.lost).toBe(0);
+      expect(result.duplicates).toBe(0);
+      report(result, { acceptedAtKill, shards: K });
     });
   });
 
