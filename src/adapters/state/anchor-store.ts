@@ -469,7 +469,7 @@ export class AnchorStore {
    * added with layout 5) has no `gone` field: it is set, once, to how many of the batch's
    * subjects are no longer in Redis, so that the batch still leaves with its last subject.
    * HSETNX: a count made by another daemon meanwhile stands. One read per subject of such a
-   * batch, once; a batch with the field costs one HEXISTS per call.
+   * batch, once; a batch with the field costs one HMGET per call.
    */
   private async countRetiredBefore(batches: ReadonlyArray<[WitnessName, string]>): Promise<void> {
     const seen = new Set<string>();
@@ -477,8 +477,9 @@ export class AnchorStore {
       if (!id || seen.has(`${w}:${id}`)) continue;
       seen.add(`${w}:${id}`);
       const b = this.keys.batch(w, id);
-      const [hasGone, exists] = await Promise.all([this.redis.hexists(b, 'gone'), this.redis.exists(b)]);
-      if (hasGone === 1 || exists === 0) continue;
+      // a batch with its count, or one gone already (no size), needs nothing
+      const [gone, size] = await this.redis.hmget(b, 'gone', 'size');
+      if (gone !== null || size === null) continue;
       const members = await this.redis.lrange(this.keys.batchKeys(w, id), 0, -1);
       let missing = 0;
       for (let i = 0; i < members.length; i += 1000) {
