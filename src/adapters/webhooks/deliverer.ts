@@ -35,7 +35,7 @@ import { webhookQueueName } from '../queue/names.js';
 import { stalledJobOptions } from '../queue/stalled.js';
 import { displayUrl, hookId, WebhookLog, type DeliveryRecord } from './delivery-log.js';
 import { ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signBody } from './signature.js';
-import { expandEntry, type RawEntry } from '../state/stream-entries.js';
+import { compareEventIds, expandEntry, type RawEntry } from '../state/stream-entries.js';
 
 export interface WebhookDelivererOptions {
   /** Connection for the fan-out's acknowledgements and claims, the queues and the delivery log (blocking reads use duplicates). */
@@ -121,15 +121,6 @@ function errorText(err: unknown): string {
   const e = err as Error & { cause?: { code?: string; message?: string } };
   if (e?.name === 'TimeoutError') return 'timed out';
   return e?.cause?.code ?? e?.cause?.message ?? e?.message ?? String(err);
-}
-
-/** Stream ids compare as (ms, seq) pairs. */
-function compareIds(a: string, b: string): number {
-  const [am, as] = a.split('-').map((x) => BigInt(x));
-  const [bm, bs] = b.split('-').map((x) => BigInt(x));
-  if (am !== bm) return am! < bm! ? -1 : 1;
-  if (as !== bs) return (as ?? 0n) < (bs ?? 0n) ? -1 : 1;
-  return 0;
 }
 
 /** The id just before `id`, so a group created there reads `id` next. */
@@ -429,7 +420,7 @@ export class WebhookDeliverer {
           const summary = (await this.redis.xpending(this.stream, name)) as [number, string | null, ...unknown[]];
           if (summary[1]) from = idBefore(summary[1]);
         }
-        if (start === '$' || compareIds(from, start) < 0) start = from;
+        if (start === '$' || compareEventIds(from, start) < 0) start = from;
       }
     } catch (err) {
       // no stream yet: nothing to carry over
