@@ -195,10 +195,11 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
 
   const inFlight = { count: 0 };
   const server = createServer({ requestTimeout: 60_000 }, requestHandler({ routes, hosts, auth, log, redisTimeoutMs: cfg.redisTimeoutMs, inFlight }));
-  server.on('upgrade', upgradeHandler({ routes, hosts, auth, log, live, accept: (req, query) => {
+  const acceptSocket: SocketAcceptor = (req, query) => {
     const { feed, since } = liveFeed(req, query);
     return (socket, head) => sockets.get(feed)!.accept(req, socket, head, since);
-  } }));
+  };
+  server.on('upgrade', upgradeHandler({ routes, hosts, auth, log, live, accept: acceptSocket }));
   const port = await listen(server, cfg.port, cfg.host);
   const url = `http://${hostForUrl(cfg.host)}:${port}`;
   log.debug({ url }, 'http server listening');
@@ -281,10 +282,11 @@ function requestHandler(d: Dispatch & { redisTimeoutMs: number; inFlight: InFlig
   };
 }
 
+/** Picks the feed of a /v1/ws upgrade and where it resumes (400 when it cannot); the returned call completes it. */
+type SocketAcceptor = (req: IncomingMessage, query: URLSearchParams) => (socket: Duplex, head: Buffer) => void;
+
 /** WebSocket upgrades: only /v1/ws, with the same host, access and query checks as its GET. */
-function upgradeHandler(
-  d: Dispatch & { live: LiveClients; accept: (req: IncomingMessage, query: URLSearchParams) => (socket: Duplex, head: Buffer) => void },
-): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+function upgradeHandler(d: Dispatch & { live: LiveClients; accept: SocketAcceptor }): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
   const { routes, hosts, auth, log, live, accept } = d;
   return (req, socket, head) => {
     socket.on('error', () => socket.destroy());
