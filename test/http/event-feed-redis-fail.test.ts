@@ -1,0 +1,109 @@
+/**
+ * The live feed when Redis fails its reads (a private redis-server whose ACL takes XRANGE or
+ * XREAD away: a command error, on demand). A replay that fails rejects and lets its
+ * subscriber go, on one shard's feed and on the merged one; the live reader keeps retrying
+ * with a bounded backoff, warns once, and delivers again once Redis does.
+ */
+import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
+import { createLogger } from '../../src/daemon/logger.js';
+import { duplicateClient, failFastOptions } from '../../src/adapters/redis/connection.js';
+import { EventFeed, type FeedMessage } from '../../src/adapters/http/event-feed.js';
+import { MergedFeed } from '../../src/adapters/http/merged-feed.js';
+import { privateRedis, waitFor } from '../helpers/harness.js';
+
+let server: EmbeddedRedis;
+let redis: Redis;
+let reads: Redis;
+let admin: Redis;
+const lines: Array<{ level: number; msg: string; failures?: number; retryInMs?: number }> = [];
+const log = createLogger(
+  'debug',
+  new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const l of chunk.toString('utf8').split('\n')) if (l.trim() !== '') lines.push(JSON.parse(l) as { level: number; msg: string });
+      done();
+    },
+  }),
+  'json',
+);
+const feeds: EventFeed[] = [];
+
+beforeAll(async () => {
+  server = await privateRedis(false);
+  redis = new Redis(server.url, { maxRetriesPerRequest: null });
+  reads = duplicateClient(redis, failFastOptions(1000)) as Redis;
+  admin = new Redis(server.url);
+  await waitFor('the fail-fast connection ready', () => reads.status === 'ready', 10_000, 10);
+});
+
+afterAll(async () => {
+  await Promise.all(feeds.map((f) => f.close()));
+  for (const c of [redis, reads, admin]) c?.disconnect();
+  await server?.stop();
+});
+
+async function feedOn(stream: string, entries: number, blockMs = 5000): Promise<EventFeed> {
+  for (let j = 0; j < entries; j++) await redis.xadd(stream, '*', 'data', JSON.stringify({ type: 'state', key: `${stream}-${j}`, status: 'pending', at: new Date().toISOString() }));
+  const feed = new EventFeed(redis, stream, log, { reads, maxReplay: 10_000, blockMs });
+  feeds.push(feed);
+  await feed.start();
+  return feed;
+}
+
+describe('EventFeed and MergedFeed when Redis fails their reads', () => {
+  it('a replay whose XRANGE fails rejects and lets its subscriber go', async () => {
+    const feed = await feedOn('one:events', 300);
+    const got: FeedMessage[] = [];
+    await admin.acl('SETUSER', 'default', '-xrange');
+    try {
+      await expect(feed.subscribe((m) => got.push(m), '0-0')).rejects.toThrow(/NOPERM/);
+    } finally {
+      await admin.acl('SETUSER', 'default', '+xrange');
+    }
+    expect(feed.size, 'subscribers left behind').toBe(0);
+    // live events go to the others, not to the one that failed
+    const live: FeedMessage[] = [];
+    await feed.subscribe((m) => live.push(m));
+    await redis.xadd('one:events', '*', 'data', JSON.stringify({ type: 'state', key: 'after', status: 'pending', at: new Date().toISOString() }));
+    await waitFor('the live event', () => live.some((m) => m.key === 'after'), 10_000, 10);
+    expect(got).toHaveLength(0);
+  });
+
+  it('a merged replay that fails lets every shard subscriber go', async () => {
+    const shards = [await feedOn('m0:events', 150), await feedOn('m1:events', 150)];
+    const merged = new MergedFeed(shards, log, { maxReplay: 10_000 });
+    await admin.acl('SETUSER', 'default', '-xrange');
+    try {
+      await expect(merged.subscribe(() => undefined, '0-0,0-0')).rejects.toThrow(/NOPERM/);
+    } finally {
+      await admin.acl('SETUSER', 'default', '+xrange');
+    }
+    expect(shards.map((f) => f.size)).toEqual([0, 0]);
+  });
+
+  it('the live reader retries with a backoff, warns once, and delivers again once Redis does', async () => {
+    const feed = await feedOn('live:events', 1, 200);
+    const live: FeedMessage[] = [];
+    await feed.subscribe((m) => live.push(m));
+    const failed = (): typeof lines => lines.filter((l) => /event feed read failed/.test(l.msg));
+    await admin.acl('SETUSER', 'default', '-xread');
+    try {
+      await waitFor('three failed reads', () => failed().length >= 3, 15_000, 20);
+      await redis.xadd('live:events', '*', 'data', JSON.stringify({ type: 'state', key: 'during', status: 'pending', at: new Date().toISOString() }));
+    } finally {
+      await admin.acl('SETUSER', 'default', '+xread');
+    }
+    await waitFor('the event added during the outage', () => live.some((m) => m.key === 'during'), 15_000, 10);
+    expect(failed().filter((l) => l.level === 40), 'warnings').toHaveLength(1);
+    expect(failed().map((l) => l.failures).slice(0, 3)).toEqual([1, 2, 3]);
+    // 0.5 s, 1 s, 2 s (plus jitter) between them: backing off, not a spin
+    const waits = failed().map((l) => l.retryInMs!);
+    expect(waits[0]).toBeGreaterThanOrEqual(500);
+    expect(waits[1]).toBeGreaterThanOrEqual(1000);
+    expect(waits[2]).toBeGreaterThanOrEqual(2000);
+    await waitFor('reading again', () => lines.some((l) => /event feed reading again/.test(l.msg)), 5000, 10);
+  });
+});
