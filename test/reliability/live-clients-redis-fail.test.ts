@@ -2,10 +2,10 @@
  * Redis failing under a replaying live client. The built daemon (a child process) on a private
  * redis-server with a 16 MB history; a WebSocket and an SSE client replay it from the start
  * and, several XRANGE pages in, Redis refuses the reads (ACL takes XRANGE away: a command
- * error) or stops. The daemon lives and answers; the client is closed with a reason naming
- * the cause (WebSocket 1011, SSE: the response ends) within a bound instead of hanging; once
- * Redis is back a new client resumes from the last id it got with nothing lost or repeated.
- * Once with one shard, once with three (the merged feed).
+ * error), stops, or freezes (SIGSTOP). The daemon lives and answers; the client is closed with
+ * a reason naming the cause (WebSocket 1011, SSE: the response ends) within a bound instead of
+ * hanging; once Redis is back a new client resumes from the last id it got with nothing lost
+ * or repeated, and live events flow again. Once with one shard, once with three (the merged feed).
  */
 import http from 'node:http';
 import { join } from 'node:path';
@@ -32,11 +32,11 @@ interface Closed {
   ms: number;
 }
 
-/** A WebSocket replaying from `since`: the keys and the last id it got; pauses reading after `pauseAfter` messages until resumed. */
-function wsReplay(base: string, since: string, pauseAfter = Infinity) {
-  const ws = new WebSocket(`${base.replace('http', 'ws')}/v1/ws?since=${encodeURIComponent(since)}`);
+/** A WebSocket replaying from `since` (null: live only): the keys and the last id it got; pauses reading after `pauseAfter` messages until resumed. */
+function wsReplay(base: string, since: string | null, pauseAfter = Infinity) {
+  const ws = new WebSocket(`${base.replace('http', 'ws')}/v1/ws${since === null ? '' : `?since=${encodeURIComponent(since)}`}`);
   const keys: string[] = [];
-  let last = since;
+  let last = since ?? '';
   let pausedAt: (() => void) | null = null;
   const paused = new Promise<void>((r) => (pausedAt = r));
   let closedAt = 0;
@@ -278,6 +278,9 @@ describe.each([1, 3])('Redis failing during a live client replay (redis.shards %
 
     // 3. WebSocket; Redis stops (SIGTERM: its append-only file written) a few pages in, then starts again
     {
+      // a live client (nothing to replay) that stays connected through the outage
+      const steady = wsReplay(base, null);
+      await within('the live client opening', new Promise((r) => steady.ws.once('open', r)), 10_000);
       const c = wsReplay(base, start, 250);
       await within('the replay starting', c.paused, 30_000);
       await redis.stop();
@@ -295,13 +298,36 @@ describe.each([1, 3])('Redis failing during a live client replay (redis.shards %
       expect(sse.comments.join('\n')).toMatch(/redis/i);
       redis = await startEmbeddedRedis({ dir, port: redisPort });
       await waitFor('the daemon ready again', async () => (await status('/readyz')) === 200, 30_000);
+      const before = all.length;
       const rest = await resume(c.last, all.length - c.keys.length);
       expectWhole([...c.keys, ...rest], all);
+      expect(steady.ws.readyState, 'the live client stayed connected').toBe(WebSocket.OPEN);
+      expect(steady.keys, 'what the live client got after the outage').toEqual(all.slice(before));
+      steady.ws.close();
       await alive('after Redis came back');
     }
-    // one log line per failed client (four of them), naming the cause without a stack trace
+    // 4. WebSocket; Redis frozen (SIGSTOP) a few pages in: closed once a read waited http.redisTimeoutMs
+    {
+      const c = wsReplay(base, start, 250);
+      await within('the replay starting', c.paused, 30_000);
+      redis.child.kill('SIGSTOP');
+      try {
+        c.resume();
+        const closed = await within('the WebSocket closing while Redis is frozen', c.closed, CLOSE_BOUND_MS);
+        expect(closed.code, why(closed)).toBe(1011);
+        expect(closed.reason).toBe(`Redis did not answer within ${REDIS_TIMEOUT_MS} ms (http.redisTimeoutMs)`);
+        expect(closed.ms).toBeGreaterThanOrEqual(REDIS_TIMEOUT_MS - 100);
+        await alive('with Redis frozen');
+      } finally {
+        redis.child.kill('SIGCONT');
+      }
+      await waitFor('the daemon ready again', async () => (await status('/readyz')) === 200, 30_000);
+      const rest = await resume(c.last, all.length - c.keys.length);
+      expectWhole([...c.keys, ...rest], all);
+    }
+    // one log line per failed client (five of them), naming the cause without a stack trace
     const closedLines = stderr.split('\n').filter((l) => /client closed/.test(l));
-    expect(closedLines, stderr.slice(-3000)).toHaveLength(4);
+    expect(closedLines, stderr.slice(-3000)).toHaveLength(5);
     for (const line of closedLines) expect(line).toMatch(/"cause":"Redis/);
     for (const line of stderr.split('\n').filter((l) => /event feed/.test(l))) expect(line).not.toMatch(/"stack"/);
   });
