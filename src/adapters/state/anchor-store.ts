@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisClient as Redis } from '../redis/connection.js';
 import { StateKeys, WITNESSES, type WitnessName } from './keys.js';
+import { digestToken, keyToken } from './stream-entries.js';
 import { ACCEPT, CUT_BATCH, DROP_BATCH, FORGET, MARK_SENT, OPEN_SCHEMA, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
@@ -56,10 +57,10 @@ function cursorOf(item: [number, string]): string {
  * layout-4 release cannot read those hashes, hence the new number. The daemon moves a
  * layout-1, 2, 3 or 4 Redis to 5 on start (open-schema.lua; 2–4 only record the version).
  */
-export const STATE_SCHEMA = 5;
+export const STATE_SCHEMA = 6;
 
 /** How a store found the layout under its prefix (AnchorStore.openSchema); `recorded`: the schema key was written. */
-export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2' | 'layout 3' | 'layout 4'; recorded: boolean };
+export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2' | 'layout 3' | 'layout 4' | 'layout 5'; recorded: boolean };
 
 /** One subject to accept: what the accept script stores. */
 export interface AcceptSubject {
@@ -278,9 +279,9 @@ export class AnchorStore {
     const raw = await this.redis.get(k.schema);
     if (raw === String(STATE_SCHEMA)) return { found: 'current', recorded: false };
     const keys = [k.schema, k.counts, k.layout1All, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), ...WITNESSES.flatMap((w) => WITNESS_STATUSES.map((st) => k.byWitness(w, st)))];
-    if (raw === '2' || raw === '3' || raw === '4') {
-      // layouts 2–4 are read as they are (hex digests, history lists with the acceptance, `witnesses`, epoch-ms times); moving them only records 5
-      const was = `layout ${raw}` as 'layout 2' | 'layout 3' | 'layout 4';
+    if (raw === '2' || raw === '3' || raw === '4' || raw === '5') {
+      // layouts 2–5 are read as they are (hex digests, history lists with the acceptance, `witnesses`, epoch-ms times, plain stream entries); moving them only records 6
+      const was = `layout ${raw}` as 'layout 2' | 'layout 3' | 'layout 4' | 'layout 5';
       if (!opts.write) return { found: was, recorded: false };
       const opened = String(await this.run(OPEN_SCHEMA, keys, [STATE_SCHEMA, WITNESSES.join(',')]));
       return { found: opened === was ? was : 'current', recorded: opened === was };
@@ -345,7 +346,15 @@ export class AnchorStore {
     const now = this.now();
     const k = this.keys;
     const keys = [k.events, k.counts, k.byStatus('pending'), k.byStatus('rejected'), ...targets.witnesses.map((w) => k.byWitness(w, 'pending')), ...targets.inboxes.map((w) => k.inbox(w))];
-    const args: Array<string | number | Buffer> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length];
+    // layout 6: the call's stream tokens, when every key is a canonical UUID (stream-entries.ts)
+    const tokens: string[] = [];
+    for (const s of chunk) {
+      const kt = keyToken(s.key);
+      const dt = digestToken(s.digest);
+      if (kt === null || dt === null) break;
+      tokens.push(kt + dt);
+    }
+    const args: Array<string | number | Buffer> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length, tokens.length === chunk.length ? tokens.join('') : ''];
     for (const s of chunk) {
       keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
       // no own event: the envelope kept as its claims in the hash when they fit (rebuilt when read)
@@ -411,7 +420,7 @@ export class AnchorStore {
     let entry = -1;
     for (let i = 0; i < keys.length; i += WITNESS_CHUNK) {
       const chunk = keys.slice(i, i + WITNESS_CHUNK);
-      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)]), k.eventTally], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), ...chunk])) as Array<number | string>;
+      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)]), k.eventTally], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), keyTokens(chunk), ...chunk])) as Array<number | string>;
       for (let j = 0; j < chunk.length; j++) {
         const outcome = Number(res[3 * j]);
         if (outcome === 3) unmarked.push(chunk[j]!);
@@ -1204,6 +1213,17 @@ function scriptCommand(target: Commander, script: LuaScript): ScriptFn {
   const fn = (target as unknown as Record<string, ScriptFn | undefined>)[commandName(script)];
   if (!fn) throw new Error('script not defined on this connection');
   return fn.bind(target);
+}
+
+/** The keys' stream tokens concatenated (set-witness.lua's ARGV[10]), or '' when one of them has none. */
+function keyTokens(keys: readonly string[]): string {
+  let out = '';
+  for (const key of keys) {
+    const t = keyToken(key);
+    if (t === null) return '';
+    out += t;
+  }
+  return out;
 }
 
 /** The overall status from every witness's (SPEC §4.3; set-witness.lua computes the same). */
