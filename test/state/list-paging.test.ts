@@ -190,7 +190,8 @@ describe.each([1, 3])('list while subjects change status (%i shard(s))', (shards
   });
 
   it('no filter: every subject once, newest first, ties of one ms included', async () => {
-    for (const [seed, perMs, limit] of [[1, 1, 3], [2, 3, 3], [3, 5, 2], [4, 2, 7]] as const) {
+    // seeds 12, 15, 25, 39 and 45 lost a subject when a page read the indexes in several round trips
+    for (const [seed, perMs, limit] of [[1, 1, 3], [12, 1, 2], [15, 4, 2], [25, 2, 3], [39, 4, 2], [45, 2, 2], [4, 2, 7]] as const) {
       const w = await world({ n: 60, perMs, shards, seed });
       const seen = await pageAll(w, {}, limit);
       // every subject exists for the whole paging, in one status index or another
