@@ -744,7 +744,7 @@ export class AnchorStore {
       for (let j = 0; j + 1 < page.length; j += 2) all.push([Number(page[j + 1]), page[j]!]);
     }
     all.sort(listOrder);
-    // a key in two indexes at once (never written so; a hand-edited Redis) is listed once
+    // a key in two indexes at one position (never written so: a hand-edited Redis) is listed once
     const items: Position[] = [];
     for (const item of all) {
       if (items.length === n) break;
