@@ -2,17 +2,20 @@
  * The live feed when Redis fails its reads (a private redis-server whose ACL takes XRANGE or
  * XREAD away: a command error, on demand). A replay that fails rejects and lets its
  * subscriber go, on one shard's feed and on the merged one; the live reader keeps retrying
- * with a bounded backoff, warns once, and delivers again once Redis does.
+ * with a bounded backoff, warns once, and delivers again once Redis does. On a 3-master Redis
+ * Cluster, a replay reads through the fail-fast cluster connection, and losing the master of
+ * the stream's slot fails the next replay within a bound.
  */
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { createLogger } from '../../src/daemon/logger.js';
-import { duplicateClient, failFastOptions } from '../../src/adapters/redis/connection.js';
+import { connectRedis, duplicateClient, failFastOptions, type RedisClient } from '../../src/adapters/redis/connection.js';
 import { EventFeed, type FeedMessage } from '../../src/adapters/http/event-feed.js';
 import { MergedFeed } from '../../src/adapters/http/merged-feed.js';
 import { privateRedis, waitFor } from '../helpers/harness.js';
+import { startLocalCluster, type LocalCluster } from '../helpers/redis-cluster.js';
 
 let server: EmbeddedRedis;
 let redis: Redis;
@@ -54,16 +57,18 @@ async function feedOn(stream: string, entries: number, blockMs = 5000): Promise<
 }
 
 describe('EventFeed and MergedFeed when Redis fails their reads', () => {
-  it('a replay whose XRANGE fails rejects and lets its subscriber go', async () => {
+  it('a replay whose XRANGE (or first, XREVRANGE for the stream end) fails rejects and lets its subscriber go', async () => {
     const feed = await feedOn('one:events', 300);
     const got: FeedMessage[] = [];
-    await admin.acl('SETUSER', 'default', '-xrange');
-    try {
-      await expect(feed.subscribe((m) => got.push(m), '0-0')).rejects.toThrow(/NOPERM/);
-    } finally {
-      await admin.acl('SETUSER', 'default', '+xrange');
+    for (const command of ['xrange', 'xrevrange']) {
+      await admin.acl('SETUSER', 'default', `-${command}`);
+      try {
+        await expect(feed.subscribe((m) => got.push(m), '0-0')).rejects.toThrow(new RegExp(`NOPERM.*${command}`));
+      } finally {
+        await admin.acl('SETUSER', 'default', `+${command}`);
+      }
+      expect(feed.size, `subscribers left behind (${command})`).toBe(0);
     }
-    expect(feed.size, 'subscribers left behind').toBe(0);
     // live events go to the others, not to the one that failed
     const live: FeedMessage[] = [];
     await feed.subscribe((m) => live.push(m));
@@ -105,5 +110,41 @@ describe('EventFeed and MergedFeed when Redis fails their reads', () => {
     expect(waits[1]).toBeGreaterThanOrEqual(1000);
     expect(waits[2]).toBeGreaterThanOrEqual(2000);
     await waitFor('reading again', () => lines.some((l) => /event feed reading again/.test(l.msg)), 5000, 10);
+  });
+});
+
+describe('EventFeed on a Redis Cluster', () => {
+  let cluster: LocalCluster | null = null;
+  const clients: RedisClient[] = [];
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    await cluster?.stop();
+  });
+
+  it('replays through the fail-fast cluster connection; with the slot\'s master lost a replay fails within the bound and leaves no subscriber', { timeout: 60_000 }, async () => {
+    cluster = await startLocalCluster();
+    const main = connectRedis({ cluster: cluster.urls });
+    main.on('error', () => undefined);
+    const fast = duplicateClient(main, failFastOptions(1000));
+    fast.on('error', () => undefined);
+    clients.push(main, fast);
+    await waitFor('the cluster connections ready', () => main.status === 'ready' && fast.status === 'ready', 20_000, 20);
+    const stream = '{feed-test}:events';
+    for (let j = 0; j < 250; j++) await main.xadd(stream, '*', 'data', JSON.stringify({ type: 'state', key: `c-${j}`, status: 'pending', at: new Date().toISOString() }));
+    const feed = new EventFeed(main, stream, log, { reads: fast, maxReplay: 10_000 });
+    await feed.start();
+    try {
+      const got: FeedMessage[] = [];
+      const sub = await feed.subscribe((m) => got.push(m), '0-0');
+      expect(got.map((m) => m.key)).toEqual(Array.from({ length: 250 }, (_, j) => `c-${j}`));
+      sub.close();
+      await cluster.kill(await cluster.ownerOf(stream));
+      const started = Date.now();
+      await expect(feed.subscribe(() => undefined, '0-0')).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(feed.size).toBe(0);
+    } finally {
+      await feed.close();
+    }
   });
 });

@@ -249,6 +249,7 @@ export class EventFeed implements Feed {
    * back `cut`, its `resumeFrom` the last event id sent.
    */
   async subscribe(listener: Listener, since?: string | null, room?: () => Promise<boolean>): Promise<Subscription> {
+    if (since && !parseEventId(since)) throw new Error(`not an event id: ${since}`);
     const sub: Subscriber = { listener, buffer: since ? [] : null, overflow: false, closed: false, after: null };
     this.subscribers.add(sub);
     let cut = false;
@@ -267,10 +268,16 @@ export class EventFeed implements Feed {
       },
     };
     if (!since) return subscription;
-    if (!parseEventId(since)) throw new Error(`not an event id: ${since}`);
     // An id past the stream's end (another shard's, a Redis since flushed, a clock ahead) resumes
     // from the end: kept as it is, it would hold back every live event until ids pass it.
-    const end = await this.end();
+    let end: string;
+    try {
+      end = await this.end();
+    } catch (err) {
+      // Redis away or refusing before the replay began: the subscriber goes, the error to the caller
+      close();
+      throw err;
+    }
     if (compareEventIds(since, end) > 0) {
       since = end;
       cursor = end;
