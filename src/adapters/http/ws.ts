@@ -50,7 +50,11 @@ export class EventSocketServer {
   /** Completes an upgrade the server has already authorized. */
   accept(req: IncomingMessage, socket: Duplex, head: Buffer, since: string | null): void {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      void this.attach(ws, socket as Socket, since);
+      // attach handles a failed replay itself; anything else that throws there is a fault of ours, logged, and the client dropped
+      this.attach(ws, socket as Socket, since).catch((err: unknown) => {
+        this.failed(err);
+        ws.terminate();
+      });
     });
   }
 
