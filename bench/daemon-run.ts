@@ -20,7 +20,7 @@ import { AnchorStore, type BatchInfo } from '../src/adapters/state/anchor-store.
 import type { WitnessName } from '../src/adapters/state/keys.js';
 import { ProofExporter } from '../src/adapters/proof/export.js';
 import { BENCH_PREFIX, commandStats, mineAll, procCpuMs, sleep, startDaemonChild, startRedis, tempDir, usedMemory, type DaemonChild } from './processes.js';
-import { breakdownOf, keyClassifier, keySpaceUsage, redisInfo, type KindUsage, type MemoryBreakdown } from './memory.js';
+import { breakdownOf, keyClassifier, keySpaceUsage, redisInfo, scriptCacheBytes, type KindUsage, type MemoryBreakdown } from './memory.js';
 import type { PeersInfo } from './peers.js';
 import { load } from './report.js';
 
@@ -225,6 +225,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     const classify = keyClassifier(BENCH_PREFIX, daemon.config.queue.name);
     const keysBefore = (await keySpaceUsage(redis, classify)).kinds;
     const beforeBytes = await usedMemory(redis);
+    const scriptsBefore = await scriptCacheBytes(redis);
     let peakRss = 0;
     const sampleRss = (): number | null => {
       const m = daemon?.memory() ?? null;
@@ -361,7 +362,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       }
     }
     sampleRss();
-    const breakdown = await memoryBreakdown(redis, store, classify, keysBefore, Math.max(1, accepted), beforeBytes).catch((err: unknown) => {
+    const breakdown = await memoryBreakdown(redis, store, classify, keysBefore, Math.max(1, accepted), beforeBytes, scriptsBefore).catch((err: unknown) => {
       process.stderr.write(`bench: memory breakdown not taken: ${(err as Error).message}\n`);
       return null;
     });
@@ -444,13 +445,14 @@ async function nostrEventCount(redis: Redis, k: AnchorStore['keys']): Promise<nu
 /**
  * Where the Redis memory went, per subject accepted: every key classified by kind
  * (bench/memory.ts) and MEMORY USAGE summed per kind, less what the same kinds held before
- * the run; "outside keys" is the used_memory delta (read just before the listing) less the
- * keys'. Plus the state-change stream's length and the history entries per subject, where
+ * the run; the script cache's growth (INFO used_memory_scripts) is its own row; "outside keys"
+ * is the used_memory delta (read just before the listing) less the keys' and the scripts'. Plus the state-change stream's length and the history entries per subject, where
  * the layout has them.
  */
-async function memoryBreakdown(redis: Redis, store: AnchorStore, classify: (name: string) => string, before: Map<string, KindUsage>, subjects: number, beforeBytes: number): Promise<MemoryBreakdown> {
+async function memoryBreakdown(redis: Redis, store: AnchorStore, classify: (name: string) => string, before: Map<string, KindUsage>, subjects: number, beforeBytes: number, scriptsBefore: number): Promise<MemoryBreakdown> {
   const k = store.keys;
   const deltaBytes = (await usedMemory(redis)) - beforeBytes;
+  const scriptBytes = (await scriptCacheBytes(redis)) - scriptsBefore;
   const { kinds, truncated } = await keySpaceUsage(redis, classify);
   // looked up by name, so a layout without a per-prefix stream or per-subject history lists still runs
   const named = k as unknown as { events?: unknown; history?: unknown };
@@ -465,7 +467,7 @@ async function memoryBreakdown(redis: Redis, store: AnchorStore, classify: (name
   } catch {
     // histories are not lists in this layout
   }
-  return { ...breakdownOf(before, kinds, subjects, deltaBytes), streamEntries, historyEntries, truncated };
+  return { ...breakdownOf(before, kinds, subjects, deltaBytes, scriptBytes), streamEntries, historyEntries, truncated };
 }
 
 async function exportProofs(redis: Redis, daemon: DaemonChild, keys: readonly string[], peers: PeersInfo, confirmed: boolean): Promise<ProofExport> {

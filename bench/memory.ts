@@ -48,7 +48,9 @@ const BULL_STRUCTURES = new Set(['wait', 'paused', 'active', 'completed', 'faile
 export const BULL_EVENTS = 'BullMQ event streams';
 export const BULL_JOBS = 'BullMQ job hashes';
 export const BULL_QUEUES = 'BullMQ queue lists and sets';
-export const OUTSIDE_KEYS = "outside keys (Redis's tables, clients, scripts)";
+export const OUTSIDE_KEYS = "outside keys (Redis's tables, clients)";
+/** The scripts Redis cached over the run (INFO used_memory_scripts): BullMQ's and ours, paid once per Redis, not per subject. */
+export const SCRIPT_CACHE = 'Lua script cache (once per Redis)';
 
 /** Which of the daemon's queues, from what follows the base queue name (names.ts: `-ots`, `-relay-<hash>`, …). */
 function queueRole(tail: string): string {
@@ -161,6 +163,12 @@ export async function redisInfo(redis: Redis): Promise<{ usedMemory: number; cpu
   return { usedMemory: num('used_memory'), cpuMs: (num('used_cpu_sys') + num('used_cpu_user')) * 1000 };
 }
 
+/** INFO memory's used_memory_scripts (the cached scripts' bodies, part of used_memory); 0 when the server does not report it. */
+export async function scriptCacheBytes(redis: Redis): Promise<number> {
+  const m = /^used_memory_scripts:(\d+)/m.exec(await redis.info('memory'));
+  return m ? Number(m[1]) : 0;
+}
+
 export interface MemoryBreakdown {
   /** Bytes per subject each kind of key added (rounded), largest first, then OUTSIDE_KEYS: what no key holds. */
   perSubject: Record<string, number>;
@@ -174,8 +182,11 @@ export interface MemoryBreakdown {
   truncated: boolean;
 }
 
-/** Bytes (and keys) per subject each kind added between `before` and `after`; `deltaBytes` is the used_memory delta. */
-export function breakdownOf(before: Map<string, KindUsage>, after: Map<string, KindUsage>, subjects: number, deltaBytes: number): Pick<MemoryBreakdown, 'perSubject' | 'keysPerSubject'> {
+/**
+ * Bytes (and keys) per subject each kind added between `before` and `after`; `deltaBytes` is
+ * the used_memory delta, `scriptBytes` the part of it the script cache took (its own row).
+ */
+export function breakdownOf(before: Map<string, KindUsage>, after: Map<string, KindUsage>, subjects: number, deltaBytes: number, scriptBytes = 0): Pick<MemoryBreakdown, 'perSubject' | 'keysPerSubject'> {
   const rows: Array<[string, number, number]> = [];
   let inKeys = 0;
   for (const [kind, u] of after) {
@@ -186,7 +197,8 @@ export function breakdownOf(before: Map<string, KindUsage>, after: Map<string, K
   }
   for (const [kind, b] of before) if (!after.has(kind)) rows.push([kind, -b.bytes, -b.keys]);
   rows.sort((a, b) => b[1] - a[1]);
-  rows.push([OUTSIDE_KEYS, deltaBytes - inKeys, 0]);
+  if (scriptBytes !== 0) rows.push([SCRIPT_CACHE, scriptBytes, 0]);
+  rows.push([OUTSIDE_KEYS, deltaBytes - inKeys - scriptBytes, 0]);
   const perSubject: Record<string, number> = {};
   const keysPerSubject: Record<string, number> = {};
   for (const [kind, bytes, keys] of rows) {

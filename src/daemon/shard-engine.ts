@@ -227,6 +227,7 @@ export class ShardEngine {
     if (opened.found === 'layout 2' && opened.recorded) this.log.info({ from: 2, to: STATE_SCHEMA }, `state of layout 2 moved to layout ${STATE_SCHEMA}: batch transitions are recorded on the batch from now on; the subjects' history lists are read as they are`);
     if (opened.found === 'layout 3' && opened.recorded) this.log.info({ from: 3, to: STATE_SCHEMA }, `state of layout 3 moved to layout ${STATE_SCHEMA}: new subjects are recorded compactly from now on; the older ones are read as they are`);
     if (opened.found === 'layout 4' && opened.recorded) this.log.info({ from: 4, to: STATE_SCHEMA }, `state of layout 4 moved to layout ${STATE_SCHEMA}: new subjects are recorded without a witnesses field and with short time fields from now on; the older ones are read as they are`);
+    if (opened.found === 'layout 5' && opened.recorded) this.log.info({ from: 5, to: STATE_SCHEMA }, `state of layout 5 moved to layout ${STATE_SCHEMA}: state-change stream entries of UUID keys are written as tokens from now on; the older entries are read as they are`);
   }
 
   async start(): Promise<void> {

@@ -4,7 +4,8 @@
  * and put on the usual intake queue by an issuer (routed by the daemon) each land in the
  * shard shardOf(key, 3) names and in no other; a conflicting root is refused whichever route
  * it takes; the API, the list (its cursor across shards) and the stats show the shards as
- * one; each shard's live feed and webhook deliverer carry its subjects; every subject
+ * one; each shard's live feed and webhook deliverer carry its subjects, the merged feed all of
+ * them on one connection; every subject
  * confirms with lost=0 duplicates=0. On the cluster the three shards sit
  * on three masters, and the built daemon SIGKILLed mid-run and restarted loses and
  * duplicates nothing; losing the master of shard 2 turns /readyz red.
@@ -43,6 +44,8 @@ async function threeShardsAsOne(redisUrl: RedisTarget, overrides: Record<string,
     const feeds = await Promise.all([0, 1, 2].map((i) => openSse(`${s.http.url}/v1/events?shard=${i}`)));
     expect(feeds.map((f) => f.status)).toEqual([200, 200, 200]);
     expect((await s.get('/v1/events?shard=3')).status).toBe(400);
+    // and every shard's on one connection, without ?shard=
+    const merged = await openSse(`${s.http.url}/v1/events`);
     const res = await s.post('/v1/anchors', { subjects: viaHttp }, { auth: true });
     expect(res.status).toBe(202);
     // the usual intake queue ({prefix}), single jobs and one bulk job: the daemon routes them
@@ -58,6 +61,20 @@ async function threeShardsAsOne(redisUrl: RedisTarget, overrides: Record<string,
         return mine.every((k) => done.has(k)) && changes.every((c) => c.key === undefined || shardOf(c.key, K) === i);
       }, 20_000).finally(() => f.close());
     }));
+
+    const all = await merged.until((m) => {
+      const done = new Set(m.map((e) => JSON.parse(e.data) as { key?: string; status?: string }).filter((c) => c.status === 'confirmed').map((c) => c.key));
+      return keys.every((k) => done.has(k));
+    }, 20_000).finally(() => merged.close());
+    // each id is every shard's position: the message's shard's part is its event on that shard's stream, the others stay
+    let before: string[] | null = null;
+    for (const e of all) {
+      const parts = e.id!.split(',');
+      expect(parts).toHaveLength(K);
+      const shard = shardOf((JSON.parse(e.data) as { key: string }).key, K);
+      if (before) for (let i = 0; i < K; i++) if (i !== shard) expect(parts[i]).toBe(before[i]);
+      before = parts;
+    }
 
     await waitFor('every subject confirmed to the webhook, from all shards', () => {
       const done = new Set(receiver.delivered().map((r) => JSON.parse(r.body) as { key?: string; status?: string }).filter((c) => c.status === 'confirmed').map((c) => c.key));

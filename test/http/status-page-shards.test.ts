@@ -1,7 +1,7 @@
 /**
- * The status page with redis.shards 3, in headless Chromium: it follows every shard's live
- * stream (/v1/info says how many), so a subject of each shard shows up confirmed on the page
- * without a reload, and the counts are the shards' sum.
+ * The status page with redis.shards 3, in headless Chromium: it follows the live stream of
+ * every shard merged (/v1/events without ?shard=), so a subject of each shard shows up
+ * confirmed on the page without a reload, and the counts are the shards' sum.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

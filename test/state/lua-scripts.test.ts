@@ -4,7 +4,7 @@
  * MONITOR feed and checks that each command a script ran touched only keys the call
  * declared in KEYS, which is what lets a Redis Cluster route the call.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AnchorStore, type AcceptSubject, type AcceptTargets } from '../../src/adapters/state/anchor-store.js';
@@ -494,6 +494,58 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
     await store.setWitnessMany([a.key, b.key], 'ots', 'partial', 1);
     expect(await redis.xlen(store.keys.events)).toBe(n + 1);
     await expectKeysDeclared();
+  });
+
+  it('layout 6: a call whose keys are all canonical UUIDs writes them as tokens (22 characters a key, 43 a digest) and expands to the same events as the plain form', async () => {
+    const uuids = Array.from({ length: 5 }, () => subject(randomUUID()));
+    const plain = Array.from({ length: 5 }, () => subject());
+    await store.acceptMany(BOTH, uuids);
+    await store.acceptMany(BOTH, plain);
+    const [tok, pl] = await entries();
+    const tokData = JSON.parse(tok![1][1]!) as Record<string, unknown>;
+    expect(Object.keys(tokData).sort()).toEqual(['at', 'status', 'type', 'u']);
+    expect((tokData.u as string).length).toBe(5 * 65);
+    expect(JSON.parse(pl![1][1]!)).toMatchObject({ subjects: plain.map((m) => [m.key, m.digest]) });
+    expect(expandEntry(tok!).map((e) => e.event)).toEqual(uuids.map((m) => ({ type: 'accepted', key: m.key, status: 'pending', at: expect.any(String), digest: m.digest })));
+    expect(expandEntry(tok!).map((e) => e.id)).toEqual([0, 1, 2, 3, 4].map((i) => `${tok![0]}.${i}`));
+    // a run per (from, previous, status), as in the plain form; subject 1 moved ahead, subject 3 changes nothing
+    await store.setWitness(uuids[1]!.key, 'ots', 'partial', 1);
+    await store.setWitness(uuids[3]!.key, 'nostr', 'confirmed', 9);
+    await store.setWitnessMany(uuids.map((m) => m.key), 'nostr', 'confirmed', 2, 'relays: 2 of 2');
+    const last = (await entries()).at(-1)!;
+    const data = JSON.parse(last[1][1]!) as { ru: string[][]; runs?: unknown };
+    expect(data.runs).toBeUndefined();
+    expect(data.ru.map((r) => [r[0], r[1], r[2], r[3]!.length])).toEqual([
+      ['pending', 'pending', 'partial', 22],
+      ['pending', 'partial', 'partial', 22],
+      ['pending', 'pending', 'partial', 44],
+    ]);
+    const want = (key: string, previous: string) => ({ type: 'state', key, witness: 'nostr', from: 'pending', to: 'confirmed', status: 'partial', previous, at: expect.any(String), detail: 'relays: 2 of 2' });
+    expect(expandEntry(last).map((e) => e.event)).toEqual([want(uuids[0]!.key, 'pending'), want(uuids[1]!.key, 'partial'), want(uuids[2]!.key, 'pending'), want(uuids[4]!.key, 'pending')]);
+    expect(expandEntry(last).map((e) => JSON.parse(e.text))).toEqual(expandEntry(last).map((e) => e.event));
+    // one key that is not a canonical UUID (here in upper case) makes the call plain
+    const mixed = [subject(randomUUID()), subject(randomUUID().toUpperCase())];
+    await store.acceptMany(BOTH, mixed);
+    expect(JSON.parse((await entries()).at(-1)![1][1]!)).toMatchObject({ subjects: mixed.map((m) => [m.key, m.digest]) });
+    await store.setWitnessMany(mixed.map((m) => m.key), 'ots', 'partial', 1);
+    expect(JSON.parse((await entries()).at(-1)![1][1]!)).toMatchObject({ runs: [['pending', 'pending', 'partial', ...mixed.map((m) => m.key)]] });
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+
+  it('a token entry that is not whole tokens expands to nothing rather than to wrong keys', () => {
+    const at = '2026-01-01T00:00:00Z';
+    const key = randomUUID();
+    const kt = Buffer.from(key.replaceAll('-', ''), 'hex').toString('base64url');
+    const dt = randomBytes(32).toString('base64url');
+    expect(expandEntry(['6-1', ['data', JSON.stringify({ type: 'accepted', status: 'pending', at, u: kt + dt })]]).map((e) => e.event.key)).toEqual([key]);
+    // a key token's last character carries 2 bits of the 16th byte: one with any of the other 4 set is no key's token
+    const ABC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const offBits = kt.slice(0, -1) + ABC[ABC.indexOf(kt.at(-1)!) + 1]!;
+    for (const u of [kt + dt.slice(1), kt + dt + 'x', `${kt.slice(0, -1)}*${dt}`, offBits + dt, '']) {
+      expect(expandEntry(['6-2', ['data', JSON.stringify({ type: 'accepted', status: 'pending', at, u })]])).toEqual([]);
+    }
+    expect(expandEntry(['6-3', ['data', JSON.stringify({ type: 'state', witness: 'ots', to: 'partial', at, ru: [['pending', 'pending', 'partial', kt.slice(2)]] })]])).toEqual([]);
+    expect(expandEntry(['6-4', ['data', JSON.stringify({ type: 'state', witness: 'ots', to: 'partial', at, ru: [['pending', 'pending', 'partial', kt, 'extra']] })]])).toEqual([]);
   });
 
   it('an old per-subject entry (written before packing) still expands to itself', () => {

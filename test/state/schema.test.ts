@@ -13,12 +13,13 @@
  * and aer1-anchor status refuse the same way, writing nothing.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AnchorStore, STATE_SCHEMA } from '../../src/adapters/state/anchor-store.js';
+import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import { ProofExporter } from '../../src/adapters/proof/export.js';
 import { BatchTree } from '../../src/core/batch/batch-tree.js';
 import { UsageError } from '../../src/core/errors/errors.js';
@@ -186,7 +187,7 @@ describe('the state layout version', () => {
     await redis.del(...(await redis.keys(`${k.base}:*`)));
   });
 
-  it('a Redis of layout 4 (written by its scripts: witnesses, updated, confirmed:<w> and <w>:index in every hash): marked 5, its subjects read, move on, prove and retire as they did', { timeout: 30_000 }, async () => {
+  it('a Redis of layout 4 (written by its scripts: witnesses, updated, confirmed:<w> and <w>:index in every hash): marked as the current layout, its subjects read, move on, prove and retire as they did', { timeout: 30_000 }, async () => {
     const prefix = uniquePrefix('layout4');
     // the release moves them on a minute after layout 4 confirmed them on Nostr
     let clock = 1_700_000_060_000;
@@ -218,7 +219,7 @@ describe('the state layout version', () => {
     expect(await store.openSchema({ write: false })).toEqual({ found: 'layout 4', recorded: false });
     expect(await redis.get(k.schema)).toBe('4');
     expect(await store.openSchema({ write: true })).toEqual({ found: 'layout 4', recorded: true });
-    expect(await redis.get(k.schema)).toBe('5');
+    expect(await redis.get(k.schema)).toBe(String(STATE_SCHEMA));
     expect(await store.openSchema({ write: true })).toEqual({ found: 'current', recorded: false });
 
     for (const [i, x] of subjects.entries()) {
@@ -244,9 +245,48 @@ describe('the state layout version', () => {
     await redis.del(...(await redis.keys(`${k.base}:*`)));
   });
 
+  it('a Redis of layout 5 (written by its scripts: plain packed stream entries of UUID keys): marked 6, its entries and the new token entries read as one stream, in order', { timeout: 30_000 }, async () => {
+    const prefix = uniquePrefix('layout5');
+    const store = new AnchorStore(redis, prefix);
+    const k = store.keys;
+    const old = (name: string) => readFileSync(join(REPO_ROOT, `test/fixtures/state-layout5/${name}.lua`), 'utf8');
+    const now = 1_700_000_000_000;
+    const iso = '2023-11-14T22:13:20Z';
+    const before = [randomUUID(), randomUUID(), randomUUID()].map((key) => ({ ...subject(key), fingerprint: randomBytes(32).toString('hex') }));
+    const akeys = [k.events, k.counts, k.byStatus('pending'), k.byStatus('rejected'), k.byWitness('nostr', 'pending'), k.byWitness('ots', 'pending'), k.inbox('nostr'), k.inbox('ots')];
+    const aargs: Array<string | Buffer> = [String(now), iso, '100000', 'nostr,ots', '2'];
+    for (const x of before) {
+      akeys.push(k.subject(x.key), k.envelope(x.key), k.history(x.key), k.subject(x.key));
+      aargs.push(x.key, 'receipt', x.envelopeCanonical, x.digest, Buffer.from(x.fingerprint, 'hex'), '', '', Buffer.from(x.digest, 'hex'), '');
+    }
+    akeys.push(k.eventTally);
+    await redis.set(k.schema, '5');
+    await redis.eval(old('stream-lib') + old('accept'), akeys.length, ...akeys, ...aargs);
+    const wkeys = [k.events, k.byWitness('ots', 'pending'), k.byWitness('ots', 'partial'), k.byWitness('ots', 'failed'), k.byStatus('pending'), k.byStatus('partial'), k.byStatus('confirmed'), k.byStatus('failed'), k.meta, k.timeline(Math.floor((now + 5000) / 60_000)), k.counts, k.meta, ...before.flatMap((x) => [k.subject(x.key), k.history(x.key)]), k.eventTally];
+    await redis.eval(old('stream-lib') + old('set-witness'), wkeys.length, ...wkeys, 'ots', 'partial', '1', String(now + 5000), '2023-11-14T22:13:25Z', '', '100000', '', 'nostr,ots', ...before.map((x) => x.key));
+    const plain = (await redis.xrange(k.events, '-', '+')).map(([, f]) => JSON.parse(f[1]!) as Record<string, unknown>);
+    expect(plain.map((d) => Object.keys(d).includes('subjects') || Object.keys(d).includes('runs'))).toEqual([true, true]);
+
+    expect(await store.openSchema({ write: true })).toEqual({ found: 'layout 5', recorded: true });
+    expect(await redis.get(k.schema)).toBe(String(STATE_SCHEMA));
+    const after = [randomUUID(), randomUUID()].map((key) => subject(key));
+    await store.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: ['nostr', 'ots'] }, after);
+    await store.setWitnessMany([...before, ...after].map((x) => x.key), 'nostr', 'confirmed', 2);
+    const entries = (await redis.xrange(k.events, '-', '+')) as RawEntry[];
+    expect(entries.slice(2).map(([, f]) => Object.keys(JSON.parse(f[1]!) as object).filter((x) => x === 'u' || x === 'ru'))).toEqual([['u'], ['ru']]);
+    const events = entries.flatMap((e) => expandEntry(e)).map(({ event: e }) => `${e.type} ${e.key} ${e.witness ?? ''}>${e.to ?? ''} ${e.status}${e.digest ? ` ${e.digest}` : ''}`);
+    expect(events).toEqual([
+      ...before.map((x) => `accepted ${x.key} > pending ${x.digest}`),
+      ...before.map((x) => `state ${x.key} ots>partial partial`),
+      ...after.map((x) => `accepted ${x.key} > pending ${x.digest}`),
+      ...[...before, ...after].map((x) => `state ${x.key} nostr>confirmed partial`),
+    ]);
+    await redis.del(...(await redis.keys(`${k.base}:*`)));
+  });
+
   it.each([
-    ['6', /is layout 6 \(\{[^}]+\}:schema\), newer than this release knows \(5\): run the release that wrote it, or set redis\.prefix to a prefix of its own$/],
-    ['banana', /has an unknown layout version "banana" in \{[^}]+\}:schema \(this release writes 5\): it was not written by aer1-anchor, or set redis\.prefix/],
+    [String(STATE_SCHEMA + 1), new RegExp(`is layout ${STATE_SCHEMA + 1} \\(\\{[^}]+\\}:schema\\), newer than this release knows \\(${STATE_SCHEMA}\\): run the release that wrote it, or set redis\\.prefix to a prefix of its own$`)],
+    ['banana', new RegExp(`has an unknown layout version "banana" in \\{[^}]+\\}:schema \\(this release writes ${STATE_SCHEMA}\\): it was not written by aer1-anchor, or set redis\\.prefix`)],
   ])('a layout it does not know (%s): Daemon.start throws redis_schema and writes nothing', { timeout: 30_000 }, async (version, line) => {
     const config = testConfig({ overrides: { ots: { enabled: true } } });
     const keys = new AnchorStore(redis, config.redis.prefix).keys;
@@ -263,7 +303,7 @@ describe('the state layout version', () => {
     const dir = tempDir('schema');
     const config = testConfig({ prefix: uniquePrefix('schema'), overrides: { ots: { enabled: true } } });
     const keys = new AnchorStore(redis, config.redis.prefix).keys;
-    await redis.set(keys.schema, '6');
+    await redis.set(keys.schema, String(STATE_SCHEMA + 1));
     const file = join(dir, 'config.json');
     writeFileSync(file, JSON.stringify({ ...config, redis: { ...config.redis, url: SHARED_REDIS_URL } }));
     const child = spawn(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchord.js'), '--config', file], { cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -279,9 +319,9 @@ describe('the state layout version', () => {
     expect(code).toBe(2);
     const lines = stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^aer1-anchord: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 6 .*newer than this release knows \(5\)/);
+    expect(lines[0]).toMatch(new RegExp(`^aer1-anchord: the state under redis\\.prefix \\{schema-[0-9a-f]+\\} is layout ${STATE_SCHEMA + 1} .*newer than this release knows \\(${STATE_SCHEMA}\\)`));
     const r = spawnSync(process.execPath, [join(REPO_ROOT, 'dist/src/cli/aer1-anchor.js'), 'status', 'some-key', '--config', file], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: dir }, cwd: dir, timeout: 20_000 });
     expect(r.status).toBe(2);
-    expect(r.stderr.trim()).toMatch(/^aer1-anchor: the state under redis\.prefix \{schema-[0-9a-f]+\} is layout 6 /);
+    expect(r.stderr.trim()).toMatch(new RegExp(`^aer1-anchor: the state under redis\\.prefix \\{schema-[0-9a-f]+\\} is layout ${STATE_SCHEMA + 1} `));
   });
 });

@@ -61,7 +61,7 @@ interface Subscriber {
  * live feed yields to the event loop after each page of events, and a replay waits until the
  * client took the last page before it sends the next.
  */
-const FEED_PAGE = 100;
+export const FEED_PAGE = 100;
 
 export interface EventFeedOptions {
   /** Most entries replayed to one subscriber (default: `http.maxReplay`'s). */
@@ -82,6 +82,11 @@ export interface Subscription {
   readonly resumeFrom: string | null;
 }
 
+/** What SSE and WebSocket clients follow: one shard's feed (`EventFeed`), or every shard's as one (`MergedFeed`). */
+export interface Feed {
+  subscribe(listener: Listener, since?: string | null, room?: () => Promise<boolean>): Promise<Subscription>;
+}
+
 /** JSON text of a message, made once however many clients it goes to. */
 const texts = new WeakMap<FeedMessage, string>();
 export function messageText(message: FeedMessage): string {
@@ -93,7 +98,15 @@ export function messageText(message: FeedMessage): string {
   return text;
 }
 
-export class EventFeed {
+/** The message under another id (a merged feed's position); its JSON is the original's with the id swapped. */
+export function withId(message: FeedMessage, id: string): FeedMessage {
+  const out = { ...message, id };
+  // decodeEntry puts `id` first: the text is `{"id":<id>` and then the rest, made once
+  texts.set(out, `{"id":${JSON.stringify(id)}${messageText(message).slice(6 + JSON.stringify(message.id).length)}`);
+  return out;
+}
+
+export class EventFeed implements Feed {
   private readonly redis: Redis;
   private readonly reader: Redis;
   private readonly stream: string;
@@ -102,6 +115,7 @@ export class EventFeed {
   private readonly maxReplay: number;
   private readonly blockMs: number;
   private lastId = '0-0';
+  private published = '0-0';
   private closed = false;
   private loop: Promise<void> | null = null;
 
@@ -121,10 +135,29 @@ export class EventFeed {
     return this.subscribers.size;
   }
 
+  /**
+   * The id of the last event handed to the listeners (or of the last entry read whole): a
+   * listener added now without `since` gets exactly the events after it.
+   */
+  get position(): string {
+    return this.published;
+  }
+
+  /** The stream's last entry id ('0-0' when it is empty). */
+  async end(): Promise<string> {
+    const [tail] = (await this.redis.xrevrange(this.stream, '+', '-', 'COUNT', 1)) as RawEntry[];
+    return tail?.[0] ?? '0-0';
+  }
+
+  /** Up to `count` entries from entry id `from` (`(from`: after it), in stream order. */
+  async entries(from: string, count: number): Promise<RawEntry[]> {
+    return (await this.redis.xrange(this.stream, from, '+', 'COUNT', count)) as RawEntry[];
+  }
+
   /** Starts reading after the stream's current last entry. */
   async start(): Promise<void> {
-    const last = (await this.redis.xrevrange(this.stream, '+', '-', 'COUNT', 1)) as RawEntry[];
-    this.lastId = last[0]?.[0] ?? '0-0';
+    this.lastId = await this.end();
+    this.published = this.lastId;
     this.loop = this.run();
   }
 
@@ -141,7 +174,9 @@ export class EventFeed {
             for (const message of decodeEntry(entry)) {
               if (++published % FEED_PAGE === 0) await new Promise((r) => setImmediate(r));
               this.publish(message);
+              this.published = message.id;
             }
+            this.published = entry[0];
           }
         }
       } catch (err) {
@@ -197,8 +232,7 @@ export class EventFeed {
     if (!parseEventId(since)) throw new Error(`not an event id: ${since}`);
     // An id past the stream's end (another shard's, a Redis since flushed, a clock ahead) resumes
     // from the end: kept as it is, it would hold back every live event until ids pass it.
-    const [tail] = (await this.redis.xrevrange(this.stream, '+', '-', 'COUNT', 1)) as RawEntry[];
-    const end = tail?.[0] ?? '0-0';
+    const end = await this.end();
     if (compareEventIds(since, end) > 0) {
       since = end;
       cursor = end;

@@ -19,7 +19,7 @@ export interface DaemonInfo {
   nostr: { mode: 'auto' | 'envelope' | 'batch'; pubkey: string | null; npub: string | null; relays: string[]; quorum: number } | null;
   ots: { network: 'mainnet' | 'regtest'; calendars: string[]; minCalendars: number } | null;
   readsRequireToken: boolean;
-  /** redis.shards: the status page follows /v1/events?shard=i for each. */
+  /** redis.shards: /v1/events carries them all, /v1/events?shard=i one. */
   shards: number;
 }
 

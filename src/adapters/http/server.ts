@@ -12,7 +12,8 @@ import { ConflictError, InputError, UsageError } from '../../core/errors/errors.
 import { AnchorRoutes, parseLimit } from './anchors.js';
 import { TokenAuth } from './auth.js';
 import type { DaemonView } from '../view/daemon-view.js';
-import { EventFeed, normalizeStreamId } from './event-feed.js';
+import { EventFeed, normalizeStreamId, type Feed } from './event-feed.js';
+import { MergedFeed, parseFeedPosition } from './merged-feed.js';
 import { ANY_HOST_PATHS, HostCheck } from './host-check.js';
 import { LiveClients } from './live-clients.js';
 import { Readiness } from './readiness.js';
@@ -46,22 +47,33 @@ function hostForUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-/** `?shard=i` of the live feed (redis.shards): 0 when absent; 400 unless an integer 0–K-1. */
-function shardParam(query: URLSearchParams, shards: number): number {
+/** `?shard=i` of the live feed (redis.shards): null when absent (every shard); 400 unless an integer 0–K-1. */
+function shardParam(query: URLSearchParams, shards: number): number | null {
   const text = query.get('shard');
-  if (text === null) return 0;
+  if (text === null) return null;
   if (!/^\d{1,3}$/.test(text) || Number(text) >= shards) throw new HttpError(400, 'bad_parameter', `shard must be an integer 0–${shards - 1} (redis.shards is ${shards}), got ${JSON.stringify(text.slice(0, 64))}`, 'shard');
   return Number(text);
 }
 
-/** A stream id from `Last-Event-ID` or `?since=`; 400 when it is not one. */
-function resumeFrom(req: IncomingMessage, query: URLSearchParams): string | null {
+/**
+ * Where a live client resumes, from `Last-Event-ID` or `?since=`: a stream id on one shard's
+ * feed, a merged position (K ids, comma-separated) on the feed of K > 1 shards; 400 when it is not one.
+ */
+function resumeFrom(req: IncomingMessage, query: URLSearchParams, shards: number): string | null {
   const header = req.headers['last-event-id'];
   const text = (Array.isArray(header) ? header[0] : header) ?? query.get('since');
   if (text === undefined || text === null || text.trim() === '') return null;
-  const id = normalizeStreamId(text);
-  if (!id) throw new HttpError(400, 'bad_parameter', `not a stream id (like 1700000000000-0 or 1700000000000-0.5): ${JSON.stringify(text.slice(0, 64))}`, header !== undefined ? 'Last-Event-ID' : 'since');
-  return id;
+  const field = header !== undefined ? 'Last-Event-ID' : 'since';
+  if (shards === 1) {
+    const id = normalizeStreamId(text);
+    if (!id) throw new HttpError(400, 'bad_parameter', `not a stream id (like 1700000000000-0 or 1700000000000-0.5): ${JSON.stringify(text.slice(0, 64))}`, field);
+    return id;
+  }
+  const ids = parseFeedPosition(text, shards);
+  if (!Array.isArray(ids)) {
+    throw new HttpError(400, 'bad_parameter', `not a position in the feed of ${shards} shards (the id of one of its messages: ${shards} event ids, shard 0's first, comma-separated, like 1700000000000-0,1700000000002-1.5,…; ?shard=i follows one shard by its own ids): ${ids.problem}`, field);
+  }
+  return ids.join(',');
 }
 
 export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
@@ -74,10 +86,16 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   const auth = new TokenAuth(cfg.token, cfg.readsRequireToken);
   const hosts = new HostCheck(cfg.allowedHosts, cfg.host);
   const files = loadStaticFiles();
-  // one feed per shard (redis.shards): /v1/events and /v1/ws take ?shard=i, default 0 (the only one with one shard)
+  // one feed per shard (redis.shards): /v1/events and /v1/ws take ?shard=i; without it every shard's, merged (K = 1: the one shard's)
   const feeds = daemon.state.shards.map((s) => new EventFeed(daemon.redis, s.keys.events, log, { maxReplay: cfg.maxReplay }));
   await Promise.all(feeds.map((f) => f.start()));
-  const sockets = feeds.map((f) => new EventSocketServer(f));
+  const all: Feed = feeds.length === 1 ? feeds[0]! : new MergedFeed(feeds, log, { maxReplay: cfg.maxReplay });
+  const sockets = new Map<Feed, EventSocketServer>([...new Set<Feed>([...feeds, all])].map((f) => [f, new EventSocketServer(f)]));
+  /** The feed a live request asks for, and where it resumes. */
+  const liveFeed = (req: IncomingMessage, query: URLSearchParams): { feed: Feed; since: string | null } => {
+    const shard = shardParam(query, feeds.length);
+    return { feed: shard === null ? all : feeds[shard]!, since: resumeFrom(req, query, shard === null ? feeds.length : 1) };
+  };
   const streams = new Set<LiveStream>();
   // every read and write of a request goes through this connection: bounded, never replayed
   const requests = await RequestRedis.open(daemon, cfg.redisTimeoutMs, log);
@@ -145,8 +163,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       query: ['since', 'shard'],
       streaming: true,
       handler: async ({ req, res, query }) => {
-        const since = resumeFrom(req, query);
-        const feed = feeds[shardParam(query, feeds.length)]!;
+        const { feed, since } = liveFeed(req, query);
         const release = live.admit();
         res.on('close', release);
         const stream = await streamEvents(res, feed, since);
@@ -178,7 +195,11 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
 
   const inFlight = { count: 0 };
   const server = createServer({ requestTimeout: 60_000 }, requestHandler({ routes, hosts, auth, log, redisTimeoutMs: cfg.redisTimeoutMs, inFlight }));
-  server.on('upgrade', upgradeHandler({ routes, hosts, auth, log, live, sockets }));
+  const acceptSocket: SocketAcceptor = (req, query) => {
+    const { feed, since } = liveFeed(req, query);
+    return (socket, head) => sockets.get(feed)!.accept(req, socket, head, since);
+  };
+  server.on('upgrade', upgradeHandler({ routes, hosts, auth, log, live, accept: acceptSocket }));
   const port = await listen(server, cfg.port, cfg.host);
   const url = `http://${hostForUrl(cfg.host)}:${port}`;
   log.debug({ url }, 'http server listening');
@@ -193,7 +214,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
     close() {
       closing ??= (async () => {
         live.detach();
-        for (const s of sockets) s.close();
+        for (const s of sockets.values()) s.close();
         for (const s of streams) s.close();
         streams.clear();
         const { closed } = await drain(server, inFlight);
@@ -261,9 +282,12 @@ function requestHandler(d: Dispatch & { redisTimeoutMs: number; inFlight: InFlig
   };
 }
 
+/** Picks the feed of a /v1/ws upgrade and where it resumes (400 when it cannot); the returned call completes it. */
+type SocketAcceptor = (req: IncomingMessage, query: URLSearchParams) => (socket: Duplex, head: Buffer) => void;
+
 /** WebSocket upgrades: only /v1/ws, with the same host, access and query checks as its GET. */
-function upgradeHandler(d: Dispatch & { live: LiveClients; sockets: readonly EventSocketServer[] }): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
-  const { routes, hosts, auth, log, live, sockets } = d;
+function upgradeHandler(d: Dispatch & { live: LiveClients; accept: SocketAcceptor }): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+  const { routes, hosts, auth, log, live, accept } = d;
   return (req, socket, head) => {
     socket.on('error', () => socket.destroy());
     try {
@@ -272,9 +296,9 @@ function upgradeHandler(d: Dispatch & { live: LiveClients; sockets: readonly Eve
       if (url.path !== '/v1/ws') throw new HttpError(404, 'not_found', `no WebSocket endpoint at ${url.path} (use /v1/ws)`);
       auth.check('read', req, url.query);
       checkQuery(routes.find((r) => r.path === '/v1/ws')!, url.query);
-      const since = resumeFrom(req, url.query);
+      const upgrade = accept(req, url.query);
       socket.on('close', live.admit());
-      sockets[shardParam(url.query, sockets.length)]!.accept(req, socket, head, since);
+      upgrade(socket, head);
     } catch (err) {
       const e = err instanceof HttpError ? err : new HttpError(500, 'internal', 'internal error');
       if (!(err instanceof HttpError)) log.error({ err }, 'upgrade failed');

@@ -1,13 +1,14 @@
 /**
  * `GET /v1/events`: server-sent events. Each subject's state change is one event whose `id:`
- * is its event id (the stream id, or `<stream id>.<i>` inside a packed entry; so EventSource
+ * is its event id (the stream id, or `<stream id>.<i>` inside a packed entry, or on the merged
+ * feed of K shards every shard's, comma-separated: src/adapters/http/merged-feed.ts; so EventSource
  * resumes with `Last-Event-ID`, from the middle of an entry too) and whose `data:` is the change as
  * one line of JSON. A comment line every 15 s keeps proxies from closing an idle stream.
  * A replay cut at `http.maxReplay` ends the response; EventSource reconnects from its last id.
  */
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { messageText, type EventFeed, type FeedMessage } from './event-feed.js';
+import { messageText, type Feed, type FeedMessage } from './event-feed.js';
 import { MAX_BUFFERED_BYTES, roomIn } from './live-clients.js';
 
 const HEARTBEAT_MS = 15_000;
@@ -24,7 +25,7 @@ export interface LiveStream {
 }
 
 /** Streams the feed to one client until it goes away; returns a handle the server closes on shutdown. */
-export async function streamEvents(res: ServerResponse, feed: EventFeed, since: string | null): Promise<LiveStream> {
+export async function streamEvents(res: ServerResponse, feed: Feed, since: string | null): Promise<LiveStream> {
   res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-store, no-transform',

@@ -1,6 +1,7 @@
 /**
  * `/v1/ws`: the same state changes as `/v1/events`, one JSON text frame each (the event
- * id in `id`: the stream id, or `<stream id>.<i>` inside a packed entry). `?since=<id>`
+ * id in `id`: the stream id, or `<stream id>.<i>` inside a packed entry; every shard's,
+ * comma-separated, on the merged feed: src/adapters/http/merged-feed.ts). `?since=<id>`
  * replays what came after it; a replay cut at
  * `http.maxReplay` closes with code 4000 and a reason naming the id to resume from. The
  * server pings every 30 s and drops a client that did not answer the previous ping.
@@ -9,20 +10,29 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { messageText, type EventFeed } from './event-feed.js';
+import { messageText, type Feed } from './event-feed.js';
 import { MAX_BUFFERED_BYTES, roomIn } from './live-clients.js';
 
 const PING_MS = 30_000;
 /** Close code of a replay cut at http.maxReplay (private-use range). */
 export const REPLAY_CUT_CODE = 4000;
 
+/**
+ * The close reason of a cut replay. A reason holds 123 bytes (RFC 6455 §5.5), too few for the
+ * merged position of many shards: then it points at the last message's id, the same position.
+ */
+export function cutReason(resumeFrom: string | null): string {
+  const reason = `replay limit reached; resume with ?since=${resumeFrom}`;
+  return Buffer.byteLength(reason) <= 123 ? reason : "replay limit reached; resume with ?since=<the last message's id>";
+}
+
 export class EventSocketServer {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 4096, perMessageDeflate: false });
-  private readonly feed: EventFeed;
+  private readonly feed: Feed;
   private readonly alive = new WeakMap<WebSocket, boolean>();
   private readonly pinger: NodeJS.Timeout;
 
-  constructor(feed: EventFeed) {
+  constructor(feed: Feed) {
     this.feed = feed;
     this.pinger = setInterval(() => this.ping(), PING_MS);
     this.pinger.unref();
@@ -62,7 +72,7 @@ export class EventSocketServer {
     );
     subscription = sub;
     if (!open) sub.close();
-    else if (sub.cut) ws.close(REPLAY_CUT_CODE, `replay limit reached; resume with ?since=${sub.resumeFrom}`);
+    else if (sub.cut) ws.close(REPLAY_CUT_CODE, cutReason(sub.resumeFrom));
   }
 
   private ping(): void {

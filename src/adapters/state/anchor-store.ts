@@ -9,7 +9,9 @@
 import { randomBytes } from 'node:crypto';
 import type { RedisClient as Redis } from '../redis/connection.js';
 import { StateKeys, WITNESSES, type WitnessName } from './keys.js';
-import { ACCEPT, CUT_BATCH, DROP_BATCH, FORGET, MARK_SENT, OPEN_SCHEMA, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
+import { digestToken, keyToken } from './stream-entries.js';
+import { decodeCursor, encodeCursor, listOrder, type Position } from './list-position.js';
+import { ACCEPT, CUT_BATCH, DROP_BATCH, FORGET, LIST_PAGE, MARK_SENT, OPEN_SCHEMA, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
@@ -29,10 +31,6 @@ const WITNESS_CHUNK = 250;
 const LIST_ROUNDS = 20;
 /** Subjects a filtered list page reads from the indexes per round. */
 const LIST_FILTER_READ = 200;
-
-function cursorOf(item: [number, string]): string {
-  return Buffer.from(`${item[0]}:${item[1]}`).toString('base64url');
-}
 
 /**
  * The layout of the state this store writes, kept in `{prefix}:schema`. 1: the layout before
@@ -56,10 +54,10 @@ function cursorOf(item: [number, string]): string {
  * layout-4 release cannot read those hashes, hence the new number. The daemon moves a
  * layout-1, 2, 3 or 4 Redis to 5 on start (open-schema.lua; 2–4 only record the version).
  */
-export const STATE_SCHEMA = 5;
+export const STATE_SCHEMA = 6;
 
 /** How a store found the layout under its prefix (AnchorStore.openSchema); `recorded`: the schema key was written. */
-export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2' | 'layout 3' | 'layout 4'; recorded: boolean };
+export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2' | 'layout 3' | 'layout 4' | 'layout 5'; recorded: boolean };
 
 /** One subject to accept: what the accept script stores. */
 export interface AcceptSubject {
@@ -278,9 +276,9 @@ export class AnchorStore {
     const raw = await this.redis.get(k.schema);
     if (raw === String(STATE_SCHEMA)) return { found: 'current', recorded: false };
     const keys = [k.schema, k.counts, k.layout1All, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), ...WITNESSES.flatMap((w) => WITNESS_STATUSES.map((st) => k.byWitness(w, st)))];
-    if (raw === '2' || raw === '3' || raw === '4') {
-      // layouts 2–4 are read as they are (hex digests, history lists with the acceptance, `witnesses`, epoch-ms times); moving them only records 5
-      const was = `layout ${raw}` as 'layout 2' | 'layout 3' | 'layout 4';
+    if (raw === '2' || raw === '3' || raw === '4' || raw === '5') {
+      // layouts 2–5 are read as they are (hex digests, history lists with the acceptance, `witnesses`, epoch-ms times, plain stream entries); moving them only records 6
+      const was = `layout ${raw}` as 'layout 2' | 'layout 3' | 'layout 4' | 'layout 5';
       if (!opts.write) return { found: was, recorded: false };
       const opened = String(await this.run(OPEN_SCHEMA, keys, [STATE_SCHEMA, WITNESSES.join(',')]));
       return { found: opened === was ? was : 'current', recorded: opened === was };
@@ -345,7 +343,15 @@ export class AnchorStore {
     const now = this.now();
     const k = this.keys;
     const keys = [k.events, k.counts, k.byStatus('pending'), k.byStatus('rejected'), ...targets.witnesses.map((w) => k.byWitness(w, 'pending')), ...targets.inboxes.map((w) => k.inbox(w))];
-    const args: Array<string | number | Buffer> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length];
+    // layout 6: the call's stream tokens, when every key is a canonical UUID (stream-entries.ts)
+    const tokens: string[] = [];
+    for (const s of chunk) {
+      const kt = keyToken(s.key);
+      const dt = digestToken(s.digest);
+      if (kt === null || dt === null) break;
+      tokens.push(kt + dt);
+    }
+    const args: Array<string | number | Buffer> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length, tokens.length === chunk.length ? tokens.join('') : ''];
     for (const s of chunk) {
       keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
       // no own event: the envelope kept as its claims in the hash when they fit (rebuilt when read)
@@ -411,7 +417,7 @@ export class AnchorStore {
     let entry = -1;
     for (let i = 0; i < keys.length; i += WITNESS_CHUNK) {
       const chunk = keys.slice(i, i + WITNESS_CHUNK);
-      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)]), k.eventTally], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), ...chunk])) as Array<number | string>;
+      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)]), k.eventTally], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), keyTokens(chunk), ...chunk])) as Array<number | string>;
       for (let j = 0; j < chunk.length; j++) {
         const outcome = Number(res[3 * j]);
         if (outcome === 3) unmarked.push(chunk[j]!);
@@ -679,11 +685,15 @@ export class AnchorStore {
   }
 
   /**
-   * Newest first: (acceptance time, key) descending. The cursor is the score and key of the
-   * last subject looked at. A status alone reads idx:st:<status>; no filter merges every
-   * status index; a witness reads its index (pending, partial, failed) or, for confirmed,
-   * idx:st:confirmed and :partial filtered by the witness's status. A filtered page looks at
-   * a bounded number of subjects, so it may come back short with a `next` to go on from.
+   * Newest first: (acceptance time, key) descending, keys in byte order (list-position.ts).
+   * The cursor is the position of the last subject looked at. A status alone reads
+   * idx:st:<status>; no filter merges every status index; a witness reads its index
+   * (pending, partial, failed) or, for confirmed, idx:st:confirmed and :partial filtered by the
+   * witness's status. Each read of the indexes is one list-page.lua call, so a subject moving
+   * between them is in one of them for that read: paging to the end gives no subject twice and
+   * every subject listed by the query for the whole paging (docs/http.md, "Paging"). A filtered
+   * page looks at a bounded number of subjects, so it may come back short with a `next` to go
+   * on from.
    */
   async list(q: ListQuery): Promise<{ keys: string[]; next: string | null }> {
     const page = await this.listPositions(q);
@@ -691,7 +701,7 @@ export class AnchorStore {
   }
 
   /** `list` with each key's position (acceptance time ms, key): what ShardedStore merges shards by. */
-  async listPositions(q: ListQuery): Promise<{ items: Array<[number, string]>; next: string | null }> {
+  async listPositions(q: ListQuery): Promise<{ items: Position[]; next: string | null }> {
     const k = this.keys;
     const status = q.witness ? (q.status ?? 'pending') : q.status;
     let indexes: string[];
@@ -711,63 +721,45 @@ export class AnchorStore {
     } else if (q.witness) indexes = [k.byWitness(q.witness, status!)];
     else if (status) indexes = [k.byStatus(status)];
     else indexes = SUBJECT_STATUSES.map((st) => k.byStatus(st));
-    let after: [number, string] | null = null;
-    if (q.cursor) {
-      const [score, ...rest] = Buffer.from(q.cursor, 'base64url').toString('utf8').split(':');
-      after = [Number(score), rest.join(':')];
-    }
-    const out: Array<[number, string]> = [];
-    let last: [number, string] | null = after;
+    const after: Position | null = q.cursor ? decodeCursor(q.cursor) : null;
+    const out: Position[] = [];
+    let last: Position | null = after;
     for (let round = 0; round < LIST_ROUNDS; round++) {
       const page = await this.newestAfter(indexes, last, filter ? LIST_FILTER_READ : q.limit - out.length);
       const keep = filter ? await filter(page.items.map(([, key]) => key)) : page.items.map(() => true);
       for (let i = 0; i < page.items.length; i++) {
-        if (out.length === q.limit) return { items: out, next: cursorOf(last!) };
+        if (out.length === q.limit) return { items: out, next: encodeCursor(last!) };
         last = page.items[i]!;
         if (keep[i]) out.push(last);
       }
       if (!page.more) return { items: out, next: null };
-      if (out.length === q.limit) return { items: out, next: cursorOf(last!) };
+      if (out.length === q.limit) return { items: out, next: encodeCursor(last!) };
     }
-    return { items: out, next: last && last !== after ? cursorOf(last) : null };
+    return { items: out, next: last && last !== after ? encodeCursor(last) : null };
   }
 
   /**
-   * Up to `n` members of the indexes after `after` in (score, key) descending order, merged;
-   * `more`: some index may hold members past the last one returned.
+   * Up to `n` members of the indexes after `after` in list order, merged, from one
+   * list-page.lua call (one moment of the state); `more`: members past the last one returned
+   * are left.
    */
-  private async newestAfter(indexes: readonly string[], after: [number, string] | null, n: number): Promise<{ items: Array<[number, string]>; more: boolean }> {
-    const max = after ? String(after[0]) : '+inf';
-    // Members of the cursor's own score come first and may all be seen already (an accept call
-    // gives its subjects one score): read past as many as that score holds.
-    const atCursor: number[] = indexes.map(() => 0);
-    if (after) {
-      const counts = this.redis.pipeline();
-      for (const ix of indexes) counts.zcount(ix, max, max);
-      ((await counts.exec()) ?? []).forEach(([err, v], i) => {
-        if (err) throw err;
-        atCursor[i] = Number(v);
-      });
+  private async newestAfter(indexes: readonly string[], after: Position | null, n: number): Promise<{ items: Position[]; more: boolean }> {
+    const flat = (await this.run(LIST_PAGE, [...indexes], [n, after ? String(after[0]) : '', after ? after[1] : ''])) as Array<number | string[]>;
+    const all: Position[] = [];
+    let left = 0;
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      left += Number(flat[i]);
+      const page = flat[i + 1] as string[];
+      for (let j = 0; j + 1 < page.length; j += 2) all.push([Number(page[j + 1]), page[j]!]);
     }
-    const pipe = this.redis.pipeline();
-    indexes.forEach((ix, i) => pipe.zrevrangebyscore(ix, max, '-inf', 'WITHSCORES', 'LIMIT', 0, n + atCursor[i]!));
-    const res = (await pipe.exec()) ?? [];
-    const all: Array<[number, string]> = [];
-    let more = false;
-    for (const [i, [err, raw]] of res.entries()) {
-      if (err) throw err;
-      const flat = raw as string[];
-      if (flat.length / 2 >= n + atCursor[i]!) more = true;
-      for (let j = 0; j + 1 < flat.length; j += 2) {
-        const item: [number, string] = [Number(flat[j + 1]), flat[j]!];
-        // members of one score come in reverse key order: those at or before the cursor are seen
-        if (after && item[0] === after[0] && item[1] >= after[1]) continue;
-        all.push(item);
-      }
+    all.sort(listOrder);
+    // a key in two indexes at one position (never written so: a hand-edited Redis) is listed once
+    const items: Position[] = [];
+    for (const item of all) {
+      if (items.length === n) break;
+      if (items.length === 0 || items[items.length - 1]![1] !== item[1]) items.push(item);
     }
-    all.sort((x, y) => y[0] - x[0] || (x[1] < y[1] ? 1 : x[1] > y[1] ? -1 : 0));
-    const items = all.slice(0, n);
-    return { items, more: more || all.length > n };
+    return { items, more: left > items.length };
   }
 
   /** Subjects per overall status, from the counts the scripts keep (one round trip). */
@@ -1204,6 +1196,17 @@ function scriptCommand(target: Commander, script: LuaScript): ScriptFn {
   const fn = (target as unknown as Record<string, ScriptFn | undefined>)[commandName(script)];
   if (!fn) throw new Error('script not defined on this connection');
   return fn.bind(target);
+}
+
+/** The keys' stream tokens concatenated (set-witness.lua's ARGV[10]), or '' when one of them has none. */
+function keyTokens(keys: readonly string[]): string {
+  let out = '';
+  for (const key of keys) {
+    const t = keyToken(key);
+    if (t === null) return '';
+    out += t;
+  }
+  return out;
 }
 
 /** The overall status from every witness's (SPEC §4.3; set-witness.lua computes the same). */

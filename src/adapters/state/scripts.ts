@@ -1,7 +1,8 @@
 /**
  * Lua scripts: every state change that must be atomic (accept, witness transitions,
  * relay reports, batch cuts) is one script, so a crash between two writes cannot
- * leave a subject half-recorded. Each lives in its own file under `lua/` (read once, when
+ * leave a subject half-recorded, and every read that must see one moment of several keys (a
+ * list page over the status indexes) is one script too. Each lives in its own file under `lua/` (read once, when
  * this module loads) and touches only the keys it is given in KEYS, so a Redis Cluster can
  * route it; what each script takes and returns is written at the top of its file.
  */
@@ -53,6 +54,9 @@ export const CUT_BATCH = load(DIR, 'cut-batch');
 /** Auto mode: links a subject's own event, first stored copy wins. */
 export const SET_SUBJECT_EVENT = load(DIR, 'set-subject-event');
 
+/** One page of the subject list from one or more indexes, in one read (AnchorStore.list). */
+export const LIST_PAGE = load(DIR, 'list-page');
+
 /** Records the layout version, moving a layout-1 Redis to the current layout first. */
 export const OPEN_SCHEMA = load(DIR, 'open-schema');
 
@@ -61,4 +65,4 @@ export const FORGET = load(DIR, 'forget', STREAM_LIB);
 /** Retention: removes a batch none of whose subjects is left in Redis, with every key of its own. */
 export const DROP_BATCH = load(DIR, 'drop-batch');
 
-export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, OPEN_SCHEMA, FORGET, DROP_BATCH];
+export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, LIST_PAGE, OPEN_SCHEMA, FORGET, DROP_BATCH];

@@ -2,27 +2,16 @@
  * The state of K shards read as one (redis.shards, docs/architecture.md "Shards"): a subject
  * is read from its own shard (`shardOf(key, K)`), counts are summed, the oldest is the
  * oldest of all, and a list page merges the shards' pages in the order one shard lists in,
- * (acceptance time, key) newest first, so its cursor means the same in every shard.
+ * (acceptance time, key) newest first (list-position.ts), so its cursor means the same in
+ * every shard; a subject is in one shard only and each shard's page is one moment of that
+ * shard (list-page.lua), so shards read at different moments still give each subject once.
  * With one shard every call is the shard's own, unchanged.
  */
 import type { RedisClient as Redis } from '../redis/connection.js';
 import { groupByShard, shardOf, shardPrefix } from '../../core/shard/shard.js';
 import { AnchorStore, type ListQuery, type SubjectRecord } from './anchor-store.js';
 import type { WitnessName } from './keys.js';
-
-type Position = [number, string];
-
-function decodeCursor(cursor: string): Position {
-  const [score, ...rest] = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
-  return [Number(score), rest.join(':')];
-}
-function encodeCursor(p: Position): string {
-  return Buffer.from(`${p[0]}:${p[1]}`).toString('base64url');
-}
-/** Negative when `a` lists before `b`: newer first, then the greater key first (AnchorStore.list's order). */
-function listOrder(a: Position, b: Position): number {
-  return b[0] - a[0] || (a[1] < b[1] ? 1 : a[1] > b[1] ? -1 : 0);
-}
+import { decodeCursor, encodeCursor, listOrder, type Position } from './list-position.js';
 
 export class ShardedStore {
   /** Shard i's store at index i. */

@@ -14,6 +14,15 @@
  *   - `{"type":"retired","status":"confirmed","at":…,"keys":[key, …]}` (forget.lua: the
  *     subjects it removed, in order).
  *
+ * A packed entry whose subjects' keys are all canonical UUIDs (lowercase `8-4-4-4-12` hex, what
+ * AER-1 `receipt_uuid` values are) carries them as *tokens* instead (layout 6): each key as the
+ * 22 characters of its 16 bytes in unpadded base64url (keyToken), each digest as the 43 of its
+ * 32 bytes, concatenated without separators:
+ *   - `{"type":"accepted","status":"pending","at":…,"u":"<key token><digest token>…"}`;
+ *   - `{"type":"state","witness":…,"to":…,"at":…,"detail":…,"ru":[[from, previous, status,
+ *     "<key token>…"], …]}`.
+ * They expand to exactly the events of the plain form (keys and digests as lowercase hex).
+ *
  * A packed entry `<ms>-<seq>` of n subjects expands to n subject events with ids
  * `<ms>-<seq>.0` … `<ms>-<seq>.<n-1>`, in the order the state changed; a one-subject entry keeps
  * its plain id. A plain id names the whole entry: resuming from `<ms>-<seq>` goes on after all
@@ -54,6 +63,48 @@ function dataOf(fields: string[]): string | null {
 
 const isString = (v: unknown): v is string => typeof v === 'string';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+/** Characters of one key token and one digest token in a packed entry. */
+export const KEY_TOKEN_CHARS = 22;
+export const DIGEST_TOKEN_CHARS = 43;
+
+/** The key's token in a packed entry (its 16 bytes, unpadded base64url), or null when the key is not a canonical lowercase UUID. */
+export function keyToken(key: string): string | null {
+  if (!UUID.test(key)) return null;
+  return Buffer.from(key.replaceAll('-', ''), 'hex').toString('base64url');
+}
+
+/** A digest's token (its 32 bytes, unpadded base64url), or null when it is not 64 lowercase hex characters. */
+export function digestToken(digest: string): string | null {
+  return /^[0-9a-f]{64}$/.test(digest) ? Buffer.from(digest, 'hex').toString('base64url') : null;
+}
+
+/** The bytes of a token as lowercase hex, or null when it is not the canonical token of `bytes` bytes. */
+function tokenHex(token: string, bytes: number): string | null {
+  if (!BASE64URL.test(token)) return null;
+  const raw = Buffer.from(token, 'base64url');
+  if (raw.length !== bytes || raw.toString('base64url') !== token) return null;
+  return raw.toString('hex');
+}
+
+function keyOfToken(token: string): string | null {
+  const h = tokenHex(token, 16);
+  return h === null ? null : `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** The keys of a run of concatenated key tokens; null when the text is not whole tokens. */
+function keysOfTokens(text: string): string[] | null {
+  if (text.length % KEY_TOKEN_CHARS !== 0) return null;
+  const keys: string[] = [];
+  for (let i = 0; i < text.length; i += KEY_TOKEN_CHARS) {
+    const key = keyOfToken(text.slice(i, i + KEY_TOKEN_CHARS));
+    if (key === null) return null;
+    keys.push(key);
+  }
+  return keys;
+}
+
 /**
  * The subject events of one stream entry, in order; none for an entry that is not one of
  * ours (no JSON `data`, or a shape this version does not know).
@@ -76,6 +127,25 @@ export function expandEntry(entry: RawEntry): SubjectEvent[] {
     for (const s of data.subjects) {
       if (!Array.isArray(s) || !isString(s[0])) continue;
       out.push({ type: 'accepted', key: s[0], status, at: data.at, digest: isString(s[1]) ? s[1] : '' });
+    }
+  } else if (data.type === 'accepted' && isString(data.u) && isString(data.at)) {
+    const status = isString(data.status) ? data.status : 'pending';
+    const step = KEY_TOKEN_CHARS + DIGEST_TOKEN_CHARS;
+    if (data.u.length % step !== 0) return [];
+    for (let i = 0; i < data.u.length; i += step) {
+      const key = keyOfToken(data.u.slice(i, i + KEY_TOKEN_CHARS));
+      const digest = tokenHex(data.u.slice(i + KEY_TOKEN_CHARS, i + step), 32);
+      if (key === null || digest === null) return [];
+      out.push({ type: 'accepted', key, status, at: data.at, digest });
+    }
+  } else if (data.type === 'state' && Array.isArray(data.ru) && isString(data.at) && isString(data.witness) && isString(data.to)) {
+    const detail = isString(data.detail) ? data.detail : '';
+    for (const run of data.ru) {
+      if (!Array.isArray(run) || run.length !== 4 || !run.every(isString)) return [];
+      const [from, previous, status, tokens] = run as [string, string, string, string];
+      const keys = keysOfTokens(tokens);
+      if (keys === null) return [];
+      for (const key of keys) out.push({ type: 'state', key, witness: data.witness, from, to: data.to, status, previous, at: data.at, detail });
     }
   } else if (data.type === 'state' && Array.isArray(data.runs) && isString(data.at) && isString(data.witness) && isString(data.to)) {
     const detail = isString(data.detail) ? data.detail : '';

@@ -548,15 +548,11 @@
     $('#live-text').textContent = state;
   }
 
-  // one stream per shard (redis.shards, /v1/info): each has its own ids and reconnects on its own
-  let sources = [];
+  // one stream for every shard (redis.shards): /v1/events merges them, and EventSource resumes with the merged id
+  let source = null;
   function connect() {
-    for (const s of sources) s.close();
-    const shards = info && info.shards > 1 ? info.shards : 1;
-    sources = Array.from({ length: shards }, (_, i) => {
-      const params = [...(shards > 1 ? [`shard=${i}`] : []), ...(token() ? [`access_token=${encodeURIComponent(token())}`] : [])];
-      return follow(new EventSource(params.length > 0 ? `v1/events?${params.join('&')}` : 'v1/events'));
-    });
+    if (source) source.close();
+    source = follow(new EventSource(token() ? `v1/events?access_token=${encodeURIComponent(token())}` : 'v1/events'));
   }
 
   function follow(source) {

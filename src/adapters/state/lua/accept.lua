@@ -12,7 +12,9 @@
 -- history, Nostr event hash (the subject hash again when the subject has no event), then
 -- last the stream's tally (stream-lib.lua).
 -- ARGV[1] now (ms), [2] now (ISO), [3] stream MAXLEN, [4] witnesses (comma list),
--- [5] number of inboxes, then per subject 9: key, kind, envelope ('' when it is kept as its
+-- [5] number of inboxes, [6] the subjects' stream tokens (layout 6: per subject, in order, its
+-- key's 22 characters and its digest's 43, src/adapters/state/stream-entries.ts; '' when a key
+-- of the call is not a canonical UUID), then per subject 9: key, kind, envelope ('' when it is kept as its
 -- claims), digest (hex), fingerprint (as stored: 32 bytes, or the text when it is not 64 hex
 -- characters), event id as stored (layout 5: its 32 bytes; '' for none), event JSON, digest
 -- as stored (32 bytes; the caller converts, not the script), the envelope's claims as
@@ -30,6 +32,7 @@
 -- each inbox's length after the new subjects went in (-1 when none did).
 -- The stream: the subjects created are announced in one entry per run of them (a conflict
 -- between two runs is written where it happened, so the stream keeps the order):
+-- {type, status, at, u = their tokens, concatenated} when ARGV[6] has them, else
 -- {type, status, at, subjects = [[key, digest], ...]}, or the one-subject form
 -- {type, key, status, at, digest} for a run of one (src/adapters/state/stream-entries.ts).
 -- Entries go through add_events (stream-lib.lua, the last key is the stream's tally): the
@@ -51,8 +54,9 @@ local witnesses = {}
 for w in string.gmatch(ARGV[4], '[^,]+') do table.insert(witnesses, w) end
 local nw, ni = #witnesses, tonumber(ARGV[5])
 local kbase = 4 + nw + ni
-local n = (#ARGV - 5) / 9
-if n ~= math.floor(n) or n < 1 or #KEYS ~= kbase + 4 * n + 1 then
+local tokens = ARGV[6]
+local n = (#ARGV - 6) / 9
+if n ~= math.floor(n) or n < 1 or #KEYS ~= kbase + 4 * n + 1 or (tokens ~= '' and #tokens ~= 65 * n) then
   return redis.error_reply('accept: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
 end
 -- the claims' fields (length-prefixed name/value pairs) appended to a field list
@@ -75,14 +79,20 @@ local function announce()
   local data
   if c == 1 then
     data = {type = 'accepted', key = announced[1][1], status = 'pending', at = nowIso, digest = announced[1][2]}
+  elseif tokens ~= '' then
+    local t = {}
+    for j, a in ipairs(announced) do t[j] = string.sub(tokens, 65 * a[3] + 1, 65 * a[3] + 65) end
+    data = {type = 'accepted', status = 'pending', at = nowIso, u = table.concat(t)}
   else
-    data = {type = 'accepted', status = 'pending', at = nowIso, subjects = announced}
+    local l = {}
+    for j, a in ipairs(announced) do l[j] = {a[1], a[2]} end
+    data = {type = 'accepted', status = 'pending', at = nowIso, subjects = l}
   end
   add_events(KEYS[1], KEYS[#KEYS], maxlen, c, cjson.encode(data))
   announced = {}
 end
 for i = 0, n - 1 do
-  local a, k = 6 + 9 * i, kbase + 4 * i
+  local a, k = 7 + 9 * i, kbase + 4 * i
   local key, kind, envelope, digest, fp, eventId, eventJson, digestBin, claims = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8]
   local s, e, h, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
   local existing = redis.call('HMGET', s, 'status', 'fp', 'digest', 'nostr:event')
@@ -129,7 +139,7 @@ for i = 0, n - 1 do
     if existing[1] == 'rejected' and redis.call('EXISTS', h) == 1 then
       redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'accepted', status = 'pending', digest = digest}))
     end
-    table.insert(announced, {key, digest})
+    table.insert(announced, {key, digest, i})
     table.insert(out, 'created'); table.insert(out, ''); table.insert(out, '')
   end
 end

@@ -15,16 +15,20 @@
 -- forms), so moving 2 or 3 to 4 only records the version.
 -- Layout 5 writes no `witnesses` field, `u` and `c:<witness>` as ms since `created` and
 -- `<witness>:i`; layout 4's fields are still read, so moving 2, 3 or 4 to 5 only records it.
+-- Layout 6 writes packed stream entries of subjects whose keys are all canonical UUIDs as
+-- tokens (src/adapters/state/stream-entries.ts: 22 characters a key, 43 a digest); plain
+-- entries are still read, so moving 2–5 to 6 only records it. A release of layout 5 would not
+-- read the token entries: it refuses to open a layout-6 Redis.
 -- Any other schema key already present is left alone (the caller reads and judges it first).
 --
 -- KEYS[1] schema key, [2] counts, [3] idx:all, [4..8] idx:st:pending, partial, confirmed,
 -- failed, rejected, then per witness in ARGV[2] (comma list) its idx:w:<w>:pending, partial,
 -- confirmed, failed. ARGV[1] the current layout version, [2] witnesses.
--- Returns 'present' (a schema key other than 2, 3 or 4 was there), 'layout 2' / '3' / '4'
+-- Returns 'present' (a schema key other than 2–5 was there), 'layout 2' / '3' / '4' / '5'
 -- (moved from it), 'fresh'
 -- (no subjects) or 'migrated' (from layout 1).
 local was = redis.call('GET', KEYS[1])
-if (was == '2' or was == '3' or was == '4') and ARGV[1] == '5' then
+if (was == '2' or was == '3' or was == '4' or was == '5') and ARGV[1] == '6' then
   redis.call('SET', KEYS[1], ARGV[1])
   return 'layout ' .. was
 end

@@ -29,11 +29,14 @@
 -- ('' for none), [7] stream MAXLEN, [8] the call's token ('' for one subject), [9] the
 -- witnesses a subject may have (comma list: their statuses are read with the subject's own,
 -- in its one HMGET; layout 5 writes no `witnesses` field, so a subject's witnesses are those
--- of the list it has a w:<witness> field for), then the subject keys (in KEYS order).
+-- of the list it has a w:<witness> field for), [10] the keys' stream tokens (layout 6: 22
+-- characters each, in order, src/adapters/state/stream-entries.ts; '' when a key of the call is
+-- not a canonical UUID), then the subject keys (in KEYS order).
 -- Layout 5 writes `u` (last change) and `c:<witness>` (confirmed) as ms since `created`.
 -- The stream takes one entry per call for the subjects whose status changed (none when none
 -- did): {type, witness, to, at, detail, runs = [[from, previous, status, key, ...], ...]}, runs
--- of consecutive subjects in the order they changed, or the one-subject form {type, key,
+-- of consecutive subjects in the order they changed (with ARGV[10]'s tokens: ru = [[from,
+-- previous, status, their tokens concatenated], ...]), or the one-subject form {type, key,
 -- witness, from, to, status, previous, at, detail} (src/adapters/state/stream-entries.ts),
 -- added through add_events (stream-lib.lua): the stream keeps about ARGV[7] subject events.
 -- Returns per subject {outcome, overall, created}, flat (outcome 1: the status changed,
@@ -43,8 +46,9 @@
 local ORDER = {pending = 0, partial = 1, confirmed = 2, failed = 3}
 local w, new, prog, now, nowIso, detail, maxlen, token = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 if not ORDER[new] then return redis.error_reply('set-witness: unknown status ' .. tostring(new)) end
-local n = #ARGV - 9
-if n < 1 or #KEYS ~= 13 + 2 * n then return redis.error_reply('set-witness: ' .. #KEYS .. ' keys for ' .. n .. ' subjects') end
+local tokens = ARGV[10]
+local n = #ARGV - 10
+if n < 1 or #KEYS ~= 13 + 2 * n or (tokens ~= '' and #tokens ~= 22 * n) then return redis.error_reply('set-witness: ' .. #KEYS .. ' keys for ' .. n .. ' subjects') end
 -- the batch entry of this call, when an earlier chunk made it: {index, from}
 local bh, entryIndex, entryFrom = KEYS[12], -1, nil
 if token ~= '' then
@@ -106,19 +110,21 @@ local knownFields, knownAt = {}, {}
 for ww in string.gmatch(ARGV[9], '[^,]+') do table.insert(knownFields, 'w:' .. ww); knownAt[ww] = #knownFields end
 -- The changes, in order, as runs of subjects sharing (from, previous, status): the call's one
 -- stream entry.
-local runs, nchanged = {}, 0
-local function changed(key, from, previous, status)
+local runs, runTokens, nchanged = {}, {}, 0
+local function changed(i, key, from, previous, status)
   local last = runs[#runs]
   if not last or last[1] ~= from or last[2] ~= previous or last[3] ~= status then
     last = {from, previous, status}
     table.insert(runs, last)
+    table.insert(runTokens, {})
   end
   table.insert(last, key)
+  if tokens ~= '' then table.insert(runTokens[#runTokens], string.sub(tokens, 22 * i - 21, 22 * i)) end
   nchanged = nchanged + 1
 end
 local out = {}
 for i = 1, n do
-  local key, s, h = ARGV[9 + i], KEYS[11 + 2 * i], KEYS[12 + 2 * i]
+  local key, s, h = ARGV[10 + i], KEYS[11 + 2 * i], KEYS[12 + 2 * i]
   -- one read per subject: this witness, the overall status, and every witness's status
   local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', 'witnesses', unpack(knownFields))
   local old, stored = cur[1], tonumber(cur[2] or '0')
@@ -193,7 +199,7 @@ for i = 1, n do
     local entry = {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = overall}
     if detail ~= '' then entry.detail = detail end
     record(s, h, entry)
-    changed(key, old, oldOverall, overall)
+    changed(i, key, old, oldOverall, overall)
     table.insert(out, 1); table.insert(out, overall); table.insert(out, created)
   end
 end
@@ -203,6 +209,10 @@ if nchanged > 0 then
   if nchanged == 1 then
     local r = runs[1]
     data = {type = 'state', key = r[4], witness = w, from = r[1], to = new, status = r[3], previous = r[2], at = nowIso, detail = detail}
+  elseif tokens ~= '' then
+    local ru = {}
+    for j, r in ipairs(runs) do ru[j] = {r[1], r[2], r[3], table.concat(runTokens[j])} end
+    data = {type = 'state', witness = w, to = new, at = nowIso, detail = detail, ru = ru}
   else
     data = {type = 'state', witness = w, to = new, at = nowIso, detail = detail, runs = runs}
   end
