@@ -113,6 +113,12 @@ describe('EventFeed and MergedFeed when Redis fails their reads', () => {
   });
 });
 
+/** `p`, or a failure naming `what` after `ms`. */
+function within<T>(what: string, p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+}
+
 describe('EventFeed on a Redis Cluster', () => {
   let cluster: LocalCluster | null = null;
   const clients: RedisClient[] = [];
@@ -122,7 +128,7 @@ describe('EventFeed on a Redis Cluster', () => {
   });
 
   it('replays through the fail-fast cluster connection; with the slot\'s master lost a replay fails within the bound and leaves no subscriber', { timeout: 60_000 }, async () => {
-    cluster = await startLocalCluster();
+    cluster = await within('the cluster starting', startLocalCluster(), 30_000);
     const main = connectRedis({ cluster: cluster.urls });
     main.on('error', () => undefined);
     const fast = duplicateClient(main, failFastOptions(1000));
@@ -132,19 +138,19 @@ describe('EventFeed on a Redis Cluster', () => {
     const stream = '{feed-test}:events';
     for (let j = 0; j < 250; j++) await main.xadd(stream, '*', 'data', JSON.stringify({ type: 'state', key: `c-${j}`, status: 'pending', at: new Date().toISOString() }));
     const feed = new EventFeed(main, stream, log, { reads: fast, maxReplay: 10_000 });
-    await feed.start();
+    await within('the feed starting', feed.start(), 5000);
     try {
       const got: FeedMessage[] = [];
-      const sub = await feed.subscribe((m) => got.push(m), '0-0');
+      const sub = await within('the replay', feed.subscribe((m) => got.push(m), '0-0'), 10_000);
       expect(got.map((m) => m.key)).toEqual(Array.from({ length: 250 }, (_, j) => `c-${j}`));
       sub.close();
-      await cluster.kill(await cluster.ownerOf(stream));
+      await within('the master killed', cluster.ownerOf(stream).then((port) => cluster!.kill(port)), 10_000);
       const started = Date.now();
-      await expect(feed.subscribe(() => undefined, '0-0')).rejects.toThrow();
+      await expect(within('the failing replay', feed.subscribe(() => undefined, '0-0'), 10_000)).rejects.toThrow(/^(?!the failing replay)/);
       expect(Date.now() - started).toBeLessThan(5000);
       expect(feed.size).toBe(0);
     } finally {
-      await feed.close();
+      await within('the feed closing', feed.close(), 10_000);
     }
   });
 });

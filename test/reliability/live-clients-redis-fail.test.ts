@@ -196,18 +196,25 @@ describe.each([1, 3])('Redis failing during a live client replay (redis.shards %
       stderr = (stderr + d.toString('utf8')).slice(-200_000);
     });
     const base = `http://127.0.0.1:${port}`;
-    const status = async (path: string): Promise<number> => {
-      try {
-        return (await fetch(`${base}${path}`, { signal: AbortSignal.timeout(5000) })).status;
-      } catch {
-        return 0;
-      }
-    };
+    let lastFetchError = '';
+    /** The status of a GET on a fresh connection (a pooled keep-alive one the server just closed would fail for its own reasons); 0 when none came. */
+    const status = (path: string): Promise<number> =>
+      new Promise((resolve) => {
+        const req = http.get(`${base}${path}`, { agent: false, timeout: 5000 }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('timeout', () => req.destroy(new Error('no answer within 5 s')));
+        req.on('error', (err) => {
+          lastFetchError = err.message;
+          resolve(0);
+        });
+      });
     await waitFor('the daemon serving', async () => (await status('/livez')) === 200, 30_000);
     const alive = async (when: string): Promise<void> => {
       expect(child!.exitCode, `daemon exited ${when}; stderr: ${stderr.slice(-3000)}`).toBeNull();
       expect(child!.signalCode, `daemon killed ${when}`).toBeNull();
-      expect(await status('/livez'), `/livez ${when}`).toBe(200);
+      expect(await status('/livez'), `/livez ${when}: ${lastFetchError}`).toBe(200);
     };
     /** A new client with nothing to replay is let in and stays open. */
     const anotherClient = async (when: string): Promise<void> => {

@@ -76,6 +76,9 @@ export interface EventFeedOptions {
   reads?: Redis;
 }
 
+/** Longest `close()` waits for the live reader's read in flight to settle. */
+const CLOSE_WAIT_MS = 2000;
+
 /** The live reader's waits after failed reads: 0.5 s doubling to 10 s. */
 const RETRY_INITIAL_MS = 500;
 const RETRY_MAX_MS = 10_000;
@@ -357,7 +360,10 @@ export class EventFeed implements Feed {
     this.subscribers.clear();
     this.reader.disconnect();
     this.wake?.();
-    await this.loop;
+    // a cluster client may never settle the XREAD it had in flight to a lost master: shutdown waits a bounded time, the loop ends when it does
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.loop, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 }
 
