@@ -184,8 +184,10 @@ describe('a calendar that accepts the connection and never answers', () => {
         await new Promise((r) => setTimeout(r, 300));
       }
       for (const s of subjects) await waitFor('submitted', () => submitted(issuer, s.receipt_uuid), 30_000);
-      const history = await issuer.store.history(subjects[2]!.receipt_uuid);
-      expect(history.find((h) => h.to === 'pending')?.detail).toContain(`${calendars[1]!.url}: timeout`);
+      // the batch is marked submitted just before its subjects' transition is recorded (ots-witness.ts): wait for that entry
+      const movedOn = async () => (await issuer.store.history(subjects[2]!.receipt_uuid)).find((h) => h.to === 'pending' && h.detail !== undefined);
+      await waitFor('the transition to pending recorded', async () => (await movedOn()) !== undefined, 30_000);
+      expect((await movedOn())!.detail).toContain(`${calendars[1]!.url}: timeout`);
     } finally {
       await daemon.stop();
       await issuer.close();
