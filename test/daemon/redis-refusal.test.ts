@@ -34,6 +34,8 @@ describe('redisRefusal', () => {
     expect(describeRefusal(redisRefusal(new Error('Command timed out'))!, 2500)).toBe('Redis did not answer within 2500 ms (http.redisTimeoutMs)');
     const down = redisRefusal(new Error("Stream isn't writeable and enableOfflineQueue options is false"))!;
     expect(describeRefusal(down, 2500)).toBe('Redis is unreachable: not connected (the connection is down or being re-established)');
+    const dropped = redisRefusal(new Error('Reached the max retries per request limit (which is 0). Refer to "maxRetriesPerRequest" option for details.'))!;
+    expect(describeRefusal(dropped, 2500)).toBe('Redis is unreachable: the connection dropped while a command waited for its answer');
     const long = redisRefusal(new Error(`READONLY ${'x'.repeat(5000)}\nsecond line`))!;
     expect(long.detail.length).toBeLessThanOrEqual(201);
     expect(long.detail).not.toContain('second line');

@@ -5,11 +5,15 @@
  * every SSE and WebSocket client. A client that names the last event id it saw (an entry's,
  * or one inside a packed entry) gets the events after it replayed first (XRANGE, in pages it
  * must take before the next is read, at most `maxReplay` subject events), then the live
- * ones, without gaps or repeats.
+ * ones, without gaps or repeats. Replays read through `reads`, a connection whose commands fail
+ * rather than wait (the server's: src/adapters/http/request-redis.ts), so a replay that Redis
+ * fails under rejects within `http.redisTimeoutMs` and its client is closed; the live reader
+ * waits out an outage, retrying with a bounded backoff, and goes on from the last id it read.
  */
 import { duplicateClient, type RedisClient as Redis } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import { configDefault } from '../config/schema.js';
+import { backoffDelay } from '../../core/retry/backoff.js';
 import { compareEventIds, expandEntry, formatEventId, parseEventId, type RawEntry, type StateEvent } from '../state/stream-entries.js';
 
 export type { StateEvent } from '../state/stream-entries.js';
@@ -68,7 +72,16 @@ export interface EventFeedOptions {
   maxReplay?: number;
   /** XREAD BLOCK timeout in ms (default 5000). */
   blockMs?: number;
+  /** The connection replays (and `end`, `entries`) read through (default: the one given). */
+  reads?: Redis;
 }
+
+/** Longest `close()` waits for the live reader's read in flight to settle. */
+const CLOSE_WAIT_MS = 2000;
+
+/** The live reader's waits after failed reads: 0.5 s doubling to 10 s. */
+const RETRY_INITIAL_MS = 500;
+const RETRY_MAX_MS = 10_000;
 
 /** A subscriber's handle. */
 export interface Subscription {
@@ -109,6 +122,8 @@ export function withId(message: FeedMessage, id: string): FeedMessage {
 export class EventFeed implements Feed {
   private readonly redis: Redis;
   private readonly reader: Redis;
+  /** The reader's connection is down (its error was logged; the next is not until it is back). */
+  private readerDown = false;
   private readonly stream: string;
   private readonly log: Logger;
   private readonly subscribers = new Set<Subscriber>();
@@ -118,12 +133,22 @@ export class EventFeed implements Feed {
   private published = '0-0';
   private closed = false;
   private loop: Promise<void> | null = null;
+  /** Ends the live reader's wait before a retry (on close). */
+  private wake: (() => void) | null = null;
 
   constructor(redis: Redis, stream: string, log: Logger, options: EventFeedOptions = {}) {
-    this.redis = redis;
+    this.redis = options.reads ?? redis;
     this.reader = duplicateClient(redis);
+    // ioredis reports every failed reconnect: one line when the connection goes, one when it is back
     this.reader.on('error', (err: Error) => {
-      if (!this.closed) log.warn({ err }, 'event feed connection error');
+      if (this.closed || this.readerDown) return;
+      this.readerDown = true;
+      log.warn({ stream, cause: err.message }, 'event feed connection lost; live clients get nothing until it is back');
+    });
+    this.reader.on('ready', () => {
+      if (!this.readerDown) return;
+      this.readerDown = false;
+      log.info({ stream }, 'event feed connection back');
     });
     this.stream = stream;
     this.log = log;
@@ -163,6 +188,7 @@ export class EventFeed implements Feed {
 
   private async run(): Promise<void> {
     let published = 0;
+    let failures = 0;
     while (!this.closed) {
       try {
         const res = (await this.reader.xread('COUNT', FEED_PAGE, 'BLOCK', this.blockMs, 'STREAMS', this.stream, this.lastId)) as
@@ -179,10 +205,25 @@ export class EventFeed implements Feed {
             this.published = entry[0];
           }
         }
+        if (failures > 0) this.log.info({ stream: this.stream, failures }, 'event feed reading again');
+        failures = 0;
       } catch (err) {
         if (this.closed) break;
-        this.log.warn({ err }, 'event feed read failed; retrying');
-        await new Promise((r) => setTimeout(r, 500));
+        failures += 1;
+        const retryInMs = backoffDelay(failures, RETRY_INITIAL_MS, RETRY_MAX_MS);
+        // the first failure of a run of them is worth a warning; the retries are not
+        const fields = { stream: this.stream, cause: (err as Error).message, failures, retryInMs };
+        if (failures === 1) this.log.warn(fields, 'event feed read failed; retrying');
+        else this.log.debug(fields, 'event feed read failed again; retrying');
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            clearTimeout(timer);
+            this.wake = null;
+            resolve();
+          };
+          const timer = setTimeout(done, retryInMs);
+          this.wake = done;
+        });
       }
     }
   }
@@ -211,6 +252,7 @@ export class EventFeed implements Feed {
    * back `cut`, its `resumeFrom` the last event id sent.
    */
   async subscribe(listener: Listener, since?: string | null, room?: () => Promise<boolean>): Promise<Subscription> {
+    if (since && !parseEventId(since)) throw new Error(`not an event id: ${since}`);
     const sub: Subscriber = { listener, buffer: since ? [] : null, overflow: false, closed: false, after: null };
     this.subscribers.add(sub);
     let cut = false;
@@ -229,10 +271,16 @@ export class EventFeed implements Feed {
       },
     };
     if (!since) return subscription;
-    if (!parseEventId(since)) throw new Error(`not an event id: ${since}`);
     // An id past the stream's end (another shard's, a Redis since flushed, a clock ahead) resumes
     // from the end: kept as it is, it would hold back every live event until ids pass it.
-    const end = await this.end();
+    let end: string;
+    try {
+      end = await this.end();
+    } catch (err) {
+      // Redis away or refusing before the replay began: the subscriber goes, the error to the caller
+      close();
+      throw err;
+    }
     if (compareEventIds(since, end) > 0) {
       since = end;
       cursor = end;
@@ -247,6 +295,8 @@ export class EventFeed implements Feed {
     let cutInside = false;
     // events sent since the client last had room: a page of them at most before it is asked again
     let unasked = 0;
+    // a read failed (Redis away or refusing): the subscriber goes, the error to the caller
+    let failed = true;
     /** Replays an entry's events after `after` (all with null); false once it stops inside (maxReplay, the client gone or closed). */
     const replay = async (entry: RawEntry, after: string | null): Promise<boolean> => {
       for (const message of decodeEntry(entry)) {
@@ -291,10 +341,11 @@ export class EventFeed implements Feed {
       if (!gone && !sub.closed && (cutInside || sub.overflow || (replayed >= this.maxReplay && (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', 1)).length > 0))) {
         cut = true;
       }
+      failed = false;
     } finally {
       const held = sub.buffer ?? [];
       sub.buffer = null;
-      if (cut || gone) close();
+      if (cut || gone || failed) close();
       else {
         const last = cursor ?? from;
         for (const m of held) if (compareEventIds(m.id, last) > 0) deliver(sub, m, this.log);
@@ -308,7 +359,11 @@ export class EventFeed implements Feed {
     this.closed = true;
     this.subscribers.clear();
     this.reader.disconnect();
-    await this.loop;
+    this.wake?.();
+    // a cluster client may never settle the XREAD it had in flight to a lost master: shutdown waits a bounded time, the loop ends when it does
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.loop, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 }
 

@@ -3,10 +3,12 @@
  * `http.maxLiveClients` (one more is answered 503 with Retry-After), and a bounded send
  * buffer each — a replay waits for the client to take what it was sent, live messages do
  * not wait, and a client that does not read is closed (it can resume from its last id).
+ * A replay that Redis fails under closes its client with the cause (`liveFailure`).
  */
 import type { Socket } from 'node:net';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { HttpError } from './respond.js';
+import { describeRefusal, redisRefusal } from '../redis/redis-refusal.js';
 
 /** Unsent bytes past which a live client is dropped. */
 export const MAX_BUFFERED_BYTES = 256 * 1024;
@@ -105,4 +107,34 @@ export function roomIn(socket: Socket): Promise<boolean> {
     socket.on('drain', onDrain);
     socket.on('close', onClose);
   });
+}
+
+/** Called with what made a live client's replay fail (logs it); returns the cause to tell the client (one line, at most MAX_CAUSE_BYTES). */
+export type ReplayFailure = (err: unknown) => string;
+
+/** Longest cause told to a client: a WebSocket close reason holds 123 bytes (RFC 6455 §5.5). */
+export const MAX_CAUSE_BYTES = 123;
+
+/** Why a live client's replay failed, in words for it and the log; `ours` when it was not Redis (a fault of ours, worth a stack). */
+export function liveFailure(err: unknown, redisTimeoutMs: number): { cause: string; ours: boolean } {
+  const refusal = redisRefusal(err);
+  let cause: string;
+  if (refusal) cause = describeRefusal(refusal, redisTimeoutMs);
+  // what Redis answered with (NOPERM, WRONGTYPE, ...): ioredis's ReplyError
+  else if (err instanceof Error && err.name === 'ReplyError') cause = `Redis refused the read: ${err.message.split('\n', 1)[0]}`;
+  else return { cause: 'internal error; see the daemon log', ours: true };
+  return { cause: truncateBytes(cause, MAX_CAUSE_BYTES), ours: false };
+}
+
+/** `text` cut to at most `max` UTF-8 bytes, on a character boundary, an ellipsis marking the cut. */
+function truncateBytes(text: string, max: number): string {
+  if (Buffer.byteLength(text) <= max) return text;
+  let out = '';
+  let bytes = Buffer.byteLength('…');
+  for (const ch of text) {
+    bytes += Buffer.byteLength(ch);
+    if (bytes > max) break;
+    out += ch;
+  }
+  return `${out}…`;
 }

@@ -15,7 +15,7 @@ import type { DaemonView } from '../view/daemon-view.js';
 import { EventFeed, normalizeStreamId, type Feed } from './event-feed.js';
 import { MergedFeed, parseFeedPosition } from './merged-feed.js';
 import { ANY_HOST_PATHS, HostCheck } from './host-check.js';
-import { LiveClients } from './live-clients.js';
+import { LiveClients, liveFailure, type ReplayFailure } from './live-clients.js';
 import { Readiness } from './readiness.js';
 import { RequestRedis } from './request-redis.js';
 import { HttpError, JSON_TYPE, json, refusalError, send, sendError, type Reply } from './respond.js';
@@ -86,20 +86,29 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   const auth = new TokenAuth(cfg.token, cfg.readsRequireToken);
   const hosts = new HostCheck(cfg.allowedHosts, cfg.host);
   const files = loadStaticFiles();
-  // one feed per shard (redis.shards): /v1/events and /v1/ws take ?shard=i; without it every shard's, merged (K = 1: the one shard's)
-  const feeds = daemon.state.shards.map((s) => new EventFeed(daemon.redis, s.keys.events, log, { maxReplay: cfg.maxReplay }));
+  // every read and write of a request goes through this connection: bounded, never replayed
+  const requests = await RequestRedis.open(daemon, cfg.redisTimeoutMs, log);
+  const view = requests.view;
+  // one feed per shard (redis.shards): /v1/events and /v1/ws take ?shard=i; without it every shard's, merged (K = 1: the one shard's).
+  // Replays read through the request connection: one that Redis fails under ends within http.redisTimeoutMs, not when Redis is back.
+  const feeds = daemon.state.shards.map((s) => new EventFeed(daemon.redis, s.keys.events, log, { maxReplay: cfg.maxReplay, reads: requests.redis }));
   await Promise.all(feeds.map((f) => f.start()));
   const all: Feed = feeds.length === 1 ? feeds[0]! : new MergedFeed(feeds, log, { maxReplay: cfg.maxReplay });
-  const sockets = new Map<Feed, EventSocketServer>([...new Set<Feed>([...feeds, all])].map((f) => [f, new EventSocketServer(f)]));
+  /** One line per client whose replay Redis failed under (the cause, no stack); a fault of ours is logged whole. */
+  const replayFailed = (client: 'WebSocket' | 'SSE'): ReplayFailure => (err) => {
+    const { cause, ours } = liveFailure(err, cfg.redisTimeoutMs);
+    if (ours) log.error({ err }, `${client} client closed: its replay failed`);
+    else log.warn({ cause }, `${client} client closed: its replay could not read Redis`);
+    return cause;
+  };
+  const sockets = new Map<Feed, EventSocketServer>([...new Set<Feed>([...feeds, all])].map((f) => [f, new EventSocketServer(f, replayFailed('WebSocket'))]));
   /** The feed a live request asks for, and where it resumes. */
   const liveFeed = (req: IncomingMessage, query: URLSearchParams): { feed: Feed; since: string | null } => {
     const shard = shardParam(query, feeds.length);
     return { feed: shard === null ? all : feeds[shard]!, since: resumeFrom(req, query, shard === null ? feeds.length : 1) };
   };
   const streams = new Set<LiveStream>();
-  // every read and write of a request goes through this connection: bounded, never replayed
-  const requests = await RequestRedis.open(daemon, cfg.redisTimeoutMs, log);
-  const view = requests.view;
+  const sseFailed = replayFailed('SSE');
   const readiness = new Readiness(requests.redis, daemon.state.shards.map((s) => s.keys.probe), cfg.redisTimeoutMs);
   const anchors = new AnchorRoutes(view, { onWriteRefused: (r) => readiness.noteRefusal(r) });
   const webhookLogs = daemon.state.shards.map((s) => new WebhookLog(requests.redis, s.keys.base));
@@ -166,7 +175,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
         const { feed, since } = liveFeed(req, query);
         const release = live.admit();
         res.on('close', release);
-        const stream = await streamEvents(res, feed, since);
+        const stream = await streamEvents(res, feed, since, sseFailed);
         streams.add(stream);
         res.on('close', () => streams.delete(stream));
       },

@@ -4,12 +4,13 @@
  * feed of K shards every shard's, comma-separated: src/adapters/http/merged-feed.ts; so EventSource
  * resumes with `Last-Event-ID`, from the middle of an entry too) and whose `data:` is the change as
  * one line of JSON. A comment line every 15 s keeps proxies from closing an idle stream.
- * A replay cut at `http.maxReplay` ends the response; EventSource reconnects from its last id.
+ * A replay cut at `http.maxReplay` ends the response; so does one Redis fails under (a comment
+ * line names the cause); EventSource reconnects from its last id either way.
  */
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { messageText, type Feed, type FeedMessage } from './event-feed.js';
-import { MAX_BUFFERED_BYTES, roomIn } from './live-clients.js';
+import { messageText, type Feed, type FeedMessage, type Subscription } from './event-feed.js';
+import { MAX_BUFFERED_BYTES, roomIn, type ReplayFailure } from './live-clients.js';
 
 const HEARTBEAT_MS = 15_000;
 /** How long EventSource waits before reconnecting. */
@@ -25,7 +26,7 @@ export interface LiveStream {
 }
 
 /** Streams the feed to one client until it goes away; returns a handle the server closes on shutdown. */
-export async function streamEvents(res: ServerResponse, feed: Feed, since: string | null): Promise<LiveStream> {
+export async function streamEvents(res: ServerResponse, feed: Feed, since: string | null, failed: ReplayFailure): Promise<LiveStream> {
   res.writeHead(200, {
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-store, no-transform',
@@ -48,19 +49,30 @@ export async function streamEvents(res: ServerResponse, feed: Feed, since: strin
   };
   res.on('close', close);
   res.on('error', close);
-  const sub = await feed.subscribe(
-    (message) => {
-      if (done) return;
-      res.write(sseFrame(message));
-      // a client that does not keep up is dropped; it resumes with Last-Event-ID
-      if (res.writableLength > MAX_BUFFERED_BYTES) {
-        close();
-        res.destroy();
-      }
-    },
-    since,
-    async () => !done && socket !== null && (await roomIn(socket)),
-  );
+  let sub: Subscription;
+  try {
+    sub = await feed.subscribe(
+      (message) => {
+        if (done) return;
+        res.write(sseFrame(message));
+        // a client that does not keep up is dropped; it resumes with Last-Event-ID
+        if (res.writableLength > MAX_BUFFERED_BYTES) {
+          close();
+          res.destroy();
+        }
+      },
+      since,
+      async () => !done && socket !== null && (await roomIn(socket)),
+    );
+  } catch (err) {
+    // the feed let the subscriber go; what was sent stands, EventSource resumes from its last id
+    const cause = failed(err).replace(/[\r\n]+/g, ' ');
+    if (!done) {
+      res.write(`: replay failed: ${cause}; reconnect with Last-Event-ID to go on\n\n`);
+      close();
+    }
+    return { close };
+  }
   subscription = sub;
   if (done) sub.close();
   else if (sub.cut) {

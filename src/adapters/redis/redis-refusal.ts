@@ -55,6 +55,7 @@ export function redisRefusal(err: unknown): RedisRefusal | null {
   if (/^Command timed out/.test(message)) return { kind: 'timeout', maybeApplied: true, ...away };
   // ioredis's words for a fail-fast connection that is down say nothing to an operator
   if (/^Stream isn't writeable/.test(message)) return { kind: 'unavailable', maybeApplied: false, ...away, detail: 'not connected (the connection is down or being re-established)' };
+  if (/^Reached the max retries per request limit/.test(message)) return { kind: 'unavailable', maybeApplied: true, ...away, detail: 'the connection dropped while a command waited for its answer' };
   if (NOT_SENT.some((p) => p.test(message))) return { kind: 'unavailable', maybeApplied: false, ...away };
   if (LOST.some((p) => p.test(message))) return { kind: 'unavailable', maybeApplied: true, ...away };
   return null;
