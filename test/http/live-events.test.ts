@@ -119,6 +119,25 @@ describe('resuming', () => {
     expect(refused.status).toBe(400);
     expect(JSON.parse(refused.body)).toMatchObject({ error: { field: 'since' } });
   });
+
+  it('answers 400 for a stream id whose numbers Redis cannot hold (over 2^64 - 1), not a broken stream', async () => {
+    // a stream with entries: an id before its end is replayed from, not taken as past the end
+    const subject = receiptFields();
+    expect((await s.post('/v1/anchors', subject, { auth: true })).status).toBe(202);
+    await s.confirm([subject.receipt_uuid]);
+    for (const id of ['1-18446744073709551616', '1-99999999999999999999.3', '18446744073709551616-0']) {
+      const res = await checkedFetch(`${s.http.url}/v1/events`, { headers: { 'Last-Event-ID': id } });
+      expect(res.status, id).toBe(400);
+      expect(((await res.json()) as { error: { code: string; field: string } }).error).toMatchObject({ code: 'bad_parameter', field: 'Last-Event-ID' });
+      const refused = await wsRefusal(`${s.http.url.replace('http', 'ws')}/v1/ws?since=${id}`);
+      expect(refused.status, id).toBe(400);
+      expect(JSON.parse(refused.body)).toMatchObject({ error: { field: 'since' } });
+    }
+    // the largest id Redis holds is one
+    const max = await openSse(`${s.http.url}/v1/events`, { 'Last-Event-ID': '18446744073709551615-18446744073709551615' });
+    expect(max.status).toBe(200);
+    max.close();
+  });
 });
 
 describe('packed entries (one stream entry per batch transition)', () => {
