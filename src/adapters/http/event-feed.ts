@@ -229,10 +229,17 @@ export class EventFeed implements Feed {
       },
     };
     if (!since) return subscription;
-    if (!parseEventId(since)) throw new Error(`not an event id: ${since}`);
+    // a subscribe that fails (a bad id, Redis refusing a read) leaves no subscriber behind
+    if (!parseEventId(since)) {
+      close();
+      throw new Error(`not an event id: ${since}`);
+    }
     // An id past the stream's end (another shard's, a Redis since flushed, a clock ahead) resumes
     // from the end: kept as it is, it would hold back every live event until ids pass it.
-    const end = await this.end();
+    const end = await this.end().catch((err: unknown) => {
+      close();
+      throw err;
+    });
     if (compareEventIds(since, end) > 0) {
       since = end;
       cursor = end;
@@ -247,6 +254,7 @@ export class EventFeed implements Feed {
     let cutInside = false;
     // events sent since the client last had room: a page of them at most before it is asked again
     let unasked = 0;
+    let finished = false;
     /** Replays an entry's events after `after` (all with null); false once it stops inside (maxReplay, the client gone or closed). */
     const replay = async (entry: RawEntry, after: string | null): Promise<boolean> => {
       for (const message of decodeEntry(entry)) {
@@ -291,10 +299,11 @@ export class EventFeed implements Feed {
       if (!gone && !sub.closed && (cutInside || sub.overflow || (replayed >= this.maxReplay && (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', 1)).length > 0))) {
         cut = true;
       }
+      finished = true;
     } finally {
       const held = sub.buffer ?? [];
       sub.buffer = null;
-      if (cut || gone) close();
+      if (cut || gone || !finished) close();
       else {
         const last = cursor ?? from;
         for (const m of held) if (compareEventIds(m.id, last) > 0) deliver(sub, m, this.log);
