@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { EventFeed, compareStreamIds } from '../../src/adapters/http/event-feed.js';
 import { createLogger } from '../../src/daemon/logger.js';
-import { receiptFields } from '../helpers/harness.js';
+import { receiptFields, waitFor } from '../helpers/harness.js';
 import { checkedFetch } from '../helpers/openapi.js';
 import { openSse, openWs, wsRefusal, type SseEvent } from './clients.js';
 import { startHttpServer } from '../../src/adapters/http/server.js';
@@ -163,6 +163,32 @@ describe('a replay Redis refuses', () => {
     } finally {
       await feed.close();
       await s.daemon.redis.del(key);
+    }
+  });
+});
+
+describe('a WebSocket replay Redis refuses', () => {
+  it('closes that socket with 1011; the failure is handled, not an unhandled rejection that would end the daemon', async () => {
+    const events = s.daemon.state.shards[0]!.keys.events;
+    const saved = `${events}:saved-${randomBytes(4).toString('hex')}`;
+    const rejections: unknown[] = [];
+    const onRejection = (err: unknown): void => void rejections.push(err);
+    process.on('unhandledRejection', onRejection);
+    const had = (await s.daemon.redis.exists(events)) === 1;
+    if (had) await s.daemon.redis.rename(events, saved);
+    try {
+      // the stream's key holds a string for a moment: the replay's reads are refused (WRONGTYPE)
+      await s.daemon.redis.set(events, 'not a stream');
+      const ws = await openWs(`${s.http.url.replace('http', 'ws')}/v1/ws?since=1-0`);
+      let code: number | null = null;
+      ws.ws.on('close', (c) => (code = c));
+      await waitFor('the socket closed or the failure unhandled', () => code !== null || rejections.length > 0, 10_000, 10);
+      expect(rejections).toEqual([]);
+      expect(code).toBe(1011);
+    } finally {
+      await s.daemon.redis.del(events);
+      if (had) await s.daemon.redis.rename(saved, events);
+      process.off('unhandledRejection', onRejection);
     }
   });
 });

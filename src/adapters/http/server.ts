@@ -90,7 +90,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   const feeds = daemon.state.shards.map((s) => new EventFeed(daemon.redis, s.keys.events, log, { maxReplay: cfg.maxReplay }));
   await Promise.all(feeds.map((f) => f.start()));
   const all: Feed = feeds.length === 1 ? feeds[0]! : new MergedFeed(feeds, log, { maxReplay: cfg.maxReplay });
-  const sockets = new Map<Feed, EventSocketServer>([...new Set<Feed>([...feeds, all])].map((f) => [f, new EventSocketServer(f)]));
+  const sockets = new Map<Feed, EventSocketServer>([...new Set<Feed>([...feeds, all])].map((f) => [f, new EventSocketServer(f, log)]));
   /** The feed a live request asks for, and where it resumes. */
   const liveFeed = (req: IncomingMessage, query: URLSearchParams): { feed: Feed; since: string | null } => {
     const shard = shardParam(query, feeds.length);

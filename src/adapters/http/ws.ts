@@ -10,6 +10,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { Logger } from 'pino';
 import { messageText, type Feed } from './event-feed.js';
 import { MAX_BUFFERED_BYTES, roomIn } from './live-clients.js';
 
@@ -31,9 +32,11 @@ export class EventSocketServer {
   private readonly feed: Feed;
   private readonly alive = new WeakMap<WebSocket, boolean>();
   private readonly pinger: NodeJS.Timeout;
+  private readonly log: Logger | null;
 
-  constructor(feed: Feed) {
+  constructor(feed: Feed, log: Logger | null = null) {
     this.feed = feed;
+    this.log = log;
     this.pinger = setInterval(() => this.ping(), PING_MS);
     this.pinger.unref();
   }
@@ -45,7 +48,12 @@ export class EventSocketServer {
   /** Completes an upgrade the server has already authorized. */
   accept(req: IncomingMessage, socket: Duplex, head: Buffer, since: string | null): void {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
-      void this.attach(ws, socket as Socket, since);
+      // a replay Redis refuses ends this socket, never the process (an unhandled rejection would)
+      this.attach(ws, socket as Socket, since).catch((err: unknown) => {
+        this.log?.warn({ err }, 'live feed replay failed; WebSocket closed');
+        if (ws.readyState === ws.OPEN) ws.close(1011, 'internal error; see the daemon log');
+        else ws.terminate();
+      });
     });
   }
 
