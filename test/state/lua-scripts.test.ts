@@ -552,6 +552,20 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
     expect((await entries()).slice(1).map((e) => Object.keys(JSON.parse(e[1][1]!) as object).includes('u'))).toEqual([true, false, true]);
   });
 
+  it('a token entry and the plain entry of the same subjects expand to byte-identical event texts (what webhooks and the feed send)', () => {
+    const at = '2026-01-01T00:00:00.000Z';
+    const subs = Array.from({ length: 3 }, () => [randomUUID(), randomBytes(32).toString('hex')] as const);
+    const tk = (key: string): string => Buffer.from(key.replaceAll('-', ''), 'hex').toString('base64url');
+    const u = subs.map(([k, d]) => tk(k) + Buffer.from(d, 'hex').toString('base64url')).join('');
+    const texts = (data: object): string[] => expandEntry(['7-1', ['data', JSON.stringify(data)]]).map((e) => e.text);
+    expect(texts({ type: 'accepted', status: 'pending', at, u })).toEqual(texts({ type: 'accepted', status: 'pending', at, subjects: subs }));
+    const [a, b, c] = subs.map(([k]) => k);
+    const plain = { type: 'state', witness: 'ots', to: 'partial', at, detail: 'd/é', runs: [['pending', 'pending', 'partial', a, b], ['pending', 'partial', 'partial', c]] };
+    const tokens = { type: 'state', witness: 'ots', to: 'partial', at, detail: 'd/é', ru: [['pending', 'pending', 'partial', tk(a!) + tk(b!)], ['pending', 'partial', 'partial', tk(c!)]] };
+    expect(texts(tokens)).toEqual(texts(plain));
+    expect(texts(tokens)).toHaveLength(3);
+  });
+
   it('a token entry that is not whole tokens expands to nothing rather than to wrong keys', () => {
     const at = '2026-01-01T00:00:00Z';
     const key = randomUUID();
