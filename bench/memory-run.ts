@@ -5,9 +5,13 @@
  * external, arrayBuffers) beside the child's VmRSS, and optionally a heap snapshot
  * (--heapsnapshot-signal) to diff between two N.
  *
- *   node dist/bench/memory-run.js [--n 0,10000,100000] [--snapshot DIR] [--per-job 1000] [--settle 1-9]
+ *   node dist/bench/memory-run.js [--n 0,10000,100000] [--snapshot DIR] [--per-job 1000] [--settle 1-9] [--step MS]
  *
- * For experiments: BENCH_QUEUE_CONCURRENCY sets the child's queue.concurrency (any bench),
+ * Besides the table, it prints the probe's series (rss, heapTotal, heapUsed, external,
+ * arrayBuffers, V8's new and old space; no forced GC) from 30 s before acceptance, one line every `--step` ms (1000).
+ *
+ * For experiments: BENCH_QUEUE_CONCURRENCY and BENCH_MAX_SUBJECTS_IN_FLIGHT set the child's
+ * queue.concurrency and queue.maxSubjectsInFlight (any bench),
  * BENCH_EXTRA_NODE_OPTIONS adds to the child's NODE_OPTIONS (this one).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
@@ -19,7 +23,8 @@ import { killAllTracked, removeTempDir, sleep, startPeers, tempDir, type DaemonC
 
 const PROBE = resolve(dirname(fileURLToPath(import.meta.url)), '../../scripts/memory-probe.mjs');
 const MB = 1024 * 1024;
-type Usage = NodeJS.MemoryUsage & { peak: NodeJS.MemoryUsage };
+/** The probe's series: [time ms, rss, heapTotal, heapUsed, external, arrayBuffers, new space, old space, old space used], every 500 ms. */
+type Usage = NodeJS.MemoryUsage & { peak: NodeJS.MemoryUsage; series?: Array<[number, number, number, number, number, number, number, number, number]> };
 
 async function waitFor(cond: () => boolean, ms: number, what: string): Promise<void> {
   const deadline = Date.now() + ms;
@@ -39,7 +44,7 @@ async function probe(file: string, child: DaemonChild): Promise<Usage> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { n: { type: 'string', default: '0,10000,100000' }, snapshot: { type: 'string' }, 'per-job': { type: 'string', default: '1000' }, settle: { type: 'string' } } });
+  const { values } = parseArgs({ options: { n: { type: 'string', default: '0,10000,100000' }, snapshot: { type: 'string' }, 'per-job': { type: 'string', default: '1000' }, settle: { type: 'string' }, step: { type: 'string', default: '1000' } } });
   const ns = values.n.split(',').map(Number);
   const peers = await startPeers({ roundMs: 1000, relays: 1, calendars: 1 });
   const rows: string[] = [];
@@ -52,6 +57,7 @@ async function main(): Promise<void> {
       let usage: Usage | null = null;
       const trail: string[] = [];
       let vm: { rss: number; hwm: number } | null = null;
+      let acceptedAt = 0;
       await intakeRun({
         n,
         perJob: Number(values['per-job']),
@@ -64,6 +70,7 @@ async function main(): Promise<void> {
         atPending: async (child) => {
           // VmRSS with no forced GC: as the intake ends, and for a while after (V8's memory reducer)
           const t0 = Date.now();
+          acceptedAt = t0;
           for (const at of [0, 1000, 5000, 10_000, 20_000, 30_000, 45_000, 60_000, 90_000].slice(0, Number(values.settle ?? '6'))) {
             await sleep(Math.max(0, t0 + at - Date.now()));
             trail.push(`${at / 1000}s ${((child.memory()?.rss ?? 0) / MB).toFixed(1)}`);
@@ -92,6 +99,15 @@ async function main(): Promise<void> {
       if (!u) throw new Error(`N=${n}: not every subject got in`);
       const row = `| ${n.toLocaleString('en-US')} | ${((v?.rss ?? 0) / MB).toFixed(1)} | ${(u.rss / MB).toFixed(1)} | ${(u.heapTotal / MB).toFixed(1)} | ${(u.heapUsed / MB).toFixed(1)} | ${(u.external / MB).toFixed(1)} | ${(u.arrayBuffers / MB).toFixed(1)} | ${((v?.hwm ?? 0) / MB).toFixed(1)} | ${(u.peak.heapTotal / MB).toFixed(1)} | ${(u.peak.heapUsed / MB).toFixed(1)} | ${(u.peak.external / MB).toFixed(1)} |`;
       console.log(row, 'VmRSS before GC:', trail.join(', '));
+      // the probe's series (no forced GC), from 30 s before acceptance, every `--step` ms
+      const step = Number(values.step);
+      let next = -Infinity;
+      for (const [t, rss, heapTotal, heapUsed, external, arrayBuffers, newSpace, oldSpace, oldUsed] of u.series ?? []) {
+        if (t < acceptedAt - 30_000 || t < next) continue;
+        next = t + step;
+        const mb = (x: number): string => (x / MB).toFixed(0).padStart(4);
+        console.log(`  ${((t - acceptedAt) / 1000).toFixed(1).padStart(6)} s  rss ${mb(rss)}  heapTotal ${mb(heapTotal)}  heapUsed ${mb(heapUsed)}  external ${mb(external)}  arrayBuffers ${mb(arrayBuffers)}  new space ${mb(newSpace)}  old space ${mb(oldSpace)} (used ${mb(oldUsed)})`);
+      }
       rows.push(row);
       removeTempDir(dir);
     }

@@ -199,7 +199,10 @@ export function benchConfig(o: BenchDaemonOptions & { keyFile: string }): Config
       },
       http: { enabled: false, port: 0 },
       log: { level: 'warn' },
-      ...(process.env.BENCH_QUEUE_CONCURRENCY ? { queue: { concurrency: Number(process.env.BENCH_QUEUE_CONCURRENCY) } } : {}),
+      queue: {
+        ...(process.env.BENCH_QUEUE_CONCURRENCY ? { concurrency: Number(process.env.BENCH_QUEUE_CONCURRENCY) } : {}),
+        ...(process.env.BENCH_MAX_SUBJECTS_IN_FLIGHT ? { maxSubjectsInFlight: Number(process.env.BENCH_MAX_SUBJECTS_IN_FLIGHT) } : {}),
+      },
     },
   });
 }

@@ -163,6 +163,7 @@ export class Daemon {
           bullPrefix: new StateKeys(this.config.redis.prefix).bullPrefix,
           connection: this.redis,
           concurrency: this.config.queue.concurrency,
+          maxSubjectsInFlight: this.config.queue.maxSubjectsInFlight,
           stalledIntervalMs: this.config.queue.stalledIntervalMs,
         },
         this.intakeProcessor(),

@@ -240,6 +240,7 @@ export class ShardEngine {
         bullPrefix: this.store.keys.bullPrefix,
         connection: this.redis,
         concurrency: this.config.queue.concurrency,
+        maxSubjectsInFlight: this.config.queue.maxSubjectsInFlight,
         stalledIntervalMs: this.config.queue.stalledIntervalMs,
       },
       this.intakeProcessor(),

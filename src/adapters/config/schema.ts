@@ -189,6 +189,7 @@ export const CONFIG_KEYS = [
 
   { key: 'queue.name', schema: string(), default: 'aer1-anchor', env: 'AER1_QUEUE_NAME', doc: 'BullMQ queue that issuers enqueue anchoring jobs on (job name "anchor").' },
   { key: 'queue.concurrency', schema: int(1, 1000), default: 32, env: 'AER1_QUEUE_CONCURRENCY', doc: 'Intake jobs processed at once by one daemon.' },
+  { key: 'queue.maxSubjectsInFlight', schema: int(1, 1_000_000), default: 4000, env: 'AER1_QUEUE_MAX_SUBJECTS_IN_FLIGHT', doc: 'Most subjects of the intake jobs one daemon works on at once (per intake worker): a bulk job counts as its subjects, a single-subject job as one, so with bulk jobs of 1,000 four are taken in at a time, whatever queue.concurrency; a job that does not fit waits its turn, one bigger than this runs alone. Bounds the memory a burst of bulk jobs takes (docs/performance.md).' },
   { key: 'queue.stalledIntervalMs', schema: int(1000, 600_000), default: 30_000, env: 'AER1_QUEUE_STALLED_INTERVAL_MS', doc: 'How often a crashed daemon\'s in-flight jobs are looked for and handed back.' },
   { key: 'queue.maxSubjectsPerJob', schema: int(1, 10_000), default: 1000, env: 'AER1_QUEUE_MAX_SUBJECTS_PER_JOB', doc: 'Most subjects one bulk job (`{"subjects": [...]}`) may carry; a bigger one is refused whole. Producers split longer lists into jobs of this size.' },
 

@@ -20,13 +20,14 @@ import { buildEnvelope, envelopeCanonical, sameRoot, subjectKey, type Envelope }
 import type { SubjectClaims } from '../../core/envelope/claims.js';
 import { ACCEPT_CHUNK, type AcceptSubject, type AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
-import { bulkSubjectsOf, checkJobSize, claimsFromJobData, isBulkJobData, type JobLimits } from './job-data.js';
+import { bulkSubjectsOf, checkCanonicalSize, checkJobSize, claimsFromJobDataUnchecked, isBulkJobData, type JobLimits } from './job-data.js';
 import { backoffDelay } from './backoff.js';
 import { ANCHOR_JOB } from './names.js';
 import { boundedFailures } from './failed-attempts.js';
 import { stalledJobOptions } from './stalled.js';
 import { quoteBounded } from '../../core/aer1/json-limits.js';
 import { redisRefusal } from '../redis/redis-refusal.js';
+import { SubjectBudget } from './subject-budget.js';
 
 export interface IntakeResult {
   key: string;
@@ -144,13 +145,15 @@ export class IntakeProcessor {
   async process(jobId: string | undefined, data: unknown): Promise<IntakeResult | BulkIntakeResult> {
     if (isBulkJobData(data)) return this.processBulk(jobId, data);
     let claims: SubjectClaims;
+    let subject: AcceptSubject;
     try {
-      claims = claimsFromJobData(data, this.limits);
+      claims = claimsFromJobDataUnchecked(data, this.limits);
+      subject = this.prepare(claims);
     } catch (err) {
       if (!(err instanceof Aer1Error)) throw err;
       return this.refuse(jobId, err.message);
     }
-    const key = subjectKey(claims);
+    const key = subject.key;
     if (jobId !== undefined && jobId !== key && !isGeneratedJobId(jobId)) {
       const reason = `job id ${quoteBounded(jobId)} is not the subject key ${quoteBounded(key)} (receipt_uuid, or job_id for chain heads)`;
       await this.store.reject(jobId, reason);
@@ -162,7 +165,6 @@ export class IntakeProcessor {
       this.log.warn({ key }, 'conflicting root refused (subject retired to the archive)');
       throw new UnrecoverableError(archived.reason);
     }
-    const subject = this.prepare(claims);
     const { results, inboxLengths } = await this.store.acceptMany(this.anchoring, [subject]);
     const res = results[0]!;
     if (res.result === 'conflict') {
@@ -185,10 +187,13 @@ export class IntakeProcessor {
     return { result: 'conflict', digest: found.digest, reason: `conflict: subject ${key} is already anchored with another root (envelope digest ${found.digest}, retired to the proof archive); refused, not re-anchored` };
   }
 
-  /** The envelope of a validated subject, signed in envelope mode: what the accept script stores. */
+  /**
+   * The envelope of a validated subject, signed in envelope mode: what the accept script
+   * stores. An InputError when the envelope is over MAX_ENVELOPE_BYTES (checkCanonicalSize).
+   */
   private prepare(claims: SubjectClaims): AcceptSubject {
     const envelope = buildEnvelope(claims, this.now());
-    const canonical = envelopeCanonical(envelope);
+    const canonical = checkCanonicalSize(envelopeCanonical(envelope));
     const digest = sha256Hex(canonical);
     return {
       key: subjectKey(claims),
@@ -216,47 +221,67 @@ export class IntakeProcessor {
       if (!(err instanceof Aer1Error)) throw err;
       return this.refuse(jobId, err.message);
     }
-    const results: Array<BulkSubjectResult | null> = list.map(() => null);
+    // Counted, and only the subjects not created kept (at most BULK_RESULTS_MAX of each kind,
+    // all the return value can list): a created subject leaves nothing behind once its page is in.
+    const tally = { created: 0, duplicate: 0, conflict: 0, refused: 0 };
+    const problems: BulkSubjectResult[] = [];
+    const duplicates: BulkSubjectResult[] = [];
+    const keep = (page: BulkSubjectResult[]): void => {
+      for (const r of page.sort((a, b) => a.index - b.index)) {
+        const into = r.result === 'duplicate' ? duplicates : problems;
+        if (into.length < BULK_RESULTS_MAX) into.push(r);
+      }
+    };
     // Validated, prepared (envelopes and script arguments) and accepted a page of INTAKE_PAGE
     // subjects at a time, then dropped, so a job's working set is bounded by the page, not the job.
     const after: Accepted['subjects'] = [];
     const inboxLengths: Accepted['inboxLengths'] = {};
     for (let p = 0; p < list.length; p += INTAKE_PAGE) {
       const valid: Array<{ index: number; subject: AcceptSubject }> = [];
+      // this page's subjects not created, kept in the job's order once the page is in
+      const notes: BulkSubjectResult[] = [];
       for (let index = p; index < Math.min(p + INTAKE_PAGE, list.length); index++) {
         let claims: SubjectClaims;
+        let subject: AcceptSubject;
         try {
-          claims = claimsFromJobData(list[index], this.limits);
+          claims = claimsFromJobDataUnchecked(list[index], this.limits);
+          subject = this.prepare(claims);
         } catch (err) {
           if (!(err instanceof Aer1Error)) throw err;
           const field = err instanceof InputError && err.field !== undefined && err.field !== '$' ? err.field : undefined;
-          results[index] = { index, result: 'refused', code: err.code, reason: err.message, ...(field !== undefined ? { field } : {}) };
+          tally.refused++;
+          notes.push({ index, result: 'refused', code: err.code, reason: err.message, ...(field !== undefined ? { field } : {}) });
           continue;
         }
         const archived = await this.fromArchive(claims);
-        const key = subjectKey(claims);
-        if (archived) results[index] = { index, key, ...archived };
-        else valid.push({ index, subject: this.prepare(claims) });
+        if (archived) {
+          tally[archived.result]++;
+          notes.push({ index, key: subject.key, ...archived });
+        } else valid.push({ index, subject });
       }
-      if (valid.length === 0) continue;
+      if (valid.length === 0) {
+        keep(notes);
+        continue;
+      }
       const page = await this.store.acceptMany(this.anchoring, valid.map((v) => v.subject));
       Object.assign(inboxLengths, page.inboxLengths);
       page.results.forEach((res, i) => {
         const { index, subject } = valid[i]!;
+        tally[res.result]++;
         if (res.result === 'conflict') {
-          results[index] = { index, key: subject.key, result: 'conflict', digest: res.digest, reason: res.reason };
+          notes.push({ index, key: subject.key, result: 'conflict', digest: res.digest, reason: res.reason });
           return;
         }
-        results[index] = { index, key: subject.key, result: res.result, digest: res.result === 'created' ? subject.digest : res.digest };
+        if (res.result === 'duplicate') notes.push({ index, key: subject.key, result: 'duplicate', digest: res.digest });
         after.push({ key: subject.key, nostrEventId: res.result === 'created' ? (subject.nostrEvent?.id ?? null) : res.nostrEventId });
       });
+      keep(notes);
     }
     if (after.length > 0) await this.anchoring.afterAccept({ subjects: after, inboxLengths });
-    const done = results as BulkSubjectResult[];
-    const count = (r: BulkSubjectResult['result']): number => done.filter((x) => x.result === r).length;
-    const out: BulkIntakeResult = { bulk: true, subjects: done.length, created: count('created'), duplicate: count('duplicate'), conflict: count('conflict'), refused: count('refused'), ...bulkResultsListed(done) };
+    const listed = [...problems, ...duplicates].slice(0, BULK_RESULTS_MAX).sort((a, b) => a.index - b.index);
+    const out: BulkIntakeResult = { bulk: true, subjects: list.length, ...tally, results: listed, omitted: tally.duplicate + tally.conflict + tally.refused - listed.length };
     if (out.conflict + out.refused > 0) {
-      const first = done.find((x) => x.result === 'conflict' || x.result === 'refused')!;
+      const first = problems[0]!;
       this.log.warn({ jobId, subjects: out.subjects, conflict: out.conflict, refused: out.refused, first: { index: first.index, reason: 'reason' in first ? first.reason : '' } }, 'bulk job: some subjects refused');
     }
     return out;
@@ -267,8 +292,19 @@ export interface IntakeWorkerOptions {
   queueName: string;
   bullPrefix: string;
   connection: ConnectionOptions;
+  /** Most jobs at once (queue.concurrency). */
   concurrency: number;
+  /** Most subjects of the jobs at once (queue.maxSubjectsInFlight; default DEFAULT_MAX_SUBJECTS_IN_FLIGHT). */
+  maxSubjectsInFlight?: number;
   stalledIntervalMs: number;
+}
+
+/** queue.maxSubjectsInFlight's default: four bulk jobs of 1,000 at once (docs/performance.md, Daemon RSS after a burst). */
+export const DEFAULT_MAX_SUBJECTS_IN_FLIGHT = 4000;
+
+/** Subjects a job carries, as the budget counts them: a bulk job's list length, else one. */
+function subjectsOf(data: unknown): number {
+  return isBulkJobData(data) && Array.isArray(data.subjects) ? Math.max(1, data.subjects.length) : 1;
 }
 
 /** Delay before a job that met a Redis refusal tries again: backs off from 1 s to 10 s. */
@@ -304,10 +340,23 @@ export interface IntakeHandler {
   process(jobId: string | undefined, data: unknown): Promise<IntakeResult | BulkIntakeResult>;
 }
 
+/**
+ * The intake worker. At most `concurrency` jobs and `maxSubjectsInFlight` of their subjects at
+ * once: each job takes its subjects from a SubjectBudget before its data is read, and the
+ * worker fetches as many jobs as the last one's size leaves room for (BullMQ's concurrency,
+ * set at run time), so a burst of bulk jobs is taken in a few at a time rather than
+ * `concurrency` × queue.maxSubjectsPerJob subjects at once, while single-subject jobs still run
+ * `concurrency` at a time.
+ */
 export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakeHandler, log: Logger): Worker {
-  const worker = new Worker(
+  const budget = new SubjectBudget(opts.maxSubjectsInFlight ?? DEFAULT_MAX_SUBJECTS_IN_FLIGHT);
+  const worker: Worker = new Worker(
     opts.queueName,
     boundedFailures(async (job: Job, token?: string) => {
+      const subjects = subjectsOf(job.data);
+      // jobs of this size fit this many at a time: fetch no more than that
+      worker.concurrency = Math.max(1, Math.min(opts.concurrency, Math.floor(budget.max / subjects)));
+      const release = await budget.take(subjects);
       try {
         if (job.name !== ANCHOR_JOB) {
           return await processor.refuse(job.id, `unknown job name ${quoteBounded(job.name)} (expected "${ANCHOR_JOB}")`);
@@ -316,6 +365,8 @@ export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakeHa
       } catch (err) {
         if (err instanceof UnrecoverableError || redisRefusal(err) === null) throw err;
         return park(job, token, err, log);
+      } finally {
+        release();
       }
     }, log),
     {

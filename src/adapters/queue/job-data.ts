@@ -45,18 +45,27 @@ export const MAX_ENVELOPE_BYTES = 16 * 1024;
 
 export function checkEnvelopeSize(claims: SubjectClaims): SubjectClaims {
   // anchored_at has one length; canonical JSON is ASCII, so characters are bytes
-  const bytes = envelopeCanonical(buildEnvelope(claims, '1970-01-01T00:00:00Z')).length;
-  if (bytes > MAX_ENVELOPE_BYTES) {
-    throw new InputError('too_large', `its envelope would be ${bytes} bytes of canonical JSON, over the limit of ${MAX_ENVELOPE_BYTES} (so its Nostr event fits what relays accept)`, '$');
-  }
+  checkCanonicalSize(envelopeCanonical(buildEnvelope(claims, '1970-01-01T00:00:00Z')));
   return claims;
+}
+
+/** The same limit on an envelope's canonical text already built (any anchored_at: they all have one length). */
+export function checkCanonicalSize(canonical: string): string {
+  if (canonical.length > MAX_ENVELOPE_BYTES) {
+    throw new InputError('too_large', `its envelope would be ${canonical.length} bytes of canonical JSON, over the limit of ${MAX_ENVELOPE_BYTES} (so its Nostr event fits what relays accept)`, '$');
+  }
+  return canonical;
 }
 
 export function claimsFromJobData(data: unknown, limits: JobLimits): SubjectClaims {
   return checkEnvelopeSize(claimsFromJobDataUnchecked(data, limits));
 }
 
-function claimsFromJobDataUnchecked(data: unknown, limits: JobLimits): SubjectClaims {
+/**
+ * claimsFromJobData without the envelope's size: for the intake, which builds the envelope
+ * anyway and checks its text (checkCanonicalSize) before anything is written.
+ */
+export function claimsFromJobDataUnchecked(data: unknown, limits: JobLimits): SubjectClaims {
   checkJobSize(data, limits.maxJobBytes);
   const { maxJobBytes: _ignored, ...docLimits } = limits;
   const options = { limits: docLimits };

@@ -59,8 +59,7 @@ function canonicalNumber(n: number): string {
   return pythonFloat(n);
 }
 
-function compareCodePoints(a: string, b: string): number {
-  // Python orders str keys by code point; JS `<` compares UTF-16 units, which differs above U+FFFF.
+function compareByIterator(a: string, b: string): number {
   const ia = a[Symbol.iterator]();
   const ib = b[Symbol.iterator]();
   for (;;) {
@@ -74,14 +73,38 @@ function compareCodePoints(a: string, b: string): number {
   }
 }
 
+function compareCodePoints(a: string, b: string): number {
+  // Python orders str keys by code point; JS `<` compares UTF-16 units, which differs above
+  // U+FFFF. Below the surrogates the two orders agree, so units are compared in place (no
+  // allocation) and only a difference between two units from U+D800 up goes code point by code point.
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    return x >= 0xd800 && y >= 0xd800 ? compareByIterator(a, b) : x - y;
+  }
+  return a.length - b.length;
+}
+
+function inOrder(keys: readonly string[]): boolean {
+  for (let i = 1; i < keys.length; i++) if (compareCodePoints(keys[i - 1]!, keys[i]!) > 0) return false;
+  return true;
+}
+
+/** A member or element that needs no path: its text cannot fail (a string, a boolean, null). */
+function writePlain(value: unknown, parts: string[]): boolean {
+  if (typeof value === 'string') parts.push(canonicalString(value));
+  else if (value === null) parts.push('null');
+  else if (typeof value === 'boolean') parts.push(value ? 'true' : 'false');
+  else return false;
+  return true;
+}
+
 function write(value: unknown, path: string, depth: number, parts: string[]): void {
   if (depth > 512) throw new InputError('too_deep', 'nesting deeper than 512 levels', path || '$');
-  if (value === null) {
-    parts.push('null');
-  } else if (typeof value === 'string') {
-    parts.push(canonicalString(value));
-  } else if (typeof value === 'boolean') {
-    parts.push(value ? 'true' : 'false');
+  if (writePlain(value, parts)) {
+    // string, boolean or null
   } else if (typeof value === 'number') {
     if (!Number.isFinite(value)) throw new InputError('not_finite', 'number is not finite', path || '$');
     parts.push(canonicalNumber(value));
@@ -91,18 +114,23 @@ function write(value: unknown, path: string, depth: number, parts: string[]): vo
     parts.push('[');
     for (let i = 0; i < value.length; i++) {
       if (i > 0) parts.push(',');
-      write(value[i], `${path}[${i}]`, depth + 1, parts);
+      // the element's path is only built for what can fail or nest (or would be too deep)
+      if (depth >= 512 || !writePlain(value[i], parts)) write(value[i], `${path}[${i}]`, depth + 1, parts);
     }
     parts.push(']');
   } else if (typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-    entries.sort(([a], [b]) => compareCodePoints(a, b));
+    const obj = value as Record<string, unknown>;
+    const keys = Object.keys(obj).filter((k) => obj[k] !== undefined);
+    // most objects hashed here are built in order already (envelopes): sorted only when not
+    if (!inOrder(keys)) keys.sort(compareCodePoints);
     parts.push('{');
-    entries.forEach(([k, v], i) => {
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
+      const v = obj[k];
       if (i > 0) parts.push(',');
       parts.push(canonicalString(k), ':');
-      write(v, path ? `${path}.${k}` : k, depth + 1, parts);
-    });
+      if (depth >= 512 || !writePlain(v, parts)) write(v, path ? `${path}.${k}` : k, depth + 1, parts);
+    }
     parts.push('}');
   } else {
     throw new InputError('not_json', `${typeof value} is not a JSON value`, path || '$');
