@@ -250,6 +250,9 @@ describe('positions the merged feed refuses', () => {
     ['1-0,2-0,3-0.', /shard 2's part/],
     [`1-0,2-0,${'9'.repeat(4000)}`, /shard 2's part "9{64}" is not an event id/],
     [','.repeat(4000), /more than 3 parts/],
+    // numbers Redis cannot hold in a stream id (2^64 and more)
+    ['1-0,1-18446744073709551616,3-0', /shard 1's part "1-18446744073709551616" is not an event id/],
+    ['18446744073709551616-0,2-0,3-0', /shard 0's part/],
   ];
   it('answers 400 bad_parameter naming Last-Event-ID or since, in a bounded message without a stack', async () => {
     for (const [id, why] of bad) {

@@ -4,8 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { compareStreamIds } from '../../src/adapters/http/event-feed.js';
-import { receiptFields } from '../helpers/harness.js';
+import { EventFeed, compareStreamIds } from '../../src/adapters/http/event-feed.js';
+import { createLogger } from '../../src/daemon/logger.js';
+import { receiptFields, waitFor } from '../helpers/harness.js';
 import { checkedFetch } from '../helpers/openapi.js';
 import { openSse, openWs, wsRefusal, type SseEvent } from './clients.js';
 import { startHttpServer } from '../../src/adapters/http/server.js';
@@ -118,6 +119,77 @@ describe('resuming', () => {
     const refused = await wsRefusal(`${s.http.url.replace('http', 'ws')}/v1/ws?since=nope`);
     expect(refused.status).toBe(400);
     expect(JSON.parse(refused.body)).toMatchObject({ error: { field: 'since' } });
+  });
+
+  it('answers 400 for a stream id whose numbers Redis cannot hold (over 2^64 - 1), not a broken stream', async () => {
+    // a stream with entries: an id before its end is replayed from, not taken as past the end
+    const subject = receiptFields();
+    expect((await s.post('/v1/anchors', subject, { auth: true })).status).toBe(202);
+    await s.confirm([subject.receipt_uuid]);
+    for (const id of ['1-18446744073709551616', '1-99999999999999999999.3', '18446744073709551616-0']) {
+      const res = await checkedFetch(`${s.http.url}/v1/events`, { headers: { 'Last-Event-ID': id } });
+      expect(res.status, id).toBe(400);
+      expect(((await res.json()) as { error: { code: string; field: string } }).error).toMatchObject({ code: 'bad_parameter', field: 'Last-Event-ID' });
+      const refused = await wsRefusal(`${s.http.url.replace('http', 'ws')}/v1/ws?since=${id}`);
+      expect(refused.status, id).toBe(400);
+      expect(JSON.parse(refused.body)).toMatchObject({ error: { field: 'since' } });
+    }
+    // the largest id Redis holds is one
+    const max = await openSse(`${s.http.url}/v1/events`, { 'Last-Event-ID': '18446744073709551615-18446744073709551615' });
+    expect(max.status).toBe(200);
+    max.close();
+  });
+});
+
+describe('a replay Redis refuses', () => {
+  it('leaves no subscriber behind: the failed subscribe is undone, live events do not go to it', async () => {
+    // a stream key of its own, made a string so that Redis refuses the replay's reads (WRONGTYPE)
+    const key = `${s.daemon.state.shards[0]!.keys.events}:refused-${randomBytes(4).toString('hex')}`;
+    const feed = new EventFeed(s.daemon.redis, key, createLogger('silent'), { blockMs: 50 });
+    await feed.start();
+    try {
+      await s.daemon.redis.set(key, 'not a stream');
+      let got = 0;
+      await expect(feed.subscribe(() => (got += 1), '1-0')).rejects.toThrow(/WRONGTYPE/);
+      expect(feed.size).toBe(0);
+      await s.daemon.redis.del(key);
+      // a listener added now sees the next entry: the refused one must not
+      let live!: (n: number) => void;
+      const seen = new Promise<number>((resolve) => (live = resolve));
+      await feed.subscribe(() => live(got));
+      await s.daemon.redis.xadd(key, '*', 'data', JSON.stringify({ type: 'accepted', key: 'k', status: 'pending', at: 'x', digest: '' }));
+      expect(await seen).toBe(0);
+      expect(feed.size).toBe(1);
+    } finally {
+      await feed.close();
+      await s.daemon.redis.del(key);
+    }
+  });
+});
+
+describe('a WebSocket replay Redis refuses', () => {
+  it('closes that socket with 1011; the failure is handled, not an unhandled rejection that would end the daemon', async () => {
+    const events = s.daemon.state.shards[0]!.keys.events;
+    const saved = `${events}:saved-${randomBytes(4).toString('hex')}`;
+    const rejections: unknown[] = [];
+    const onRejection = (err: unknown): void => void rejections.push(err);
+    process.on('unhandledRejection', onRejection);
+    const had = (await s.daemon.redis.exists(events)) === 1;
+    if (had) await s.daemon.redis.rename(events, saved);
+    try {
+      // the stream's key holds a string for a moment: the replay's reads are refused (WRONGTYPE)
+      await s.daemon.redis.set(events, 'not a stream');
+      const ws = await openWs(`${s.http.url.replace('http', 'ws')}/v1/ws?since=1-0`);
+      let code: number | null = null;
+      ws.ws.on('close', (c) => (code = c));
+      await waitFor('the socket closed or the failure unhandled', () => code !== null || rejections.length > 0, 10_000, 10);
+      expect(rejections).toEqual([]);
+      expect(code).toBe(1011);
+    } finally {
+      await s.daemon.redis.del(events);
+      if (had) await s.daemon.redis.rename(saved, events);
+      process.off('unhandledRejection', onRejection);
+    }
   });
 });
 

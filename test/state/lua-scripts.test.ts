@@ -532,6 +532,40 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 
+  it('layout 6: a token call with duplicates and conflicts among its subjects announces each created one with its own key and digest', async () => {
+    const [a, b] = [subject(randomUUID()), subject(randomUUID())];
+    await store.acceptMany(BOTH, [a, b]);
+    const [f, g, h, i] = Array.from({ length: 4 }, () => subject(randomUUID()));
+    // a again (a duplicate), f, g, b with another root (a conflict), h, h again (a duplicate in the call), i
+    const call = [a, f!, g!, subject(b.key, 'other'), h!, h!, i!];
+    const res = await store.acceptMany(BOTH, call);
+    expect(res.results.map((r) => r.result)).toEqual(['duplicate', 'created', 'created', 'conflict', 'created', 'duplicate', 'created']);
+    const got = (await entries()).slice(1).flatMap((e) => expandEntry(e).map((x) => x.event));
+    expect(got.map((e) => [e.type, e.key, e.digest])).toEqual([
+      ['accepted', f!.key, f!.digest],
+      ['accepted', g!.key, g!.digest],
+      ['conflict', b.key, undefined],
+      ['accepted', h!.key, h!.digest],
+      ['accepted', i!.key, i!.digest],
+    ]);
+    // the runs were token entries
+    expect((await entries()).slice(1).map((e) => Object.keys(JSON.parse(e[1][1]!) as object).includes('u'))).toEqual([true, false, true]);
+  });
+
+  it('a token entry and the plain entry of the same subjects expand to byte-identical event texts (what webhooks and the feed send)', () => {
+    const at = '2026-01-01T00:00:00.000Z';
+    const subs = Array.from({ length: 3 }, () => [randomUUID(), randomBytes(32).toString('hex')] as const);
+    const tk = (key: string): string => Buffer.from(key.replaceAll('-', ''), 'hex').toString('base64url');
+    const u = subs.map(([k, d]) => tk(k) + Buffer.from(d, 'hex').toString('base64url')).join('');
+    const texts = (data: object): string[] => expandEntry(['7-1', ['data', JSON.stringify(data)]]).map((e) => e.text);
+    expect(texts({ type: 'accepted', status: 'pending', at, u })).toEqual(texts({ type: 'accepted', status: 'pending', at, subjects: subs }));
+    const [a, b, c] = subs.map(([k]) => k);
+    const plain = { type: 'state', witness: 'ots', to: 'partial', at, detail: 'd/é', runs: [['pending', 'pending', 'partial', a, b], ['pending', 'partial', 'partial', c]] };
+    const tokens = { type: 'state', witness: 'ots', to: 'partial', at, detail: 'd/é', ru: [['pending', 'pending', 'partial', tk(a!) + tk(b!)], ['pending', 'partial', 'partial', tk(c!)]] };
+    expect(texts(tokens)).toEqual(texts(plain));
+    expect(texts(tokens)).toHaveLength(3);
+  });
+
   it('a token entry that is not whole tokens expands to nothing rather than to wrong keys', () => {
     const at = '2026-01-01T00:00:00Z';
     const key = randomUUID();

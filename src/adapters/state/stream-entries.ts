@@ -170,11 +170,18 @@ const EVENT_ID = /^(\d{1,20})(?:-(\d{1,20}))?(?:\.(\d{1,6}))?$/;
 /** A subject event id: the entry's (ms, seq) and the index inside it (null: the whole entry). */
 export type EventId = [ms: bigint, seq: bigint, sub: number | null];
 
-/** Parses `ms-seq`, `ms` (meaning `ms-0`) or `ms-seq.i`; null when it is none of them. */
+/** The largest number a Redis stream id holds in either part (unsigned 64 bits). */
+const ID_PART_MAX = 2n ** 64n - 1n;
+
+/** Parses `ms-seq`, `ms` (meaning `ms-0`) or `ms-seq.i`; null when it is none of them (or a part is over 2^64 - 1, which no stream id has). */
 export function parseEventId(text: string): EventId | null {
   const m = EVENT_ID.exec(text.trim());
   if (!m || (m[3] !== undefined && m[2] === undefined)) return null;
-  return [BigInt(m[1]!), BigInt(m[2] ?? '0'), m[3] === undefined ? null : Number(m[3])];
+  const ms = BigInt(m[1]!);
+  const seq = BigInt(m[2] ?? '0');
+  // Redis refuses such an id in XRANGE: a replay from it would break the stream after its 200
+  if (ms > ID_PART_MAX || seq > ID_PART_MAX) return null;
+  return [ms, seq, m[3] === undefined ? null : Number(m[3])];
 }
 
 export function formatEventId(id: EventId): string {
