@@ -20,7 +20,7 @@ import { buildEnvelope, envelopeCanonical, sameRoot, subjectKey, type Envelope }
 import type { SubjectClaims } from '../../core/envelope/claims.js';
 import { ACCEPT_CHUNK, type AcceptSubject, type AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
-import { bulkSubjectsOf, checkCanonicalSize, checkJobSize, claimsFromJobDataUnchecked, isBulkJobData, type JobLimits } from './job-data.js';
+import { bulkSubjectsOf, checkCanonicalSize, claimsFromJobDataUnchecked, isBulkJobData, type JobLimits } from './job-data.js';
 import { backoffDelay } from './backoff.js';
 import { ANCHOR_JOB } from './names.js';
 import { boundedFailures } from './failed-attempts.js';
@@ -215,8 +215,7 @@ export class IntakeProcessor {
   private async processBulk(jobId: string | undefined, data: Record<string, unknown>): Promise<BulkIntakeResult> {
     let list: unknown[];
     try {
-      checkJobSize(data, this.limits.maxJobBytes);
-      list = bulkSubjectsOf(data, this.limits.maxSubjectsPerJob);
+      list = bulkSubjectsOf(data, this.limits);
     } catch (err) {
       if (!(err instanceof Aer1Error)) throw err;
       return this.refuse(jobId, err.message);

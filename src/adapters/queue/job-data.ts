@@ -91,8 +91,14 @@ export function isBulkJobData(data: unknown): data is Record<string, unknown> {
   return isObject(data) && Object.hasOwn(data, 'subjects');
 }
 
-/** The subjects of a bulk job; an InputError naming the member when the wrapper is wrong. */
-export function bulkSubjectsOf(data: Record<string, unknown>, maxSubjectsPerJob: number): unknown[] {
+/**
+ * The subjects of a bulk job, its wrapper checked: the whole job within `maxJobBytes`
+ * (checkJobSize), then `{"subjects": [1..maxSubjectsPerJob]}`; an InputError naming the member
+ * when it is wrong. What the intake and the shard router both check before the subjects.
+ */
+export function bulkSubjectsOf(data: Record<string, unknown>, limits: { maxJobBytes: number; maxSubjectsPerJob: number }): unknown[] {
+  checkJobSize(data, limits.maxJobBytes);
+  const { maxSubjectsPerJob } = limits;
   const extra = Object.keys(data).find((k) => k !== 'subjects');
   if (extra !== undefined) throw new InputError('unknown_member', `unknown member next to "subjects" in a bulk job: ${JSON.stringify(extra.slice(0, 64))}`, extra.slice(0, 64));
   const list = data.subjects;

@@ -10,7 +10,7 @@ import { Aer1Error } from '../../core/errors/errors.js';
 import { subjectKey } from '../../core/envelope/envelope.js';
 import { groupByShard, shardOf } from '../../core/shard/shard.js';
 import { bulkResultsListed, isGeneratedJobId, type BulkIntakeResult, type BulkSubjectResult, type IntakeHandler, type IntakeLimits, type IntakeProcessor, type IntakeResult } from './intake.js';
-import { bulkSubjectsOf, checkJobSize, claimsFromJobData, isBulkJobData } from './job-data.js';
+import { bulkSubjectsOf, claimsFromJobData, isBulkJobData } from './job-data.js';
 
 export class ShardRouter implements IntakeHandler {
   private readonly shards: readonly IntakeProcessor[];
@@ -46,8 +46,7 @@ export class ShardRouter implements IntakeHandler {
     if (!isBulkJobData(data)) return this.of(jobId !== undefined && !isGeneratedJobId(jobId) ? jobId : (this.keyOf(data) ?? jobId ?? '')).process(jobId, data);
     let list: unknown[];
     try {
-      checkJobSize(data, this.limits.maxJobBytes);
-      list = bulkSubjectsOf(data, this.limits.maxSubjectsPerJob);
+      list = bulkSubjectsOf(data, this.limits);
     } catch (err) {
       if (!(err instanceof Aer1Error)) throw err;
       return this.of(jobId ?? '').process(jobId, data);
