@@ -10,7 +10,7 @@ import { enabledWitnesses, type Config } from '../adapters/config/config.js';
 import type { AnchorStore } from '../adapters/state/anchor-store.js';
 import { ShardedStore } from '../adapters/state/sharded-store.js';
 import { StateKeys, type WitnessName } from '../adapters/state/keys.js';
-import { startIntakeWorker, type IntakeHandler } from '../adapters/queue/intake.js';
+import { intakeWorkerOptions, startIntakeWorker, type IntakeHandler } from '../adapters/queue/intake.js';
 import { ShardRouter } from '../adapters/queue/shard-router.js';
 import { queueDepth, type QueueDepth } from '../adapters/queue/depth.js';
 import type { NostrWitness } from '../adapters/nostr/nostr-witness.js';
@@ -157,18 +157,7 @@ export class Daemon {
     }
     await Promise.all(this.engines.map((e) => e.start()));
     if (this.engines.length > 1) {
-      this.routerWorker = startIntakeWorker(
-        {
-          queueName: this.config.queue.name,
-          bullPrefix: new StateKeys(this.config.redis.prefix).bullPrefix,
-          connection: this.redis,
-          concurrency: this.config.queue.concurrency,
-          maxSubjectsInFlight: this.config.queue.maxSubjectsInFlight,
-          stalledIntervalMs: this.config.queue.stalledIntervalMs,
-        },
-        this.intakeProcessor(),
-        this.log,
-      );
+      this.routerWorker = startIntakeWorker(intakeWorkerOptions(this.config.queue, new StateKeys(this.config.redis.prefix).bullPrefix, this.redis), this.intakeProcessor(), this.log);
       countIntake(this.routerWorker, this.metrics);
       await Promise.all([this.routerWorker.waitUntilReady(), this.intakeQueue.waitUntilReady()]);
     }

@@ -10,7 +10,7 @@ import { nostrQuorum, retentionAfterMs, type Config } from '../adapters/config/c
 import { AnchorStore, STATE_SCHEMA } from '../adapters/state/anchor-store.js';
 import type { WitnessName } from '../adapters/state/keys.js';
 import { Batcher } from '../adapters/batch/batcher.js';
-import { IntakeProcessor, startIntakeWorker, type BulkIntakeResult } from '../adapters/queue/intake.js';
+import { IntakeProcessor, intakeWorkerOptions, startIntakeWorker, type BulkIntakeResult } from '../adapters/queue/intake.js';
 import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
 import { OtsWitness } from '../adapters/ots/ots-witness.js';
@@ -234,18 +234,7 @@ export class ShardEngine {
     this.nostr?.start();
     this.ots?.start();
     for (const b of this.batchers) b.start();
-    this.intakeWorker = startIntakeWorker(
-      {
-        queueName: this.config.queue.name,
-        bullPrefix: this.store.keys.bullPrefix,
-        connection: this.redis,
-        concurrency: this.config.queue.concurrency,
-        maxSubjectsInFlight: this.config.queue.maxSubjectsInFlight,
-        stalledIntervalMs: this.config.queue.stalledIntervalMs,
-      },
-      this.intakeProcessor(),
-      this.log,
-    );
+    this.intakeWorker = startIntakeWorker(intakeWorkerOptions(this.config.queue, this.store.keys.bullPrefix, this.redis), this.intakeProcessor(), this.log);
     await this.reconciler.start();
     await this.retention?.start();
     countIntake(this.intakeWorker, this.metrics);

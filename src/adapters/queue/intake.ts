@@ -298,6 +298,11 @@ export interface IntakeWorkerOptions {
   stalledIntervalMs: number;
 }
 
+/** The intake worker of the queue settings (the config's `queue`) on `bullPrefix`: the router's and each shard's alike. */
+export function intakeWorkerOptions(queue: { name: string; concurrency: number; maxSubjectsInFlight: number; stalledIntervalMs: number }, bullPrefix: string, connection: ConnectionOptions): IntakeWorkerOptions {
+  return { queueName: queue.name, bullPrefix, connection, concurrency: queue.concurrency, maxSubjectsInFlight: queue.maxSubjectsInFlight, stalledIntervalMs: queue.stalledIntervalMs };
+}
+
 /** queue.maxSubjectsInFlight's default: four bulk jobs of 1,000 at once (docs/performance.md, Daemon RSS after a burst). */
 export const DEFAULT_MAX_SUBJECTS_IN_FLIGHT = 4000;
 
