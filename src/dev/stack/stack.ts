@@ -1,12 +1,14 @@
 /**
- * Everything the demo runs, started on loopback and stopped in reverse order: a private
- * redis-server on a free port (data in a temporary folder, removed afterwards), three dev
- * relays, two dev calendars sharing one regtest headers file, and the daemon in-process
- * with fast windows. Nothing is read from the environment or a config file.
+ * The loopback stack the demo and `aer1-anchor dev-stack` run, started in order and stopped
+ * in reverse: a private redis-server on a free port (data in a temporary folder, removed
+ * afterwards), dev relays (one per profile asked), dev calendars sharing one regtest
+ * headers file (mining on a schedule when asked), and the daemon in-process with fast
+ * windows. Nothing is read from the environment or a config file.
  */
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../adapters/config/config.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../daemon/embedded-redis.js';
@@ -14,23 +16,46 @@ import { createLogger } from '../../daemon/logger.js';
 import { runDaemon, type RunningDaemon } from '../../daemon/main.js';
 import { npub } from '../../core/nostr/keys.js';
 import { loadSigningKey } from '../../adapters/nostr/key-file.js';
-import { startDevRelay, type DevRelay } from '../relay/dev-relay.js';
-import { startDevCalendar, type DevCalendar } from '../calendar/index.js';
+import { startDevRelay, type DevRelay, type RelayProfileName } from '../relay/dev-relay.js';
+import { startDevCalendar, type DevCalendar, type MineResult } from '../calendar/index.js';
+import { startAutoMiner } from './auto-miner.js';
 
-/** Names the demo's key variable so a real AER1_NOSTR_SECRET_KEY in the shell is never used. */
+/** Names the stack's key variable so a real AER1_NOSTR_SECRET_KEY in the shell is never used. */
 export const DEMO_KEY_ENV = 'AER1_DEMO_NOSTR_SECRET_KEY';
 
 export interface StackFiles {
   /** The regtest headers file the calendars write and the verifier reads. */
   headers: string;
-  /** The demo's throwaway Nostr signing key (mode 0600). */
+  /** The stack's throwaway Nostr signing key (mode 0600). */
   key: string;
   /** The daemon's JSON log lines. */
   log: string;
 }
 
-export interface DemoStack {
+export interface StackOptions {
+  /** One dev relay per profile, in this order (default: three `open` relays). */
+  relayProfiles?: readonly RelayProfileName[];
+  /** Default 2. */
+  calendarCount?: number;
+  /** Each calendar's aggregation round in ms (default 100). */
+  aggregationMs?: number;
+  /** Each calendar mines a regtest block this often (ms) while it holds commitments; unset: only by hand (`mine()`). */
+  mineEveryMs?: number;
+  /** Relays that must accept an event: every one (the demo, the default) or a majority (the daemon's default). */
+  quorum?: 'all' | 'majority';
+  /** The daemon's HTTP port (default 0: a free one). */
+  httpPort?: number;
+  /** File name of the signing key in the stack's folder (default `demo-nostr.key`). */
+  keyFileName?: string;
+  /** Told of each block a calendar mined on its schedule, and of each failed mine. */
+  onMined?: (calendar: DevCalendar, block: MineResult) => void;
+  onMineError?: (calendar: DevCalendar, err: Error) => void;
+}
+
+export interface DevStack {
   readonly config: Config;
+  /** The settings the daemon was started with (over the built-in defaults): a config file's content. */
+  readonly settings: Record<string, unknown>;
   readonly running: RunningDaemon;
   readonly redis: EmbeddedRedis;
   readonly relays: readonly DevRelay[];
@@ -45,23 +70,45 @@ export interface DemoStack {
   stop(): Promise<void>;
 }
 
+/** True when something accepts a TCP connection on 127.0.0.1:port (bounded at 500 ms). */
+export function portAnswers(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host });
+    const done = (v: boolean): void => {
+      socket.destroy();
+      resolve(v);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
 function portOf(url: string): number {
   return Number(new URL(url).port);
 }
 
-/** Demo timings: windows and polls of a few hundred ms instead of the production seconds and minutes. */
-export function demoConfig(redisUrl: string, relays: readonly string[], calendars: readonly string[], files: StackFiles, token: string): Config {
-  return loadConfig({
-    env: {},
-    overrides: {
+interface SettingsInput {
+  redisUrl: string;
+  relays: readonly string[];
+  calendars: readonly string[];
+  files: StackFiles;
+  token: string;
+  quorum: 'all' | 'majority';
+  httpPort: number;
+}
+
+/** Dev timings: windows and polls of a few hundred ms instead of the production seconds and minutes. */
+export function stackSettings({ redisUrl, relays, calendars, files, token, quorum, httpPort }: SettingsInput): Record<string, unknown> {
+  return {
       redis: { url: redisUrl, embedded: false },
       queue: { stalledIntervalMs: 5000 },
       nostr: {
         enabled: true,
         mode: 'envelope',
         relays: [...relays],
-        // every relay, as the demo shows (the daemon's default is a majority)
-        quorum: relays.length,
+        // every relay, as the demo shows; 0 is the daemon's default, a majority
+        quorum: quorum === 'all' ? relays.length : 0,
         keyFile: files.key,
         keyEnv: DEMO_KEY_ENV,
         publishTimeoutMs: 3000,
@@ -84,10 +131,9 @@ export function demoConfig(redisUrl: string, relays: readonly string[], calendar
         esploraUrl: null,
         bitcoindUrl: null,
       },
-      http: { enabled: true, host: '127.0.0.1', port: 0, token },
+      http: { enabled: true, host: '127.0.0.1', port: httpPort, token },
       log: { level: 'info' },
-    },
-  });
+  };
 }
 
 /** Runs `fn` for each started service in reverse, collecting (not throwing) errors. */
@@ -107,9 +153,9 @@ async function stopAll(stoppers: Array<() => Promise<void>>): Promise<Error[]> {
  * Starts the whole stack. On any failure, whatever was already started is stopped
  * before the error is rethrown.
  */
-export async function startStack(dir: string, opts: { relayCount?: number; calendarCount?: number; aggregationMs?: number } = {}): Promise<DemoStack> {
+export async function startStack(dir: string, opts: StackOptions = {}): Promise<DevStack> {
   const stoppers: Array<() => Promise<void>> = [];
-  const files: StackFiles = { headers: join(dir, 'headers.json'), key: join(dir, 'demo-nostr.key'), log: join(dir, 'daemon.log') };
+  const files: StackFiles = { headers: join(dir, 'headers.json'), key: join(dir, opts.keyFileName ?? 'demo-nostr.key'), log: join(dir, 'daemon.log') };
   let logStream: WriteStream | null = null;
   try {
     const redisDir = mkdtempSync(join(tmpdir(), 'aer1-demo-redis-'));
@@ -118,8 +164,8 @@ export async function startStack(dir: string, opts: { relayCount?: number; calen
     stoppers.push(() => redis.stop());
 
     const relays: DevRelay[] = [];
-    for (let i = 0; i < (opts.relayCount ?? 3); i++) {
-      const relay = await startDevRelay();
+    for (const profile of opts.relayProfiles ?? ['open', 'open', 'open']) {
+      const relay = await startDevRelay({ profile });
       stoppers.push(() => relay.close());
       relays.push(relay);
     }
@@ -128,10 +174,18 @@ export async function startStack(dir: string, opts: { relayCount?: number; calen
       const calendar = await startDevCalendar({ headersOut: files.headers, aggregationMs: opts.aggregationMs ?? 100 });
       stoppers.push(() => calendar.close());
       calendars.push(calendar);
+      if (opts.mineEveryMs !== undefined) {
+        const miner = startAutoMiner(calendar, opts.mineEveryMs, { onMined: opts.onMined, onError: opts.onMineError });
+        stoppers.push(() => miner.stop());
+      }
     }
 
     const token = randomBytes(24).toString('hex');
-    const config = demoConfig(redis.url, relays.map((r) => r.url), calendars.map((c) => c.url), files, token);
+    const settings = stackSettings({
+      redisUrl: redis.url, relays: relays.map((r) => r.url), calendars: calendars.map((c) => c.url), files, token,
+      quorum: opts.quorum ?? 'all', httpPort: opts.httpPort ?? 0,
+    });
+    const config = loadConfig({ env: {}, overrides: settings });
     const stream = createWriteStream(files.log, { flags: 'a' });
     logStream = stream;
     stoppers.push(() => new Promise<void>((resolve) => stream.end(resolve)));
@@ -142,6 +196,7 @@ export async function startStack(dir: string, opts: { relayCount?: number; calen
     let stopping: Promise<void> | null = null;
     return {
       config,
+      settings,
       running,
       redis,
       relays,
@@ -153,7 +208,7 @@ export async function startStack(dir: string, opts: { relayCount?: number; calen
       ports: () => [redis.port, ...relays.map((r) => r.port), ...calendars.map((c) => c.port), ...(running.httpUrl ? [portOf(running.httpUrl)] : [])],
       stop() {
         stopping ??= stopAll(stoppers).then((errors) => {
-          if (errors.length) throw new AggregateError(errors, `stopping the demo: ${errors.map((e) => e.message).join('; ')}`);
+          if (errors.length) throw new AggregateError(errors, `stopping the stack: ${errors.map((e) => e.message).join('; ')}`);
         });
         return stopping;
       },
