@@ -22,6 +22,15 @@ const PYTHON = '/usr/bin/python3';
 const client = join(repo, 'clients/python/aer1_anchor.py');
 const verifyBin = join(repo, 'bin/aer1-verify-anchor.js');
 const vectorReceipt = resolve(repo, '../shared/vectors/receipt-minimal.json');
+const vectorWorkflow = resolve(repo, '../shared/vectors/workflow-receipt-example.json');
+
+/** docs/python.md's first Python example (the one that imports aer1_anchor), as printed. */
+function docsExample(): string {
+  const page = readFileSync(join(repo, 'docs/python.md'), 'utf8');
+  const block = [...page.matchAll(/```python\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('from aer1_anchor import'));
+  if (!block) throw new Error('docs/python.md has no Python example importing aer1_anchor');
+  return block;
+}
 /** Bound on any one child; each takes well under a second but a confirmation. */
 const CHILD_LIMIT_MS = 90_000;
 
@@ -107,7 +116,7 @@ describe('aer1_anchor.py on its own', () => {
   });
 });
 
-describe.runIf(sharedVectorsFor('the Python client against the dev stack with receipt-minimal.json (1 test)'))('aer1_anchor.py against the dev stack', () => {
+describe.runIf(sharedVectorsFor('the Python client against the dev stack with the shared receipt and workflow vectors (2 tests)'))('aer1_anchor.py against the dev stack', () => {
   let stack: RunningDevStack | null = null;
   let out = '';
 
@@ -166,5 +175,21 @@ describe.runIf(sharedVectorsFor('the Python client against the dev stack with re
     const badToken = await run(PYTHON, [client, '--token', 'wrong', 'enqueue', file], { AER1_ANCHOR_URL: info.http });
     expect(badToken.code).toBe(2);
     expect(badToken.stderr).toContain('unauthorized');
+  });
+
+  it("runs docs/python.md's example as printed: the shared workflow close anchored, attached and PASS", async () => {
+    expect(existsSync(vectorWorkflow), `${vectorWorkflow} is missing from the shared vectors`).toBe(true);
+    const { info } = stack!;
+    const script = join(out, 'docs_example.py');
+    writeFileSync(script, docsExample());
+    const file = join(out, 'workflow.json');
+    copyFileSync(vectorWorkflow, file);
+    const r = await run(PYTHON, [script, file], { PYTHONPATH: join(repo, 'clients/python'), AER1_ANCHOR_URL: info.http, AER1_ANCHOR_TOKEN: info.token });
+    expect(r.code, r.stderr).toBe(0);
+    const attached = JSON.parse(readFileSync(file, 'utf8')) as { anchor_proof?: { status: string } };
+    expect(attached.anchor_proof?.status).toBe('confirmed');
+    const verify = await run(process.execPath, [verifyBin, file, '--headers', info.headers, '--network', 'regtest', '--expected-pubkey', info.signer]);
+    expect(verify.code, verify.stdout + verify.stderr).toBe(0);
+    expect(verify.stdout).toContain('VERDICT: PASS');
   });
 });
