@@ -17,8 +17,7 @@ import { runDaemon, type RunningDaemon } from '../../daemon/main.js';
 import { npub } from '../../core/nostr/keys.js';
 import { loadSigningKey } from '../../adapters/nostr/key-file.js';
 import { startDevRelay, type DevRelay, type RelayProfileName } from '../relay/dev-relay.js';
-import { startDevCalendar, type DevCalendar, type MineResult } from '../calendar/index.js';
-import { startAutoMiner } from './auto-miner.js';
+import { startAutoMiner, startDevCalendar, type DevCalendar, type MineResult } from '../calendar/index.js';
 
 /** Names the stack's key variable so a real AER1_NOSTR_SECRET_KEY in the shell is never used. */
 export const DEMO_KEY_ENV = 'AER1_DEMO_NOSTR_SECRET_KEY';

@@ -1,8 +1,8 @@
 /**
  * Mines a regtest block on a dev calendar on a schedule, while it holds commitments, so a
- * stack that stays up confirms on its own (the demo mines by hand instead).
+ * calendar left running confirms on its own (`dev-calendar --mine-every`, `dev-stack`).
  */
-import type { DevCalendar, MineResult } from '../calendar/index.js';
+import type { DevCalendar, MineResult } from './dev-calendar.js';
 
 export interface AutoMiner {
   /** Stops the schedule and waits for a mine in progress. */
