@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import email.utils
+import http.client
 import json
 import os
 import sys
@@ -177,6 +178,9 @@ class AnchorClient:
             with self._opener.open(request, timeout=self.timeout) as answer:
                 data = answer.read(MAX_ANSWER_BYTES + 1)
                 status = answer.status
+                missing = getattr(answer, "length", None)  # what Content-Length promised and never came
+                if isinstance(missing, int) and missing > 0 and len(data) <= MAX_ANSWER_BYTES:
+                    raise AnchorError(BAD_ANSWER, f"{method} {path}: the answer was cut off ({missing} bytes missing)", None, status)
         except urllib.error.HTTPError as answer:
             with answer:
                 data = answer.read(MAX_ANSWER_BYTES + 1)
@@ -184,6 +188,8 @@ class AnchorClient:
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise AnchorError(UNREACHABLE, f"no answer from {self.url}: {reason}", "url") from None
+        except http.client.HTTPException as exc:  # a malformed or cut-off answer
+            raise AnchorError(BAD_ANSWER, f"{method} {path}: the answer is not HTTP the client can read: {type(exc).__name__}", None) from None
         if len(data) > MAX_ANSWER_BYTES:
             raise AnchorError(BAD_ANSWER, f"{method} {path}: the answer is over {MAX_ANSWER_BYTES} bytes", None, status)
         try:

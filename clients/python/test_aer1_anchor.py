@@ -83,8 +83,6 @@ QUEUED = json.dumps({"keys": ["k1"], "results": [{"key": "k1", "result": "queued
 
 
 class WithStandIn(unittest.TestCase):
-    answers: List[Answer] = []
-
     def stand_in(self, *answers: Answer) -> StandIn:
         s = StandIn(list(answers))
         self.addCleanup(s.close)
@@ -149,6 +147,27 @@ class ErrorMapping(WithStandIn):
             client.status("k")
         self.assertEqual((caught.exception.code, caught.exception.status, caught.exception.field), ("bad_answer", 502, None))
         self.assertIn("Bad Gateway", caught.exception.message)
+
+    def test_an_answer_cut_off_before_its_length_is_bad_answer(self) -> None:
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        self.addCleanup(listener.close)
+
+        def serve() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"key\"")
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        client = AnchorClient(f"http://127.0.0.1:{listener.getsockname()[1]}", sleep=lambda s: None)
+        with self.assertRaises(AnchorError) as caught:
+            client.status("k")
+        thread.join(5)
+        self.assertEqual(caught.exception.code, "bad_answer")
+        self.assertIn("cut off (94 bytes missing)", caught.exception.message)
 
     def test_no_daemon_is_unreachable_naming_url(self) -> None:
         client = AnchorClient(f"http://127.0.0.1:{free_port()}", sleep=lambda s: None)
