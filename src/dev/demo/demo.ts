@@ -1,6 +1,6 @@
 /**
  * `aer1-anchor demo`: the whole product on loopback in well under a minute. Starts the
- * stack (stack.ts), anchors a receipt, a workflow close and a job timeline, shows them
+ * stack (../stack/stack.ts), anchors a receipt, a workflow close and a job timeline, shows them
  * move through their states, mines a regtest block on each dev calendar, waits for
  * Bitcoin confirmation, writes every subject with its proof attached (plus the `.ots`
  * files and the headers file), verifies each with the verifier's pipeline, cuts the
@@ -26,7 +26,6 @@ import { cutLastStep, mintDocuments, type DemoDocuments, type WorkflowDocument }
 import { ProgressDisplay, type ProgressOutput, type SubjectState } from './progress.js';
 import { portAnswers, startStack, type DevStack } from '../stack/stack.js';
 
-export { portAnswers };
 
 /** How the demo fails (its exit 1). */
 export const DEMO_ERROR_CODES = ['demo_failed', 'demo_timeout', 'demo_leak'] as const;

@@ -98,40 +98,40 @@ interface SettingsInput {
 }
 
 /** Dev timings: windows and polls of a few hundred ms instead of the production seconds and minutes. */
-export function stackSettings({ redisUrl, relays, calendars, files, token, quorum, httpPort }: SettingsInput): Record<string, unknown> {
+function stackSettings({ redisUrl, relays, calendars, files, token, quorum, httpPort }: SettingsInput): Record<string, unknown> {
   return {
-      redis: { url: redisUrl, embedded: false },
-      queue: { stalledIntervalMs: 5000 },
-      nostr: {
-        enabled: true,
-        mode: 'envelope',
-        relays: [...relays],
-        // every relay, as the demo shows; 0 is the daemon's default, a majority
-        quorum: quorum === 'all' ? relays.length : 0,
-        keyFile: files.key,
-        keyEnv: DEMO_KEY_ENV,
-        publishTimeoutMs: 3000,
-        ratePerMinute: 6000,
-        backoffMs: 200,
-        backoffMaxMs: 1000,
-        maxAttempts: 10,
-      },
-      ots: {
-        enabled: true,
-        calendars: [...calendars],
-        minCalendars: calendars.length,
-        timeoutMs: 5000,
-        batchWindowMs: 300,
-        submitBackoffMs: 200,
-        upgradeInitialMs: 300,
-        upgradeMaxMs: 300,
-        network: 'regtest',
-        headersFile: files.headers,
-        esploraUrl: null,
-        bitcoindUrl: null,
-      },
-      http: { enabled: true, host: '127.0.0.1', port: httpPort, token },
-      log: { level: 'info' },
+    redis: { url: redisUrl, embedded: false },
+    queue: { stalledIntervalMs: 5000 },
+    nostr: {
+      enabled: true,
+      mode: 'envelope',
+      relays: [...relays],
+      // every relay, as the demo shows; 0 is the daemon's default, a majority
+      quorum: quorum === 'all' ? relays.length : 0,
+      keyFile: files.key,
+      keyEnv: DEMO_KEY_ENV,
+      publishTimeoutMs: 3000,
+      ratePerMinute: 6000,
+      backoffMs: 200,
+      backoffMaxMs: 1000,
+      maxAttempts: 10,
+    },
+    ots: {
+      enabled: true,
+      calendars: [...calendars],
+      minCalendars: calendars.length,
+      timeoutMs: 5000,
+      batchWindowMs: 300,
+      submitBackoffMs: 200,
+      upgradeInitialMs: 300,
+      upgradeMaxMs: 300,
+      network: 'regtest',
+      headersFile: files.headers,
+      esploraUrl: null,
+      bitcoindUrl: null,
+    },
+    http: { enabled: true, host: '127.0.0.1', port: httpPort, token },
+    log: { level: 'info' },
   };
 }
 
