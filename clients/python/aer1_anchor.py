@@ -232,13 +232,13 @@ class AnchorClient:
         (conflict) is in `results` with its `error`; a 400 raises with the field's index in
         `documents` (the requests before it were queued and are in the error's `body`).
         """
-        if not 1 <= per_request <= MAX_SUBJECTS_PER_REQUEST:
-            raise AnchorError(BAD_INPUT, f"per_request must be 1..{MAX_SUBJECTS_PER_REQUEST}", "per_request")
         encoded = [_json_bytes(d, f"documents[{i}]") for i, d in enumerate(documents)]
         return self.enqueue_many_raw(encoded, per_request)
 
     def enqueue_many_raw(self, encoded: List[bytes], per_request: int = 1000) -> Dict[str, Any]:
         """enqueue_many() for subjects given as JSON texts, each sent byte for byte."""
+        if not 1 <= per_request <= MAX_SUBJECTS_PER_REQUEST:
+            raise AnchorError(BAD_INPUT, f"per_request must be 1..{MAX_SUBJECTS_PER_REQUEST}", "per_request")
         merged: Dict[str, Any] = {"keys": [], "results": [], "jobs": []}
         start = 0
         while start < len(encoded):
