@@ -86,8 +86,9 @@ describe('aer1-anchor dev-stack --json (built bin)', () => {
       expect(info.network).toBe('regtest');
       expect(info.http).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(info.token).toMatch(/^[0-9a-f]{48}$/);
-      expect(info.relays.map((r) => r.profile)).toEqual(['damus', 'open']);
-      for (const r of info.relays) expect(r.url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
+      expect(info.relay_profiles).toEqual(['damus', 'open']);
+      expect(info.relays).toHaveLength(2);
+      for (const url of info.relays) expect(url).toMatch(/^ws:\/\/127\.0\.0\.1:\d+$/);
       expect(info.calendars).toHaveLength(1);
       expect(info.signer).toMatch(/^[0-9a-f]{64}$/);
       expect(info.headers).toBe(join(out, 'headers.json'));

@@ -26,7 +26,9 @@ export interface DevStackOptions {
 export interface DevStackInfo {
   http: string;
   token: string;
-  relays: Array<{ url: string; profile: RelayProfileName }>;
+  relays: string[];
+  /** Each relay's profile, in the order of `relays`. */
+  relay_profiles: RelayProfileName[];
   calendars: string[];
   /** The daemon's Nostr signer, hex (what `--expected-pubkey` takes). */
   signer: string;
@@ -72,7 +74,8 @@ export async function startDevStack(opts: DevStackOptions): Promise<RunningDevSt
     const info: DevStackInfo = {
       http,
       token: stack.token,
-      relays: stack.relays.map((r, i) => ({ url: r.url, profile: opts.relayProfiles[i]! })),
+      relays: stack.relays.map((r) => r.url),
+      relay_profiles: [...opts.relayProfiles],
       calendars: stack.calendars.map((c) => c.url),
       signer: stack.pubkey,
       npub: stack.npub,
@@ -100,7 +103,7 @@ export function describeDevStack(info: DevStackInfo): string {
     '',
     `  http       ${info.http}  (status page ${info.http}/, browser verifier ${info.http}/verify)`,
     `  token      ${info.token}`,
-    `  relays     ${info.relays.map((r) => `${r.url} (${r.profile})`).join(', ')}`,
+    `  relays     ${info.relays.map((url, i) => `${url} (${info.relay_profiles[i]})`).join(', ')}`,
     `  calendars  ${info.calendars.join(', ')} (each mines a regtest block every ${info.mine_every_ms / 1000} s while it holds commitments)`,
     `  signer     ${info.signer} (${info.npub})`,
     `  headers    ${info.headers}`,
