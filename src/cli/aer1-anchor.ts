@@ -16,6 +16,7 @@ const COMMANDS: Record<string, Loader> = {
   'dev-relay': () => import('./commands/dev-relay.js'),
   'dev-calendar': () => import('./commands/dev-calendar.js'),
   demo: () => import('./commands/demo.js'),
+  'dev-stack': () => import('./commands/dev-stack.js'),
 };
 
 async function usage(): Promise<string> {

@@ -3,11 +3,9 @@
  * minute, offline, with nothing configured (see src/dev/demo/demo.ts). Exit 0 when every
  * subject verifies (PASS) and the cut workflow FAILs naming the truncation, else 1.
  */
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runDemo, type DemoSummary } from '../../dev/demo/demo.js';
-import { UsageError } from '../shared/run.js';
+import { prepareOutDir } from '../shared/out-dir.js';
 
 export const summary = 'run the whole product on loopback in under a minute: anchor, confirm, verify, detect truncation';
 
@@ -34,35 +32,6 @@ function parseFlags(argv: string[]) {
   });
 }
 
-function timestamp(d: Date): string {
-  const p = (n: number): string => String(n).padStart(2, '0');
-  return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
-}
-
-/** A new folder for the default, or the given one when it is absent or empty. */
-export function prepareOutDir(given: string | undefined, now = new Date()): string {
-  if (given === undefined) {
-    const base = resolve(`aer1-demo-${timestamp(now)}`);
-    let dir = base;
-    for (let i = 2; existsSync(dir) && i < 100; i++) dir = `${base}-${i}`;
-    if (existsSync(dir)) throw new UsageError(`demo: cannot find a free folder name next to ${base}`);
-    mkdirSync(dir, { recursive: true });
-    return dir;
-  }
-  const dir = resolve(given);
-  if (existsSync(dir)) {
-    if (!statSync(dir).isDirectory()) throw new UsageError(`demo: --out ${given} is not a directory`);
-    if (readdirSync(dir).length > 0) throw new UsageError(`demo: --out ${given} is not empty (the demo writes a fresh set of files)`);
-    return dir;
-  }
-  try {
-    mkdirSync(dir, { recursive: true });
-  } catch (err) {
-    throw new UsageError(`demo: cannot create ${given}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'unwritable');
-  }
-  return dir;
-}
-
 function closingLines(s: DemoSummary): string {
   if (!s.ok) return `demo FAILED after ${(s.total_ms / 1000).toFixed(1)} s: ${s.error ?? 'unknown'}\n`;
   const cut = s.truncation?.file ?? '';
@@ -83,7 +52,7 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const out = prepareOutDir(values.out);
+  const out = prepareOutDir(values.out, 'demo');
   const json = values.json === true;
   // progress on stdout for people; on stderr with --json, so stdout is only the summary
   const stream = json ? process.stderr : process.stdout;

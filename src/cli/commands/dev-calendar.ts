@@ -3,7 +3,7 @@
  * The first line on stdout is its URL; it runs until SIGINT or SIGTERM.
  */
 import { parseArgs } from 'node:util';
-import { startDevCalendar, type DevCalendar } from '../../dev/calendar/index.js';
+import { startAutoMiner, startDevCalendar, type DevCalendar } from '../../dev/calendar/index.js';
 import { MAX_BEHAVIOUR_MS } from '../../dev/calendar/behaviour.js';
 import { InputError, UsageError } from '../shared/run.js';
 
@@ -76,22 +76,19 @@ export async function run(argv: string[]): Promise<number> {
   process.stdout.write(calendar.url + '\n');
   process.stderr.write(`dev calendar: headers file ${values['headers-out']}; POST ${calendar.url}/mine to confirm\n`);
 
-  const timer =
+  const miner =
     mineEvery === undefined
       ? undefined
-      : setInterval(() => {
-          if (calendar.pendingCount() === 0) return;
-          calendar.mine().then(
-            (m) => process.stderr.write(`mined height ${m.height} (${m.count} commitments)\n`),
-            (err: unknown) => process.stderr.write(`mine failed: ${(err as Error).message}\n`),
-          );
-        }, mineEvery);
+      : startAutoMiner(calendar, mineEvery, {
+          onMined: (_cal, m) => process.stderr.write(`mined height ${m.height} (${m.count} commitments)\n`),
+          onError: (_cal, err) => process.stderr.write(`mine failed: ${err.message}\n`),
+        });
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));
   });
-  if (timer) clearInterval(timer);
+  await miner?.stop();
   process.stderr.write(`dev calendar: ${signal}, closing\n`);
   await calendar.close();
   return 0;

@@ -12,3 +12,4 @@ export {
 } from './dev-calendar.js';
 export { REGTEST_BITS, targetFromBits, meetsTarget, parseHeader, sha256d } from './block-header.js';
 export { readHeadersFile, parseHeadersJson } from './headers-file.js';
+export { startAutoMiner, type AutoMiner, type AutoMinerHooks } from './auto-miner.js';

@@ -1,6 +1,6 @@
 /**
  * `aer1-anchor demo`: the whole product on loopback in well under a minute. Starts the
- * stack (stack.ts), anchors a receipt, a workflow close and a job timeline, shows them
+ * stack (../stack/stack.ts), anchors a receipt, a workflow close and a job timeline, shows them
  * move through their states, mines a regtest block on each dev calendar, waits for
  * Bitcoin confirmation, writes every subject with its proof attached (plus the `.ots`
  * files and the headers file), verifies each with the verifier's pipeline, cuts the
@@ -8,7 +8,6 @@
  * everything it started and checks that no port still answers.
  */
 import { writeFileSync, readFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Aer1Error } from '../../core/errors/errors.js';
@@ -25,7 +24,8 @@ import { HeadersFileSource } from '../../adapters/bitcoin/sources.js';
 import type { MineResult } from '../calendar/index.js';
 import { cutLastStep, mintDocuments, type DemoDocuments, type WorkflowDocument } from './documents.js';
 import { ProgressDisplay, type ProgressOutput, type SubjectState } from './progress.js';
-import { startStack, type DemoStack } from './stack.js';
+import { portAnswers, startStack, type DevStack } from '../stack/stack.js';
+
 
 /** How the demo fails (its exit 1). */
 export const DEMO_ERROR_CODES = ['demo_failed', 'demo_timeout', 'demo_leak'] as const;
@@ -119,20 +119,6 @@ function relativeName(out: string, file: string): string {
   return file.startsWith(`${out}/`) ? file.slice(out.length + 1) : file;
 }
 
-/** True when something accepts a TCP connection on 127.0.0.1:port (bounded at 500 ms). */
-export function portAnswers(port: number, host = '127.0.0.1'): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ port, host });
-    const done = (v: boolean): void => {
-      socket.destroy();
-      resolve(v);
-    };
-    socket.setTimeout(500, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
-}
-
 function stateOf(label: string, view: SubjectView | null): SubjectState {
   const n = view?.witnesses.nostr;
   const o = view?.witnesses.ots;
@@ -186,7 +172,7 @@ class Run {
   }
 }
 
-async function refresh(run: Run, stack: DemoStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>): Promise<void> {
+async function refresh(run: Run, stack: DevStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>): Promise<void> {
   for (const s of subjects) {
     const view = await subjectDetail(stack.running.daemon.store, stack.config, s.key);
     run.views.set(s.key, view);
@@ -207,7 +193,7 @@ async function refresh(run: Run, stack: DemoStack, subjects: readonly DemoSubjec
 
 /** Polls until `done` holds for every subject; bounded in time and count. */
 async function waitUntil(
-  run: Run, stack: DemoStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>,
+  run: Run, stack: DevStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>,
   what: string, done: (view: SubjectView | null) => boolean, timeoutMs: number,
 ): Promise<void> {
   const deadline = run.now() + timeoutMs;
@@ -226,7 +212,7 @@ async function waitUntil(
   throw new DemoError('demo_timeout', `no ${what} within ${timeoutMs / 1000} s: ${stuck.join('; ')} (daemon log: ${stack.files.log})`);
 }
 
-async function enqueue(stack: DemoStack, subjects: readonly DemoSubject[]): Promise<void> {
+async function enqueue(stack: DevStack, subjects: readonly DemoSubject[]): Promise<void> {
   // As an issuer in Node would: its own BullMQ connection, same queue, job name, prefix and options.
   const queue = new Queue(stack.config.queue.name, {
     connection: { host: '127.0.0.1', port: stack.redis.port, maxRetriesPerRequest: null },
@@ -250,7 +236,7 @@ async function enqueue(stack: DemoStack, subjects: readonly DemoSubject[]): Prom
   }
 }
 
-function verifyCommand(stack: DemoStack, file: string): string {
+function verifyCommand(stack: DevStack, file: string): string {
   return `aer1-verify-anchor ${file} --headers ${stack.files.headers} --network regtest --expected-pubkey ${stack.pubkey}`;
 }
 
@@ -262,7 +248,7 @@ function summarizeReport(report: VerifyReport, file: string, command: string): V
   return { ...reportJson(file, report), command };
 }
 
-async function stopAndCheck(run: Run, stack: DemoStack): Promise<void> {
+async function stopAndCheck(run: Run, stack: DevStack): Promise<void> {
   const ports = stack.ports();
   await stack.stop();
   const answering: number[] = [];
@@ -275,7 +261,7 @@ async function stopAndCheck(run: Run, stack: DemoStack): Promise<void> {
 
 export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
   const run = new Run(opts);
-  let stack: DemoStack | null = null;
+  let stack: DevStack | null = null;
   try {
     stack = await startServices(run);
     const started = stack;
@@ -311,7 +297,7 @@ export async function runDemo(opts: DemoOptions): Promise<DemoSummary> {
 }
 
 /** Starts the stack and says what runs where. */
-async function startServices(run: Run): Promise<DemoStack> {
+async function startServices(run: Run): Promise<DevStack> {
   const { out } = run.opts;
   run.show(`aer1-anchor demo: the whole product on loopback, offline, nothing configured. Output: ${out}`);
   run.show('');
@@ -355,7 +341,7 @@ function subjectSummaries(subjects: readonly DemoSubject[]): Map<string, Subject
 }
 
 /** Says how each subject goes in, then sends it. */
-async function anchor(run: Run, stack: DemoStack, subjects: readonly DemoSubject[]): Promise<void> {
+async function anchor(run: Run, stack: DevStack, subjects: readonly DemoSubject[]): Promise<void> {
   run.show('Anchoring:');
   for (const s of subjects) {
     run.show(`  ${s.label.padEnd(9)} ${s.key}  ${s.describe}, via ${s.via === 'bullmq' ? `BullMQ (queue ${stack.config.queue.name}, job ${ANCHOR_JOB}, jobId = key)` : 'POST /v1/anchors (bearer token)'}`);
@@ -365,7 +351,7 @@ async function anchor(run: Run, stack: DemoStack, subjects: readonly DemoSubject
 }
 
 /** Waits for both calendars to hold every subject, mines a block on each, waits for Bitcoin confirmation. */
-async function witness(run: Run, stack: DemoStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>): Promise<void> {
+async function witness(run: Run, stack: DevStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>): Promise<void> {
   const otsSubmitted = (v: SubjectView | null): boolean => (v?.witnesses.ots?.calendars ?? []).length > 0 && v!.witnesses.ots!.calendars.every((c) => c.status === 'pending');
   await waitUntil(run, stack, subjects, summaries, 'submission to both calendars', otsSubmitted, SUBMIT_TIMEOUT_MS);
   run.mark('ots_pending');
@@ -377,7 +363,7 @@ async function witness(run: Run, stack: DemoStack, subjects: readonly DemoSubjec
   run.show('');
 }
 
-async function mineBlocks(run: Run, stack: DemoStack): Promise<void> {
+async function mineBlocks(run: Run, stack: DevStack): Promise<void> {
   run.show('All three are pending on OTS. Mining a regtest block on each dev calendar...');
   for (const cal of stack.calendars) {
     const block: MineResult = await cal.mine();
@@ -388,7 +374,7 @@ async function mineBlocks(run: Run, stack: DemoStack): Promise<void> {
 }
 
 /** Exports each subject's proof and writes the subject with it attached, and its `.ots`. */
-async function writeProofs(run: Run, stack: DemoStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>): Promise<Map<string, AnchorProof>> {
+async function writeProofs(run: Run, stack: DevStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>): Promise<Map<string, AnchorProof>> {
   const { out } = run.opts;
   run.show(`Writing proofs to ${out}:`);
   const exporter = new ProofExporter(stack.running.daemon.store, { relays: stack.config.nostr.relays, calendars: stack.config.ots.calendars });
@@ -413,7 +399,7 @@ async function writeProofs(run: Run, stack: DemoStack, subjects: readonly DemoSu
 }
 
 /** What `aer1-verify-anchor` is given on the command line (verifyCommand), as pipeline options. */
-function verifyOptions(stack: DemoStack): VerifyOptions {
+function verifyOptions(stack: DevStack): VerifyOptions {
   return {
     expectedPubkeys: [stack.pubkey],
     headerSource: new HeadersFileSource(stack.files.headers),
@@ -423,7 +409,7 @@ function verifyOptions(stack: DemoStack): VerifyOptions {
   };
 }
 
-async function verifyAll(run: Run, stack: DemoStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>, options: VerifyOptions): Promise<void> {
+async function verifyAll(run: Run, stack: DevStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>, options: VerifyOptions): Promise<void> {
   run.show(`Verifying, as anyone can (offline): ${verifyCommand(stack, '<file>')}`);
   for (const s of subjects) {
     const report = await verifyFile(s.file, options);
