@@ -2,8 +2,9 @@
  * The README's TypeScript, as a newcomer runs it: `npm pack`, then the tarball installed
  * into an empty project beside `ioredis` and `bullmq` at the majors npm gives today
  * (`npm install aer1-anchor ioredis bullmq`) and beside the previous majors (5). Every
- * ```ts block of README.md is type-checked as a module of its own with `tsc` (strict,
- * NodeNext), so the test follows the README: a snippet that stops compiling fails here.
+ * ```ts block of README.md and docs/anchoring.md is type-checked as a module of its own
+ * with `tsc` (strict, NodeNext), so the test follows the docs: a snippet that stops
+ * compiling fails here.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { REPO_ROOT, tempDir } from '../helpers/harness.js';
 const run = promisify(execFile);
 const TSC = join(REPO_ROOT, 'node_modules/typescript/bin/tsc');
 
-interface Snippet { line: number; code: string }
+interface Snippet { line: number; code: string; page?: string }
 
 /** The ```ts blocks of a Markdown text, with the line each starts on. */
 function tsBlocks(markdown: string): Snippet[] {
@@ -45,7 +46,7 @@ function copies(project: string, name: string): string[] {
 
 async function typeCheck(project: string, snippets: Snippet[]): Promise<string> {
   const files = snippets.map((s, i) => {
-    const file = `readme-${i + 1}-line-${s.line}.ts`;
+    const file = `${(s.page ?? 'README.md').replace(/\W+/g, '-')}-${i + 1}-line-${s.line}.ts`;
     writeFileSync(join(project, file), s.code);
     return file;
   });
@@ -63,7 +64,8 @@ async function typeCheck(project: string, snippets: Snippet[]): Promise<string> 
 }
 
 describe("the README's TypeScript snippets, against the installed tarball", () => {
-  const snippets = tsBlocks(readFileSync(join(REPO_ROOT, 'README.md'), 'utf8'));
+  // the README's, and those of the page it sends Node producers to
+  const snippets = ['README.md', 'docs/anchoring.md'].flatMap((page) => tsBlocks(readFileSync(join(REPO_ROOT, page), 'utf8')).map((s) => ({ ...s, page })));
   const packDir = tempDir('aer1-pack');
   const today = tempDir('aer1-readme-today');
   const previous = tempDir('aer1-readme-previous');
