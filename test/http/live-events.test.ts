@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { EventFeed, compareStreamIds } from '../../src/adapters/http/event-feed.js';
+import { LiveFeed } from '../../src/adapters/http/live-feed.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { receiptFields, waitFor } from '../helpers/harness.js';
 import { checkedFetch } from '../helpers/openapi.js';
@@ -145,13 +146,14 @@ describe('a replay Redis refuses', () => {
   it('leaves no subscriber behind: the failed subscribe is undone, live events do not go to it', async () => {
     // a stream key of its own, made a string so that Redis refuses the replay's reads (WRONGTYPE)
     const key = `${s.daemon.state.shards[0]!.keys.events}:refused-${randomBytes(4).toString('hex')}`;
-    const feed = new EventFeed(s.daemon.redis, key, createLogger('silent'), { blockMs: 50 });
-    await feed.start();
+    const reader = new EventFeed(s.daemon.redis, key, createLogger('silent'), { blockMs: 50 });
+    await reader.start();
+    const feed = new LiveFeed([reader], createLogger('silent'));
     try {
       await s.daemon.redis.set(key, 'not a stream');
       let got = 0;
       await expect(feed.subscribe(() => (got += 1), '1-0')).rejects.toThrow(/WRONGTYPE/);
-      expect(feed.size).toBe(0);
+      expect(reader.size).toBe(0);
       await s.daemon.redis.del(key);
       // a listener added now sees the next entry: the refused one must not
       let live!: (n: number) => void;
@@ -159,9 +161,9 @@ describe('a replay Redis refuses', () => {
       await feed.subscribe(() => live(got));
       await s.daemon.redis.xadd(key, '*', 'data', JSON.stringify({ type: 'accepted', key: 'k', status: 'pending', at: 'x', digest: '' }));
       expect(await seen).toBe(0);
-      expect(feed.size).toBe(1);
+      expect(reader.size).toBe(1);
     } finally {
-      await feed.close();
+      await reader.close();
       await s.daemon.redis.del(key);
     }
   });

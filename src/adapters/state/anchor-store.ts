@@ -926,7 +926,7 @@ export class AnchorStore {
 
   /**
    * The relays the event went to, as the state records them: the ones it was handed to, in
-   * that order, then any other relay that reported on it (events from before `to` was
+   * that order, then any other relay that reported on it (a report with no hand-over
    * recorded); and every report.
    */
   async eventRelays(eventId: string): Promise<{ relays: string[]; reports: RelayReportRecord[] }> {
