@@ -2,7 +2,7 @@
  * One stored layout (`{prefix}:schema`, AnchorStore.openSchema): a fresh prefix is marked
  * STATE_SCHEMA on the daemon's first start; anything else under the prefix — a schema key with
  * another number (an earlier development layout, a newer release), one that is not a number,
- * or state keys without a schema key (the development layout before the key existed) — makes
+ * or, without a schema key, the keys only the development layout before it wrote — makes
  * the daemon refuse to start and the CLI refuse to run: exit 2, one line saying what was
  * found and what to do, nothing written.
  */
@@ -73,14 +73,14 @@ const cases: Array<{ name: string; write: (k: StateKeys) => Promise<void>; line:
       await redis.hset(k.subject('old-1'), { key: 'old-1', status: 'pending', created: 1 });
     },
     line: (k) =>
-      `the state under redis.prefix ${k.base} has no layout version (${k.schema} is missing, ${k.byStatus('pending')} is there): it was written by a development release before layouts were numbered, which this release (layout ${STATE_SCHEMA}) does not read; to start afresh, delete the keys under ${k.base} (redis-cli --scan --pattern '${k.base}*' | xargs redis-cli unlink) or set redis.prefix to a new prefix`,
+      `the state under redis.prefix ${k.base} has no layout version (${k.schema} is missing, ${k.base}:idx:all is there): it was written by a development release before layouts were numbered, which this release (layout ${STATE_SCHEMA}) does not read; to start afresh, delete the keys under ${k.base} (redis-cli --scan --pattern '${k.base}*' | xargs redis-cli unlink) or set redis.prefix to a new prefix`,
   },
   {
-    name: 'a state-change stream without a schema key',
+    name: 'an index of confirmed subjects per witness without a schema key (the same layout, its subjects retired)',
     write: async (k) => {
-      await redis.xadd(k.events, '*', 'data', '{"type":"accepted","key":"old-1","status":"pending","at":"2026-01-01T00:00:00Z"}');
+      await redis.zadd(`${k.base}:idx:w:ots:confirmed`, 1, 'old-2');
     },
-    line: (k) => `the state under redis.prefix ${k.base} has no layout version (${k.schema} is missing, ${k.events} is there)`,
+    line: (k) => `the state under redis.prefix ${k.base} has no layout version (${k.schema} is missing, ${k.base}:idx:w:ots:confirmed is there)`,
   },
 ];
 
@@ -98,6 +98,20 @@ describe('one stored layout', () => {
       } finally {
         await daemon.stop();
       }
+    } finally {
+      await dropKeys(store.keys);
+    }
+  });
+
+  it('state of this layout written before any daemon opened the prefix (no schema key, no older keys) is marked and opened', { timeout: 30_000 }, async () => {
+    const config = testConfig({ overrides: { ots: { enabled: true } } });
+    const store = new AnchorStore(redis, config.redis.prefix);
+    try {
+      await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [{ key: 'k-1', kind: 'receipt', envelopeCanonical: '{"k":"k-1"}', digest: 'a'.repeat(64), fingerprint: 'b'.repeat(64) }]);
+      expect(await store.openSchema({ write: false })).toEqual({ found: 'fresh', recorded: false });
+      expect(await store.openSchema({ write: true })).toEqual({ found: 'fresh', recorded: true });
+      expect(await redis.get(store.keys.schema)).toBe(String(STATE_SCHEMA));
+      expect((await store.getRecord('k-1'))?.status).toBe('pending');
     } finally {
       await dropKeys(store.keys);
     }

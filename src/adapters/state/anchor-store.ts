@@ -39,7 +39,7 @@ const LIST_FILTER_READ = 200;
  */
 export const STATE_SCHEMA = 6;
 
-/** How a store found the layout under its prefix (AnchorStore.openSchema); `recorded`: the schema key was written. */
+/** How a store found the layout under its prefix (AnchorStore.openSchema): `fresh` (no `:schema`), `current`; `recorded`: the schema key was written. */
 export type SchemaOpening = { found: 'fresh' | 'current'; recorded: boolean };
 
 /** One subject to accept: what the accept script stores. */
@@ -246,17 +246,18 @@ export class AnchorStore {
 
   /**
    * Checks the layout under the prefix before anything is written. Layout STATE_SCHEMA: opened
-   * as it is. Nothing under it: marked STATE_SCHEMA when `write` (the daemon; a client writes
-   * nothing). Anything else (another `:schema` value, or state keys without one: a development
-   * layout before the key existed) is refused with a UsageError (`redis_schema`, exit 2) whose
-   * one line says what was found and what to do. Cost: one GET, one EXISTS round trip.
+   * as it is. No `:schema`: marked STATE_SCHEMA when `write` (the daemon; a client writes
+   * nothing), unless keys only the development layout before `:schema` wrote are there
+   * (StateKeys.unnumberedLayoutKeys). That, or another `:schema` value, is refused with a
+   * UsageError (`redis_schema`, exit 2) whose one line says what was found and what to do.
+   * Cost: one GET and one EXISTS round trip, whatever the state's size.
    */
   async openSchema(opts: { write: boolean }): Promise<SchemaOpening> {
     const k = this.keys;
     const raw = await this.redis.get(k.schema);
     if (raw === String(STATE_SCHEMA)) return { found: 'current', recorded: false };
     if (raw !== null) throw schemaRefusal(k, raw);
-    const found = await this.stateKeyWithoutSchema();
+    const found = await this.unnumberedLayoutKey();
     if (found !== null) {
       throw new UsageError(`the state under redis.prefix ${k.base} has no layout version (${k.schema} is missing, ${found} is there): it was written by a development release before layouts were numbered, which this release (layout ${STATE_SCHEMA}) does not read; ${startAfresh(k)}`, 'redis_schema');
     }
@@ -266,14 +267,9 @@ export class AnchorStore {
     return this.openSchema({ write: false });
   }
 
-  /**
-   * The first of the keys every layout wrote once a subject was taken in (status indexes,
-   * counts, the events stream, the inboxes) that exists, or null: a bounded check (one
-   * pipeline of fixed size) that a prefix without `:schema` is really empty.
-   */
-  private async stateKeyWithoutSchema(): Promise<string | null> {
-    const k = this.keys;
-    const candidates = [...SUBJECT_STATUSES.map((st) => k.byStatus(st)), k.counts, k.events, ...WITNESSES.map((w) => k.inbox(w))];
+  /** The first of StateKeys.unnumberedLayoutKeys that exists, or null (one pipeline of EXISTS). */
+  private async unnumberedLayoutKey(): Promise<string | null> {
+    const candidates = this.keys.unnumberedLayoutKeys;
     const pipe = this.redis.pipeline();
     for (const key of candidates) pipe.exists(key);
     const res = (await pipe.exec()) ?? [];

@@ -109,6 +109,14 @@ export class StateKeys {
   get schema(): string {
     return `${this.base}:schema`;
   }
+  /**
+   * Keys only the development layout before `:schema` existed wrote (an index of every
+   * subject, and one of each witness's confirmed subjects): what AnchorStore.openSchema
+   * refuses on a prefix without `:schema`. Never written.
+   */
+  get unnumberedLayoutKeys(): string[] {
+    return [`${this.base}:idx:all`, `${this.base}:idx:w:nostr:confirmed`, `${this.base}:idx:w:ots:confirmed`];
+  }
   /** Written with a short expiry by `/readyz`: does Redis take writes? */
   get probe(): string {
     return `${this.base}:probe`;
