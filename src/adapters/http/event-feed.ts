@@ -67,23 +67,6 @@ const CLOSE_WAIT_MS = 2000;
 const RETRY_INITIAL_MS = 500;
 const RETRY_MAX_MS = 10_000;
 
-/** A subscriber's handle. */
-export interface Subscription {
-  close(): void;
-  /**
-   * Set when the replay stopped at `maxReplay` with entries left after it: the client has
-   * everything up to `resumeFrom` and should reconnect from there; nothing live follows.
-   */
-  readonly cut: boolean;
-  /** The last event id the replay covered (the `since` given when nothing was replayed). */
-  readonly resumeFrom: string | null;
-}
-
-/** What SSE and WebSocket clients follow: LiveFeed over one shard's reader or K (live-feed.ts). */
-export interface Feed {
-  subscribe(listener: Listener, since?: string | null, room?: () => Promise<boolean>): Promise<Subscription>;
-}
-
 /** JSON text of a message, made once however many clients it goes to. */
 const texts = new WeakMap<FeedMessage, string>();
 export function messageText(message: FeedMessage): string {
@@ -95,7 +78,7 @@ export function messageText(message: FeedMessage): string {
   return text;
 }
 
-/** The message under another id (a merged feed's position); its JSON is the original's with the id swapped. */
+/** The message under another id (a position over K shards); its JSON is the original's with the id swapped. */
 export function withId(message: FeedMessage, id: string): FeedMessage {
   const out = { ...message, id };
   // decodeEntry puts `id` first: the text is `{"id":<id>` and then the rest, made once

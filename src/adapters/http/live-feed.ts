@@ -13,7 +13,24 @@
 import type { Logger } from 'pino';
 import { configDefault } from '../config/schema.js';
 import { compareEventIds, formatEventId, parseEventId, type RawEntry } from '../state/stream-entries.js';
-import { FEED_PAGE, decodeEntry, withId, type EventFeed, type Feed, type FeedMessage, type Listener, type Subscription } from './event-feed.js';
+import { FEED_PAGE, decodeEntry, withId, type EventFeed, type FeedMessage, type Listener } from './event-feed.js';
+
+/** A subscriber's handle. */
+export interface Subscription {
+  close(): void;
+  /**
+   * Set when the replay stopped at `maxReplay` with entries left after it: the client has
+   * everything up to `resumeFrom` and should reconnect from there; nothing live follows.
+   */
+  readonly cut: boolean;
+  /** The last event id the replay covered (the `since` given when nothing was replayed). */
+  readonly resumeFrom: string | null;
+}
+
+/** What SSE and WebSocket clients follow: a LiveFeed over one shard's reader or K. */
+export interface Feed {
+  subscribe(listener: Listener, since?: string | null, room?: () => Promise<boolean>): Promise<Subscription>;
+}
 
 /** A position's shard ids (canonical), or what is wrong with the text. */
 export function parseFeedPosition(text: string, shards: number): string[] | { problem: string } {
