@@ -12,6 +12,7 @@ import { checkedFetch } from '../helpers/openapi.js';
 import { openSse, openWs, wsRefusal, type SseEvent } from './clients.js';
 import { startHttpServer } from '../../src/adapters/http/server.js';
 import { TOKEN, startStack, withHttp, type Stack } from './fixture.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
 
 let s: Stack;
 
@@ -205,7 +206,7 @@ describe('packed entries (one stream entry per batch transition)', () => {
     // no inbox: the daemon's witnesses leave these subjects alone
     await s.daemon.store.acceptMany(
       { witnesses: ['ots'], inboxes: [] },
-      keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: `fp-${key}` })),
+      keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: sha256Hex(`fp-${key}`) })),
     );
     const mid = (await redis.xrevrange(stream, '+', '-', 'COUNT', 1))[0]![0];
     await s.daemon.store.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted', `b-${keys[0]}`);

@@ -12,6 +12,7 @@ import { CUT_BATCH, MARK_SENT, SET_SUBJECT_EVENT } from '../../src/adapters/stat
 import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { privateRedis, waitFor } from '../helpers/harness.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
 
 let server: EmbeddedRedis;
 let redis: Redis;
@@ -86,7 +87,7 @@ beforeEach(() => {
 const BOTH: AcceptTargets = { witnesses: ['nostr', 'ots'], inboxes: ['nostr', 'ots'] };
 
 function subject(key = `k-${randomBytes(4).toString('hex')}`, root = 'a'): AcceptSubject {
-  return { key, kind: 'receipt', envelopeCanonical: `{"k":"${key}","root":"${root}"}`, digest: randomBytes(32).toString('hex'), fingerprint: `fp-${root}` };
+  return { key, kind: 'receipt', envelopeCanonical: `{"k":"${key}","root":"${root}"}`, digest: randomBytes(32).toString('hex'), fingerprint: sha256Hex(`fp-${root}`) };
 }
 
 async function historyEvents(key: string): Promise<string[]> {
@@ -295,7 +296,7 @@ describe('the subject record: compact hash, acceptance derived from it', () => {
           await store.setWitnessMany([s.key], w, 'confirmed', 3, '', cut.id);
         }
       }
-      if (c.steps.includes('conflict')) expect((await store.acceptMany(BOTH, [{ ...s, fingerprint: 'fp-other' }])).results[0]).toMatchObject({ result: 'conflict', digest: s.digest });
+      if (c.steps.includes('conflict')) expect((await store.acceptMany(BOTH, [{ ...s, fingerprint: sha256Hex('fp-other') }])).results[0]).toMatchObject({ result: 'conflict', digest: s.digest });
       const hash = await redis.hgetallBuffer(k.subject(s.key));
       expect(Object.keys(hash).sort()).toEqual([...c.fields].sort());
       // a listpack: every value within 64 bytes; the digest as its 32 bytes
@@ -361,7 +362,7 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
     const a = subject('k-conflicted', 'a');
     await store.acceptMany(BOTH, [a]);
     const [x, y, z] = [subject(), subject(), subject()];
-    await store.acceptMany(BOTH, [x, y, { ...a, fingerprint: 'fp-b' }, z]);
+    await store.acceptMany(BOTH, [x, y, { ...a, fingerprint: sha256Hex('fp-b') }, z]);
     expect((await expanded()).map((e) => `${e.event.type} ${e.event.key}`)).toEqual([`accepted ${a.key}`, `accepted ${x.key}`, `accepted ${y.key}`, `conflict ${a.key}`, `accepted ${z.key}`]);
     expect(await redis.xlen(store.keys.events)).toBe(4);
     await expectKeysDeclared();

@@ -1245,14 +1245,15 @@ function envelopeOfClaims(key: string, hash: Record<string, string>, raw: Record
 }
 
 
-/** A digest, fingerprint or event id as the subject hash keeps it: 64 lowercase hex characters as their 32 bytes (anything else, which intake never hands over, as it is). */
-function packHash(hex: string): string | Buffer {
-  return /^[0-9a-f]{64}$/.test(hex) ? Buffer.from(hex, 'hex') : hex;
+/** A digest, fingerprint or event id (64 lowercase hex characters, as intake makes them) as the subject hash keeps it: its 32 bytes. */
+function packHash(hex: string): Buffer {
+  if (!/^[0-9a-f]{64}$/.test(hex)) throw new TypeError(`not a 32-byte hex digest: ${JSON.stringify(hex.slice(0, 70))}`);
+  return Buffer.from(hex, 'hex');
 }
 
-/** A stored digest, fingerprint or event id as hex: 32 bytes → 64 hex characters (what packHash kept as it is, as its text). */
+/** A stored digest, fingerprint or event id (32 bytes) as hex. */
 function hashValue(v: Buffer): string {
-  return v.length === 32 ? v.toString('hex') : v.toString();
+  return v.toString('hex');
 }
 
 /** The subject hash fields kept as 32 bytes. */

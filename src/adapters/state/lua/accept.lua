@@ -15,8 +15,7 @@
 -- [5] number of inboxes, [6] the subjects' stream tokens (per subject, in order, its
 -- key's 22 characters and its digest's 43, src/adapters/state/stream-entries.ts; '' when a key
 -- of the call is not a canonical UUID), then per subject 9: key, kind, envelope ('' when it is kept as its
--- claims), digest (hex), fingerprint (as stored: 32 bytes, or the text when it is not 64 hex
--- characters), event id as stored (its 32 bytes; '' for none), event JSON, digest
+-- claims), digest (hex), fingerprint (as stored: 32 bytes), event id as stored (its 32 bytes; '' for none), event JSON, digest
 -- as stored (32 bytes; the caller converts, not the script), the envelope's claims as
 -- subject-hash fields ('' for none: pairs, each of name and value as one length byte then
 -- its bytes; AnchorStore names them).
@@ -37,10 +36,10 @@
 -- Entries go through add_events (stream-lib.lua, the last key is the stream's tally): the
 -- stream keeps about ARGV[3] subject events, however many each entry holds.
 local now, nowIso, maxlen = ARGV[1], ARGV[2], ARGV[3]
--- a stored digest or event id as hex: 32 bytes -> 64 characters (what the caller kept as it is, as it is)
+-- a stored digest or event id (32 bytes) as hex; nil stays nil
 local function hex(x)
-  if x and #x == 32 then return (string.gsub(x, '.', function(c) return string.format('%02x', string.byte(c)) end)) end
-  return x
+  if not x then return x end
+  return (string.gsub(x, '.', function(c) return string.format('%02x', string.byte(c)) end))
 end
 local witnesses = {}
 for w in string.gmatch(ARGV[4], '[^,]+') do table.insert(witnesses, w) end
