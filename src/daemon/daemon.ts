@@ -148,7 +148,7 @@ export class Daemon {
         throw new UsageError(describeClusterRedirect(redirect, e.store.keys.base, describeClient(this.storeRedis)), 'redis_cluster');
       }
     }
-    // the state's layout (STATE_SCHEMA): one this release does not know is refused before anything is written
+    // the state's layout (STATE_SCHEMA): any other is refused before anything is written
     try {
       for (const e of this.engines) await e.open();
     } catch (err) {

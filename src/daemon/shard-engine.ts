@@ -220,14 +220,10 @@ export class ShardEngine {
     return this.processor;
   }
 
-  /** Opens the shard's state layout: one this release does not know is refused before anything is written. */
+  /** Opens the shard's state layout: any other than STATE_SCHEMA is refused before anything is written. */
   async open(): Promise<void> {
     const opened = await this.store.openSchema({ write: true });
-    if (opened.found === 'layout 1') this.log.info({ from: 1, to: STATE_SCHEMA }, `state of layout 1 moved to layout ${STATE_SCHEMA}: counts taken from the old indexes, idx:all and idx:w:<witness>:confirmed removed`);
-    if (opened.found === 'layout 2' && opened.recorded) this.log.info({ from: 2, to: STATE_SCHEMA }, `state of layout 2 moved to layout ${STATE_SCHEMA}: batch transitions are recorded on the batch from now on; the subjects' history lists are read as they are`);
-    if (opened.found === 'layout 3' && opened.recorded) this.log.info({ from: 3, to: STATE_SCHEMA }, `state of layout 3 moved to layout ${STATE_SCHEMA}: new subjects are recorded compactly from now on; the older ones are read as they are`);
-    if (opened.found === 'layout 4' && opened.recorded) this.log.info({ from: 4, to: STATE_SCHEMA }, `state of layout 4 moved to layout ${STATE_SCHEMA}: new subjects are recorded without a witnesses field and with short time fields from now on; the older ones are read as they are`);
-    if (opened.found === 'layout 5' && opened.recorded) this.log.info({ from: 5, to: STATE_SCHEMA }, `state of layout 5 moved to layout ${STATE_SCHEMA}: state-change stream entries of UUID keys are written as tokens from now on; the older entries are read as they are`);
+    if (opened.recorded) this.log.info({ layout: STATE_SCHEMA }, `state under ${this.store.keys.base} marked layout ${STATE_SCHEMA}`);
   }
 
   async start(): Promise<void> {

@@ -281,11 +281,11 @@ export class NostrWitness {
 
   /**
    * The batch's kind of event, decided once: the batch hash's `mode` field is written with
-   * HSETNX, so a retry, a restart or a second daemon keeps the first decision. A batch that
-   * already has a batch event (cut before modes were recorded) is `batch`.
+   * HSETNX before anything is signed, so a retry, a restart or a second daemon keeps the first
+   * decision.
    */
-  async decideMode(batchId: string, size: number, fields: { event: string | null; mode: string | null }): Promise<ModeDecision> {
-    const recorded = fields.mode === 'envelope' || fields.mode === 'batch' ? fields.mode : fields.event ? 'batch' : null;
+  async decideMode(batchId: string, size: number, fields: { mode: string | null }): Promise<ModeDecision> {
+    const recorded = fields.mode === 'envelope' || fields.mode === 'batch' ? fields.mode : null;
     if (recorded) return { mode: recorded, size };
     let decision: ModeDecision;
     if (this.opts.mode === 'auto') {
