@@ -17,7 +17,7 @@ import { startDevRelay, type DevRelay } from '../../src/dev/relay/dev-relay.js';
 import { RelayClient } from '../../src/adapters/nostr/relay-client.js';
 import { loadFixture, type WorkflowExample } from '../fixtures/index.js';
 import { REPO_ROOT, tempDir } from '../helpers/harness.js';
-import { subjectOf } from './build-proofs.js';
+import { attach, batchModeProofs, envelopeModeProof, subjectOf } from './build-proofs.js';
 
 const verifyBin = join(REPO_ROOT, 'bin/aer1-verify-anchor.js');
 const anchorBin = join(REPO_ROOT, 'bin/aer1-anchor.js');
@@ -140,6 +140,31 @@ describe('the operator cannot steer discovery and audit (issue 24, 1-3, dev rela
     expect(r.stdout).toMatch(/^VERDICT: INCONCLUSIVE: /m);
     expect(r.stdout).not.toMatch(/VERDICT: (PASS|SKIP)/);
     expect(r.code).toBe(3);
+  });
+
+  it('1. with a proof and --online, the relays\' other anchors of the key are read too: a proof of either root FAILs naming the equivocation', async () => {
+    const cutProof = envelopeModeProof(five, { key: operator, anchoredAt: iso(T0 + 60), noOts: true }).proof;
+    const batched = batchModeProofs([five], { key: operator, anchoredAt: iso(T0 + 60), noOts: true }).proofs[0]!;
+    // the proof carries the very event on the relays (a re-signed one has the same id, another signature)
+    const built = envelopeModeProof(six, { key: operator, anchoredAt: iso(T0), noOts: true }).proof;
+    const genuineProof = { ...built, nostr: { ...(built.nostr as object), event: genuine } };
+    for (const [name, doc] of [['cut-envelope', attach(five, cutProof)], ['cut-batch', attach(five, batched)], ['genuine', attach(six, genuineProof)]] as const) {
+      const file = join(dir, `${name}.json`);
+      writeFileSync(file, JSON.stringify(doc));
+      const r = await cli(verifyBin, [file, '--online', '--relay', pair.url, ...key()]);
+      expect(r.stdout, name).toMatch(/^ {2}FAIL {2}equivocation +equivocation: the trusted signer anchored workflow-close ".*" with two different roots: .* differ in merkle_root /m);
+      expect(r.code, name).toBe(1);
+    }
+    // one anchor of the key on the relay, the proof's own: nothing to contradict it
+    const file = join(dir, 'genuine-alone.json');
+    writeFileSync(file, JSON.stringify(attach(six, genuineProof)));
+    const ok = await cli(verifyBin, [file, '--online', '--relay', junkOnly.url, ...key()]);
+    expect(ok.stdout).toMatch(/^ {2}PASS {2}equivocation +0 other anchors of workflow-close ".*" by the trusted signer on .*, every answer read to its end$/m);
+    expect(ok.code, ok.stdout).toBe(0);
+    // the same with a bound the relay's answer exceeds: nothing established (exit 3)
+    const cutShort = await cli(verifyBin, [file, '--online', '--relay', junkOnly.url, ...key(), '--max-events', '10']);
+    expect(cutShort.stdout).toMatch(/^VERDICT: INCONCLUSIVE: nothing established online: /m);
+    expect(cutShort.code).toBe(3);
   });
 
   it('2. audit --since between the anchors still looks the folder\'s key up in full: equivocated, exit 1', async () => {
