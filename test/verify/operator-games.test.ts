@@ -93,7 +93,7 @@ describe('the operator cannot steer discovery and audit (issue 24, 1-3, dev rela
   const key = (): string[] => ['--expected-pubkey', operator.publicKey];
 
   beforeAll(async () => {
-    [flooded, copies, junkOnly, pair, twenty] = await Promise.all(Array.from({ length: 5 }, () => startDevRelay()));
+    [flooded, copies, junkOnly, pair, twenty] = await Promise.all([startDevRelay(), startDevRelay(), startDevRelay(), startDevRelay(), startDevRelay()]);
     await Promise.all([
       publish(flooded, [genuine, reanchor, ...junk(99, T0 + 120)]),
       publish(copies, [genuine, reanchor, ...redated(100, T0 + 120)]),
