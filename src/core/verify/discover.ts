@@ -90,10 +90,12 @@ export interface Harvest {
   /** Batch-mode events by anchorIdentity (an event and its relay copies are one), with the relays that served them. */
   readonly batches: Map<string, string[]>;
   readonly ignored: IgnoredEvent[];
+  /** `relay id` of the ignored events, so an event served to two look-ups is listed once. */
+  readonly ignoredSeen: Set<string>;
 }
 
 export function emptyHarvest(): Harvest {
-  return { anchors: new Map(), batches: new Map(), ignored: [] };
+  return { anchors: new Map(), batches: new Map(), ignored: [], ignoredSeen: new Set() };
 }
 
 /** Verifies and files the event texts one relay served. */
@@ -101,7 +103,11 @@ export function harvest(into: Harvest, url: string, texts: readonly string[], po
   for (const json of texts) {
     const read = readAnchorEvent(json, policy);
     if (!read.ok) {
-      into.ignored.push({ relay: url, event_id: read.id, reason: read.reason });
+      const seen = `${url} ${read.id ?? sha256Hex(json)}`;
+      if (!into.ignoredSeen.has(seen)) {
+        into.ignoredSeen.add(seen);
+        into.ignored.push({ relay: url, event_id: read.id, reason: read.reason });
+      }
       continue;
     }
     if (read.mode === 'batch') {
