@@ -2,7 +2,8 @@
  * The one way a CLI entry point runs (aer1-anchord, aer1-anchor, aer1-verify-anchor):
  * exit 0 ok / PASS; 1 a check or a job failed (FAIL, a refused document, no such
  * subject); 2 usage or unreadable input (unknown flags, a missing or non-JSON file, a
- * bad config); 70 an internal error. Errors print one line, never a stack or a file's text.
+ * bad config); 3 nothing established (the verifier's INCONCLUSIVE, returned by the command);
+ * 70 an internal error. Errors print one line, never a stack or a file's text.
  */
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { parseJsonText } from '../../core/aer1/json-limits.js';

@@ -26,7 +26,6 @@ import { npub } from '../nostr/keys.js';
 import { nostrStatement, otsStatement } from './statements.js';
 import { checkKeyAnchors } from './key-anchors.js';
 import type { PageBound } from './relay-pages.js';
-import type { Envelope } from '../envelope/envelope.js';
 
 export interface VerifyInput {
   /** The parsed FILE: a document with `anchor_proof` attached, or a bare proof. */
@@ -120,7 +119,8 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
     fromProof: proofRelays.urls,
     fromProofLeftOut: { notUrl: proofRelays.notUrl, past: proofRelays.past },
   }, options.relayFetcher ?? null, new Map((event.valid ? nostrProof?.relays ?? [] : []).flatMap((r) => (r.event ? [[r.url, r.event] as const] : []))));
-  const proofEnvelope = envelope.check.status === 'PASS' && digest.digest ? prepared?.proof.envelope as Envelope | undefined : undefined;
+  // the proof's envelope as parsed (a standalone proof has one too); null when malformed
+  const proofEnvelope = envelope.envelope;
   const otsTime = bitcoin.blocks.find((b) => b.verified && b.time !== null)?.time ?? null;
   const keyAnchors = await checkKeyAnchors({
     envelope: proofEnvelope ?? null,
