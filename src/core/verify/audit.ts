@@ -136,8 +136,8 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
 
   // the listing finds withheld subjects: from --since on, every page
   const found = emptyHarvest();
-  const listed = await pageAll(options.fetcher, relays, { ...base, ...(options.since !== undefined ? { since: options.since } : {}) }, options.bound);
-  for (const a of listed) harvest(found, a.answer.url, a.texts, policy);
+  const sink = (url: string, texts: string[]): void => harvest(found, url, texts, policy);
+  const listed = await pageAll(options.fetcher, relays, { ...base, ...(options.since !== undefined ? { since: options.since } : {}) }, sink, options.bound);
   const listedKeys = new Set([...found.anchors.values()].map((a) => a.key));
 
   // documents: the proof attached to one is set aside, the document alone is held against the relays
@@ -161,11 +161,10 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
   const keyIncomplete = new Map<string, string>();
   for (let i = 0; i < keys.length; i += KEYS_PER_LOOKUP) {
     const group = keys.slice(i, i + KEYS_PER_LOOKUP);
-    const answers = await pageAll(options.fetcher, relays, { ...base, [`#${SUBJECT_TAG}`]: group.map(subjectTagValue) }, options.bound);
+    const answers = await pageAll(options.fetcher, relays, { ...base, [`#${SUBJECT_TAG}`]: group.map(subjectTagValue) }, sink, options.bound);
     for (const a of answers) {
-      harvest(found, a.answer.url, a.texts, policy);
-      lookedUp.get(a.answer.url)!.push(a.answer);
-      if (!a.answer.complete) for (const k of group) if (!keyIncomplete.has(k)) keyIncomplete.set(k, `${a.answer.url}: ${a.answer.incomplete ?? 'incomplete'}`);
+      lookedUp.get(a.url)!.push(a);
+      if (!a.complete) for (const k of group) if (!keyIncomplete.has(k)) keyIncomplete.set(k, `${a.url}: ${a.incomplete ?? 'incomplete'}`);
     }
   }
   const lookups = relays.map((u) => mergeAnswers(u, lookedUp.get(u)!));
@@ -232,7 +231,7 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
   }
 
   const counts = Object.fromEntries(AUDIT_OUTCOMES.map((o) => [o, rows.filter((r) => r.outcome === o).length])) as Record<AuditOutcome, number>;
-  const answers = listed.map((a) => a.answer);
+  const answers = listed;
   return {
     signers: authors,
     relays: answers,

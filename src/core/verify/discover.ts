@@ -236,9 +236,7 @@ export async function discoverAnchors(document: unknown, options: DiscoveryOptio
 
   const found = emptyHarvest();
   // every page of every relay's answer: a flood of events with the key's tag cannot push an anchor out
-  const answers = await pageAll(options.fetcher, relays, { ...base, [`#${SUBJECT_TAG}`]: [subjectTagValue(subject.key)] }, options.bound);
-  for (const a of answers) harvest(found, a.answer.url, a.texts, policy);
-  const relayAnswers: RelayAnswer[] = answers.map((a) => a.answer);
+  const relayAnswers = await pageAll(options.fetcher, relays, { ...base, [`#${SUBJECT_TAG}`]: [subjectTagValue(subject.key)] }, (url, texts) => harvest(found, url, texts, policy), options.bound);
   // an event of another subject is not this subject's anchor, whatever tag a relay matched
   for (const [identity, anchor] of found.anchors) {
     if (anchor.key !== subject.key) {

@@ -46,12 +46,11 @@ export async function checkKeyAnchors(input: KeyAnchorsInput): Promise<KeyAnchor
   const kinds = [...new Set([...input.kinds, DEFAULT_EVENT_KIND])];
   const policy: AnchorEventPolicy = { trusted: new Set(input.trusted), kinds: new Set(kinds) };
   const found = emptyHarvest();
-  const answers = await pageAll(input.fetcher, input.relays, { authors: [...input.trusted], kinds, [`#${SUBJECT_TAG}`]: [subjectTagValue(key)] }, input.bound);
-  for (const a of answers) harvest(found, a.answer.url, a.texts, policy);
+  const answers = await pageAll(input.fetcher, input.relays, { authors: [...input.trusted], kinds, [`#${SUBJECT_TAG}`]: [subjectTagValue(key)] }, (url, texts) => harvest(found, url, texts, policy), input.bound);
   const others = [...found.anchors.values()].filter((a) => a.key === key && a.event.id !== input.claim!.event_id);
   const equivocation = findEquivocation([input.claim, ...others.map(claimOf)]);
   if (equivocation) return { check: fail('equivocation', equivocation.detail), incomplete: false };
-  const incomplete = incompleteAnswers(answers.map((a) => a.answer));
+  const incomplete = incompleteAnswers(answers);
   const read = `${others.length} other anchor${others.length === 1 ? '' : 's'} of ${input.envelope.subject} ${quote(key)} by the trusted signer`;
   if (incomplete) return { check: skip('equivocation', `incomplete: ${read} read so far commit to the proof's root, but ${incomplete}`), incomplete: true };
   return none(pass('equivocation', `${read} on ${input.relays.join(', ')}, every answer read to its end${others.length ? '; all commit to the proof\'s root' : ''}`));

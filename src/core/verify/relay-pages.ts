@@ -39,11 +39,8 @@ export interface RelayAnswer {
   readonly pages: number;
 }
 
-export interface PagedAnswer {
-  readonly answer: RelayAnswer;
-  /** The event texts, each distinct event once, as the relay sent them. */
-  readonly texts: string[];
-}
+/** Receives each page's new event texts (each distinct event once, as the relay sent them): pages are handed on, never held. */
+export type PageSink = (url: string, texts: string[]) => void;
 
 /** The id and created_at of an event text, read without trusting it (verification comes later). */
 function head(text: string): { id: string; created: number } {
@@ -58,36 +55,38 @@ export function boundOf(bound: PageBound = {}): { pageSize: number; maxEvents: n
   return { pageSize, maxEvents };
 }
 
-/** Pages through one relay's answer to `filter` (its own `until`, `limit` are replaced). */
-export async function pageThrough(fetcher: RelayFetcher, url: string, filter: RelayQueryFilter, bound: PageBound = {}): Promise<PagedAnswer> {
+/** Pages through one relay's answer to `filter` (its own `until`, `limit` are replaced), handing each page's new events to `sink`. */
+export async function pageThrough(fetcher: RelayFetcher, url: string, filter: RelayQueryFilter, sink: PageSink, bound: PageBound = {}): Promise<RelayAnswer> {
   const { pageSize, maxEvents } = boundOf(bound);
   const seen = new Set<string>();
-  const texts: string[] = [];
   let pages = 0;
   const { until: ceiling, limit: _limit, ...base } = filter;
   let until = ceiling;
-  const done = (error: string | null, incomplete: string | null): PagedAnswer => ({
-    answer: { url, events: seen.size, error, complete: error === null && incomplete === null, incomplete: error !== null ? `the relay failed: ${error}` : incomplete, pages },
-    texts,
-  });
+  const done = (error: string | null, incomplete: string | null): RelayAnswer => (
+    { url, events: seen.size, error, complete: error === null && incomplete === null, incomplete: error !== null ? `the relay failed: ${error}` : incomplete, pages }
+  );
   const ask = async (f: RelayQueryFilter): Promise<string[]> => {
     pages++;
     return fetcher.query(url, f);
   };
   /** Files a page's texts; false when the bound is reached. */
   const take = (page: readonly string[]): { fresh: number; oldest: number; full: boolean } => {
-    let fresh = 0;
+    const fresh: string[] = [];
     let oldest = Infinity;
+    let full = false;
     for (const text of page) {
       const h = head(text);
       if (Number.isFinite(h.created)) oldest = Math.min(oldest, h.created);
       if (seen.has(h.id)) continue;
-      if (seen.size >= maxEvents) return { fresh, oldest, full: true };
+      if (seen.size >= maxEvents) {
+        full = true;
+        break;
+      }
       seen.add(h.id);
-      texts.push(text);
-      fresh++;
+      fresh.push(text);
     }
-    return { fresh, oldest, full: false };
+    sink(url, fresh);
+    return { fresh: fresh.length, oldest, full };
   };
   // each round either brings a new event or moves `until` below a second already read: bounded by maxEvents
   for (let round = 0; round <= 2 * maxEvents + 2; round++) {
@@ -123,8 +122,8 @@ export async function pageThrough(fetcher: RelayFetcher, url: string, filter: Re
 }
 
 /** Pages through every relay at once. */
-export function pageAll(fetcher: RelayFetcher, relays: readonly string[], filter: RelayQueryFilter, bound: PageBound = {}): Promise<PagedAnswer[]> {
-  return Promise.all(relays.map((url) => pageThrough(fetcher, url, filter, bound)));
+export function pageAll(fetcher: RelayFetcher, relays: readonly string[], filter: RelayQueryFilter, sink: PageSink, bound: PageBound = {}): Promise<RelayAnswer[]> {
+  return Promise.all(relays.map((url) => pageThrough(fetcher, url, filter, sink, bound)));
 }
 
 /** Sums the answers of several look-ups on one relay into one line's worth. */
