@@ -182,6 +182,20 @@ describe('the operator cannot steer discovery and audit (issue 24, 1-3, dev rela
     }
   });
 
+  it('audit: a key whose answer the bound cuts short is incomplete (exit 3), never matching; read in full it matches (exit 0)', async () => {
+    const folder = join(dir, 'bounded');
+    mkdirSync(folder);
+    writeFileSync(join(folder, 'six.json'), JSON.stringify(six));
+    const cut = await cli(anchorBin, ['audit', '--relay', junkOnly.url, ...key(), '--max-events', '10', '--json', folder]);
+    const out = JSON.parse(cut.stdout) as { rows: Array<{ outcome: string; detail: string }>; complete: boolean; exit: number };
+    expect(out.rows.find((r) => r.outcome !== 'withheld')).toMatchObject({ outcome: 'incomplete', detail: expect.stringContaining('the bound of 10 events was reached') });
+    expect(out.complete).toBe(false);
+    expect(cut.code).toBe(3);
+    const full = await cli(anchorBin, ['audit', '--relay', junkOnly.url, ...key(), folder]);
+    expect(full.stdout).toMatch(/^matching +workflow-close +.* six\.json +matches its anchor/m);
+    expect(full.code).toBe(0);
+  });
+
   it('3. audit reads every event of the key, past 20: the re-anchor and 19 junk events do not hide the genuine anchor', async () => {
     const folder = join(dir, 'twenty');
     mkdirSync(folder);
