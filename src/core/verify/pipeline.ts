@@ -1,10 +1,11 @@
 /**
  * `aer1-verify-anchor` as a pipeline of named stages (SPEC §6): input → recompute →
  * envelope → digest → Nostr (event, content or batch path, signer) → OTS (digest,
- * attestations, Bitcoin) → online. Every stage reports PASS / FAIL / SKIP with one line;
- * the verdict is FAIL when any stage fails, else PASS, noting `pending` when no witness
- * is confirmed (`requireConfirmed` turns that into FAIL). Offline unless a relay fetcher
- * is given; the daemon is never asked anything.
+ * attestations, Bitcoin) → online → equivocation (the key's other anchors on the relays).
+ * Every stage reports PASS / FAIL / SKIP with one line; the verdict is FAIL when any
+ * stage fails, else INCONCLUSIVE when the relays' answers could not be read to their end,
+ * else PASS, noting `pending` when no witness is confirmed (`requireConfirmed` turns that
+ * into FAIL). Offline unless a relay fetcher is given; the daemon is never asked anything.
  */
 import { subjectKey } from '../envelope/envelope.js';
 import { isObject } from '../aer1/fields.js';
