@@ -13,7 +13,7 @@ import { parseVerifierKey, type LogSigner } from '../../core/log/note.js';
 import { consistencyProof, inclusionProof, treeHash } from '../../core/log/proof.js';
 import { CompactRange, leafHash } from '../../core/log/rfc6962.js';
 import { decodeBundle, encodeBundle, splitTile, TILE_HEIGHT, TILE_WIDTH, TileHashes, tileInTree, tilePath, type TileRef } from '../../core/log/tiles.js';
-import { CHECKPOINT_FILE, readOptional, writeReplacing, writeTile } from './tile-files.js';
+import { CHECKPOINT_FILE, readOptional, syncFolder, writeReplacing, writeTile } from './tile-files.js';
 
 export interface LogWriterOptions {
   readonly dir: string;
@@ -122,7 +122,11 @@ export class LogWriter {
   /** Writes the tiles for the current size, then its signed checkpoint; the note. */
   checkpoint(): string {
     const { dir } = this.options;
-    const write = (tile: TileRef, bytes: Buffer): void => writeTile(dir, tilePath(tile), bytes, this.isCommitted(tile));
+    const folders = new Set<string>();
+    const write = (tile: TileRef, bytes: Buffer): void => {
+      const folder = writeTile(dir, tilePath(tile), bytes, this.isCommitted(tile));
+      if (folder !== null) folders.add(folder);
+    };
     for (const f of this.finished) write(f.tile, f.bytes);
     this.finished.length = 0;
     const size = this.range.size;
@@ -130,6 +134,7 @@ export class LogWriter {
       if (tail.length > 0) write({ level, index: Math.floor(size / TILE_WIDTH ** (level + 1)), width: tail.length }, Buffer.concat(tail));
     });
     if (this.bundle.length > 0) write({ level: 'entries', index: Math.floor(size / TILE_WIDTH), width: this.bundle.length }, encodeBundle(this.bundle));
+    for (const folder of folders) syncFolder(folder);
     const checkpoint: Checkpoint = { origin: this.options.origin, size, root: this.range.root(), extensions: [] };
     const note = signCheckpoint(checkpoint, this.options.signer);
     writeReplacing(dir, CHECKPOINT_FILE, Buffer.from(note, 'utf8'));
