@@ -7,7 +7,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { openCheckpoint, signCheckpoint, type Checkpoint } from '../../core/log/checkpoint.js';
-import { encodeEntry, type LogEntry } from '../../core/log/entry.js';
+import { decodeEntry, encodeEntry, type LogEntry } from '../../core/log/entry.js';
 import { LogFormatError } from '../../core/log/errors.js';
 import { parseVerifierKey, type LogSigner } from '../../core/log/note.js';
 import { consistencyProof, inclusionProof, treeHash } from '../../core/log/proof.js';
@@ -105,6 +105,32 @@ export class LogWriter {
     }
     this.range.append(leafHash(bytes));
     return index;
+  }
+
+  /** Appends one entry given as its bytes, which must be an entry in the pinned layout. */
+  appendEncoded(bytes: Uint8Array): number {
+    const entry = decodeEntry(bytes);
+    const index = this.append(entry);
+    if (!encodeEntry(entry).equals(bytes)) throw new LogFormatError('log_bad_entry', 'not in canonical form', `entry ${index}`);
+    return index;
+  }
+
+  /** The entries of indexes [from, to) of the last checkpoint, read from the bundles. */
+  entries(from: number, to: number): Buffer[] {
+    const size = this.published.size;
+    if (!(Number.isSafeInteger(from) && Number.isSafeInteger(to) && from >= 0 && from <= to && to <= size)) throw new RangeError(`entries [${from}, ${to}) are not inside the checkpoint's ${size}`);
+    const out: Buffer[] = [];
+    for (let n = Math.floor(from / TILE_WIDTH); n * TILE_WIDTH < to; n++) {
+      const ref: TileRef = { level: 'entries', index: n, width: Math.min(TILE_WIDTH, size - n * TILE_WIDTH) };
+      const bytes = readOptional(this.options.dir, tilePath(ref));
+      if (bytes === null) throw new LogFormatError('log_bad_bundle', `missing under ${this.options.dir}`, tilePath(ref));
+      const bundle = decodeBundle(bytes, ref);
+      for (let i = 0; i < bundle.length; i++) {
+        const index = n * TILE_WIDTH + i;
+        if (index >= from && index < to) out.push(bundle[i]!);
+      }
+    }
+    return out;
   }
 
   /** A subtree of height 8·L completed: its hash belongs to the level-L tile. */
