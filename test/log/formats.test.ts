@@ -8,7 +8,7 @@ import { openCheckpoint, parseCheckpointText, signCheckpoint } from '../../src/c
 import { decodeEntry, encodeEntry } from '../../src/core/log/entry.js';
 import { LogFormatError } from '../../src/core/log/errors.js';
 import { checkNote, formatVerifierKey, generateSignerKey, parseNote, parseSignerKey, parseVerifierKey, signNote } from '../../src/core/log/note.js';
-import { decodeBundle, encodeBundle, formatTileIndex, tileInTree, tilePath, tilesOfTree } from '../../src/core/log/tiles.js';
+import { decodeBundle, encodeBundle, formatTileIndex, parseTilePath, tileInTree, tilePath, tilesOfTree } from '../../src/core/log/tiles.js';
 
 function codeOf(f: () => unknown): string {
   try {
@@ -47,6 +47,16 @@ describe('tlog-tiles paths and bundles', () => {
     expect(formatTileIndex(1234067)).toBe('x001/x234/067');
     expect(tilePath({ level: 0, index: 1234067, width: 256 })).toBe('tile/0/x001/x234/067');
     expect(tilePath({ level: 'entries', index: 273, width: 112 })).toBe('tile/entries/273.p/112');
+  });
+
+  it('reads tile paths back strictly, and refuses every other spelling', () => {
+    for (const ref of [{ level: 0, index: 1234067, width: 256 }, { level: 63, index: 0, width: 1 }, { level: 'entries' as const, index: 273, width: 112 }, { level: 2, index: 1000, width: 255 }]) {
+      expect(parseTilePath(tilePath(ref))).toEqual(ref);
+    }
+    for (const bad of ['tile/0/0', 'tile/0/0000', 'tile/00/000', 'tile/64/000', 'tile/0/x000/001', 'tile/0/001/x234', 'tile/0/000.p/0', 'tile/0/000.p/256', 'tile/0/000.p/007',
+      'tile/0/000.p', 'tile/data/000', 'tile/0/../000', 'tiles/0/000', 'tile/0/', 'tile/0/x01/000', `tile/0/${'x999/'.repeat(30)}000`, 'tile/0/000.p/1/2']) {
+      expect(parseTilePath(bad), bad).toBeNull();
+    }
   });
 
   it('lists the tiles of the spec\'s example tree of 70,000 and of 256', () => {

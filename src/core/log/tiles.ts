@@ -42,6 +42,38 @@ export function tilePath(tile: TileRef): string {
   return `tile/${tile.level}/${formatTileIndex(tile.index)}${tile.width < TILE_WIDTH ? `.p/${tile.width}` : ''}`;
 }
 
+const GROUP = /^x\d{3}$/;
+
+/**
+ * Reads a tile or bundle path (`tile/<L>/<N>[.p/<W>]`, `tile/entries/<N>[.p/<W>]`) strictly,
+ * for a server answering tlog-tiles requests: L 0–63 and W 1–255 without leading zeros, N in
+ * x-prefixed 3-digit groups with no needless leading group. Null for anything else.
+ */
+export function parseTilePath(path: string): TileRef | null {
+  if (path.length > 128) return null;
+  const parts = path.split('/');
+  if (parts.length < 3 || parts[0] !== 'tile') return null;
+  const levelText = parts[1]!;
+  let level: number | 'entries';
+  if (levelText === 'entries') level = 'entries';
+  else if (/^(0|[1-9]\d?)$/.test(levelText) && Number(levelText) <= MAX_TILE_LEVEL) level = Number(levelText);
+  else return null;
+  let rest = parts.slice(2);
+  let width = TILE_WIDTH;
+  const last = rest[rest.length - 1]!;
+  if (rest.length >= 2 && /^\d{3}\.p$/.test(rest[rest.length - 2]!)) {
+    if (!/^[1-9]\d{0,2}$/.test(last) || Number(last) >= TILE_WIDTH) return null;
+    width = Number(last);
+    rest = [...rest.slice(0, -2), rest[rest.length - 2]!.slice(0, 3)];
+  }
+  const final = rest[rest.length - 1]!;
+  if (!/^\d{3}$/.test(final) || !rest.slice(0, -1).every((g) => GROUP.test(g))) return null;
+  if (rest.length > 1 && rest[0] === 'x000') return null;
+  const index = Number(rest.map((g) => g.replace('x', '')).join(''));
+  if (!Number.isSafeInteger(index)) return null;
+  return { level, index, width };
+}
+
 /** How many hashes level `level` holds for a tree of `size` (one per complete 256^level run). */
 export function hashesAtLevel(size: number, level: number): number {
   return Math.floor(size / TILE_WIDTH ** level);
