@@ -4,7 +4,7 @@
  * hash to its checkpoint, tiles that are immutable once checkpointed, proofs from the
  * files, and the key file's permissions.
  */
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -115,6 +115,9 @@ describe('LogWriter', () => {
     w.checkpoint();
     expect(() => LogWriter.open({ dir, origin: 'other.test/log', signer })).toThrow(/origin "example\.test\/aer1", not "other\.test\/log"/);
     expect(() => LogWriter.open({ dir, origin: ORIGIN, signer: generateSignerKey(ORIGIN).signer })).toThrow(/not signed by this log's key/);
+    const headless = newDir();
+    cpSync(join(dir, 'tile'), join(headless, 'tile'), { recursive: true });
+    expect(() => LogWriter.open({ dir: headless, origin: ORIGIN, signer })).toThrow(/holds tiles but no checkpoint: not starting a new log over them/);
     const tile = join(dir, 'tile/0/001.p/44');
     const bytes = readFileSync(tile);
     bytes[40]! ^= 1;

@@ -5,7 +5,8 @@
  * checkpoint and the tiles, and refuses tiles that do not hash to the checkpoint's root.
  * One writer a folder: the daemon's sequencer decides the order.
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { openCheckpoint, signCheckpoint, type Checkpoint } from '../../core/log/checkpoint.js';
 import { decodeEntry, encodeEntry, type LogEntry } from '../../core/log/entry.js';
 import { LogFormatError } from '../../core/log/errors.js';
@@ -45,6 +46,9 @@ export class LogWriter {
     mkdirSync(options.dir, { recursive: true });
     const existing = readOptional(options.dir, CHECKPOINT_FILE);
     if (existing === null) {
+      if (existsSync(join(options.dir, 'tile'))) {
+        throw new LogFormatError('log_bad_checkpoint', `${options.dir} holds tiles but no checkpoint: not starting a new log over them`, `${options.dir}/${CHECKPOINT_FILE}`);
+      }
       const writer = new LogWriter(options, { checkpoint: { origin: options.origin, size: 0, root: new CompactRange().root(), extensions: [] }, note: '', subtrees: [], tails: [], bundle: [] });
       writer.checkpoint();
       return writer;
