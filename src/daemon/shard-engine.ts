@@ -14,6 +14,7 @@ import { IntakeProcessor, intakeWorkerOptions, startIntakeWorker, type BulkIntak
 import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
 import { OtsWitness } from '../adapters/ots/ots-witness.js';
+import { noteLateEvents } from '../adapters/ots/event-ids.js';
 import { Nip03Publisher } from '../adapters/nostr/nip03-publisher.js';
 import { headerSourceFromConfig } from '../adapters/bitcoin/index.js';
 import { serializeEvent } from '../core/nostr/events.js';
@@ -86,6 +87,8 @@ export class ShardEngine {
     // each shard publishes on its own queues: the relay budget is split K ways
     const shardRate = ratePerShard(config.nostr.ratePerMinute, config.redis.shards);
 
+    // NIP-03 rides on the envelope events: not in batch mode, and only with both witnesses on.
+    const nip03On = config.nostr.enabled && config.ots.enabled && config.nostr.nip03 && config.nostr.mode !== 'batch';
     if (config.nostr.enabled) {
       if (!signingKey) throw new Error('nostr is enabled but no signing key was given');
       this.nostr = new NostrWitness(
@@ -109,6 +112,7 @@ export class ShardEngine {
           },
           onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('nostr', status, createdMs),
           onModeDecision: (mode, subjects) => this.metrics.nostrModeDecision(mode, subjects),
+          ...(nip03On ? { onSubjectEvents: (linked: Array<{ key: string; eventId: string }>) => noteLateEvents(this.store, linked) } : {}),
         },
       );
       // Auto and batch mode cut the inbox; in envelope mode it is empty unless the mode was
@@ -134,8 +138,7 @@ export class ShardEngine {
         }, log),
       );
     }
-    // NIP-03 rides on the envelope events: not in batch mode, and only with both witnesses on.
-    const nip03 = this.nostr && signingKey && config.ots.enabled && config.nostr.nip03 && config.nostr.mode !== 'batch'
+    const nip03 = this.nostr && signingKey && nip03On
       ? new Nip03Publisher(this.store, this.nostr, signingKey, log.child({ part: 'nip03' }), headerSourceFromConfig(config.ots), config.ots.network)
       : null;
     if (config.ots.enabled) {
