@@ -33,6 +33,8 @@ import { hookId } from '../adapters/webhooks/delivery-log.js';
 
 /** Relay answers that say the relay has the event; any other outcome is a failed attempt. */
 const RELAY_SUCCESS = new Set(['accepted', 'rejected:duplicate']);
+/** Back-pressure, not a fault: the relay is up and asks us to slow down (Witness health `throttled`). */
+const RELAY_THROTTLED = 'rejected:rate-limited';
 /** Calendar answers: a submit taken or any answer to an upgrade poll; the rest are error codes. */
 function calendarAnswered(result: string): boolean {
   return result === 'submitted' || result.startsWith('upgrade_');
@@ -108,6 +110,7 @@ export class ShardEngine {
           onPublish: (relay, result, message) => {
             this.metrics.relayPublish(relay, result);
             if (RELAY_SUCCESS.has(result)) health.success('relay', relay);
+            else if (result === RELAY_THROTTLED) health.throttled('relay', relay, message);
             else health.failure('relay', relay, `${result}: ${message}`);
           },
           onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('nostr', status, createdMs),
