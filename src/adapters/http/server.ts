@@ -145,8 +145,9 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
         // /readyz is public: states and counts only; the error text is in /v1/stats, behind read access
         const witnesses = daemon.health.snapshot().map(({ lastError: _, ...w }) => w);
         const failing = witnesses.filter((w) => w.state === 'failing').map((w) => `${w.kind} ${w.url}`);
-        if (reasons.length > 0) return json(503, { error: { code: 'not_ready', message: reasons.join('; ') }, failing, witnesses });
-        return json(200, { status: 'ready', failing, witnesses });
+        const throttled = witnesses.filter((w) => w.state === 'throttled').map((w) => `${w.kind} ${w.url}`);
+        if (reasons.length > 0) return json(503, { error: { code: 'not_ready', message: reasons.join('; ') }, failing, throttled, witnesses });
+        return json(200, { status: 'ready', failing, throttled, witnesses });
       },
     },
     {
