@@ -31,7 +31,6 @@ const STATE_KINDS: ReadonlyArray<[member: string, kind: string]> = [
   ['byStatus', 'indexes'],
   ['byWitness', 'indexes'],
   ['counts', 'indexes'],
-  ['layout1All', 'indexes'],
   ['events', 'state-change stream'],
   ['inbox', 'inboxes'],
   ['nostrRecent', 'nostr recent'],

@@ -13,6 +13,7 @@ const COMMANDS: Record<string, Loader> = {
   ots: () => import('./commands/ots.js'),
   'verify-anchor': () => import('./commands/verify-anchor.js'),
   audit: () => import('./commands/audit.js'),
+  log: () => import('./commands/log.js'),
   'dev-relay': () => import('./commands/dev-relay.js'),
   'dev-calendar': () => import('./commands/dev-calendar.js'),
   demo: () => import('./commands/demo.js'),

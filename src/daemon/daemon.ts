@@ -23,7 +23,9 @@ import { UsageError } from '../core/errors/errors.js';
 import { DaemonMetrics } from '../adapters/metrics/metrics.js';
 import { WitnessHealth } from '../adapters/health/witness-health.js';
 import { probeWitnesses, type ProbeOutcome } from '../adapters/health/witness-probe.js';
-import type { Reconciler } from './reconciler.js';
+import { REPROBE_EVERY_MS, WitnessReprobe } from '../adapters/health/witness-reprobe.js';
+import { REPAIR_KINDS, type Reconciler } from './reconciler.js';
+import type { NostrEventMode } from '../core/nostr/auto-mode.js';
 import { ProofArchive } from '../adapters/archive/proof-archive.js';
 import type { Retention, RetentionDeps } from '../adapters/retention/retention.js';
 import { ShardEngine, countIntake } from './shard-engine.js';
@@ -36,6 +38,8 @@ export interface DaemonDeps {
   signingKey: SigningKey | null;
   /** Retention's crash-injection point (tests): after a proof is archived, before its subject is removed. */
   afterArchive?: RetentionDeps['afterArchive'];
+  /** How often idle failing relays and calendars are probed again (default 60 s; tests shorten it). */
+  witnessReprobeMs?: number;
 }
 
 export class Daemon {
@@ -57,6 +61,7 @@ export class Daemon {
   readonly metrics: DaemonMetrics;
   /** What this process saw of each relay and calendar (in-process; each daemon its own). */
   readonly health: WitnessHealth;
+  private readonly reprobe: WitnessReprobe;
   readonly witnesses: readonly WitnessName[];
   /** The x-only public key the Nostr witness signs with (null when Nostr is off). */
   readonly signerPubkey: string | null;
@@ -87,9 +92,16 @@ export class Daemon {
     if (config.nostr.enabled && !deps.signingKey) throw new Error('nostr is enabled but no signing key was given');
     this.metrics = new DaemonMetrics();
     this.health = new WitnessHealth(log);
+    this.reprobe = new WitnessReprobe(this.health, { everyMs: deps.witnessReprobeMs ?? REPROBE_EVERY_MS });
     this.metrics.attachHealth(() => this.health.snapshot());
     if (config.nostr.enabled) for (const url of config.nostr.relays) this.health.register('relay', url);
     if (config.ots.enabled) for (const url of config.ots.calendars) this.health.register('calendar', url);
+    this.metrics.known({
+      relays: config.nostr.enabled ? config.nostr.relays : [],
+      calendars: config.ots.enabled ? config.ots.calendars : [],
+      repairKinds: REPAIR_KINDS,
+      nostrModes: config.nostr.enabled ? (['envelope', 'batch'] satisfies NostrEventMode[]) : [],
+    });
     this.archive = config.archive.dir !== null ? new ProofArchive(config.archive.dir) : null;
     this.engines = Array.from({ length: shards }, (_, i) => new ShardEngine({
       config,
@@ -148,7 +160,7 @@ export class Daemon {
         throw new UsageError(describeClusterRedirect(redirect, e.store.keys.base, describeClient(this.storeRedis)), 'redis_cluster');
       }
     }
-    // the state's layout (STATE_SCHEMA): one this release does not know is refused before anything is written
+    // the state's layout (STATE_SCHEMA): any other is refused before anything is written
     try {
       for (const e of this.engines) await e.open();
     } catch (err) {
@@ -161,6 +173,7 @@ export class Daemon {
       countIntake(this.routerWorker, this.metrics);
       await Promise.all([this.routerWorker.waitUntilReady(), this.intakeQueue.waitUntilReady()]);
     }
+    this.reprobe.start();
   }
 
   /** The start-up probe of every enabled relay and calendar (bounded); its outcomes feed `health`. */
@@ -190,6 +203,7 @@ export class Daemon {
   /** Stops taking jobs, lets in-flight work finish or go back to its queue, then disconnects. */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      await this.reprobe.stop();
       await this.routerWorker?.close();
       for (const e of this.engines) await e.closeIntake();
       for (const e of this.engines) await e.closeRest();

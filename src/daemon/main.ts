@@ -12,7 +12,7 @@ import { VERSION } from '../version.js';
 import { type SigningKey } from '../core/nostr/keys.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
 import { loadSigningKey, writeKeyFile } from '../adapters/nostr/key-file.js';
-import { Daemon } from './daemon.js';
+import { Daemon, type DaemonDeps } from './daemon.js';
 import { openEmbeddedRedis, INSTALL_HINT, type DaemonRedis } from './embedded-redis.js';
 import { createLogger, type Logger } from './logger.js';
 import { redisAnswers, type RedisTarget } from '../adapters/redis/connection.js';
@@ -57,10 +57,10 @@ export function signingKeyFor(config: Config, log: Logger): SigningKey | null {
 }
 
 /** Starts everything `aer1-anchord` runs; used by the CLI and by the demo. */
-export async function runDaemon(config: Config, log: Logger): Promise<RunningDaemon> {
+export async function runDaemon(config: Config, log: Logger, opts: Pick<DaemonDeps, 'witnessReprobeMs'> = {}): Promise<RunningDaemon> {
   const redis = await resolveRedis(config, log);
   const signingKey = signingKeyFor(config, log);
-  const daemon = new Daemon({ config, redisUrl: redis.target, log, signingKey });
+  const daemon = new Daemon({ config, redisUrl: redis.target, log, signingKey, ...opts });
   await daemon.start();
   // bounded (3 s) and run beside the HTTP start: the first log lines say whether the witnesses answered
   const probe = daemon.probeWitnesses();

@@ -14,6 +14,7 @@ import { IntakeProcessor, intakeWorkerOptions, startIntakeWorker, type BulkIntak
 import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
 import { OtsWitness } from '../adapters/ots/ots-witness.js';
+import { noteLateEvents } from '../adapters/ots/event-ids.js';
 import { Nip03Publisher } from '../adapters/nostr/nip03-publisher.js';
 import { headerSourceFromConfig } from '../adapters/bitcoin/index.js';
 import { serializeEvent } from '../core/nostr/events.js';
@@ -32,6 +33,8 @@ import { hookId } from '../adapters/webhooks/delivery-log.js';
 
 /** Relay answers that say the relay has the event; any other outcome is a failed attempt. */
 const RELAY_SUCCESS = new Set(['accepted', 'rejected:duplicate']);
+/** Back-pressure, not a fault: the relay is up and asks us to slow down (Witness health `throttled`). */
+const RELAY_THROTTLED = 'rejected:rate-limited';
 /** Calendar answers: a submit taken or any answer to an upgrade poll; the rest are error codes. */
 function calendarAnswered(result: string): boolean {
   return result === 'submitted' || result.startsWith('upgrade_');
@@ -86,6 +89,8 @@ export class ShardEngine {
     // each shard publishes on its own queues: the relay budget is split K ways
     const shardRate = ratePerShard(config.nostr.ratePerMinute, config.redis.shards);
 
+    // NIP-03 rides on the envelope events: not in batch mode, and only with both witnesses on.
+    const nip03On = config.nostr.enabled && config.ots.enabled && config.nostr.nip03 && config.nostr.mode !== 'batch';
     if (config.nostr.enabled) {
       if (!signingKey) throw new Error('nostr is enabled but no signing key was given');
       this.nostr = new NostrWitness(
@@ -105,10 +110,12 @@ export class ShardEngine {
           onPublish: (relay, result, message) => {
             this.metrics.relayPublish(relay, result);
             if (RELAY_SUCCESS.has(result)) health.success('relay', relay);
+            else if (result === RELAY_THROTTLED) health.throttled('relay', relay, message);
             else health.failure('relay', relay, `${result}: ${message}`);
           },
           onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('nostr', status, createdMs),
           onModeDecision: (mode, subjects) => this.metrics.nostrModeDecision(mode, subjects),
+          ...(nip03On ? { onSubjectEvents: (linked: Array<{ key: string; eventId: string }>) => noteLateEvents(this.store, linked) } : {}),
         },
       );
       // Auto and batch mode cut the inbox; in envelope mode it is empty unless the mode was
@@ -134,8 +141,7 @@ export class ShardEngine {
         }, log),
       );
     }
-    // NIP-03 rides on the envelope events: not in batch mode, and only with both witnesses on.
-    const nip03 = this.nostr && signingKey && config.ots.enabled && config.nostr.nip03 && config.nostr.mode !== 'batch'
+    const nip03 = this.nostr && signingKey && nip03On
       ? new Nip03Publisher(this.store, this.nostr, signingKey, log.child({ part: 'nip03' }), headerSourceFromConfig(config.ots), config.ots.network)
       : null;
     if (config.ots.enabled) {
@@ -220,14 +226,10 @@ export class ShardEngine {
     return this.processor;
   }
 
-  /** Opens the shard's state layout: one this release does not know is refused before anything is written. */
+  /** Opens the shard's state layout: any other than STATE_SCHEMA is refused before anything is written. */
   async open(): Promise<void> {
     const opened = await this.store.openSchema({ write: true });
-    if (opened.found === 'layout 1') this.log.info({ from: 1, to: STATE_SCHEMA }, `state of layout 1 moved to layout ${STATE_SCHEMA}: counts taken from the old indexes, idx:all and idx:w:<witness>:confirmed removed`);
-    if (opened.found === 'layout 2' && opened.recorded) this.log.info({ from: 2, to: STATE_SCHEMA }, `state of layout 2 moved to layout ${STATE_SCHEMA}: batch transitions are recorded on the batch from now on; the subjects' history lists are read as they are`);
-    if (opened.found === 'layout 3' && opened.recorded) this.log.info({ from: 3, to: STATE_SCHEMA }, `state of layout 3 moved to layout ${STATE_SCHEMA}: new subjects are recorded compactly from now on; the older ones are read as they are`);
-    if (opened.found === 'layout 4' && opened.recorded) this.log.info({ from: 4, to: STATE_SCHEMA }, `state of layout 4 moved to layout ${STATE_SCHEMA}: new subjects are recorded without a witnesses field and with short time fields from now on; the older ones are read as they are`);
-    if (opened.found === 'layout 5' && opened.recorded) this.log.info({ from: 5, to: STATE_SCHEMA }, `state of layout 5 moved to layout ${STATE_SCHEMA}: state-change stream entries of UUID keys are written as tokens from now on; the older entries are read as they are`);
+    if (opened.recorded) this.log.info({ layout: STATE_SCHEMA }, `state under ${this.store.keys.base} marked layout ${STATE_SCHEMA}`);
   }
 
   async start(): Promise<void> {

@@ -38,11 +38,11 @@ export interface BrowserVerifyRequest {
 }
 
 export interface BrowserVerifyResult {
-  /** As the CLI would exit: 0 PASS, 1 FAIL, 2 usage or unreadable input. */
+  /** As the CLI would exit: 0 PASS, 1 FAIL, 2 usage or unreadable input, 3 INCONCLUSIVE (nothing established). */
   exitCode: number;
   /** What the CLI prints on stdout (empty on a usage error). */
   text: string;
-  /** `VERDICT: PASS|FAIL: …`, or null on a usage error. */
+  /** `VERDICT: PASS|FAIL|INCONCLUSIVE: …` as the CLI prints it, or null on a usage error. */
   verdictLine: string | null;
   /** What the CLI prints on stderr on a usage error (`aer1-verify-anchor: …`), else null. */
   error: string | null;

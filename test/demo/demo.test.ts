@@ -154,7 +154,7 @@ describe('aer1-anchor demo --json (built bin)', () => {
     const common = ['--headers', join(out, 'headers.json'), '--network', 'regtest', '--expected-pubkey', s.signer!.pubkey];
     const pass = spawnSync(process.execPath, [verifyBin, join(out, 'receipt.json'), join(out, 'workflow.json'), join(out, 'timeline.json'), ...common], { encoding: 'utf8', timeout: 30_000 });
     expect(pass.status, pass.stdout + pass.stderr).toBe(0);
-    expect(pass.stdout).toContain('SUMMARY: 3 files: 3 PASS, 0 FAIL, 0 unreadable');
+    expect(pass.stdout).toContain('SUMMARY: 3 files: 3 PASS, 0 FAIL, 0 inconclusive, 0 unreadable');
     const cut = spawnSync(process.execPath, [verifyBin, join(out, 'workflow-truncated.json'), ...common], { encoding: 'utf8', timeout: 30_000 });
     expect(cut.status, cut.stdout + cut.stderr).toBe(1);
     expect(cut.stdout).toMatch(/VERDICT: FAIL: envelope: truncated: anchored \d+ steps, receipt has \d+/);

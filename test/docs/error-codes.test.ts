@@ -10,6 +10,7 @@ import { HTTP_ERROR_CODES } from '../../src/adapters/http/respond.js';
 import { CALENDAR_ERROR_CODES } from '../../src/adapters/ots/calendar/calendar-error.js';
 import { BITCOIN_ERROR_CODES } from '../../src/core/bitcoin/errors.js';
 import { INPUT_ERROR_CODES, USAGE_ERROR_CODES } from '../../src/core/errors/errors.js';
+import { LOG_ERROR_CODES } from '../../src/core/log/errors.js';
 import { OTS_ERROR_CODES } from '../../src/core/ots/errors.js';
 import { DEMO_ERROR_CODES } from '../../src/dev/demo/demo.js';
 import { openapi } from '../helpers/openapi.js';
@@ -53,6 +54,7 @@ describe('error codes', () => {
     const inCode: Record<string, readonly string[]> = {
       InputError: INPUT_ERROR_CODES,
       OtsFormatError: OTS_ERROR_CODES,
+      LogFormatError: LOG_ERROR_CODES,
       BitcoinVerificationError: BITCOIN_ERROR_CODES,
       CalendarError: CALENDAR_ERROR_CODES,
       UsageError: USAGE_ERROR_CODES,

@@ -1,7 +1,7 @@
 /**
  * The live feed when Redis fails its reads (a private redis-server whose ACL takes XRANGE or
  * XREAD away: a command error, on demand). A replay that fails rejects and lets its
- * subscriber go, on one shard's feed and on the merged one; the live reader keeps retrying
+ * subscriber go, on the live feed of one shard and of two; the live reader keeps retrying
  * with a bounded backoff, warns once, and delivers again once Redis does. On a 3-master Redis
  * Cluster, a replay reads through the fail-fast cluster connection, and losing the master of
  * the stream's slot fails the next replay within a bound.
@@ -13,7 +13,7 @@ import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { connectRedis, duplicateClient, failFastOptions, type RedisClient } from '../../src/adapters/redis/connection.js';
 import { EventFeed, type FeedMessage } from '../../src/adapters/http/event-feed.js';
-import { MergedFeed } from '../../src/adapters/http/merged-feed.js';
+import { LiveFeed } from '../../src/adapters/http/live-feed.js';
 import { privateRedis, waitFor } from '../helpers/harness.js';
 import { startLocalCluster, type LocalCluster } from '../helpers/redis-cluster.js';
 
@@ -50,15 +50,19 @@ afterAll(async () => {
 
 async function feedOn(stream: string, entries: number, blockMs = 5000): Promise<EventFeed> {
   for (let j = 0; j < entries; j++) await redis.xadd(stream, '*', 'data', JSON.stringify({ type: 'state', key: `${stream}-${j}`, status: 'pending', at: new Date().toISOString() }));
-  const feed = new EventFeed(redis, stream, log, { reads, maxReplay: 10_000, blockMs });
+  const feed = new EventFeed(redis, stream, log, { reads, blockMs });
   feeds.push(feed);
   await feed.start();
   return feed;
 }
 
-describe('EventFeed and MergedFeed when Redis fails their reads', () => {
+/** The live feed over `readers` (one shard's, or several). */
+const liveOver = (...readers: EventFeed[]): LiveFeed => new LiveFeed(readers, log, { maxReplay: 10_000 });
+
+describe('the live feed when Redis fails its reads', () => {
   it('a replay whose XRANGE (or first, XREVRANGE for the stream end) fails rejects and lets its subscriber go', async () => {
-    const feed = await feedOn('one:events', 300);
+    const reader = await feedOn('one:events', 300);
+    const feed = liveOver(reader);
     const got: FeedMessage[] = [];
     for (const command of ['xrange', 'xrevrange']) {
       await admin.acl('SETUSER', 'default', `-${command}`);
@@ -67,7 +71,7 @@ describe('EventFeed and MergedFeed when Redis fails their reads', () => {
       } finally {
         await admin.acl('SETUSER', 'default', `+${command}`);
       }
-      expect(feed.size, `subscribers left behind (${command})`).toBe(0);
+      expect(reader.size, `subscribers left behind (${command})`).toBe(0);
     }
     // live events go to the others, not to the one that failed
     const live: FeedMessage[] = [];
@@ -77,9 +81,9 @@ describe('EventFeed and MergedFeed when Redis fails their reads', () => {
     expect(got).toHaveLength(0);
   });
 
-  it('a merged replay that fails lets every shard subscriber go', async () => {
+  it('a replay of two shards that fails lets every shard listener go', async () => {
     const shards = [await feedOn('m0:events', 150), await feedOn('m1:events', 150)];
-    const merged = new MergedFeed(shards, log, { maxReplay: 10_000 });
+    const merged = liveOver(...shards);
     await admin.acl('SETUSER', 'default', '-xrange');
     try {
       await expect(merged.subscribe(() => undefined, '0-0,0-0')).rejects.toThrow(/NOPERM/);
@@ -90,7 +94,7 @@ describe('EventFeed and MergedFeed when Redis fails their reads', () => {
   });
 
   it('the live reader retries with a backoff, warns once, and delivers again once Redis does', async () => {
-    const feed = await feedOn('live:events', 1, 200);
+    const feed = liveOver(await feedOn('live:events', 1, 200));
     const live: FeedMessage[] = [];
     await feed.subscribe((m) => live.push(m));
     const failed = (): typeof lines => lines.filter((l) => /event feed read failed/.test(l.msg));
@@ -119,7 +123,7 @@ function within<T>(what: string, p: Promise<T>, ms: number): Promise<T> {
   return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
 }
 
-describe('EventFeed on a Redis Cluster', () => {
+describe('the live feed on a Redis Cluster', () => {
   let cluster: LocalCluster | null = null;
   const clients: RedisClient[] = [];
   afterAll(async () => {
@@ -137,8 +141,9 @@ describe('EventFeed on a Redis Cluster', () => {
     await waitFor('the cluster connections ready', () => main.status === 'ready' && fast.status === 'ready', 20_000, 20);
     const stream = '{feed-test}:events';
     for (let j = 0; j < 250; j++) await main.xadd(stream, '*', 'data', JSON.stringify({ type: 'state', key: `c-${j}`, status: 'pending', at: new Date().toISOString() }));
-    const feed = new EventFeed(main, stream, log, { reads: fast, maxReplay: 10_000 });
-    await within('the feed starting', feed.start(), 5000);
+    const reader = new EventFeed(main, stream, log, { reads: fast });
+    await within('the feed starting', reader.start(), 5000);
+    const feed = liveOver(reader);
     try {
       const got: FeedMessage[] = [];
       const sub = await within('the replay', feed.subscribe((m) => got.push(m), '0-0'), 10_000);
@@ -148,9 +153,9 @@ describe('EventFeed on a Redis Cluster', () => {
       const started = Date.now();
       await expect(within('the failing replay', feed.subscribe(() => undefined, '0-0'), 10_000)).rejects.toThrow(/^(?!the failing replay)/);
       expect(Date.now() - started).toBeLessThan(5000);
-      expect(feed.size).toBe(0);
+      expect(reader.size).toBe(0);
     } finally {
-      await within('the feed closing', feed.close(), 10_000);
+      await within('the feed closing', reader.close(), 10_000);
     }
   });
 });

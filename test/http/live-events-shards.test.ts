@@ -17,6 +17,7 @@ import { checkedFetch } from '../helpers/openapi.js';
 import { receiptFields } from '../helpers/harness.js';
 import { openSse, openWs, wsRefusal, type SseEvent } from './clients.js';
 import { startStack, withHttp, type Stack } from './fixture.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
 
 const K = 3;
 let s: Stack;
@@ -65,7 +66,7 @@ async function changeIn(shard: number, keys: string[]): Promise<void> {
   // no inbox: the daemon's witnesses leave these subjects alone
   await store.acceptMany(
     { witnesses: ['ots'], inboxes: [] },
-    keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: `fp-${key}` })),
+    keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: sha256Hex(`fp-${key}`) })),
   );
   await store.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted', `b-${keys[0]}`);
 }

@@ -5,12 +5,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { EventFeed, compareStreamIds } from '../../src/adapters/http/event-feed.js';
+import { LiveFeed } from '../../src/adapters/http/live-feed.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { receiptFields, waitFor } from '../helpers/harness.js';
 import { checkedFetch } from '../helpers/openapi.js';
 import { openSse, openWs, wsRefusal, type SseEvent } from './clients.js';
 import { startHttpServer } from '../../src/adapters/http/server.js';
 import { TOKEN, startStack, withHttp, type Stack } from './fixture.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
 
 let s: Stack;
 
@@ -145,13 +147,14 @@ describe('a replay Redis refuses', () => {
   it('leaves no subscriber behind: the failed subscribe is undone, live events do not go to it', async () => {
     // a stream key of its own, made a string so that Redis refuses the replay's reads (WRONGTYPE)
     const key = `${s.daemon.state.shards[0]!.keys.events}:refused-${randomBytes(4).toString('hex')}`;
-    const feed = new EventFeed(s.daemon.redis, key, createLogger('silent'), { blockMs: 50 });
-    await feed.start();
+    const reader = new EventFeed(s.daemon.redis, key, createLogger('silent'), { blockMs: 50 });
+    await reader.start();
+    const feed = new LiveFeed([reader], createLogger('silent'));
     try {
       await s.daemon.redis.set(key, 'not a stream');
       let got = 0;
       await expect(feed.subscribe(() => (got += 1), '1-0')).rejects.toThrow(/WRONGTYPE/);
-      expect(feed.size).toBe(0);
+      expect(reader.size).toBe(0);
       await s.daemon.redis.del(key);
       // a listener added now sees the next entry: the refused one must not
       let live!: (n: number) => void;
@@ -159,9 +162,9 @@ describe('a replay Redis refuses', () => {
       await feed.subscribe(() => live(got));
       await s.daemon.redis.xadd(key, '*', 'data', JSON.stringify({ type: 'accepted', key: 'k', status: 'pending', at: 'x', digest: '' }));
       expect(await seen).toBe(0);
-      expect(feed.size).toBe(1);
+      expect(reader.size).toBe(1);
     } finally {
-      await feed.close();
+      await reader.close();
       await s.daemon.redis.del(key);
     }
   });
@@ -203,7 +206,7 @@ describe('packed entries (one stream entry per batch transition)', () => {
     // no inbox: the daemon's witnesses leave these subjects alone
     await s.daemon.store.acceptMany(
       { witnesses: ['ots'], inboxes: [] },
-      keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: `fp-${key}` })),
+      keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: sha256Hex(`fp-${key}`) })),
     );
     const mid = (await redis.xrevrange(stream, '+', '-', 'COUNT', 1))[0]![0];
     await s.daemon.store.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted', `b-${keys[0]}`);

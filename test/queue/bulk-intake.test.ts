@@ -16,6 +16,7 @@ import { ShardRouter } from '../../src/adapters/queue/shard-router.js';
 import { ANCHOR_JOB_OPTIONS, enqueueAnchors } from '../../src/adapters/queue/producer.js';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import { SHARED_REDIS_URL, receiptFields, uniquePrefix, waitFor } from '../helpers/harness.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -188,7 +189,7 @@ describe('enqueueAnchors', () => {
     const r = rig();
     await r.worker.pause();
     const known = receiptFields();
-    await r.store.acceptMany({ witnesses: ['ots'], inboxes: [] }, [{ key: known.receipt_uuid, kind: 'receipt', envelopeCanonical: '{}', digest: 'd'.repeat(64), fingerprint: 'not this root' }]);
+    await r.store.acceptMany({ witnesses: ['ots'], inboxes: [] }, [{ key: known.receipt_uuid, kind: 'receipt', envelopeCanonical: '{}', digest: 'd'.repeat(64), fingerprint: sha256Hex('not this root') }]);
     const fresh = Array.from({ length: 5 }, () => receiptFields());
     const list = [fresh[0], { subject: 'receipt' }, fresh[1], known, fresh[2], fresh[0], fresh[3], fresh[4]];
     const out = await enqueueAnchors(r.queue, r.store, list, LIMITS, { maxSubjectsPerJob: 2 });

@@ -98,15 +98,12 @@ describe('Redis memory per subject', () => {
     console.log(`redis bytes per subject: ${JSON.stringify(figures)}`);
     const kinds = await breakdown();
     console.log(`MEMORY USAGE per subject by kind of key, confirmed: ${JSON.stringify(kinds)}`);
-    // layout 2: a confirmed subject is in one index (layout 1: four, 536 bytes), and one with its
-    // own event keeps its envelope only in it (layout 1: an e:<key> beside it, 360 bytes)
+    // a confirmed subject is in one index, and one with its own event keeps its envelope only in it
     const indexBytes = Object.entries(kinds).filter(([kind]) => kind.startsWith('idx')).reduce((a, [, b]) => a + b, 0);
     expect(indexBytes).toBeLessThan(250);
     expect(kinds.e ?? 0).toBe(0);
-    // layout 4: no key, updated or p:<witness> 0 in the subject hash, its digest and fingerprint
-    // as 32 bytes (layout 3: 744 bytes here), and no acceptance entry in its history list;
-    // layout 5: no `witnesses`, `u` and `c:<witness>` as ms since `created`, `<witness>:i`, its
-    // own event id as 32 bytes (layout 4: 616 bytes here, layout 5: 488)
+    // the subject hash: no key or p:<witness> 0, digest, fingerprint and own event id as 32
+    // bytes, `u` and `c:<witness>` as ms since `created`, no acceptance entry in its history list
     expect(kinds.s).toBeLessThan(540);
     expect(figures.queuedJob).toBeGreaterThan(0);
     expect(figures.queuedJob).toBeLessThan(10_000);

@@ -220,7 +220,7 @@ describe('a verdict a forger cannot earn', () => {
       expect(r.code).toBe(2);
       expect(r.stdout).toMatch(/^UNREADABLE: .*deep-multi\.json is nested deeper than 64 levels/m);
       expect(r.stdout).toMatch(/^VERDICT: PASS: /m);
-      expect(r.stdout.trimEnd().split('\n').at(-1)).toBe('SUMMARY: 2 files: 1 PASS (1 pending), 0 FAIL, 1 unreadable');
+      expect(r.stdout.trimEnd().split('\n').at(-1)).toBe('SUMMARY: 2 files: 1 PASS (1 pending), 0 FAIL, 0 inconclusive, 1 unreadable');
       expect(r.stderr).not.toMatch(/RangeError|\n\s+at /);
     });
 

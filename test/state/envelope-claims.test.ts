@@ -82,11 +82,11 @@ describe('AnchorStore in batch mode', () => {
     expect((await store.getRecord(s.key))!.envelopeCanonical).toBe(s.envelopeCanonical);
   });
 
-  it('reads a subject written before (its envelope under :e:, no claims in the hash) exactly as before', async () => {
+  it('reads a subject whose envelope is under :e: (no claims in the hash) from there', async () => {
     const s = await accept(workflow());
     const fields = (await redis.hkeys(store.keys.subject(s.key))).filter((f) => f.startsWith('$'));
     expect(fields.length).toBeGreaterThan(0);
-    // what layout 4 wrote until now: the same hash without the claims, the text beside it
+    // what accept.lua writes when the claims do not fit: the hash without them, the text beside it
     await redis.hdel(store.keys.subject(s.key), ...fields);
     await redis.set(store.keys.envelope(s.key), s.envelopeCanonical);
     expect((await store.getRecord(s.key))!.envelopeCanonical).toBe(s.envelopeCanonical);

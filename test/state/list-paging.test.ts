@@ -18,6 +18,7 @@ import { AnchorStore, type AcceptSubject, type ListQuery } from '../../src/adapt
 import { ShardedStore } from '../../src/adapters/state/sharded-store.js';
 import { shardOf } from '../../src/core/shard/shard.js';
 import { SHARED_REDIS_URL, uniquePrefix } from '../helpers/harness.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
 
 let redis: RedisClient;
 
@@ -78,7 +79,7 @@ function prng(seed: number): () => number {
 }
 
 function subject(key: string): AcceptSubject {
-  return { key, kind: 'receipt', envelopeCanonical: `{"k":${JSON.stringify(key)}}`, digest: randomBytes(32).toString('hex'), fingerprint: `fp-${key}` };
+  return { key, kind: 'receipt', envelopeCanonical: `{"k":${JSON.stringify(key)}}`, digest: randomBytes(32).toString('hex'), fingerprint: sha256Hex(`fp-${key}`) };
 }
 
 interface World {

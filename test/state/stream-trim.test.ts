@@ -12,6 +12,7 @@ import { AnchorStore, type AcceptSubject, type AcceptTargets } from '../../src/a
 import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { privateRedis } from '../helpers/harness.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
 
 let server: EmbeddedRedis;
 let redis: Redis;
@@ -29,7 +30,7 @@ afterAll(async () => {
 const TARGETS: AcceptTargets = { witnesses: ['nostr', 'ots'], inboxes: ['nostr', 'ots'] };
 function subject(): AcceptSubject {
   const key = `k-${randomBytes(6).toString('hex')}`;
-  return { key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: `fp-${key}` };
+  return { key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: sha256Hex(`fp-${key}`) };
 }
 
 it('a bulk accept after 1,000 lone accepts keeps every subject event for a consumer that has not read them yet', async () => {

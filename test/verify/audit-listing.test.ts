@@ -1,7 +1,8 @@
 /**
  * The audit's listing is paged and bounded: every anchor of the signer is listed across
- * pages (a real dev relay, small pages), and a listing cut short by its bound is reported
- * incomplete (exit 2), never as "all match".
+ * pages (a real dev relay, small pages), more events in one second than a page holds are
+ * read by asking for that second again, and a listing cut short by its bound is reported
+ * incomplete (exit 3), never as "all match".
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
@@ -45,8 +46,8 @@ describe('audit listing', () => {
   });
 
   it('pages through every anchor of the signer, pages of 2, and none of another signer', async () => {
-    const report = await audit([], { relays: [spread.url], trustedPubkeys: [KEY.publicKey], kinds: [3099], fetcher, pageSize: 2 });
-    expect(report.relays).toEqual([{ url: spread.url, events: 7, error: null, complete: true }]);
+    const report = await audit([], { relays: [spread.url], trustedPubkeys: [KEY.publicKey], kinds: [3099], fetcher, bound: { pageSize: 2 } });
+    expect(report.relays).toEqual([expect.objectContaining({ url: spread.url, events: 7, error: null, complete: true, incomplete: null })]);
     expect(report.rows.map((r) => r.key)).toEqual(spreadEvents.map((_, i) => `spread-${i}`));
     expect(report.counts.withheld).toBe(7);
     expect(auditExitCode(report)).toBe(1);
@@ -54,16 +55,25 @@ describe('audit listing', () => {
 
   it('lists from --since on, and still finds a folder document anchored before it by key', async () => {
     const doc = { file: 'spread-0.json', value: { id: 'spread-0', canonical_bytes: '', output_hash: `sha256:${sha256Hex('')}` } };
-    const report = await audit([doc], { relays: [spread.url], trustedPubkeys: [KEY.publicKey], kinds: [3099], fetcher, pageSize: 2, since: spreadEvents[5]!.created_at });
+    const report = await audit([doc], { relays: [spread.url], trustedPubkeys: [KEY.publicKey], kinds: [3099], fetcher, bound: { pageSize: 2 }, since: spreadEvents[5]!.created_at });
     expect(report.rows.filter((r) => r.outcome === 'withheld').map((r) => r.key)).toEqual(['spread-5', 'spread-6']);
     // spread-0 predates --since: looked up by key, found, and its output differs from the anchor
     expect(report.rows.find((r) => r.key === 'spread-0')).toMatchObject({ outcome: 'altered', anchors: [spreadEvents[0]!.id] });
   });
 
-  it('reports a listing cut short by its bound as incomplete: exit 2, never "all match"', async () => {
-    const report = await audit([], { relays: [crowded.url], trustedPubkeys: [KEY.publicKey], kinds: [3099], fetcher, pageSize: 2 });
-    expect(report.relays[0]).toMatchObject({ url: crowded.url, complete: false, error: null });
+  it('reads three anchors of one second with pages of 2: the tie second is asked for again, none is lost', async () => {
+    const report = await audit([], { relays: [crowded.url], trustedPubkeys: [KEY.publicKey], kinds: [3099], fetcher, bound: { pageSize: 2 } });
+    expect(report.relays[0]).toMatchObject({ url: crowded.url, events: 3, complete: true, error: null });
+    expect(report.rows.map((r) => r.key).sort()).toEqual(['crowded-0', 'crowded-1', 'crowded-2']);
+  });
+
+  it('reports a listing cut short by its bound as incomplete, never "all match"', async () => {
+    const report = await audit([], { relays: [crowded.url], trustedPubkeys: [KEY.publicKey], kinds: [3099], fetcher, bound: { pageSize: 2, maxEvents: 2 } });
+    expect(report.relays[0]).toMatchObject({ url: crowded.url, events: 2, complete: false, error: null, incomplete: 'the bound of 2 events was reached' });
     expect(report.complete).toBe(false);
-    expect(auditExitCode(report)).toBe(2);
+    // the two anchors read are withheld (exit 1); with nothing found it would be exit 3, never 0
+    expect(report.counts.withheld).toBe(2);
+    expect(auditExitCode(report)).toBe(1);
+    expect(auditExitCode({ ...report, rows: [] })).toBe(3);
   });
 });

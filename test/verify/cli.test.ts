@@ -56,7 +56,7 @@ describe('aer1-verify-anchor (built bin)', () => {
       '  WITNESS nostr established', '  WITNESS nostr not established', '  WITNESS ots   not established',
     ]);
     expect(checkLines.map((l) => l.trim().split(/\s+/)[1])).toEqual([
-      'input', 'recompute', 'envelope', 'digest', 'nostr-event', 'nostr-content', 'signer', 'ots-digest', 'ots-attestations', 'bitcoin', 'online',
+      'input', 'recompute', 'envelope', 'digest', 'nostr-event', 'nostr-content', 'signer', 'ots-digest', 'ots-attestations', 'bitcoin', 'online', 'equivocation',
     ]);
     for (const l of checkLines) expect(l).toMatch(/^ {2}(PASS|SKIP) {2}\S+ +\S/);
     expect(lines.at(-1)).toMatch(/^VERDICT: PASS: pending: no witness confirmed yet \(/);
@@ -122,7 +122,7 @@ describe('aer1-verify-anchor (built bin)', () => {
       witnesses: { nostr: { claimed: 'confirmed', verified: 'untrusted', mode: 'envelope', pubkey: KEY.publicKey }, ots: { claimed: 'pending', verified: 'pending', header_source: null } },
     });
     const checks = out.checks as Array<Json>;
-    expect(checks).toHaveLength(11);
+    expect(checks).toHaveLength(12);
     expect(checks[0]).toEqual({ name: 'input', status: 'PASS', detail: expect.any(String) });
   });
 
@@ -139,7 +139,7 @@ describe('aer1-verify-anchor (built bin)', () => {
       expect(r.code).toBe(0);
       expect(r.stdout.match(/^VERDICT: PASS: /gm)).toHaveLength(3);
       expect(r.stdout.match(/^file: /gm)).toHaveLength(3);
-      expect(r.stdout.trimEnd().split('\n').at(-1)).toBe('SUMMARY: 3 files: 3 PASS (3 pending), 0 FAIL, 0 unreadable');
+      expect(r.stdout.trimEnd().split('\n').at(-1)).toBe('SUMMARY: 3 files: 3 PASS (3 pending), 0 FAIL, 0 inconclusive, 0 unreadable');
     });
 
     it('reports FAIL and unreadable files per file; exit 2 when one is unreadable, 1 when one fails', () => {
@@ -147,7 +147,7 @@ describe('aer1-verify-anchor (built bin)', () => {
       const bad = write('bad.json', { ...tampered, anchor_proof: { ...(tampered.anchor_proof as Json), digest: '0'.repeat(64) } });
       const failing = verify([join(d, 'p0.json'), bad]);
       expect(failing.code).toBe(1);
-      expect(failing.stdout.trimEnd().split('\n').at(-1)).toBe('SUMMARY: 2 files: 1 PASS (1 pending), 1 FAIL, 0 unreadable');
+      expect(failing.stdout.trimEnd().split('\n').at(-1)).toBe('SUMMARY: 2 files: 1 PASS (1 pending), 1 FAIL, 0 inconclusive, 0 unreadable');
 
       const missing = join(dir, 'missing.json');
       const r = verify([join(d, 'p0.json'), bad, missing, '--json']);
@@ -156,7 +156,7 @@ describe('aer1-verify-anchor (built bin)', () => {
       const out = JSON.parse(r.stdout) as { results: Json[]; summary: Json };
       expect(out.results.map((x) => x.verdict)).toEqual(['PASS', 'FAIL', 'ERROR']);
       expect(out.results[2]).toEqual({ file: missing, verdict: 'ERROR', error: `cannot read ${missing}: ENOENT` });
-      expect(out.summary).toEqual({ files: 3, pass: 1, pending: 1, fail: 1, unreadable: 1 });
+      expect(out.summary).toEqual({ files: 3, pass: 1, pending: 1, fail: 1, inconclusive: 0, unreadable: 1 });
     });
   });
 

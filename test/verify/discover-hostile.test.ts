@@ -42,7 +42,7 @@ describe('discovery against relays that ignore the filter', () => {
     const other = eventFor(receiptNumber(7));
     const fetcher = servingAll([forged, other, '{"id":"nope"}', genuine]);
     const report = await discoverAnchors(receipt, { relays: ['wss://a.example', 'wss://b.example'], trustedPubkeys: [KEY.publicKey], fetcher });
-    expect(fetcher.queries[0]).toEqual({ authors: [KEY.publicKey], kinds: [3099], '#i': [`aer1:${(receipt as { id: string }).id}`], limit: 100 });
+    expect(fetcher.queries[0]).toEqual({ authors: [KEY.publicKey], kinds: [3099], '#i': [`aer1:${(receipt as { id: string }).id}`], limit: 500 });
     expect(report.verdict).toBe('PASS');
     expect(report.anchors).toHaveLength(1);
     expect(report.anchors[0]).toMatchObject({ pubkey: KEY.publicKey, relays: ['wss://a.example', 'wss://b.example'] });
@@ -54,14 +54,14 @@ describe('discovery against relays that ignore the filter', () => {
     ]);
   });
 
-  it('fails when one of several trusted anchors of the key disagrees with the document (a conflicting re-anchor)', async () => {
+  it('fails naming equivocation when two trusted anchors of the key commit to different roots (a conflicting re-anchor)', async () => {
     const altered = { ...receiptNumber(8), id: (receipt as { id: string }).id };
     const fetcher = servingAll([eventFor(receipt), eventFor(altered)]);
     const report = await discoverAnchors(receipt, { relays: ['wss://a.example'], trustedPubkeys: [KEY.publicKey], fetcher });
     expect(report.anchors).toHaveLength(2);
     expect(report.anchors.map((a) => a.report.verdict).sort()).toEqual(['FAIL', 'PASS']);
     expect(report.verdict).toBe('FAIL');
-    expect(report.reason).toMatch(/^anchor event [0-9a-f]{64}: .* \(1 of 2 anchors disagree with the document\)$/);
+    expect(report.reason).toMatch(/^equivocation: the trusted signer anchored receipt ".*" with two different roots: event [0-9a-f]{64} \(created_at \d+ .*\) and event [0-9a-f]{64} .* differ in output_sha256 .*; against the document: anchor event [0-9a-f]{64}: /);
   });
 
   it('refuses a document nested thousands deep with a usage error (exit 2), not a stack overflow', async () => {
@@ -72,10 +72,10 @@ describe('discovery against relays that ignore the filter', () => {
     expect((err as Error).message).toBe('the document is nested deeper than 64 levels (the limit for any JSON input)');
   });
 
-  it('says no relay could be asked when none answers', async () => {
+  it('says no relay could be asked when none answers: INCONCLUSIVE, even under --require-anchored (nothing shows it is not anchored)', async () => {
     const fetcher = servingAll([], ['wss://a.example']);
     const report = await discoverAnchors(receipt, { relays: ['wss://a.example'], trustedPubkeys: [KEY.publicKey], fetcher, requireAnchored: true });
-    expect(report.verdict).toBe('FAIL');
-    expect(report.reason).toBe(`not anchored (--require-anchored): no relay could be asked for receipt "${(receipt as { id: string }).id}" (unreachable: wss://a.example)`);
+    expect(report.verdict).toBe('INCONCLUSIVE');
+    expect(report.reason).toBe(`no relay could be asked for receipt "${(receipt as { id: string }).id}" (wss://a.example: the relay failed: wss://a.example: connect ECONNREFUSED); the relays' answers are incomplete (no relay answered): nothing was established`);
   });
 });

@@ -161,11 +161,11 @@ describe('anchor discovery and audit against three dev relays, anchored by the r
     expect(out.relays.map((x) => x.error)).toEqual([null, null, null]);
   });
 
-  it('finds nothing for a subject never anchored: SKIP (exit 0, says nothing was verified), FAIL under --require-anchored', async () => {
+  it('finds nothing for a subject never anchored: INCONCLUSIVE (exit 3, nothing established), FAIL under --require-anchored', async () => {
     const file = write('never.json', never);
-    const skip = await cli(verifyBin, [file, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey]);
-    expect(skip.code).toBe(0);
-    expect(skip.stdout).toContain(`VERDICT: SKIP: no anchor found on ${relays.map((x) => x.url).join(', ')} for receipt "${never.id}" by ${key.npub}: nothing was verified (--require-anchored makes this a FAIL)`);
+    const none = await cli(verifyBin, [file, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey]);
+    expect(none.code).toBe(3);
+    expect(none.stdout).toContain(`VERDICT: INCONCLUSIVE: no anchor found on ${relays.map((x) => x.url).join(', ')} for receipt "${never.id}" by ${key.npub}: nothing was established (--require-anchored makes this a FAIL)`);
     const strict = await cli(verifyBin, [file, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey, '--require-anchored']);
     expect(strict.code).toBe(1);
     expect(strict.stdout).toContain(`VERDICT: FAIL: not anchored (--require-anchored): no anchor found on ${relays.map((x) => x.url).join(', ')} for receipt "${never.id}"`);
@@ -183,11 +183,11 @@ describe('anchor discovery and audit against three dev relays, anchored by the r
     const files = [write('multi-never.json', never), write('multi-workflow.json', workflow), write('multi-cut.json', cut(workflow))];
     const r = await cli(verifyBin, [...files, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey]);
     expect(r.code).toBe(1);
-    expect(r.stdout.trimEnd().split('\n').at(-1)).toBe('SUMMARY: 3 files: 1 PASS, 1 FAIL, 1 not anchored (SKIP), 0 unreadable');
+    expect(r.stdout.trimEnd().split('\n').at(-1)).toBe('SUMMARY: 3 files: 1 PASS, 1 FAIL, 1 inconclusive, 0 unreadable');
     const j = await cli(verifyBin, [...files, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey, '--json']);
     const out = JSON.parse(j.stdout) as { results: Json[]; summary: Json };
-    expect(out.results.map((x) => x.verdict)).toEqual(['SKIP', 'PASS', 'FAIL']);
-    expect(out.summary).toEqual({ files: 3, pass: 1, pending: 0, fail: 1, unreadable: 0, not_anchored: 1 });
+    expect(out.results.map((x) => x.verdict)).toEqual(['INCONCLUSIVE', 'PASS', 'FAIL']);
+    expect(out.summary).toEqual({ files: 3, pass: 1, pending: 0, fail: 1, inconclusive: 1, unreadable: 0 });
   });
 
   it('trusts only the caller\'s keys: an unknown signer finds nothing, the forger\'s own key finds only the forgery', async () => {
@@ -222,7 +222,7 @@ describe('anchor discovery and audit against three dev relays, anchored by the r
     expect(j.stderr).toBe('');
     expect(j.code).toBe(1);
     const out = JSON.parse(j.stdout) as { counts: Json; rows: Array<Json>; anchor_events: number; batch_events: number; complete: boolean; unreadable: unknown[] };
-    expect(out.counts).toEqual({ matching: 1, altered: 0, truncated: 1, 'not-anchored': 1, withheld: 1 });
+    expect(out.counts).toEqual({ matching: 1, altered: 0, truncated: 1, equivocated: 0, 'not-anchored': 1, withheld: 1, incomplete: 0 });
     expect(out.anchor_events).toBe(3);
     expect(out.batch_events).toBe(0);
     expect(out.complete).toBe(true);
@@ -239,7 +239,7 @@ describe('anchor discovery and audit against three dev relays, anchored by the r
     const rows = lines.filter((l) => /^(matching|altered|truncated|not-anchored|withheld) /.test(l));
     expect(rows.map((l) => l.split(/\s+/)[0])).toEqual(['matching', 'truncated', 'not-anchored', 'withheld']);
     for (const r of relays) expect(t.stdout).toContain(`relay ${r.url}: 3 events listed`);
-    expect(lines.at(-1)).toBe('SUMMARY: 4 subjects: 1 matching, 0 altered, 1 truncated, 1 not anchored, 1 withheld; 0 unreadable');
+    expect(lines.at(-1)).toBe('SUMMARY: 4 subjects: 1 matching, 0 altered, 1 truncated, 0 equivocated, 1 not anchored, 1 withheld, 0 incomplete; 0 unreadable');
     expect(rows[2]).toMatch(/^not-anchored +receipt +"rc-never-[0-9a-f-]+…?" +c-never\.json +no anchor by the signer on /);
     expect(t.ms).toBeLessThan(10_000);
   });
@@ -251,7 +251,7 @@ describe('anchor discovery and audit against three dev relays, anchored by the r
     writeFileSync(join(folder, 'matching.json'), JSON.stringify(matching));
     writeFileSync(join(folder, 'withheld.json'), JSON.stringify(withheld));
     const r = await cli(anchorBin, ['audit', ...relayArgs(), '--expected-pubkey', key.publicKey, folder]);
-    expect(r.stdout.trimEnd().split('\n').at(-1)).toBe('SUMMARY: 3 subjects: 3 matching, 0 altered, 0 truncated, 0 not anchored, 0 withheld; 0 unreadable');
+    expect(r.stdout.trimEnd().split('\n').at(-1)).toBe('SUMMARY: 3 subjects: 3 matching, 0 altered, 0 truncated, 0 equivocated, 0 not anchored, 0 withheld, 0 incomplete; 0 unreadable');
     expect(r.code).toBe(0);
   });
 
@@ -287,12 +287,12 @@ describe('discovery and audit when the daemon anchors in batch mode', () => {
     await stack?.close();
   });
 
-  it('cannot find a batch-anchored subject by key, and says so: SKIP naming the batch events, FAIL under --require-anchored', async () => {
+  it('cannot find a batch-anchored subject by key, and says so: INCONCLUSIVE naming the batch events, FAIL under --require-anchored', async () => {
     const file = join(dir, 'first.json');
     writeFileSync(file, JSON.stringify(first));
     const r = await cli(verifyBin, [file, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey]);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^VERDICT: SKIP: no anchor found on .*; the signer has \d+ batch-mode events? there, which discovery cannot tie to a subject \(only a proof's inclusion path can\): nothing was verified/m);
+    expect(r.code).toBe(3);
+    expect(r.stdout).toMatch(/^VERDICT: INCONCLUSIVE: no anchor found on .*; the signer has \d+ batch-mode events? there, which discovery cannot tie to a subject \(only a proof's inclusion path can\): nothing was established/m);
     const strict = await cli(verifyBin, [file, '--online', ...relayArgs(), '--expected-pubkey', key.publicKey, '--require-anchored']);
     expect(strict.code).toBe(1);
   });
@@ -307,7 +307,7 @@ describe('discovery and audit when the daemon anchors in batch mode', () => {
     const out = JSON.parse(r.stdout) as { counts: Json; rows: Json[]; anchor_events: number; batch_events: number };
     expect(out.anchor_events).toBe(0);
     expect(out.batch_events).toBeGreaterThanOrEqual(1);
-    expect(out.counts).toEqual({ matching: 1, altered: 0, truncated: 0, 'not-anchored': 1, withheld: 0 });
+    expect(out.counts).toEqual({ matching: 1, altered: 0, truncated: 0, equivocated: 0, 'not-anchored': 1, withheld: 0, incomplete: 0 });
     expect(out.rows.find((x) => x.key === first.id)).toMatchObject({ outcome: 'matching', detail: expect.stringMatching(/^batch mode: matches its attached proof, whose batch event [0-9a-f]{64} is on /) });
     expect(out.rows.find((x) => x.key === second.id)).toMatchObject({ outcome: 'not-anchored', detail: expect.stringContaining('a batch anchor cannot be found by key') });
     expect(r.code).toBe(1);

@@ -9,6 +9,7 @@ import { startWebhooks, verifySignature, type WebhookDeliverer } from '../../src
 import { receiptFields, waitFor } from '../helpers/harness.js';
 import { startStack, type Stack } from '../http/fixture.js';
 import { startReceiver, type Received, type Receiver } from './receiver.js';
+import { sha256Hex } from '../../src/core/aer1/hash.js';
 
 const SECRET = 'daemon-hook-secret-0123456789';
 let s: Stack;
@@ -74,7 +75,7 @@ describe('a batch transition of 300 subjects (packed stream entries)', () => {
       // no inbox: the daemon's witnesses leave these subjects alone
       await s.daemon.store.acceptMany(
         { witnesses: ['ots'], inboxes: [] },
-        keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: `fp-${key}` })),
+        keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: sha256Hex(`fp-${key}`) })),
       );
       const mid = (await s.daemon.redis.xrevrange(s.daemon.store.keys.events, '+', '-', 'COUNT', 1))[0]![0];
       await s.daemon.store.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted to 2 calendars', `b-${keys[0]}`);

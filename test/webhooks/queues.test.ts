@@ -2,13 +2,13 @@
  * The per-hook queues on a real Redis stream and real HTTP receivers on loopback: a
  * receiver that hangs does not delay a healthy one; a daemon dying between reading the
  * stream and acknowledging it neither loses nor repeats a delivery, nor does one dying
- * mid-delivery; the per-hook consumer groups of before are carried over at the first start.
+ * mid-delivery.
  */
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
-import { enqueueChanges, FANOUT_GROUP, legacyConsumerGroup, WebhookDeliverer, type DeliveryJob, type WebhookDelivererOptions } from '../../src/adapters/webhooks/deliverer.js';
+import { enqueueChanges, FANOUT_GROUP, WebhookDeliverer, type DeliveryJob, type WebhookDelivererOptions } from '../../src/adapters/webhooks/deliverer.js';
 import { hookId, WebhookLog } from '../../src/adapters/webhooks/delivery-log.js';
 import { verifySignature } from '../../src/adapters/webhooks/signature.js';
 import { webhookQueueName } from '../../src/adapters/queue/names.js';
@@ -198,34 +198,6 @@ describe('a daemon that dies while a delivery is in flight', () => {
     } finally {
       await d.stop();
       await queue.close();
-      await receiver.close();
-    }
-  });
-});
-
-describe('the consumer groups of before (one per hook on the stream)', () => {
-  it('are carried over: what a hook had not acknowledged or read is delivered, what it had is not, and the groups are removed', { timeout: 30_000 }, async () => {
-    const sp = space();
-    const receiver = await startReceiver(() => 200);
-    const group = legacyConsumerGroup(hookId(receiver.url));
-    await redis.xgroup('CREATE', sp.stream, group, '$', 'MKSTREAM');
-    const [done, inFlight, unread] = await emit(sp.stream, 3, 'legacy');
-    // the old deliverer delivered and acknowledged the first, was posting the second when it stopped
-    await redis.xreadgroup('GROUP', group, 'old-daemon', 'COUNT', 2, 'STREAMS', sp.stream, '>');
-    await redis.xack(sp.stream, group, done!.id);
-
-    const d = deliverer(sp, [receiver]);
-    await d.start();
-    try {
-      await waitFor('two delivered', () => receiver.delivered().length === 2);
-      expect(receiver.delivered().map((r) => r.eventId)).toEqual([inFlight!.id, unread!.id]);
-      const groups = (await redis.xinfo('GROUPS', sp.stream)) as Array<Array<string | number>>;
-      expect(groups.map((g) => g[1])).toEqual([FANOUT_GROUP]);
-      const [later] = await emit(sp.stream, 1, 'after');
-      await waitFor('three delivered', () => receiver.delivered().length === 3);
-      expect(receiver.delivered()[2]!.eventId).toBe(later!.id);
-    } finally {
-      await d.stop();
       await receiver.close();
     }
   });

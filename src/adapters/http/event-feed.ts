@@ -1,18 +1,15 @@
 /**
- * The live feed of state changes: one reader per HTTP server blocks on the events stream
+ * One shard's events stream, read live: one reader per stream and HTTP server blocks on it
  * (XREAD BLOCK on its own connection), expands each entry into its subject events (a packed
- * entry holds a whole call's: src/adapters/state/stream-entries.ts) and fans them out to
- * every SSE and WebSocket client. A client that names the last event id it saw (an entry's,
- * or one inside a packed entry) gets the events after it replayed first (XRANGE, in pages it
- * must take before the next is read, at most `maxReplay` subject events), then the live
- * ones, without gaps or repeats. Replays read through `reads`, a connection whose commands fail
- * rather than wait (the server's: src/adapters/http/request-redis.ts), so a replay that Redis
- * fails under rejects within `http.redisTimeoutMs` and its client is closed; the live reader
- * waits out an outage, retrying with a bounded backoff, and goes on from the last id it read.
+ * entry holds a whole call's: src/adapters/state/stream-entries.ts) and hands them to its
+ * listeners; `end` and `entries` read the stream for replays through `reads`, a connection
+ * whose commands fail rather than wait (the server's: src/adapters/http/request-redis.ts). The
+ * live reader waits out an outage, retrying with a bounded backoff, and goes on from the last
+ * id it read. Clients do not subscribe here: LiveFeed (live-feed.ts) is the one engine that
+ * replays and follows one shard or K.
  */
 import { duplicateClient, type RedisClient as Redis } from '../redis/connection.js';
 import type { Logger } from 'pino';
-import { configDefault } from '../config/schema.js';
 import { backoffDelay } from '../../core/retry/backoff.js';
 import { compareEventIds, expandEntry, formatEventId, parseEventId, type RawEntry, type StateEvent } from '../state/stream-entries.js';
 
@@ -47,17 +44,6 @@ export function decodeEntry(entry: RawEntry): FeedMessage[] {
   return expandEntry(entry).map(({ id, event }) => ({ id, ...event }));
 }
 
-interface Subscriber {
-  listener: Listener;
-  /** Live messages held back while the subscriber's replay runs. */
-  buffer: FeedMessage[] | null;
-  /** More live messages arrived during the replay than it may hold: the replay is cut. */
-  overflow: boolean;
-  closed: boolean;
-  /** After a replay: the last event id it sent (live events up to it were sent already). */
-  after: string | null;
-}
-
 /**
  * Subject events sent at once, live or replayed (and stream entries read at once): what one
  * client is written in one turn of the event loop stays far below its buffer bound, so a
@@ -68,11 +54,9 @@ interface Subscriber {
 export const FEED_PAGE = 100;
 
 export interface EventFeedOptions {
-  /** Most entries replayed to one subscriber (default: `http.maxReplay`'s). */
-  maxReplay?: number;
   /** XREAD BLOCK timeout in ms (default 5000). */
   blockMs?: number;
-  /** The connection replays (and `end`, `entries`) read through (default: the one given). */
+  /** The connection `end` and `entries` (the replays) read through (default: the one given). */
   reads?: Redis;
 }
 
@@ -82,23 +66,6 @@ const CLOSE_WAIT_MS = 2000;
 /** The live reader's waits after failed reads: 0.5 s doubling to 10 s. */
 const RETRY_INITIAL_MS = 500;
 const RETRY_MAX_MS = 10_000;
-
-/** A subscriber's handle. */
-export interface Subscription {
-  close(): void;
-  /**
-   * Set when the replay stopped at `maxReplay` with entries left after it: the client has
-   * everything up to `resumeFrom` and should reconnect from there; nothing live follows.
-   */
-  readonly cut: boolean;
-  /** The last event id the replay covered (the `since` given when nothing was replayed). */
-  readonly resumeFrom: string | null;
-}
-
-/** What SSE and WebSocket clients follow: one shard's feed (`EventFeed`), or every shard's as one (`MergedFeed`). */
-export interface Feed {
-  subscribe(listener: Listener, since?: string | null, room?: () => Promise<boolean>): Promise<Subscription>;
-}
 
 /** JSON text of a message, made once however many clients it goes to. */
 const texts = new WeakMap<FeedMessage, string>();
@@ -111,7 +78,7 @@ export function messageText(message: FeedMessage): string {
   return text;
 }
 
-/** The message under another id (a merged feed's position); its JSON is the original's with the id swapped. */
+/** The message under another id (a position over K shards); its JSON is the original's with the id swapped. */
 export function withId(message: FeedMessage, id: string): FeedMessage {
   const out = { ...message, id };
   // decodeEntry puts `id` first: the text is `{"id":<id>` and then the rest, made once
@@ -119,15 +86,14 @@ export function withId(message: FeedMessage, id: string): FeedMessage {
   return out;
 }
 
-export class EventFeed implements Feed {
+export class EventFeed {
   private readonly redis: Redis;
   private readonly reader: Redis;
   /** The reader's connection is down (its error was logged; the next is not until it is back). */
   private readerDown = false;
   private readonly stream: string;
   private readonly log: Logger;
-  private readonly subscribers = new Set<Subscriber>();
-  private readonly maxReplay: number;
+  private readonly listeners = new Set<Listener>();
   private readonly blockMs: number;
   private lastId = '0-0';
   private published = '0-0';
@@ -152,17 +118,17 @@ export class EventFeed implements Feed {
     });
     this.stream = stream;
     this.log = log;
-    this.maxReplay = options.maxReplay ?? configDefault('http.maxReplay');
     this.blockMs = options.blockMs ?? 5000;
   }
 
+  /** Live listeners (a LiveFeed subscription holds one per shard). */
   get size(): number {
-    return this.subscribers.size;
+    return this.listeners.size;
   }
 
   /**
    * The id of the last event handed to the listeners (or of the last entry read whole): a
-   * listener added now without `since` gets exactly the events after it.
+   * listener added now gets exactly the events after it.
    */
   get position(): string {
     return this.published;
@@ -228,150 +194,32 @@ export class EventFeed implements Feed {
     }
   }
 
-  private publish(message: FeedMessage): void {
-    for (const s of this.subscribers) {
-      if (!s.buffer) {
-        // the live reader may still be behind what a finished replay sent: those go once
-        if (s.after !== null) {
-          if (compareEventIds(message.id, s.after) <= 0) continue;
-          s.after = null;
-        }
-        deliver(s, message, this.log);
-      }
-      else if (s.buffer.length < this.maxReplay) s.buffer.push(message);
-      else s.overflow = true;
-    }
+  /** Adds a live listener (the events after `position`, as read); returns what removes it. */
+  listen(listener: Listener): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
   }
 
-  /**
-   * Adds a listener. With `since` (an event id: `ms-seq`, or `ms-seq.i` inside a packed
-   * entry), the subject events after it are replayed first, a page of entries at a time, each
-   * page once `room()` says the client took the last one (false: it is gone; stop). Live
-   * events that arrive meanwhile follow in order, once each. At most `maxReplay` subject
-   * events are replayed; with more left (in the same entry or after), the subscription comes
-   * back `cut`, its `resumeFrom` the last event id sent.
-   */
-  async subscribe(listener: Listener, since?: string | null, room?: () => Promise<boolean>): Promise<Subscription> {
-    if (since && !parseEventId(since)) throw new Error(`not an event id: ${since}`);
-    const sub: Subscriber = { listener, buffer: since ? [] : null, overflow: false, closed: false, after: null };
-    this.subscribers.add(sub);
-    let cut = false;
-    let cursor = since ?? null;
-    const close = (): void => {
-      sub.closed = true;
-      this.subscribers.delete(sub);
-    };
-    const subscription: Subscription = {
-      close,
-      get cut() {
-        return cut;
-      },
-      get resumeFrom() {
-        return cursor;
-      },
-    };
-    if (!since) return subscription;
-    // An id past the stream's end (another shard's, a Redis since flushed, a clock ahead) resumes
-    // from the end: kept as it is, it would hold back every live event until ids pass it.
-    let end: string;
-    try {
-      end = await this.end();
-    } catch (err) {
-      // Redis away or refusing before the replay began: the subscriber goes, the error to the caller
-      close();
-      throw err;
-    }
-    if (compareEventIds(since, end) > 0) {
-      since = end;
-      cursor = end;
-    }
-    const start = parseEventId(since)!;
-    // subject events replayed; `from`: the last entry replayed whole (the next page starts after it)
-    let replayed = 0;
-    let from = `${start[0]}-${start[1]}`;
-    // the client went away or stopped taking what it was sent (it was closed)
-    let gone = false;
-    // the replay stopped inside an entry: its other events are left for the next connection
-    let cutInside = false;
-    // events sent since the client last had room: a page of them at most before it is asked again
-    let unasked = 0;
-    // a read failed (Redis away or refusing): the subscriber goes, the error to the caller
-    let failed = true;
-    /** Replays an entry's events after `after` (all with null); false once it stops inside (maxReplay, the client gone or closed). */
-    const replay = async (entry: RawEntry, after: string | null): Promise<boolean> => {
-      for (const message of decodeEntry(entry)) {
-        // (a sub-event id naming an entry of one event: that event was not taken apart, so it counts as seen)
-        if (after !== null && (message.id === entry[0] || compareEventIds(message.id, after) <= 0)) continue;
-        if (replayed >= this.maxReplay) {
-          cutInside = true;
-          return false;
-        }
-        if (unasked >= FEED_PAGE) {
-          unasked = 0;
-          if (room && !(await room())) gone = true;
-          if (gone || sub.closed) return false;
-        }
-        replayed += 1;
-        unasked += 1;
-        cursor = message.id;
-        deliver(sub, message, this.log);
-      }
-      cursor = entry[0];
-      return true;
-    };
-    try {
-      // resuming inside a packed entry: the rest of it first
-      let stopped = false;
-      if (start[2] !== null) {
-        const [entry] = (await this.redis.xrange(this.stream, from, from, 'COUNT', 1)) as RawEntry[];
-        if (entry) stopped = !(await replay(entry, since));
-        else cursor = from;
-      }
-      while (!stopped && replayed < this.maxReplay && !sub.closed) {
-        const page = (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', Math.min(FEED_PAGE, this.maxReplay - replayed))) as RawEntry[];
-        if (page.length === 0) break;
-        for (const entry of page) {
-          if (!(await replay(entry, null))) {
-            stopped = true;
-            break;
-          }
-          from = entry[0];
-        }
-      }
-      if (!gone && !sub.closed && (cutInside || sub.overflow || (replayed >= this.maxReplay && (await this.redis.xrange(this.stream, `(${from}`, '+', 'COUNT', 1)).length > 0))) {
-        cut = true;
-      }
-      failed = false;
-    } finally {
-      const held = sub.buffer ?? [];
-      sub.buffer = null;
-      if (cut || gone || failed) close();
-      else {
-        const last = cursor ?? from;
-        for (const m of held) if (compareEventIds(m.id, last) > 0) deliver(sub, m, this.log);
-        sub.after = held.length > 0 && compareEventIds(held[held.length - 1]!.id, last) > 0 ? held[held.length - 1]!.id : last;
+  private publish(message: FeedMessage): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(message);
+      } catch (err) {
+        this.log.warn({ err }, 'event listener failed');
       }
     }
-    return subscription;
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    this.subscribers.clear();
+    this.listeners.clear();
     this.reader.disconnect();
     this.wake?.();
     // a cluster client may never settle the XREAD it had in flight to a lost master: shutdown waits a bounded time, the loop ends when it does
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.loop, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
     clearTimeout(timer);
-  }
-}
-
-function deliver(sub: Subscriber, message: FeedMessage, log: Logger): void {
-  if (sub.closed) return;
-  try {
-    sub.listener(message);
-  } catch (err) {
-    log.warn({ err }, 'event listener failed');
   }
 }

@@ -12,8 +12,8 @@ import { ConflictError, InputError, UsageError } from '../../core/errors/errors.
 import { AnchorRoutes, parseLimit } from './anchors.js';
 import { TokenAuth } from './auth.js';
 import type { DaemonView } from '../view/daemon-view.js';
-import { EventFeed, normalizeStreamId, type Feed } from './event-feed.js';
-import { MergedFeed, parseFeedPosition } from './merged-feed.js';
+import { EventFeed, normalizeStreamId } from './event-feed.js';
+import { LiveFeed, parseFeedPosition, type Feed } from './live-feed.js';
 import { ANY_HOST_PATHS, HostCheck } from './host-check.js';
 import { LiveClients, liveFailure, type ReplayFailure } from './live-clients.js';
 import { Readiness } from './readiness.js';
@@ -89,11 +89,12 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   // every read and write of a request goes through this connection: bounded, never replayed
   const requests = await RequestRedis.open(daemon, cfg.redisTimeoutMs, log);
   const view = requests.view;
-  // one feed per shard (redis.shards): /v1/events and /v1/ws take ?shard=i; without it every shard's, merged (K = 1: the one shard's).
+  // one reader per shard (redis.shards); one live feed over each (?shard=i) and one over all of them (K = 1: the same one).
   // Replays read through the request connection: one that Redis fails under ends within http.redisTimeoutMs, not when Redis is back.
-  const feeds = daemon.state.shards.map((s) => new EventFeed(daemon.redis, s.keys.events, log, { maxReplay: cfg.maxReplay, reads: requests.redis }));
-  await Promise.all(feeds.map((f) => f.start()));
-  const all: Feed = feeds.length === 1 ? feeds[0]! : new MergedFeed(feeds, log, { maxReplay: cfg.maxReplay });
+  const readers = daemon.state.shards.map((s) => new EventFeed(daemon.redis, s.keys.events, log, { reads: requests.redis }));
+  await Promise.all(readers.map((f) => f.start()));
+  const feeds: Feed[] = readers.map((r) => new LiveFeed([r], log, { maxReplay: cfg.maxReplay }));
+  const all: Feed = feeds.length === 1 ? feeds[0]! : new LiveFeed(readers, log, { maxReplay: cfg.maxReplay });
   /** One line per client whose replay Redis failed under (the cause, no stack); a fault of ours is logged whole. */
   const replayFailed = (client: 'WebSocket' | 'SSE'): ReplayFailure => (err) => {
     const { cause, ours } = liveFailure(err, cfg.redisTimeoutMs);
@@ -146,8 +147,9 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
         // /readyz is public: states and counts only; the error text is in /v1/stats, behind read access
         const witnesses = daemon.health.snapshot().map(({ lastError: _, ...w }) => w);
         const failing = witnesses.filter((w) => w.state === 'failing').map((w) => `${w.kind} ${w.url}`);
-        if (reasons.length > 0) return json(503, { error: { code: 'not_ready', message: reasons.join('; ') }, failing, witnesses });
-        return json(200, { status: 'ready', failing, witnesses });
+        const throttled = witnesses.filter((w) => w.state === 'throttled').map((w) => `${w.kind} ${w.url}`);
+        if (reasons.length > 0) return json(503, { error: { code: 'not_ready', message: reasons.join('; ') }, failing, throttled, witnesses });
+        return json(200, { status: 'ready', failing, throttled, witnesses });
       },
     },
     {
@@ -229,7 +231,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
         for (const s of streams) s.close();
         streams.clear();
         const { closed } = await drain(server, inFlight);
-        await Promise.all(feeds.map((f) => f.close()));
+        await Promise.all(readers.map((f) => f.close()));
         await requests.close();
         await closed;
       })();

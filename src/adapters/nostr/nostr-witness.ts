@@ -42,6 +42,8 @@ export interface NostrWitnessHooks {
   onWitnessChange?: (key: string, status: WitnessStatus, createdMs: number) => void;
   /** Called once per batch when its kind of event is decided (metrics). */
   onModeDecision?: (mode: NostrEventMode, subjects: number) => void;
+  /** Awaited after a batch job links envelope events to its subjects (NIP-03 notes the ones late for their OTS batch). */
+  onSubjectEvents?: (linked: Array<{ key: string; eventId: string }>) => Promise<void>;
 }
 
 /** What a batch job decided for its batch (the batch hash's `mode` field), with what the rule saw. */
@@ -281,11 +283,11 @@ export class NostrWitness {
 
   /**
    * The batch's kind of event, decided once: the batch hash's `mode` field is written with
-   * HSETNX, so a retry, a restart or a second daemon keeps the first decision. A batch that
-   * already has a batch event (cut before modes were recorded) is `batch`.
+   * HSETNX before anything is signed, so a retry, a restart or a second daemon keeps the first
+   * decision.
    */
-  async decideMode(batchId: string, size: number, fields: { event: string | null; mode: string | null }): Promise<ModeDecision> {
-    const recorded = fields.mode === 'envelope' || fields.mode === 'batch' ? fields.mode : fields.event ? 'batch' : null;
+  async decideMode(batchId: string, size: number, fields: { mode: string | null }): Promise<ModeDecision> {
+    const recorded = fields.mode === 'envelope' || fields.mode === 'batch' ? fields.mode : null;
     if (recorded) return { mode: recorded, size };
     let decision: ModeDecision;
     if (this.opts.mode === 'auto') {
@@ -361,6 +363,7 @@ export class NostrWitness {
       }
       const fresh = items.filter((it) => it.json !== '');
       const stored = await this.store.setSubjectEvents(fresh);
+      await this.hooks.onSubjectEvents?.(fresh.flatMap((it, j) => (stored[j] ? [{ key: it.key, eventId: stored[j] }] : [])));
       const ids = [...items.filter((it) => it.json === '').map((it) => it.id), ...stored.filter((x): x is string => x !== null)];
       for (let j = 0; j < ids.length; j += 50) await Promise.all(ids.slice(j, j + 50).map((id) => this.ensurePublishing(id)));
     }

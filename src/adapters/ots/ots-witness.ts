@@ -19,7 +19,7 @@ import { CalendarClient, CalendarError, submitToCalendars } from './calendar/ind
 import { parseTimestamp, serializeTimestamp } from '../../core/ots/codec.js';
 import { Timestamp, allAttestations, bitcoinAttestations, pendingAttestations, walk } from '../../core/ots/timestamp.js';
 import { eventsRootOf, joinedRoot, subjectsToJoined } from '../../core/ots/event-tree.js';
-import { batchEventIds } from './event-ids.js';
+import { fixBatchEventIds } from './event-ids.js';
 import { headerSourceFromConfig, verifyBitcoinAttestation, type HeaderSource } from '../bitcoin/index.js';
 
 export interface CalendarState {
@@ -201,8 +201,8 @@ export class OtsWitness {
     const stored = state.eventsRoot;
     if (stored !== undefined) return stored ? Buffer.from(stored, 'hex') : null;
     if (!this.nip03 || state.ts) return null;
-    const { eventIds } = await batchEventIds(this.store, batchId);
-    const root = eventsRootOf(eventIds.map((e) => Buffer.from(e, 'hex')));
+    const ids = await fixBatchEventIds(this.store, batchId);
+    const root = eventsRootOf(ids.map((e) => Buffer.from(e, 'hex')));
     const value = await this.store.fixOtsEventsRoot(batchId, root ? root.toString('hex') : '');
     state.eventsRoot = value;
     return value ? Buffer.from(value, 'hex') : null;

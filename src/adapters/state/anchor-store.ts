@@ -11,7 +11,7 @@ import type { RedisClient as Redis } from '../redis/connection.js';
 import { StateKeys, WITNESSES, type WitnessName } from './keys.js';
 import { digestToken, keyToken } from './stream-entries.js';
 import { decodeCursor, encodeCursor, listOrder, type Position } from './list-position.js';
-import { ACCEPT, CUT_BATCH, DROP_BATCH, FORGET, LIST_PAGE, MARK_SENT, OPEN_SCHEMA, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
+import { ACCEPT, CUT_BATCH, DROP_BATCH, FORGET, LIST_PAGE, MARK_SENT, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
@@ -33,31 +33,14 @@ const LIST_ROUNDS = 20;
 const LIST_FILTER_READ = 200;
 
 /**
- * The layout of the state this store writes, kept in `{prefix}:schema`. 1: the layout before
- * the key existed (every envelope under e:<key>; idx:all and idx:w:<witness>:<status> for
- * every status; no counts). 2: a subject with its own Nostr event keeps its envelope only in
- * that event (a layout-1 e:<key> is still read); subjects are counted per status and witness
- * status in `counts`; no idx:all, no idx:w:<witness>:confirmed (a confirmed subject is in
- * idx:st:confirmed only). 3: a batch's witness transitions are recorded once, on the batch's
- * transition list bh:<witness>:<id>, not in each subject's history h:<key> (which keeps the
- * subject's own entries); a subject's history is the merge of both (history()). Layout-2
- * history lists are read as they are. 4: a subject's hash keeps its digest and fingerprint as
- * 32 bytes (layout 3: 64 hex characters, still read), no `key` (the key's name has it), no
- * `updated` until something changed (reads as `created`) and no `p:<witness>` while 0; its
- * history list has no acceptance entry (history() derives it from the hash; a list that has
- * one, layout 3 or a subject refused before, is read as it is); a batch keeps its digests as
- * 32 bytes each in `digests32` (layout 3: hex in `digests`, still read). 5: no `witnesses`
- * field in a subject's hash (its witnesses are its `w:<witness>` fields), its last change
- * and confirmations as ms since `created` (`u`, `c:<witness>`; layout 4's `updated` and
- * `confirmed:<witness>`, epoch ms, still read), its place in a batch as `<witness>:i`
- * (layout 4: `<witness>:index`, still read); one `retired` stream entry per forget call. A
- * layout-4 release cannot read those hashes, hence the new number. The daemon moves a
- * layout-1, 2, 3 or 4 Redis to 5 on start (open-schema.lua; 2–4 only record the version).
+ * The layout of the state this store reads and writes, kept in `{prefix}:schema`
+ * (docs/architecture.md, "Where state lives"). Any other layout is refused at start
+ * (openSchema): there are no readers of older layouts.
  */
 export const STATE_SCHEMA = 6;
 
-/** How a store found the layout under its prefix (AnchorStore.openSchema); `recorded`: the schema key was written. */
-export type SchemaOpening = { found: 'fresh' | 'current' | 'layout 1' | 'layout 2' | 'layout 3' | 'layout 4' | 'layout 5'; recorded: boolean };
+/** How a store found the layout under its prefix (AnchorStore.openSchema): `fresh` (no `:schema`), `current`; `recorded`: the schema key was written. */
+export type SchemaOpening = { found: 'fresh' | 'current'; recorded: boolean };
 
 /** One subject to accept: what the accept script stores. */
 export interface AcceptSubject {
@@ -198,7 +181,7 @@ export interface OtsBatchUpdate {
 }
 
 /** The batch hash fields behind OtsBatchState (`cal:<url>` for each calendar). */
-const OTS_FIELD = { submitted: 'submitted', round: 'round', poll: 'poll', root: 'root', ts: 'ts', eventsRoot: 'events_root', bitcoin: 'bitcoin', nip03: 'nip03' } as const;
+const OTS_FIELD = { submitted: 'submitted', round: 'round', poll: 'poll', root: 'root', ts: 'ts', eventsRoot: 'events_root', eventIds: 'event_ids', bitcoin: 'bitcoin', nip03: 'nip03' } as const;
 const CALENDAR_FIELD = 'cal:';
 /** A Nostr batch's fields besides its digests: its signed event and the mode decided. */
 const NOSTR_FIELD = { event: 'event', mode: 'mode' } as const;
@@ -262,47 +245,40 @@ export class AnchorStore {
   }
 
   /**
-   * Checks the layout under the prefix before anything is written. Nothing under it: marked
-   * STATE_SCHEMA (when `write`, the daemon). Layout 2: when `write`, marked 3 (nothing else
-   * moves: its history lists are read as they are); a client reads it as it is. Layout 1 (subjects, no schema key): when `write`,
-   * moved to the current layout in one script (open-schema.lua: the counts taken from the old indexes,
-   * idx:all and idx:w:<w>:confirmed removed; the old e:<key> envelopes stay and are read as
-   * they are); a client reads it as it is (subjects and lists; the counts stay absent). A layout
-   * this release does not know (newer, or not a number) is refused with a UsageError
-   * (`redis_schema`, exit 2) saying what to do; a client (`write` false) writes nothing.
+   * Checks the layout under the prefix before anything is written. Layout STATE_SCHEMA: opened
+   * as it is. No `:schema`: marked STATE_SCHEMA when `write` (the daemon; a client writes
+   * nothing), unless keys only the development layout before `:schema` wrote are there
+   * (StateKeys.unnumberedLayoutKeys). That, or another `:schema` value, is refused with a
+   * UsageError (`redis_schema`, exit 2) whose one line says what was found and what to do.
+   * Cost: one GET and one EXISTS round trip, whatever the state's size.
    */
   async openSchema(opts: { write: boolean }): Promise<SchemaOpening> {
     const k = this.keys;
     const raw = await this.redis.get(k.schema);
     if (raw === String(STATE_SCHEMA)) return { found: 'current', recorded: false };
-    const keys = [k.schema, k.counts, k.layout1All, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), ...WITNESSES.flatMap((w) => WITNESS_STATUSES.map((st) => k.byWitness(w, st)))];
-    if (raw === '2' || raw === '3' || raw === '4' || raw === '5') {
-      // layouts 2–5 are read as they are (hex digests, history lists with the acceptance, `witnesses`, epoch-ms times, plain stream entries); moving them only records 6
-      const was = `layout ${raw}` as 'layout 2' | 'layout 3' | 'layout 4' | 'layout 5';
-      if (!opts.write) return { found: was, recorded: false };
-      const opened = String(await this.run(OPEN_SCHEMA, keys, [STATE_SCHEMA, WITNESSES.join(',')]));
-      return { found: opened === was ? was : 'current', recorded: opened === was };
+    if (raw !== null) throw schemaRefusal(k, raw);
+    const found = await this.unnumberedLayoutKey();
+    if (found !== null) {
+      throw new UsageError(`the state under redis.prefix ${k.base} has no layout version (${k.schema} is missing, ${found} is there): it was written by a development release before layouts were numbered, which this release (layout ${STATE_SCHEMA}) does not read; ${startAfresh(k)}`, 'redis_schema');
     }
-    if (raw !== null) {
-      const n = Number(raw);
-      const what = Number.isInteger(n) && n > STATE_SCHEMA
-        ? `is layout ${n} (${k.schema}), newer than this release knows (${STATE_SCHEMA}): run the release that wrote it`
-        : `has an unknown layout version ${JSON.stringify(raw.slice(0, 40))} in ${k.schema} (this release writes ${STATE_SCHEMA}): it was not written by aer1-anchor`;
-      throw new UsageError(`the state under redis.prefix ${k.base} ${what}, or set redis.prefix to a prefix of its own`, 'redis_schema');
-    }
-    // No schema key: a fresh prefix, or one written by layout 1 (every subject is in idx:st:<status>).
+    if (!opts.write) return { found: 'fresh', recorded: false };
+    // NX: a second daemon opening at the same moment finds the key written and judges it
+    if ((await this.redis.set(k.schema, String(STATE_SCHEMA), 'NX')) === 'OK') return { found: 'fresh', recorded: true };
+    return this.openSchema({ write: false });
+  }
+
+  /** The first of StateKeys.unnumberedLayoutKeys that exists, or null (one pipeline of EXISTS). */
+  private async unnumberedLayoutKey(): Promise<string | null> {
+    const candidates = this.keys.unnumberedLayoutKeys;
     const pipe = this.redis.pipeline();
-    for (const st of SUBJECT_STATUSES) pipe.exists(k.byStatus(st));
+    for (const key of candidates) pipe.exists(key);
     const res = (await pipe.exec()) ?? [];
-    const hasSubjects = res.some(([err, v]) => {
+    for (let i = 0; i < candidates.length; i++) {
+      const [err, n] = res[i] ?? [null, 0];
       if (err) throw err;
-      return Number(v) > 0;
-    });
-    const found = hasSubjects ? 'layout 1' : 'fresh';
-    if (!opts.write) return { found, recorded: false };
-    // Atomic: a second daemon opening at the same moment finds the key and leaves it.
-    const opened = String(await this.run(OPEN_SCHEMA, keys, [STATE_SCHEMA, WITNESSES.join(',')]));
-    return { found: opened === 'migrated' ? 'layout 1' : opened === 'present' ? 'current' : 'fresh', recorded: opened !== 'present' };
+      if (Number(n) > 0) return candidates[i]!;
+    }
+    return null;
   }
 
   private run(script: LuaScript, keys: string[], args: Array<string | number | Buffer>): Promise<unknown> {
@@ -343,7 +319,7 @@ export class AnchorStore {
     const now = this.now();
     const k = this.keys;
     const keys = [k.events, k.counts, k.byStatus('pending'), k.byStatus('rejected'), ...targets.witnesses.map((w) => k.byWitness(w, 'pending')), ...targets.inboxes.map((w) => k.inbox(w))];
-    // layout 6: the call's stream tokens, when every key is a canonical UUID (stream-entries.ts)
+    // the call's stream tokens, when every key is a canonical UUID (stream-entries.ts)
     const tokens: string[] = [];
     for (const s of chunk) {
       const kt = keyToken(s.key);
@@ -395,8 +371,8 @@ export class AnchorStore {
    * The same transition for many subjects: one set-witness.lua call per WITNESS_CHUNK
    * subjects, which moves the indexes and counts once for all of them. With `batch` (the
    * subjects are that batch's, in the caller's words), the transition is recorded once on the
-   * batch's transition list instead of in every subject's history (layout 3; history()
-   * merges them); subjects that did not take it are marked so in their hash.
+   * batch's transition list instead of in every subject's history (history() merges
+   * them); subjects that did not take it are marked so in their hash.
    */
   async setWitnessMany(keys: readonly string[], witness: WitnessName, status: WitnessStatus, progress: number, detail = '', batch?: string): Promise<WitnessChange[]> {
     const out: WitnessChange[] = [];
@@ -446,7 +422,7 @@ export class AnchorStore {
     const removed: string[] = [];
     for (let i = 0; i < keys.length; i += 100) {
       const chunk = keys.slice(i, i + 100);
-      // the event id as stored (layout 5: 32 bytes, passed back as they are), the batch ids as text
+      // the event id as stored (32 bytes, passed back as they are), the batch ids as text
       const links = await Promise.all(chunk.map((key) => this.redis.hmgetBuffer(k.subject(key), 'nostr:event', 'nostr:batch', 'ots:batch')));
       const scriptKeys = [k.counts, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), k.meta, k.events, k.nostrRecent, k.emptiedBatches('nostr'), k.emptiedBatches('ots')];
       const now = this.now();
@@ -460,7 +436,6 @@ export class AnchorStore {
         args.push(key, evRaw ?? '', nostrBatch, otsBatch);
       });
       scriptKeys.push(k.eventTally);
-      await this.countRetiredBefore(links.flatMap(([, nb, ob]) => [['nostr', nb?.toString() ?? ''], ['ots', ob?.toString() ?? '']] as Array<[WitnessName, string]>));
       const res = (await this.run(FORGET, scriptKeys, args)) as number[];
       chunk.forEach((key, j) => {
         if (Number(res[j]) === 1) removed.push(key);
@@ -468,33 +443,6 @@ export class AnchorStore {
     }
     if (removed.length > 0) await this.dropEmptiedBatches();
     return removed;
-  }
-
-  /**
-   * A batch retention took subjects from before its count of them existed (forget.lua's `gone`,
-   * added with layout 5) has no `gone` field: it is set, once, to how many of the batch's
-   * subjects are no longer in Redis, so that the batch still leaves with its last subject.
-   * HSETNX: a count made by another daemon meanwhile stands. One read per subject of such a
-   * batch, once; a batch with the field costs one HMGET per call.
-   */
-  private async countRetiredBefore(batches: ReadonlyArray<[WitnessName, string]>): Promise<void> {
-    const seen = new Set<string>();
-    for (const [w, id] of batches) {
-      if (!id || seen.has(`${w}:${id}`)) continue;
-      seen.add(`${w}:${id}`);
-      const b = this.keys.batch(w, id);
-      // a batch with its count, or one gone already (no size), needs nothing
-      const [gone, size] = await this.redis.hmget(b, 'gone', 'size');
-      if (gone !== null || size === null) continue;
-      const members = await this.redis.lrange(this.keys.batchKeys(w, id), 0, -1);
-      let missing = 0;
-      for (let i = 0; i < members.length; i += 1000) {
-        const page = members.slice(i, i + 1000);
-        const found = await Promise.all(page.map((key) => this.redis.exists(this.keys.subject(key))));
-        missing += found.filter((x) => x === 0).length;
-      }
-      await this.redis.hsetnx(b, 'gone', missing);
-    }
   }
 
   /**
@@ -583,7 +531,7 @@ export class AnchorStore {
       fromEvent.forEach((r, i) => {
         const [err, json] = evRes[i] ?? [null, null];
         if (err) throw err;
-        r.envelopeCanonical = envelopeOfEvent(json as string | null);
+        r.envelopeCanonical = json === null ? null : eventContent(json as string);
       });
     }
     return records;
@@ -629,7 +577,7 @@ export class AnchorStore {
   /**
    * The subject's history, oldest first: its own entries (h:<key>: accepted, rejected,
    * conflict, and witness transitions made for it alone) merged by time with the transitions
-   * of its batches (layout 3, bh:<witness>:<id>) that applied to it. A batch entry carries no
+   * of its batches (bh:<witness>:<id>) that applied to it. A batch entry carries no
    * overall status; it is derived by replaying the witness statuses from the subject's own
    * entries and the batch entries before it (the rule of SPEC §4.3, as set-witness.lua
    * applies it). On a tie of time, the subject's own entries come first.
@@ -641,10 +589,9 @@ export class AnchorStore {
     if (herr) throw herr;
     const hash = subjectFields(raw);
     const entries = own.map((t) => JSON.parse(t) as HistoryEntry);
-    // Layout 4 writes no acceptance entry: it is the hash's (its time and digest), first, unless
-    // the list has one (layout 3, or a subject refused before it was accepted: after the refusals).
+    // The acceptance is the hash's (its time and digest), first, unless the list has one (a
+    // subject refused before it was accepted: accept.lua writes it after the refusals).
     if (hash.status && hash.status !== 'rejected' && !entries.some((e) => e.event === 'accepted')) {
-      // in the order of the fields layout 3's accept.lua wrote (cjson's), so it reads the same
       entries.unshift({ at: nowIso(Number(hash.created ?? 0)), status: 'pending', event: 'accepted', ...(hash.digest !== undefined ? { digest: hash.digest } : {}) });
     }
     const witnesses = witnessesOf(hash);
@@ -975,7 +922,7 @@ export class AnchorStore {
 
   /**
    * The relays the event went to, as the state records them: the ones it was handed to, in
-   * that order, then any other relay that reported on it (events from before `to` was
+   * that order, then any other relay that reported on it (a report with no hand-over
    * recorded); and every report.
    */
   async eventRelays(eventId: string): Promise<{ relays: string[]; reports: RelayReportRecord[] }> {
@@ -1031,18 +978,12 @@ export class AnchorStore {
   async getBatch(witness: WitnessName, id: string): Promise<BatchInfo | null> {
     const raw = await this.redis.hgetallBuffer(this.keys.batch(witness, id));
     if (!raw.size) return null;
+    // 32 bytes each, in the batch's order (cut-batch.lua)
     const digests: Buffer[] = [];
     const packed = raw.digests32;
-    if (packed) {
-      // layout 4: 32 bytes each
-      for (let i = 0; i + 32 <= packed.length; i += 32) digests.push(Buffer.from(packed.subarray(i, i + 32)));
-    } else {
-      // layout 3: 64 hex characters each
-      const hex = raw.digests?.toString() ?? '';
-      for (let i = 0; i < hex.length; i += 64) digests.push(Buffer.from(hex.slice(i, i + 64), 'hex'));
-    }
+    if (packed) for (let i = 0; i + 32 <= packed.length; i += 32) digests.push(Buffer.from(packed.subarray(i, i + 32)));
     const h: Record<string, string> = {};
-    for (const [f, v] of Object.entries(raw)) if (f !== 'digests' && f !== 'digests32') h[f] = v.toString();
+    for (const [f, v] of Object.entries(raw)) if (f !== 'digests32') h[f] = v.toString();
     const { size, created, anchored_at, ...fields } = h;
     return { witness, id, size: Number(size), createdMs: Number(created), anchoredAt: anchored_at ?? '', digests, fields };
   }
@@ -1068,6 +1009,34 @@ export class AnchorStore {
   /** Fixes an OTS batch's event tree root (hex, '' for none) unless fixed already; returns the one in force. */
   async fixOtsEventsRoot(id: string, value: string): Promise<string> {
     return this.setBatchFieldOnce('ots', id, OTS_FIELD.eventsRoot, value);
+  }
+
+  /** NIP-03: the event ids the batch's event tree commits to, in tree order; null while not fixed (or fixed before the list was kept). */
+  async otsEventIds(id: string): Promise<string[] | null> {
+    const packed = await this.redis.hget(this.keys.batch('ots', id), OTS_FIELD.eventIds);
+    return packed === null ? null : splitIds(packed);
+  }
+
+  /** NIP-03: fixes the batch's event ids (64 hex each, in tree order) unless fixed already; returns the list in force. */
+  async fixOtsEventIds(id: string, eventIds: readonly string[]): Promise<string[]> {
+    return splitIds(await this.setBatchFieldOnce('ots', id, OTS_FIELD.eventIds, eventIds.join('')));
+  }
+
+  /** NIP-03: the oldest `limit` event ids waiting for a later batch to commit them. */
+  async lateNip03Events(limit: number): Promise<string[]> {
+    return this.redis.zrange(this.keys.nip03Late, 0, limit - 1);
+  }
+
+  /** NIP-03: event ids whose batch's event tree was fixed without them (kept with the time first noted). */
+  async addLateNip03Events(eventIds: readonly string[]): Promise<void> {
+    if (eventIds.length === 0) return;
+    const now = Date.now();
+    await this.redis.zadd(this.keys.nip03Late, 'NX', ...eventIds.flatMap((e) => [now, e]));
+  }
+
+  /** NIP-03: event ids a batch has committed to leave the waiting set. */
+  async removeLateNip03Events(eventIds: readonly string[]): Promise<void> {
+    for (let i = 0; i < eventIds.length; i += 1000) await this.redis.zrem(this.keys.nip03Late, ...eventIds.slice(i, i + 1000));
   }
 
   /** Nostr: the batch's signed event (JSON) and the mode decided for it (auto mode), null while none. */
@@ -1166,6 +1135,29 @@ export class AnchorStore {
   }
 }
 
+/** What an operator does with a prefix holding a layout this release does not read. */
+function startAfresh(k: StateKeys): string {
+  return `to start afresh, delete the keys under ${k.base} (redis-cli --scan --pattern '${k.base}*' | xargs redis-cli unlink) or set redis.prefix to a new prefix`;
+}
+
+/** The one line refusing a `:schema` value other than STATE_SCHEMA: older, newer, or not ours. */
+function schemaRefusal(k: StateKeys, raw: string): UsageError {
+  const n = /^[0-9]{1,6}$/.test(raw) ? Number(raw) : NaN;
+  const what = !Number.isInteger(n)
+    ? `has an unknown layout version ${JSON.stringify(raw.slice(0, 40))} in ${k.schema} (this release reads layout ${STATE_SCHEMA}): it was not written by aer1-anchor; set redis.prefix to a prefix of its own`
+    : n > STATE_SCHEMA
+      ? `is layout ${n} (${k.schema}), newer than this release (layout ${STATE_SCHEMA}): run the release that wrote it, or set redis.prefix to a prefix of its own`
+      : `is layout ${n} (${k.schema}), written by an earlier development release; this release reads only layout ${STATE_SCHEMA} and does not convert older ones; ${startAfresh(k)}`;
+  return new UsageError(`the state under redis.prefix ${k.base} ${what}`, 'redis_schema');
+}
+
+/** A packed list of 32-byte hex ids (64 characters each, no separator). */
+function splitIds(packed: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 64 <= packed.length; i += 64) out.push(packed.slice(i, i + 64));
+  return out;
+}
+
 type ScriptFn = (...args: Array<string | Buffer>) => Promise<unknown>;
 type Commander = Redis | ReturnType<Redis['pipeline']>;
 
@@ -1236,7 +1228,7 @@ const CLAIM_FIELDS: Readonly<Record<string, string>> = {
 };
 const CLAIM_MEMBERS: Readonly<Record<string, string>> = Object.fromEntries(Object.entries(CLAIM_FIELDS).map(([m, f]) => [f, m]));
 
-/** A signed event's `content`, or null when the JSON does not hold one. */
+/** A signed event's `content` (a subject's own event carries its envelope), or null when the JSON does not hold one. */
 function eventContent(json: string): string | null {
   try {
     const ev = JSON.parse(json) as { content?: unknown };
@@ -1287,31 +1279,19 @@ function envelopeOfClaims(key: string, hash: Record<string, string>, raw: Record
   return text;
 }
 
-/** The envelope a subject's own event carries as its content, or null when the event is missing or unreadable. */
-function envelopeOfEvent(json: string | null): string | null {
-  if (json === null) return null;
-  try {
-    const ev = JSON.parse(json) as { content?: unknown };
-    return typeof ev.content === 'string' ? ev.content : null;
-  } catch {
-    return null;
-  }
+
+/** A digest, fingerprint or event id (64 lowercase hex characters, as intake makes them) as the subject hash keeps it: its 32 bytes. */
+function packHash(hex: string): Buffer {
+  if (!/^[0-9a-f]{64}$/.test(hex)) throw new TypeError(`not a 32-byte hex digest: ${JSON.stringify(hex.slice(0, 70))}`);
+  return Buffer.from(hex, 'hex');
 }
 
-/** A digest or fingerprint as layout 4 stores it: 64 lowercase hex characters as their 32 bytes, anything else as it is. */
-function packHash(hex: string): string | Buffer {
-  return /^[0-9a-f]{64}$/.test(hex) ? Buffer.from(hex, 'hex') : hex;
-}
-
-/**
- * A stored digest or fingerprint as hex: 32 bytes (layout 4) → 64 hex characters; any other
- * value (layout 3 stored hex already) as its text.
- */
+/** A stored digest, fingerprint or event id (32 bytes) as hex. */
 function hashValue(v: Buffer): string {
-  return v.length === 32 ? v.toString('hex') : v.toString();
+  return v.toString('hex');
 }
 
-/** The subject hash fields kept as 32 bytes (layout 4: digest and fp; layout 5: its own event id too). */
+/** The subject hash fields kept as 32 bytes. */
 const BINARY_FIELDS = new Set(['digest', 'fp', 'nostr:event']);
 
 /** A subject hash read as Buffers, as text: its digest, fingerprint and event id as hex (hashValue). */
@@ -1321,23 +1301,14 @@ function subjectFields(raw: Record<string, Buffer>): Record<string, string> {
   return out;
 }
 
-/**
- * A subject's witnesses: layout 4's `witnesses` field (a comma list) when the hash has one;
- * layout 5 writes none, so they are the witnesses it has a `w:<witness>` status for, in
- * WITNESSES order.
- */
+/** A subject's witnesses: those it has a `w:<witness>` status for, in WITNESSES order. */
 function witnessesOf(h: Record<string, string>): WitnessName[] {
-  if (h.witnesses !== undefined) return h.witnesses.split(',').filter(Boolean) as WitnessName[];
   return WITNESSES.filter((w) => h[`w:${w}`] !== undefined);
 }
 
-/** A layout-5 time field (ms since `created`) as epoch ms; null when absent. */
+/** A time field kept as ms since `created`, as epoch ms; null when absent. */
 function sinceCreated(created: number, v: string | undefined): number | null {
   return v === undefined || v === '' ? null : created + Number(v);
-}
-
-function numberOrNull(v: string | undefined): number | null {
-  return v === undefined || v === '' ? null : Number(v);
 }
 
 function toRecord(key: string, h: Record<string, string>, envelope: string | null): SubjectRecord {
@@ -1346,19 +1317,19 @@ function toRecord(key: string, h: Record<string, string>, envelope: string | nul
   const created = Number(h.created ?? 0);
   for (const w of witnessesOf(h)) {
     const st = h[`w:${w}`];
-    if (st) witnesses[w] = { status: st as WitnessStatus, confirmedMs: sinceCreated(created, h[`c:${w}`]) ?? numberOrNull(h[`confirmed:${w}`]) };
+    if (st) witnesses[w] = { status: st as WitnessStatus, confirmedMs: sinceCreated(created, h[`c:${w}`]) };
     const b = h[`${w}:batch`];
-    if (b) batches[w] = { id: b, index: Number(h[`${w}:i`] ?? h[`${w}:index`] ?? 0) };
+    if (b) batches[w] = { id: b, index: Number(h[`${w}:i`] ?? 0) };
   }
   return {
-    key: h.key ?? key,
+    key,
     kind: h.kind ?? null,
     status: h.status as SubjectStatus,
     envelopeCanonical: envelope,
     digest: h.digest ?? null,
     createdMs: created,
-    // layout 5 writes `u` (ms since `created`) once something changed; layout 4 `updated` (epoch ms); neither reads as `created`
-    updatedMs: sinceCreated(created, h.u) ?? numberOrNull(h.updated) ?? created,
+    // `u` (ms since `created`) is written once something changed; absent, it reads as `created`
+    updatedMs: sinceCreated(created, h.u) ?? created,
     reason: h.reason ?? null,
     witnesses,
     nostrEventId: h['nostr:event'] ?? null,

@@ -38,18 +38,14 @@ export class StateKeys {
   history(key: string): string {
     return `${this.base}:h:${key}`;
   }
-  /** Layout 1 only (removed by the move to layout 2, open-schema.lua): every subject, scored by acceptance time. */
-  get layout1All(): string {
-    return `${this.base}:idx:all`;
-  }
   /** Every subject of one overall status, scored by acceptance time: a subject's one index membership once settled. */
   byStatus(status: string): string {
     return `${this.base}:idx:st:${status}`;
   }
   /**
    * The subjects whose witness is in `status`, scored by acceptance time, for pending, partial
-   * and failed (the reconciler's working sets); `confirmed` is not kept (layout 2: a confirmed
-   * witness is counted in `counts`, and its subjects found through idx:st:confirmed and :partial).
+   * and failed (the reconciler's working sets); `confirmed` is not kept (a confirmed witness is
+   * counted in `counts`, and its subjects found through idx:st:confirmed and :partial).
    */
   byWitness(witness: string, status: string): string {
     return `${this.base}:idx:w:${witness}:${status}`;
@@ -77,7 +73,7 @@ export class StateKeys {
   batch(witness: WitnessName, id: string): string {
     return `${this.base}:b:${witness}:${id}`;
   }
-  /** Layout 3: the batch's witness transitions, one JSON entry each (its subjects' history is derived from it). */
+  /** The batch's witness transitions, one JSON entry each (its subjects' history is derived from it). */
   batchHistory(witness: WitnessName, id: string): string {
     return `${this.base}:bh:${witness}:${id}`;
   }
@@ -90,6 +86,10 @@ export class StateKeys {
   /** Nostr auto mode: events queued for the relays, scored by when (ms), trimmed to the horizon. */
   get nostrRecent(): string {
     return `${this.base}:nostr:recent`;
+  }
+  /** NIP-03: envelope event ids that came after their OTS batch fixed its event tree, scored by when (ms); a later batch commits them. */
+  get nip03Late(): string {
+    return `${this.base}:ots:nip03:late`;
   }
   /**
    * Batches none of whose subjects is left in Redis (each one's `gone` reached its `size`,
@@ -112,6 +112,14 @@ export class StateKeys {
   /** The layout version of everything under this prefix (AnchorStore.openSchema). */
   get schema(): string {
     return `${this.base}:schema`;
+  }
+  /**
+   * Keys only the development layout before `:schema` existed wrote (an index of every
+   * subject, and one of each witness's confirmed subjects): what AnchorStore.openSchema
+   * refuses on a prefix without `:schema`. Never written.
+   */
+  get unnumberedLayoutKeys(): string[] {
+    return [`${this.base}:idx:all`, `${this.base}:idx:w:nostr:confirmed`, `${this.base}:idx:w:ots:confirmed`];
   }
   /** Written with a short expiry by `/readyz`: does Redis take writes? */
   get probe(): string {

@@ -57,12 +57,9 @@ export const SET_SUBJECT_EVENT = load(DIR, 'set-subject-event');
 /** One page of the subject list from one or more indexes, in one read (AnchorStore.list). */
 export const LIST_PAGE = load(DIR, 'list-page');
 
-/** Records the layout version, moving a layout-1 Redis to the current layout first. */
-export const OPEN_SCHEMA = load(DIR, 'open-schema');
-
 /** Retention: removes confirmed subjects whose proofs are archived, every trace of them. */
 export const FORGET = load(DIR, 'forget', STREAM_LIB);
 /** Retention: removes a batch none of whose subjects is left in Redis, with every key of its own. */
 export const DROP_BATCH = load(DIR, 'drop-batch');
 
-export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, LIST_PAGE, OPEN_SCHEMA, FORGET, DROP_BATCH];
+export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, LIST_PAGE, FORGET, DROP_BATCH];

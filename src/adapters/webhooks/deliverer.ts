@@ -35,7 +35,7 @@ import { webhookQueueName } from '../queue/names.js';
 import { stalledJobOptions } from '../queue/stalled.js';
 import { displayUrl, hookId, WebhookLog, type DeliveryRecord } from './delivery-log.js';
 import { ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signBody } from './signature.js';
-import { compareEventIds, expandEntry, type RawEntry } from '../state/stream-entries.js';
+import { expandEntry, type RawEntry } from '../state/stream-entries.js';
 
 export interface WebhookDelivererOptions {
   /** Connection for the fan-out's acknowledgements and claims, the queues and the delivery log (blocking reads use duplicates). */
@@ -109,25 +109,10 @@ const CLAIM_PAGE = 100;
 /** Delivery jobs per addBulk (one MULTI). */
 const ENQUEUE_PAGE = 500;
 const READ_COUNT = 100;
-/** The consumer group each hook had on the stream before the queues (taken over at the first start). */
-const LEGACY_GROUP = /^aer1-webhook-[0-9a-f]{16}$/;
-
-/** The consumer group a hook had before the per-hook queues (still read once, to carry its place over). */
-export function legacyConsumerGroup(hook: string): string {
-  return `aer1-webhook-${hook}`;
-}
-
 function errorText(err: unknown): string {
   const e = err as Error & { cause?: { code?: string; message?: string } };
   if (e?.name === 'TimeoutError') return 'timed out';
   return e?.cause?.code ?? e?.cause?.message ?? e?.message ?? String(err);
-}
-
-/** The id just before `id`, so a group created there reads `id` next. */
-function idBefore(id: string): string {
-  const [ms, seq] = id.split('-').map((x) => BigInt(x));
-  if ((seq ?? 0n) > 0n) return `${ms}-${seq! - 1n}`;
-  return ms! > 0n ? `${ms! - 1n}-18446744073709551615` : '0-0';
 }
 
 /**
@@ -397,43 +382,13 @@ export class WebhookDeliverer {
     this.loop = this.run();
   }
 
-  /**
-   * Creates the fan-out group at the end of the stream, or, when the hooks' consumer
-   * groups of before are there, where the furthest-behind of them was (its unacknowledged
-   * entries included), and removes those: an upgrade loses nothing (a hook that was ahead
-   * may see a few changes again; receivers deduplicate by X-Aer1-Event-Id).
-   */
+  /** Creates the fan-out group at the end of the stream unless it is there (every daemon of the shard shares it). */
   private async ensureGroup(): Promise<void> {
-    let start = '$';
-    const legacy: string[] = [];
     try {
-      const groups = (await this.redis.xinfo('GROUPS', this.stream)) as Array<Array<string | number>>;
-      for (const row of groups) {
-        const info: Record<string, string | number> = {};
-        for (let i = 0; i + 1 < row.length; i += 2) info[String(row[i])] = row[i + 1]!;
-        const name = String(info.name);
-        if (name === FANOUT_GROUP) return;
-        if (!LEGACY_GROUP.test(name)) continue;
-        legacy.push(name);
-        let from = String(info['last-delivered-id']);
-        if (Number(info.pending) > 0) {
-          const summary = (await this.redis.xpending(this.stream, name)) as [number, string | null, ...unknown[]];
-          if (summary[1]) from = idBefore(summary[1]);
-        }
-        if (start === '$' || compareEventIds(from, start) < 0) start = from;
-      }
-    } catch (err) {
-      // no stream yet: nothing to carry over
-      if (!/no such key/i.test((err as Error).message)) throw err;
-    }
-    try {
-      await this.redis.xgroup('CREATE', this.stream, FANOUT_GROUP, start, 'MKSTREAM');
+      await this.redis.xgroup('CREATE', this.stream, FANOUT_GROUP, '$', 'MKSTREAM');
     } catch (err) {
       if (!/BUSYGROUP/.test((err as Error).message)) throw err;
-      return;
     }
-    for (const name of legacy) await this.redis.xgroup('DESTROY', this.stream, name);
-    if (legacy.length > 0) this.plog.info({ groups: legacy.length, from: start }, 'webhook consumer groups of before carried over to the fan-out');
   }
 
   private async removeStaleConsumers(): Promise<void> {

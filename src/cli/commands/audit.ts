@@ -1,8 +1,9 @@
 /**
  * `aer1-anchor audit --relay URL... --expected-pubkey KEY... [--since T] [--kind N]...
- * [--json] DIR`: monitor mode. Lists every anchor the signers published on the relays and
- * holds the folder's documents against them (src/core/verify/audit.ts). Exit 0 when every
- * subject matches, 1 on any mismatch, 2 on usage or unreadable input.
+ * [--max-events N] [--json] DIR`: monitor mode. Lists every anchor the signers published
+ * on the relays and holds the folder's documents against them (src/core/verify/audit.ts).
+ * Exit 0 when every subject matches, 1 on any mismatch, 2 on usage or unreadable input,
+ * 3 when an answer was incomplete and nothing contradicts the folder.
  */
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,27 +16,40 @@ import { RelayClientFetcher } from '../../adapters/nostr/relay-fetcher.js';
 import { VERSION } from '../../version.js';
 import { parseKinds, parseRelays } from '../shared/discovery-options.js';
 import { readJsonFile, UsageError } from '../shared/run.js';
-import { jsonFilesIn } from './verify-anchor.js';
+import { jsonFilesIn, parseMaxEvents } from './verify-anchor.js';
+import { displayName, oneLine } from '../../core/verify/names.js';
+import type { RelayAnswer } from '../../core/verify/relay-pages.js';
 
 export const summary = 'hold a folder of documents against every anchor a signer published on relays';
 
 const USAGE = `usage: aer1-anchor audit --relay URL... --expected-pubkey HEX|npub... [--since T]
-         [--kind N]... [--json] DIR
+         [--kind N]... [--max-events N] [--json] DIR
 
 Lists the signers' envelope-mode anchors on the relays (batch-mode events are counted:
-they name no subject) and classifies every subject: matching; altered or truncated
-(anchored, the document disagrees); not-anchored (in DIR, never anchored); withheld
-(anchored, missing from DIR). --since (RFC 3339 or unix seconds) limits the listing;
-documents in DIR are still looked up by key. Exit 0 all match, 1 any mismatch, 2 usage
-or unreadable input.`;
+they name no subject), looks every key in DIR up in full, and classifies every subject:
+matching; altered or truncated (anchored, the document disagrees); equivocated (anchored
+twice with different roots); not-anchored (in DIR, never anchored); withheld (anchored,
+missing from DIR); incomplete (a relay's answer for it could not be read to its end).
+Every answer is read page by page, at most --max-events events per relay and look-up
+(default 10000). --since (RFC 3339 or unix seconds) limits only the listing that finds
+withheld subjects. Exit 0 all match, 1 any mismatch, 2 usage or unreadable input,
+3 incomplete answers and nothing else wrong.`;
 
 const LABELS: Record<string, string> = {
   matching: 'matching',
   altered: 'altered',
   truncated: 'truncated',
+  equivocated: 'equivocated',
   'not-anchored': 'not anchored',
   withheld: 'withheld',
+  incomplete: 'incomplete',
 };
+
+function answerText(r: RelayAnswer, what: string): string {
+  const events = `${r.events} event${r.events === 1 ? '' : 's'} ${what}`;
+  if (r.error !== null) return `unreachable: ${oneLine(r.error)}`;
+  return r.complete ? events : `${events} (incomplete: ${oneLine(r.incomplete ?? '')})`;
+}
 
 /** `--since`: RFC 3339 UTC with whole seconds (`2026-01-31T12:00:00Z`, as `anchored_at`) or unix seconds. */
 export function parseSince(text: string | undefined): number | undefined {
@@ -50,21 +64,24 @@ export function parseSince(text: string | undefined): number | undefined {
 }
 
 export function formatAudit(report: AuditReport, dir: string): string {
-  const lines = [`aer1-anchor audit ${VERSION}: ${dir} against anchors by ${report.signers.map(npubOf).join(', ')}`];
-  for (const r of report.relays) {
-    lines.push(`  relay ${r.url}: ${r.error === null ? `${r.events} event${r.events === 1 ? '' : 's'} listed${r.complete ? '' : ' (listing incomplete: a bound was reached)'}` : `unreachable: ${r.error.replace(/[\r\n]+/g, ' ')}`}`);
-  }
+  const lines = [`aer1-anchor audit ${VERSION}: ${displayName(dir)} against anchors by ${report.signers.map(npubOf).join(', ')}`];
+  report.relays.forEach((r, i) => {
+    const lookup = report.lookups[i];
+    lines.push(`  relay ${oneLine(r.url)}: ${answerText(r, 'listed')}${lookup && lookup.pages > 0 ? `; ${answerText(lookup, 'by key')}` : ''}`);
+  });
   lines.push(`  ${report.anchor_events} envelope-mode anchor event${report.anchor_events === 1 ? '' : 's'}; ${report.batch_events} batch-mode event${report.batch_events === 1 ? '' : 's'} (a batch names no subject: those subjects cannot be listed)`);
   lines.push('');
   lines.push('matching: anchored, the document agrees; altered / truncated: anchored, the document disagrees;');
-  lines.push('not anchored: in the folder, no anchor found; withheld: anchored, missing from the folder');
+  lines.push('equivocated: anchored twice with different roots; not anchored: in the folder, no anchor found;');
+  lines.push('withheld: anchored, missing from the folder; incomplete: a relay\'s answer could not be read to its end');
   lines.push('');
   lines.push(`${'OUTCOME'.padEnd(13)} ${'KIND'.padEnd(15)} ${'KEY'.padEnd(40)} ${'FILE'.padEnd(24)} DETAIL`);
   for (const row of report.rows) {
-    lines.push(`${row.outcome.padEnd(13)} ${(row.kind ?? '-').padEnd(15)} ${quote(row.key, 38).padEnd(40)} ${(row.file === null ? '-' : basename(row.file)).padEnd(24)} ${row.detail.replace(/[\r\n]+/g, ' ')}`);
+    lines.push(`${row.outcome.padEnd(13)} ${(row.kind ?? '-').padEnd(15)} ${quote(row.key, 38).padEnd(40)} ${(row.file === null ? '-' : displayName(basename(row.file), 60)).padEnd(24)} ${oneLine(row.detail)}`);
   }
-  for (const u of report.unreadable) lines.push(`${'UNREADABLE'.padEnd(13)} ${'-'.padEnd(15)} ${'-'.padEnd(40)} ${basename(u.file).padEnd(24)} ${u.error.replace(/[\r\n]+/g, ' ')}`);
-  for (const ig of report.ignored) lines.push(`  ignored: event ${ig.event_id ?? '(no id)'} from ${ig.relay}: ${ig.reason.replace(/[\r\n]+/g, ' ')}`);
+  for (const u of report.unreadable) lines.push(`${'UNREADABLE'.padEnd(13)} ${'-'.padEnd(15)} ${'-'.padEnd(40)} ${displayName(basename(u.file), 60).padEnd(24)} ${oneLine(u.error)}`);
+  for (const ig of report.ignored.slice(0, 5)) lines.push(`  ignored: event ${ig.event_id ?? '(no id)'} from ${oneLine(ig.relay)}: ${oneLine(ig.reason)}`);
+  if (report.ignored.length > 5) lines.push(`  ignored: ${report.ignored.length - 5} more events (--json lists them)`);
   lines.push('');
   const counts = AUDIT_OUTCOMES.map((o) => `${report.counts[o]} ${LABELS[o]}`).join(', ');
   lines.push(`SUMMARY: ${report.rows.length} subject${report.rows.length === 1 ? '' : 's'}: ${counts}; ${report.unreadable.length} unreadable`);
@@ -81,6 +98,7 @@ export async function run(argv: string[]): Promise<number> {
       'expected-pubkey': { type: 'string', multiple: true },
       since: { type: 'string' },
       kind: { type: 'string', multiple: true },
+      'max-events': { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -96,6 +114,7 @@ export async function run(argv: string[]): Promise<number> {
   if (trusted.length === 0) throw new UsageError('audit needs --expected-pubkey KEY (repeatable): only the signers you trust are listed');
   const kinds = parseKinds(values.kind);
   const since = parseSince(values.since);
+  const maxEvents = parseMaxEvents(values['max-events']);
   const dir = positionals[0]!;
 
   const documents: AuditDocument[] = [];
@@ -105,6 +124,8 @@ export async function run(argv: string[]): Promise<number> {
       documents.push({ file, value: readJsonFile(file) });
     } catch (err) {
       if (!(err instanceof UsageError)) throw err;
+      // one line per refused file; the others are still audited
+      process.stderr.write(`aer1-anchor: ${err.message}\n`);
       unreadable.push({ file, error: err.message });
     }
   }
@@ -112,7 +133,7 @@ export async function run(argv: string[]): Promise<number> {
   const fetcher = new RelayClientFetcher();
   let report: AuditReport;
   try {
-    report = await audit(documents, { relays, trustedPubkeys: trusted, kinds, ...(since !== undefined ? { since } : {}), fetcher });
+    report = await audit(documents, { relays, trustedPubkeys: trusted, kinds, ...(since !== undefined ? { since } : {}), ...(maxEvents !== undefined ? { bound: { maxEvents } } : {}), fetcher });
   } finally {
     fetcher.close();
   }

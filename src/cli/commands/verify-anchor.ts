@@ -4,9 +4,9 @@
  * [--trust-file FILE]... [--online (--relay URL... | --use-proof-relays)] [--require-confirmed]`
  * (also `aer1-anchor verify-anchor`): checks anchor proofs offline against recomputed roots
  * (SPEC §6), trusting only the keys, relays and header sources the caller names.
- * Exit 0 PASS, 1 FAIL, 2 usage or unreadable input.
+ * Exit 0 PASS, 1 FAIL, 2 usage or unreadable input, 3 nothing established (INCONCLUSIVE).
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BITCOIN_NETWORKS, type BitcoinNetwork } from '../../core/bitcoin/header.js';
@@ -20,8 +20,9 @@ import { verifyAnchor, type VerifyOptions } from '../../core/verify/pipeline.js'
 import { discoveryFor, parseKinds, parseRelays } from '../shared/discovery-options.js';
 import { exitCode, formatJson, formatText, summarize, TOOL_NAME, type FileOutcome } from '../../core/verify/report.js';
 import { VERSION } from '../../version.js';
-import { parseJsonText, readJsonFile, UsageError } from '../shared/run.js';
+import { parseJsonText, readInputText, readJsonFile, UsageError } from '../shared/run.js';
 import { quoteBounded } from '../../core/aer1/json-limits.js';
+import { displayName } from '../../core/verify/names.js';
 
 export const summary = 'verify anchor proofs offline against recomputed roots (same as aer1-verify-anchor)';
 
@@ -29,7 +30,7 @@ const USAGE = `usage: ${TOOL_NAME} FILE... [--dir DIR] [--proof FILE] [--json]
          [--headers FILE | --esplora URL | --bitcoind URL] [--network mainnet|regtest]
          [--expected-pubkey HEX|npub]... [--trust-file FILE]...
          [--online (--relay URL... | --use-proof-relays)] [--require-confirmed]
-         [--require-anchored] [--kind N]...
+         [--require-anchored] [--kind N]... [--max-events N]
 
 FILE is a receipt, workflow close or job timeline with its anchor_proof member attached,
 or one of those plus --proof FILE, or a bare aer1-anchor-proof-v1 file. --dir DIR adds
@@ -41,10 +42,14 @@ the relays you name with --relay, and the proof's own relay list only with
 --use-proof-relays. Bitcoin attestations are checked against the header source you give.
 
 A document without a proof, with --online --relay URL... --expected-pubkey KEY..., is
-checked against the anchors those signers published on those relays (discovery; event
-kind 3099 unless --kind). No anchor found is a SKIP (exit 0, nothing verified), or a
-FAIL under --require-anchored.
-Exit 0 PASS, 1 FAIL, 2 usage or unreadable input.`;
+checked against every anchor those signers published on those relays for its key
+(discovery; event kind 3099 unless --kind). With a proof, --online also reads the
+relays' other anchors of its key. Each relay's answer is read page by page to its end,
+at most --max-events events (default 10000); an answer cut short, a relay that fails
+or times out, leaves it incomplete. Two anchors of one key with different roots are a
+FAIL (equivocation). No anchor found, or incomplete answers, is INCONCLUSIVE (nothing
+established); no anchor found on complete answers is a FAIL under --require-anchored.
+Exit 0 PASS, 1 FAIL, 2 usage or unreadable input, 3 INCONCLUSIVE.`;
 
 // Unknown or malformed flags are usage errors (exit 2): runMain maps parseArgs' errors.
 function parseFlags(argv: string[]) {
@@ -68,6 +73,7 @@ function parseFlags(argv: string[]) {
       'require-confirmed': { type: 'boolean' },
       'require-anchored': { type: 'boolean' },
       kind: { type: 'string', multiple: true },
+      'max-events': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean' },
     },
@@ -78,31 +84,30 @@ function parseFlags(argv: string[]) {
 export function jsonFilesIn(dir: string): string[] {
   let names: string[];
   try {
-    if (!statSync(dir).isDirectory()) throw new UsageError(`--dir ${dir} is not a directory`, 'unreadable');
+    if (!statSync(dir).isDirectory()) throw new UsageError(`--dir ${displayName(dir)} is not a directory`, 'unreadable');
     names = readdirSync(dir);
   } catch (err) {
     if (err instanceof UsageError) throw err;
-    throw new UsageError(`cannot read directory ${dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'unreadable');
+    throw new UsageError(`cannot read directory ${displayName(dir)}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'unreadable');
   }
+  // each file is opened without blocking and checked to be a regular file when it is read (readInputBytes)
   const files = names.filter((n) => n.endsWith('.json')).sort().map((n) => join(dir, n));
-  if (files.length === 0) throw new UsageError(`no *.json files in ${dir}`, 'unreadable');
+  if (files.length === 0) throw new UsageError(`no *.json files in ${displayName(dir)}`, 'unreadable');
   return files;
 }
 
-function headerSource(values: { headers?: string; esplora?: string; bitcoind?: string }): HeaderSource | null {
+/**
+ * The caller's header source. A headers file is read and checked (heights, hex, links)
+ * once here, and every lookup of the run is answered from what was read.
+ */
+export function headerSourceFor(values: { headers?: string; esplora?: string; bitcoind?: string }): HeaderSource | null {
   const given = (['headers', 'esplora', 'bitcoind'] as const).filter((k) => values[k] !== undefined);
   if (given.length > 1) throw new UsageError(`give one header source, not ${given.map((g) => `--${g}`).join(' and ')}`);
   try {
     if (values.headers !== undefined) {
-      let text: string;
-      try {
-        text = readFileSync(values.headers, 'utf8');
-      } catch (err) {
-        throw new UsageError(`cannot read headers file ${values.headers}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'unreadable');
-      }
-      const json = parseJsonText(text, `headers file ${values.headers}`);
-      parseHeadersJson(json, `headers file ${values.headers}`); // refuse a malformed file before any check runs
-      return new HeadersFileSource(values.headers);
+      const name = `headers file ${displayName(values.headers)}`;
+      const json = parseJsonText(readInputText(values.headers), name);
+      return new HeadersFileSource(parseHeadersJson(json, name), `headers file ${values.headers}`);
     }
     if (values.esplora !== undefined) return new EsploraSource(values.esplora);
     if (values.bitcoind !== undefined) return new BitcoindRpcSource(values.bitcoind);
@@ -113,15 +118,16 @@ function headerSource(values: { headers?: string; esplora?: string; bitcoind?: s
   return null;
 }
 
+/** `--max-events N`: events read per relay per look-up before its answer is called incomplete. */
+export function parseMaxEvents(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^[1-9][0-9]{0,8}$/.test(text.trim())) throw new UsageError(`--max-events must be a whole number from 1 to 999999999, got ${quoteBounded(text, 20)}`);
+  return Number(text.trim());
+}
+
 /** `--trust-file FILE`: one key per line (64 hex or npub1…), blank lines and `#` comments ignored. */
 export function readTrustFile(file: string): string[] {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new UsageError(`cannot read trust file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'unreadable');
-  }
-  return parseTrustText(text, file);
+  return parseTrustText(readInputText(file), displayName(file));
 }
 
 function network(value: string | undefined): BitcoinNetwork {
@@ -164,11 +170,15 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   }
   if (!values.online && (relays.length || useProofRelays)) throw new UsageError('--relay and --use-proof-relays go with --online');
   const trusted = [...(values['expected-pubkey'] ?? []).map(parseExpectedPubkey), ...(values['trust-file'] ?? []).flatMap(readTrustFile)];
+  const kinds = parseKinds(values.kind);
+  const maxEvents = parseMaxEvents(values['max-events']);
   const options: VerifyOptions = {
     expectedPubkeys: [...new Set(trusted)],
     relays,
     useProofRelays,
-    headerSource: headerSource(values),
+    kinds,
+    ...(maxEvents !== undefined ? { relayBound: { maxEvents } } : {}),
+    headerSource: headerSourceFor(values),
     network: network(values.network),
     requireConfirmed: values['require-confirmed'] === true,
     eventCache: new EventCheckCache(),
@@ -181,7 +191,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   if (values.online) fetcher = new RelayClientFetcher();
   options.relayFetcher = fetcher;
   const outcomes: FileOutcome[] = [];
-  const discover = discoveryFor(values, options, parseKinds(values.kind));
+  const discover = discoveryFor(values, options, kinds);
   /** Reads and verifies one file; a UsageError names the file (its message goes out as one line). */
   const verifyFile = async (file: string): Promise<FileOutcome> => {
     const value = readJsonFile(file); // its errors already name the file
@@ -194,7 +204,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
         throw err;
       }
     } catch (err) {
-      if (err instanceof UsageError) throw new UsageError(`${file}: ${err.message}`, err.code);
+      if (err instanceof UsageError) throw new UsageError(`${displayName(file)}: ${err.message}`, err.code);
       throw err;
     }
   };

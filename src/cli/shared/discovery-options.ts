@@ -29,6 +29,8 @@ export function parseRelays(values: readonly string[] | undefined): string[] {
       throw new UsageError(`--relay ${JSON.stringify(v.slice(0, 100))} is not a URL`);
     }
     if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new UsageError(`--relay ${JSON.stringify(v.slice(0, 100))} must be a ws:// or wss:// URL`);
+    // a URL is printed on lines of its own: no control or space characters (the URL parser would drop some silently)
+    if (/[\u0000-\u0020\u007f-\u009f]/.test(v)) throw new UsageError(`--relay ${JSON.stringify(v.slice(0, 100))} carries control or space characters`);
     if (!out.includes(v)) out.push(v);
   }
   return out;
@@ -57,6 +59,7 @@ export function discoveryFor(values: DiscoveryFlags, options: VerifyOptions, kin
       kinds,
       fetcher,
       requireAnchored: values['require-anchored'] === true,
+      ...(options.relayBound ? { bound: options.relayBound } : {}),
       verify: options,
     });
   };

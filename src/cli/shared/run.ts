@@ -2,10 +2,12 @@
  * The one way a CLI entry point runs (aer1-anchord, aer1-anchor, aer1-verify-anchor):
  * exit 0 ok / PASS; 1 a check or a job failed (FAIL, a refused document, no such
  * subject); 2 usage or unreadable input (unknown flags, a missing or non-JSON file, a
- * bad config); 70 an internal error. Errors print one line, never a stack or a file's text.
+ * bad config); 3 nothing established (the verifier's INCONCLUSIVE, returned by the command);
+ * 70 an internal error. Errors print one line, never a stack or a file's text.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { parseJsonText } from '../../core/aer1/json-limits.js';
+import { displayName } from '../../core/verify/names.js';
 
 export { parseJsonText };
 import { Aer1Error, InputError, UsageError } from '../../core/errors/errors.js';
@@ -41,16 +43,67 @@ export async function runMain(prog: string, command: Command, argv = process.arg
   process.exitCode = code;
 }
 
-/** Reads a file (or stdin for `-`) as UTF-8 text; a missing or unreadable file is a UsageError. */
-export function readInputText(file: string): string {
-  const name = file === '-' ? 'stdin' : file;
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(file === '-' ? 0 : file);
-  } catch (err) {
-    const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    throw new UsageError(`cannot read ${name}: ${reason}`, 'unreadable');
+/** The largest input file read (documents, proofs, headers and trust files alike). */
+export const MAX_INPUT_BYTES = 64 * 1024 * 1024;
+
+function kindOf(st: Stats): string {
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isDirectory()) return 'a directory';
+  if (st.isSocket()) return 'a socket';
+  return 'not a file';
+}
+
+/** Reads from an open descriptor until its end, refusing past `cap` bytes (the file may grow while read). */
+function readBounded(fd: number, name: string, cap: number): Buffer {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  const chunk = Buffer.alloc(1024 * 1024);
+  for (;;) {
+    let n: number;
+    try {
+      n = readSync(fd, chunk, 0, chunk.length, null);
+    } catch (err) {
+      throw new UsageError(`cannot read ${name}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'unreadable');
+    }
+    if (n === 0) break;
+    total += n;
+    if (total > cap) throw new UsageError(`${name}: more than the input cap of ${cap} bytes: refused`, 'unreadable');
+    chunks.push(Buffer.from(chunk.subarray(0, n)));
   }
+  return Buffer.concat(chunks, total);
+}
+
+/**
+ * The bytes of an input file (or stdin for `-`), bounded: opened without blocking (a FIFO
+ * with no writer cannot hang the run), checked to be a regular file on the open
+ * descriptor (not before: the name could be swapped between), and refused over `cap`
+ * bytes by its size before anything is read. Each refusal is a one-line UsageError.
+ */
+export function readInputBytes(file: string, cap = MAX_INPUT_BYTES): Buffer {
+  if (file === '-') return readBounded(0, 'stdin', cap);
+  const name = displayName(file);
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    throw new UsageError(`cannot read ${name}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'unreadable');
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new UsageError(`${name}: not a regular file (${kindOf(st)}): refused`, 'unreadable');
+    if (st.size > cap) throw new UsageError(`${name}: ${st.size} bytes, over the input cap of ${cap} bytes: refused`, 'unreadable');
+    return readBounded(fd, name, cap);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Reads a file (or stdin for `-`) as UTF-8 text, bounded (readInputBytes); a missing or unreadable file is a UsageError. */
+export function readInputText(file: string): string {
+  const name = file === '-' ? 'stdin' : displayName(file);
+  const bytes = readInputBytes(file);
   try {
     // Invalid UTF-8 is refused, not silently replaced with U+FFFD.
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
@@ -61,7 +114,7 @@ export function readInputText(file: string): string {
 
 
 export function readJsonFile(file: string): unknown {
-  return parseJsonText(readInputText(file), file === '-' ? 'stdin' : file);
+  return parseJsonText(readInputText(file), file === '-' ? 'stdin' : displayName(file));
 }
 
 export { InputError, UsageError };

@@ -25,10 +25,11 @@ export const INPUT_ERROR_CODES = [
 export type InputErrorCode = (typeof INPUT_ERROR_CODES)[number];
 /**
  * The prefixes of InputError subclasses' own sets: OtsFormatError (`ots_*`,
- * core/ots/errors.ts) and BitcoinVerificationError (`bitcoin_*`, core/bitcoin/errors.ts),
+ * core/ots/errors.ts), BitcoinVerificationError (`bitcoin_*`, core/bitcoin/errors.ts) and
+ * LogFormatError (`log_*`, core/log/errors.ts),
  * each closed in its module (named by prefix here: core/errors imports nothing).
  */
-export type InputSubclassCode = `ots_${string}` | `bitcoin_${string}`;
+export type InputSubclassCode = `ots_${string}` | `bitcoin_${string}` | `log_${string}`;
 
 /** Why a command cannot run (`UsageError`; exit 2). Codes an input error carries through keep it. */
 export const USAGE_ERROR_CODES = [

@@ -1,25 +1,31 @@
 /**
  * Monitor mode (`aer1-anchor audit`): every envelope-mode anchor the trusted signers
  * published on the named relays, held against a folder of documents. Each subject ends in
- * one outcome: anchored and matching; anchored but altered or truncated; present in the
- * folder but never anchored; anchored but missing from the folder (withheld). Listing is
- * paged and bounded; batch-mode events are counted, never tied to subjects (docs/nostr.md).
+ * one outcome: anchored and matching; anchored but altered or truncated; anchored twice
+ * with different roots (equivocated); present in the folder but never anchored; anchored
+ * but missing from the folder (withheld); or incomplete (a relay's answer for its key
+ * could not be read to the end). Every answer is paged to its end within a bound
+ * (relay-pages.ts); `--since` narrows only the listing that finds withheld subjects:
+ * every key in the folder is looked up in full. Batch-mode events are counted, never tied
+ * to subjects (docs/nostr.md).
  */
 import type { SubjectKind } from '../envelope/envelope.js';
 import { SUBJECT_TAG, subjectTagValue } from '../nostr/events.js';
-import { MAX_QUERY_LIMIT, type RelayQueryFilter } from '../nostr/filter.js';
+import type { RelayQueryFilter } from '../nostr/filter.js';
 import type { AnchorEventPolicy } from './anchor-events.js';
 import type { NostrEventJson } from '../proof/format.js';
 import {
-  anchorIdentity, checkAgainstAnchor, emptyHarvest, harvest, queryAll, recognizeForDiscovery,
-  type FoundAnchor, type Harvest, type IgnoredEvent, type RelayAnswer,
+  anchorIdentity, checkAgainstAnchor, claimOf, emptyHarvest, harvest, recognizeForDiscovery,
+  type FoundAnchor, type Harvest, type IgnoredEvent,
 } from './discover.js';
+import { findEquivocation, type AnchorClaim } from './equivocation.js';
+import { mergeAnswers, pageAll, type PageBound, type RelayAnswer } from './relay-pages.js';
 import { findAttached } from './input.js';
 import type { RelayFetcher } from './online.js';
 import { verifyAnchor, type VerifyOptions, type VerifyReport } from './pipeline.js';
 import { UsageError } from '../errors/errors.js';
 
-export const AUDIT_OUTCOMES = ['matching', 'altered', 'truncated', 'not-anchored', 'withheld'] as const;
+export const AUDIT_OUTCOMES = ['matching', 'altered', 'truncated', 'equivocated', 'not-anchored', 'withheld', 'incomplete'] as const;
 export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
 
 /** Keys asked for in one `#i` look-up (for folder documents the listing did not reach). */
@@ -30,12 +36,11 @@ export interface AuditOptions {
   /** Hex keys of the signers the caller trusts. */
   readonly trustedPubkeys: readonly string[];
   readonly kinds: readonly number[];
-  /** Unix seconds: list anchors from then on (documents are still looked up by key). */
+  /** Unix seconds: list anchors from then on, for withheld subjects (every folder key is still looked up in full). */
   readonly since?: number;
   readonly fetcher: RelayFetcher;
-  /** Events per page (default 500) and pages per relay (default 200). */
-  readonly pageSize?: number;
-  readonly maxPages?: number;
+  /** Events per page and events read per relay per listing or look-up (relay-pages.ts defaults). */
+  readonly bound?: PageBound;
   readonly verify?: VerifyOptions;
 }
 
@@ -57,7 +62,10 @@ export interface AuditRow {
 
 export interface AuditReport {
   readonly signers: string[];
+  /** Each relay's listing (from --since on). */
   readonly relays: RelayAnswer[];
+  /** Each relay's look-ups of the folder's keys, summed. */
+  readonly lookups: RelayAnswer[];
   /** Envelope-mode anchors seen (listing and look-ups), distinct anchors: a relay copy counts with the event it copies. */
   readonly anchor_events: number;
   /** Batch-mode events listed: their subjects cannot be named. */
@@ -66,40 +74,8 @@ export interface AuditReport {
   readonly counts: Record<AuditOutcome, number>;
   readonly unreadable: Array<{ file: string; error: string }>;
   readonly ignored: IgnoredEvent[];
-  /** At least one relay gave a complete listing. */
+  /** Every relay's listing and look-ups were read to their end. */
   readonly complete: boolean;
-}
-
-/** Pages through one relay's events of the signers, newest first, `until` moving down. */
-async function listRelay(fetcher: RelayFetcher, url: string, base: RelayQueryFilter, pageSize: number, maxPages: number, into: Harvest, policy: AnchorEventPolicy): Promise<RelayAnswer> {
-  const seen = new Set<string>();
-  let until: number | undefined;
-  for (let page = 0; page < maxPages; page++) {
-    let texts: string[];
-    try {
-      texts = await fetcher.query(url, { ...base, ...(until !== undefined ? { until } : {}), limit: pageSize });
-    } catch (err) {
-      return { url, events: seen.size, error: err instanceof Error ? err.message : String(err), complete: false };
-    }
-    let fresh = 0;
-    let oldest = Infinity;
-    const kept: string[] = [];
-    for (const text of texts) {
-      const head = /"id"\s*:\s*"([0-9a-f]{64})"/.exec(text.slice(0, 4096))?.[1] ?? text;
-      const created = Number(/"created_at"\s*:\s*(\d{1,15})/.exec(text)?.[1] ?? NaN);
-      if (Number.isFinite(created)) oldest = Math.min(oldest, created);
-      if (seen.has(head)) continue;
-      seen.add(head);
-      fresh++;
-      kept.push(text);
-    }
-    harvest(into, url, kept, policy);
-    if (texts.length < pageSize) return { url, events: seen.size, error: null, complete: true };
-    // a full page of events all at or above `until`: more than a page share one second
-    if (fresh === 0 || !Number.isFinite(oldest)) return { url, events: seen.size, error: null, complete: false };
-    until = oldest; // inclusive: the events of that second not yet seen come next
-  }
-  return { url, events: seen.size, error: null, complete: false };
 }
 
 /**
@@ -156,12 +132,12 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
   const authors = [...new Set(options.trustedPubkeys)];
   const kinds = [...new Set(options.kinds)];
   const policy: AnchorEventPolicy = { trusted: new Set(authors), kinds: new Set(kinds) };
-  const pageSize = Math.min(options.pageSize ?? 500, MAX_QUERY_LIMIT);
-  const maxPages = options.maxPages ?? 200;
-  const base: RelayQueryFilter = { authors, kinds, ...(options.since !== undefined ? { since: options.since } : {}) };
+  const base: RelayQueryFilter = { authors, kinds };
 
+  // the listing finds withheld subjects: from --since on, every page
   const found = emptyHarvest();
-  const answers = await Promise.all(relays.map((url) => listRelay(options.fetcher, url, base, pageSize, maxPages, found, policy)));
+  const sink = (url: string, texts: string[]): void => harvest(found, url, texts, policy);
+  const listed = await pageAll(options.fetcher, relays, { ...base, ...(options.since !== undefined ? { since: options.since } : {}) }, sink, options.bound);
   const listedKeys = new Set([...found.anchors.values()].map((a) => a.key));
 
   // documents: the proof attached to one is set aside, the document alone is held against the relays
@@ -179,13 +155,19 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
     }
   }
 
-  // folder subjects the listing did not reach (anchored before --since, or past a bound): by key
-  const missing = [...new Set(docs.map((d) => d.key).filter((k) => !listedKeys.has(k)))];
-  for (let i = 0; i < missing.length; i += KEYS_PER_LOOKUP) {
-    const keys = missing.slice(i, i + KEYS_PER_LOOKUP);
-    const filter: RelayQueryFilter = { authors, kinds, [`#${SUBJECT_TAG}`]: keys.map(subjectTagValue), limit: Math.min(MAX_QUERY_LIMIT, keys.length * 20) };
-    for (const a of await queryAll(options.fetcher, relays, filter)) harvest(found, a.url, a.texts, policy);
+  // every folder key in full, whatever --since said: an older anchor of it must not hide
+  const keys = [...new Set(docs.map((d) => d.key))];
+  const lookedUp = new Map<string, RelayAnswer[]>(relays.map((u) => [u, []]));
+  const keyIncomplete = new Map<string, string>();
+  for (let i = 0; i < keys.length; i += KEYS_PER_LOOKUP) {
+    const group = keys.slice(i, i + KEYS_PER_LOOKUP);
+    const answers = await pageAll(options.fetcher, relays, { ...base, [`#${SUBJECT_TAG}`]: group.map(subjectTagValue) }, sink, options.bound);
+    for (const a of answers) {
+      lookedUp.get(a.url)!.push(a);
+      if (!a.complete) for (const k of group) if (!keyIncomplete.has(k)) keyIncomplete.set(k, `${a.url}: ${a.incomplete ?? 'incomplete'}`);
+    }
   }
+  const lookups = relays.map((u) => mergeAnswers(u, lookedUp.get(u)!));
 
   const byKey = new Map<string, FoundAnchor[]>();
   for (const anchor of found.anchors.values()) {
@@ -199,9 +181,16 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
   for (const d of docs) {
     const anchors = (byKey.get(d.key) ?? []).sort((a, b) => a.event.created_at - b.event.created_at || a.event.id.localeCompare(b.event.id));
     const ids = anchors.map((a) => a.event.id);
+    const incomplete = keyIncomplete.get(d.key) ?? null;
+    // the attached proof's own anchor of the key (batch or envelope mode) counts toward one root per key
+    const own = d.attached ? await proofClaim(d.original, verifyOptions) : null;
+    const equivocation = findEquivocation([...(own ? [own] : []), ...anchors.map(claimOf)]);
     if (anchors.length === 0) {
       const batch = d.attached ? await batchAnchored(d.original, found, relays, policy, options.fetcher, verifyOptions) : null;
-      if (batch) rows.push({ ...batch, kind: d.kind, key: d.key, file: d.file });
+      if (batch && batch.outcome !== 'matching') rows.push({ ...batch, kind: d.kind, key: d.key, file: d.file });
+      else if (incomplete !== null) {
+        rows.push({ outcome: 'incomplete', kind: d.kind, key: d.key, file: d.file, anchors: batch?.anchors ?? [], detail: `the relays' answers for this key are incomplete (${incomplete}): nothing established` });
+      } else if (batch) rows.push({ ...batch, kind: d.kind, key: d.key, file: d.file });
       else {
         const batchNote = found.batches.size ? ` (the signer has ${found.batches.size} batch-mode event${found.batches.size === 1 ? '' : 's'} there: a batch anchor cannot be found by key, only by the document's proof)` : '';
         rows.push({ outcome: 'not-anchored', kind: d.kind, key: d.key, file: d.file, anchors: [], detail: `no anchor by the signer on ${relays.join(', ')}${batchNote}` });
@@ -216,40 +205,74 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
       }
     }
     const plural = anchors.length === 1 ? 'its anchor' : `all ${anchors.length} anchors`;
-    rows.push(failure === null
-      ? { outcome: 'matching', kind: d.kind, key: d.key, file: d.file, anchors: ids, detail: `matches ${plural} (anchored_at ${anchors.map((a) => a.envelope.anchored_at).join(', ')})` }
-      : { outcome: classify(failure), kind: d.kind, key: d.key, file: d.file, anchors: ids, detail: failure });
+    if (equivocation) {
+      rows.push({ outcome: 'equivocated', kind: d.kind, key: d.key, file: d.file, anchors: ids, detail: `${equivocation.detail}${failure ? `; against the document: ${failure}` : ''}` });
+    } else if (failure !== null) {
+      rows.push({ outcome: classify(failure), kind: d.kind, key: d.key, file: d.file, anchors: ids, detail: failure });
+    } else if (incomplete !== null) {
+      rows.push({ outcome: 'incomplete', kind: d.kind, key: d.key, file: d.file, anchors: ids, detail: `matches ${plural} read, but the relays' answers for this key are incomplete (${incomplete}): an anchor that contradicts it may be missing` });
+    } else {
+      rows.push({ outcome: 'matching', kind: d.kind, key: d.key, file: d.file, anchors: ids, detail: `matches ${plural} (anchored_at ${anchors.map((a) => a.envelope.anchored_at).join(', ')})` });
+    }
   }
   const inFolder = new Set(docs.map((d) => d.key));
-  const withheld = [...byKey.entries()].filter(([key]) => !inFolder.has(key)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const withheld = [...byKey.entries()].filter(([key]) => !inFolder.has(key) && listedKeys.has(key)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   for (const [key, anchors] of withheld) {
     const a = anchors[anchors.length - 1]!;
+    const equivocation = findEquivocation(anchors.map(claimOf));
     rows.push({
       outcome: 'withheld',
       kind: a.envelope.subject,
       key,
       file: null,
       anchors: anchors.map((x) => x.event.id),
-      detail: `anchored_at ${a.envelope.anchored_at} by event ${a.event.id} on ${a.relays.join(', ')}; no document in the folder`,
+      detail: `anchored_at ${a.envelope.anchored_at} by event ${a.event.id} on ${a.relays.join(', ')}; no document in the folder${equivocation ? `; also ${equivocation.detail}` : ''}`,
     });
   }
 
   const counts = Object.fromEntries(AUDIT_OUTCOMES.map((o) => [o, rows.filter((r) => r.outcome === o).length])) as Record<AuditOutcome, number>;
+  const answers = listed;
   return {
     signers: authors,
     relays: answers,
+    lookups,
     anchor_events: found.anchors.size,
     batch_events: found.batches.size,
     rows,
     counts,
     unreadable,
     ignored: found.ignored,
-    complete: answers.some((a) => a.complete),
+    complete: [...answers, ...lookups].every((a) => a.complete),
   };
 }
 
-/** 2 when a document was unreadable or no relay gave a complete listing; 1 on any mismatch; else 0. */
+/** The attached proof's anchor of its key, when the proof checks out offline for a trusted signer; else null. */
+async function proofClaim(original: unknown, options: VerifyOptions): Promise<AnchorClaim | null> {
+  let report: VerifyReport;
+  try {
+    report = await verifyAnchor({ value: original }, options);
+  } catch (err) {
+    if (err instanceof UsageError) return null;
+    throw err;
+  }
+  const proof = (findAttached(original)?.proof as { envelope?: unknown; nostr?: { event?: { created_at?: unknown } } } | undefined);
+  const created = proof?.nostr?.event?.created_at;
+  const nostr = report.witnesses.nostr;
+  if (report.verdict === 'FAIL' || !proof?.envelope || nostr?.signer_expected !== true) return null;
+  const ots = report.witnesses.ots?.bitcoin.find((b) => b.verified)?.time ?? null;
+  return {
+    source: `the attached proof's ${nostr.mode === 'batch' ? 'batch ' : ''}event ${nostr.event_id}`,
+    event_id: nostr.event_id,
+    created_at: typeof created === 'number' ? created : null,
+    ots_time: ots,
+    envelope: proof.envelope as AnchorClaim['envelope'],
+  };
+}
+
+/** Exit code of an audit: 2 a document unreadable; 1 any subject not matching; 3 anything incomplete; else 0. */
 export function auditExitCode(report: AuditReport): number {
-  if (report.unreadable.length || !report.complete) return 2;
-  return report.rows.every((r) => r.outcome === 'matching') ? 0 : 1;
+  if (report.unreadable.length) return 2;
+  if (report.rows.some((r) => r.outcome !== 'matching' && r.outcome !== 'incomplete')) return 1;
+  if (!report.complete || report.rows.some((r) => r.outcome === 'incomplete')) return 3;
+  return 0;
 }

@@ -20,9 +20,10 @@ import type { RelayQueryFilter } from '../nostr/filter.js';
 import { quote, readAnchorEvent, type AnchorEventPolicy } from './anchor-events.js';
 import type { RelayFetcher } from './online.js';
 import { verifyAnchor, type VerifyOptions, type VerifyReport } from './pipeline.js';
+import { findEquivocation, type AnchorClaim } from './equivocation.js';
+import { pageAll, type PageBound, type RelayAnswer } from './relay-pages.js';
 
-/** Events kept per relay for one subject (re-anchors and conflicts are few; a flood is cut here). */
-export const DISCOVERY_LIMIT = 100;
+export type { RelayAnswer };
 /** Batch events counted per relay when nothing was found by key. */
 export const BATCH_COUNT_LIMIT = 500;
 
@@ -76,16 +77,6 @@ export function anchorIdentity(event: NostrEventJson): string {
   return sha256Hex(JSON.stringify([event.pubkey, event.kind, event.tags.filter((t) => t[0] !== 'nonce'), event.content]));
 }
 
-export interface RelayAnswer {
-  readonly url: string;
-  /** Events the relay served for the request (before verification). */
-  readonly events: number;
-  /** Why the relay could not be asked, or null. */
-  readonly error: string | null;
-  /** False when a listing stopped early (a bound reached): events may be missing. */
-  readonly complete: boolean;
-}
-
 export interface IgnoredEvent {
   readonly relay: string;
   readonly event_id: string | null;
@@ -99,10 +90,12 @@ export interface Harvest {
   /** Batch-mode events by anchorIdentity (an event and its relay copies are one), with the relays that served them. */
   readonly batches: Map<string, string[]>;
   readonly ignored: IgnoredEvent[];
+  /** `relay id` of the ignored events, so an event served to two look-ups is listed once. */
+  readonly ignoredSeen: Set<string>;
 }
 
 export function emptyHarvest(): Harvest {
-  return { anchors: new Map(), batches: new Map(), ignored: [] };
+  return { anchors: new Map(), batches: new Map(), ignored: [], ignoredSeen: new Set() };
 }
 
 /** Verifies and files the event texts one relay served. */
@@ -110,7 +103,11 @@ export function harvest(into: Harvest, url: string, texts: readonly string[], po
   for (const json of texts) {
     const read = readAnchorEvent(json, policy);
     if (!read.ok) {
-      into.ignored.push({ relay: url, event_id: read.id, reason: read.reason });
+      const seen = `${url} ${read.id ?? sha256Hex(json)}`;
+      if (!into.ignoredSeen.has(seen)) {
+        into.ignoredSeen.add(seen);
+        into.ignored.push({ relay: url, event_id: read.id, reason: read.reason });
+      }
       continue;
     }
     if (read.mode === 'batch') {
@@ -173,7 +170,8 @@ export async function checkAgainstAnchor(document: unknown, anchor: FoundAnchor,
   return { ...report, checks };
 }
 
-export type DiscoveryVerdict = 'PASS' | 'FAIL' | 'SKIP';
+/** INCONCLUSIVE: nothing contradicts the document, but nothing was established (no anchor found, answers incomplete). */
+export type DiscoveryVerdict = 'PASS' | 'FAIL' | 'INCONCLUSIVE';
 
 export interface DiscoveredAnchor {
   readonly event_id: string;
@@ -185,7 +183,7 @@ export interface DiscoveredAnchor {
 }
 
 export interface DiscoveryReport {
-  /** SKIP: no anchor found and `--require-anchored` not given; nothing was verified. */
+  /** INCONCLUSIVE: no anchor found (without `--require-anchored`), or a relay's answer incomplete; nothing was established. */
   readonly verdict: DiscoveryVerdict;
   readonly reason: string;
   readonly pending: boolean;
@@ -206,8 +204,10 @@ export interface DiscoveryOptions {
   /** Event kinds to ask for; default the daemon's default kind. */
   readonly kinds?: readonly number[];
   readonly fetcher: RelayFetcher;
-  /** No anchor found is a FAIL instead of a SKIP. */
+  /** No anchor found (on complete answers) is a FAIL instead of INCONCLUSIVE. */
   readonly requireAnchored?: boolean;
+  /** How much of each relay's answer is read (pages, events) before it is called incomplete. */
+  readonly bound?: PageBound;
   /** Passed to the pipeline for each anchor (header source, network, --require-confirmed, caches). */
   readonly verify?: VerifyOptions;
 }
@@ -235,9 +235,8 @@ export async function discoverAnchors(document: unknown, options: DiscoveryOptio
   const base: RelayQueryFilter = { authors, kinds };
 
   const found = emptyHarvest();
-  const answers = await queryAll(options.fetcher, relays, { ...base, [`#${SUBJECT_TAG}`]: [subjectTagValue(subject.key)], limit: DISCOVERY_LIMIT });
-  for (const a of answers) harvest(found, a.url, a.texts, policy);
-  const relayAnswers: RelayAnswer[] = answers.map((a) => ({ url: a.url, events: a.texts.length, error: a.error, complete: a.error === null && a.texts.length < DISCOVERY_LIMIT }));
+  // every page of every relay's answer: a flood of events with the key's tag cannot push an anchor out
+  const relayAnswers = await pageAll(options.fetcher, relays, { ...base, [`#${SUBJECT_TAG}`]: [subjectTagValue(subject.key)] }, (url, texts) => harvest(found, url, texts, policy), options.bound);
   // an event of another subject is not this subject's anchor, whatever tag a relay matched
   for (const [identity, anchor] of found.anchors) {
     if (anchor.key !== subject.key) {
@@ -248,7 +247,8 @@ export async function discoverAnchors(document: unknown, options: DiscoveryOptio
 
   const anchors: DiscoveredAnchor[] = [];
   const ordered = [...found.anchors.values()].sort((a, b) => a.event.created_at - b.event.created_at || a.event.id.localeCompare(b.event.id));
-  const verifyOptions: VerifyOptions = { ...options.verify, expectedPubkeys: authors, relayFetcher: options.fetcher };
+  // the key's other anchors were all read above: the pipeline need not look them up again per anchor
+  const verifyOptions: VerifyOptions = { ...options.verify, expectedPubkeys: authors, relayFetcher: options.fetcher, keyAnchorsRead: true };
   for (const anchor of ordered) {
     const report = await checkAgainstAnchor(document, anchor, relays.length, verifyOptions);
     anchors.push({ event_id: anchor.event.id, pubkey: anchor.event.pubkey, created_at: anchor.event.created_at, anchored_at: anchor.envelope.anchored_at, relays: anchor.relays, report });
@@ -263,7 +263,8 @@ export async function discoverAnchors(document: unknown, options: DiscoveryOptio
   }
 
   const signers = authors.map(npubOf);
-  const { verdict, reason } = decide(subject, anchors, relayAnswers, signers, batchEvents, options.requireAnchored === true);
+  const equivocation = findEquivocation(ordered.map(claimOf));
+  const { verdict, reason } = decide(subject, anchors, relayAnswers, signers, batchEvents, options.requireAnchored === true, equivocation?.detail ?? null);
   return {
     verdict,
     reason,
@@ -277,6 +278,16 @@ export async function discoverAnchors(document: unknown, options: DiscoveryOptio
   };
 }
 
+/** An anchor found on relays, as equivocation.ts compares it. */
+export function claimOf(anchor: FoundAnchor): AnchorClaim {
+  return { source: `event ${anchor.event.id}`, event_id: anchor.event.id, created_at: anchor.event.created_at, ots_time: null, envelope: anchor.envelope };
+}
+
+/** The relays whose answer is incomplete, each with why, for a reason line. */
+export function incompleteAnswers(relays: readonly RelayAnswer[]): string {
+  return relays.filter((r) => !r.complete).map((r) => `${r.url}: ${r.incomplete ?? 'incomplete'}`).join('; ');
+}
+
 function decide(
   subject: DocumentSubject,
   anchors: readonly DiscoveredAnchor[],
@@ -284,32 +295,40 @@ function decide(
   signers: readonly string[],
   batchEvents: number | null,
   requireAnchored: boolean,
+  equivocation: string | null,
 ): { verdict: DiscoveryVerdict; reason: string } {
   const failing = anchors.filter((a) => a.report.verdict === 'FAIL');
-  if (failing.length) {
-    // truncation is what an auditor most needs to read first
-    const first = failing.find((a) => a.report.reason.includes('truncated:')) ?? failing[0]!;
+  // truncation is what an auditor most needs to read first
+  const first = failing.find((a) => a.report.reason.includes('truncated:')) ?? failing[0];
+  if (equivocation !== null) {
+    const against = first ? `; against the document: anchor event ${first.event_id}: ${first.report.reason}` : '';
+    return { verdict: 'FAIL', reason: `${equivocation}${against}` };
+  }
+  if (first) {
     const of = anchors.length > 1 ? ` (${failing.length} of ${anchors.length} anchors disagree with the document)` : '';
     return { verdict: 'FAIL', reason: `anchor event ${first.event_id}: ${first.report.reason}${of}` };
   }
+  const incomplete = incompleteAnswers(relays);
   if (anchors.length) {
     const latest = anchors[anchors.length - 1]!;
     const n = anchors.length === 1 ? 'the anchor' : `all ${anchors.length} anchors`;
+    if (incomplete) {
+      return { verdict: 'INCONCLUSIVE', reason: `${n} found match${anchors.length === 1 ? 'es' : ''} the document, but the relays' answers are incomplete (${incomplete}): an anchor that contradicts it may be missing` };
+    }
     return { verdict: 'PASS', reason: `${n} found on the relays match${anchors.length === 1 ? 'es' : ''} the document: ${latest.report.reason}` };
   }
   const asked = relays.filter((r) => r.error === null).map((r) => r.url);
-  const unreachable = relays.filter((r) => r.error !== null).map((r) => r.url);
   const by = signers.join(', ');
   let what: string;
   if (asked.length === 0) {
-    what = `no relay could be asked for ${subject.kind} ${quote(subject.key)} (unreachable: ${unreachable.join(', ')})`;
+    what = `no relay could be asked for ${subject.kind} ${quote(subject.key)} (${incomplete})`;
   } else {
     what = `no anchor found on ${asked.join(', ')} for ${subject.kind} ${quote(subject.key)} by ${by}`;
-    if (unreachable.length) what += ` (unreachable: ${unreachable.join(', ')})`;
     if (batchEvents) {
       what += `; the signer has ${batchEvents}${batchEvents >= BATCH_COUNT_LIMIT ? '+' : ''} batch-mode event${batchEvents === 1 ? '' : 's'} there, which discovery cannot tie to a subject (only a proof's inclusion path can)`;
     }
   }
+  if (incomplete) return { verdict: 'INCONCLUSIVE', reason: `${what}; the relays' answers are incomplete (${asked.length ? incomplete : 'no relay answered'}): nothing was established` };
   if (requireAnchored) return { verdict: 'FAIL', reason: `not anchored (--require-anchored): ${what}` };
-  return { verdict: 'SKIP', reason: `${what}: nothing was verified (--require-anchored makes this a FAIL)` };
+  return { verdict: 'INCONCLUSIVE', reason: `${what}: nothing was established (--require-anchored makes this a FAIL)` };
 }

@@ -1,10 +1,11 @@
 /**
  * `aer1-verify-anchor` as a pipeline of named stages (SPEC §6): input → recompute →
  * envelope → digest → Nostr (event, content or batch path, signer) → OTS (digest,
- * attestations, Bitcoin) → online. Every stage reports PASS / FAIL / SKIP with one line;
- * the verdict is FAIL when any stage fails, else PASS, noting `pending` when no witness
- * is confirmed (`requireConfirmed` turns that into FAIL). Offline unless a relay fetcher
- * is given; the daemon is never asked anything.
+ * attestations, Bitcoin) → online → equivocation (the key's other anchors on the relays).
+ * Every stage reports PASS / FAIL / SKIP with one line; the verdict is FAIL when any
+ * stage fails, else INCONCLUSIVE when the relays' answers could not be read to their end,
+ * else PASS, noting `pending` when no witness is confirmed (`requireConfirmed` turns that
+ * into FAIL). Offline unless a relay fetcher is given; the daemon is never asked anything.
  */
 import { subjectKey } from '../envelope/envelope.js';
 import { isObject } from '../aer1/fields.js';
@@ -24,6 +25,8 @@ import {
 } from './types.js';
 import { npub } from '../nostr/keys.js';
 import { nostrStatement, otsStatement } from './statements.js';
+import { checkKeyAnchors } from './key-anchors.js';
+import type { PageBound } from './relay-pages.js';
 
 export interface VerifyInput {
   /** The parsed FILE: a document with `anchor_proof` attached, or a bare proof. */
@@ -51,13 +54,24 @@ export interface VerifyOptions {
   eventCache?: EventCheckCache;
   /** Shared across the files of one run, so each block header is fetched and checked once. */
   bitcoinCache?: BitcoinCheckCache;
+  /** Event kinds the relays' other anchors of the key are looked up in (`--kind`); the daemon's default always. */
+  kinds?: readonly number[];
+  /** How much of each relay's answer is read before it is called incomplete (`--max-events`). */
+  relayBound?: PageBound;
+  /** Set by discovery, which read every anchor of the key itself. */
+  keyAnchorsRead?: boolean;
 }
 
-export type Verdict = 'PASS' | 'FAIL';
+/**
+ * PASS (exit 0), FAIL (exit 1), or INCONCLUSIVE (exit 3): nothing contradicts the
+ * document, but nothing could be established (no anchor found, answers incomplete,
+ * relays unreachable).
+ */
+export type Verdict = 'PASS' | 'FAIL' | 'INCONCLUSIVE';
 
 export interface VerifyReport {
   verdict: Verdict;
-  /** One line, the part after `VERDICT: PASS: ` / `VERDICT: FAIL: `. */
+  /** One line, the part after `VERDICT: PASS: ` / `VERDICT: FAIL: ` / `VERDICT: INCONCLUSIVE: `. */
   reason: string;
   /** No witness is confirmed (yet). */
   pending: boolean;
@@ -106,11 +120,30 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
     fromProof: proofRelays.urls,
     fromProofLeftOut: { notUrl: proofRelays.notUrl, past: proofRelays.past },
   }, options.relayFetcher ?? null, new Map((event.valid ? nostrProof?.relays ?? [] : []).flatMap((r) => (r.event ? [[r.url, r.event] as const] : []))));
+  // the proof's envelope as parsed (a standalone proof has one too); null when malformed
+  const proofEnvelope = envelope.envelope;
+  const otsTime = bitcoin.blocks.find((b) => b.verified && b.time !== null)?.time ?? null;
+  const keyAnchors = await checkKeyAnchors({
+    envelope: proofEnvelope ?? null,
+    claim: proofEnvelope ? {
+      source: event.event ? `${batch ? 'the proof\'s batch event' : 'the proof\'s event'} ${event.event.id}` : 'the proof (no Nostr event)',
+      event_id: event.event?.id ?? null,
+      created_at: event.event?.created_at ?? null,
+      ots_time: otsTime,
+      envelope: proofEnvelope,
+    } : null,
+    trusted: options.expectedPubkeys ?? [],
+    kinds: options.kinds ?? [],
+    relays: [...new Set([...(options.relays ?? []), ...proofRelays.urls])],
+    fetcher: options.relayFetcher ?? null,
+    ...(options.relayBound ? { bound: options.relayBound } : {}),
+    alreadyRead: options.keyAnchorsRead === true,
+  });
 
   const checks: CheckResult[] = [
     inputOutcome.check, recomputed.check, envelope.check, digest.check,
     event.check, content, signer.check,
-    otsDigest.check, attestations.check, bitcoin.check, online.check,
+    otsDigest.check, attestations.check, bitcoin.check, online.check, keyAnchors.check,
   ];
 
   const nostrFailed = [event.check, content, signer.check, online.check].some((c) => c.status === 'FAIL');
@@ -167,6 +200,7 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
   const { verdict, reason, pending } = decide(checks, witnesses, {
     requireConfirmed: options.requireConfirmed === true,
     documentGiven: prepared?.document != null,
+    incomplete: keyAnchors.incomplete ? keyAnchors.check.detail : null,
   });
   return { verdict, reason, pending, checks, subject, witnesses };
 }
@@ -231,7 +265,7 @@ function describeOts(o: OtsWitnessReport): string {
 function decide(
   checks: readonly CheckResult[],
   witnesses: WitnessReports,
-  opts: { requireConfirmed: boolean; documentGiven: boolean },
+  opts: { requireConfirmed: boolean; documentGiven: boolean; incomplete: string | null },
 ): { verdict: Verdict; reason: string; pending: boolean } {
   const failed = checks.filter((c) => c.status === 'FAIL');
   const confirmed = witnesses.nostr?.verified === 'confirmed' || witnesses.ots?.verified === 'confirmed';
@@ -241,6 +275,10 @@ function decide(
     const others = failed.filter((c) => c !== first);
     const more = others.length ? ` (also failing: ${others.map((c) => c.name).join(', ')})` : '';
     return { verdict: 'FAIL', reason: `${first.name}: ${first.detail}${more}`, pending: !confirmed };
+  }
+  // what --online asked of the relays could not be read to its end: a contradiction may be missing
+  if (opts.incomplete !== null) {
+    return { verdict: 'INCONCLUSIVE', reason: `nothing established online: the proof's own checks pass, but the relays' other anchors of this key could not all be read (${opts.incomplete.replace(/^incomplete: /, '')})`, pending: !confirmed };
   }
   const states = [
     witnesses.nostr ? describeNostr(witnesses.nostr) : null,

@@ -1,13 +1,18 @@
 /**
  * How verification results are shown: a header line with the tool and its version, one
- * line per check, `VERDICT: PASS|FAIL: <reason>`; for several files a block per file and
- * a summary line. `--json` gives the same content as objects (see docs/verify.md).
+ * line per check, `VERDICT: PASS|FAIL|INCONCLUSIVE: <reason>`; for several files a block
+ * per file and a summary line. `--json` gives the same content as objects (see
+ * docs/verify.md). File names are shown escaped and bounded (names.ts).
  */
 import type { VerifyReport } from './pipeline.js';
 import type { DiscoveryReport } from './discover.js';
 import { discoveryJson, formatDiscovery } from './discovery-report.js';
+import { displayName, oneLine } from './names.js';
 
 export const TOOL_NAME = 'aer1-verify-anchor';
+
+/** Exit codes of `aer1-verify-anchor` and `aer1-anchor audit` (docs/verify.md). */
+export const EXIT = { pass: 0, fail: 1, unreadable: 2, inconclusive: 3 } as const;
 
 /** One file's outcome: a report, or the reason it could not be read (exit 2). */
 export type FileOutcome =
@@ -22,9 +27,9 @@ export interface RunSummary {
   /** PASS results with no witness confirmed yet (counted in `pass` too). */
   pending: number;
   fail: number;
+  /** Nothing established (no anchor found, answers incomplete, relays unreachable). */
+  inconclusive: number;
   unreadable: number;
-  /** Discovery found no anchor (SKIP: nothing verified); present only when not 0. */
-  not_anchored?: number;
 }
 
 /** The tool's version comes from its caller (the CLI reads package.json; the core does no I/O). */
@@ -52,25 +57,16 @@ export function formatReport(report: VerifyReport): string {
   return lines.join('\n');
 }
 
-function oneLine(s: string): string {
-  return s.replace(/[\r\n]+/g, ' ');
-}
-
 export function summarize(outcomes: readonly FileOutcome[]): RunSummary {
-  const s: RunSummary = { files: outcomes.length, pass: 0, pending: 0, fail: 0, unreadable: 0 };
+  const s: RunSummary = { files: outcomes.length, pass: 0, pending: 0, fail: 0, inconclusive: 0, unreadable: 0 };
   for (const o of outcomes) {
-    if ('discovery' in o) {
-      if (o.discovery.verdict === 'FAIL') s.fail++;
-      else if (o.discovery.verdict === 'SKIP') s.not_anchored = (s.not_anchored ?? 0) + 1;
-      else {
-        s.pass++;
-        if (o.discovery.pending) s.pending++;
-      }
-    } else if (!('report' in o)) s.unreadable++;
-    else if (o.report.verdict === 'FAIL') s.fail++;
+    const r = 'discovery' in o ? o.discovery : 'report' in o ? o.report : null;
+    if (r === null) s.unreadable++;
+    else if (r.verdict === 'FAIL') s.fail++;
+    else if (r.verdict === 'INCONCLUSIVE') s.inconclusive++;
     else {
       s.pass++;
-      if (o.report.pending) s.pending++;
+      if (r.pending) s.pending++;
     }
   }
   return s;
@@ -78,21 +74,21 @@ export function summarize(outcomes: readonly FileOutcome[]): RunSummary {
 
 export function summaryLine(s: RunSummary): string {
   const pending = s.pending ? ` (${s.pending} pending)` : '';
-  const skipped = s.not_anchored ? `, ${s.not_anchored} not anchored (SKIP)` : '';
-  return `SUMMARY: ${s.files} file${s.files === 1 ? '' : 's'}: ${s.pass} PASS${pending}, ${s.fail} FAIL${skipped}, ${s.unreadable} unreadable`;
+  return `SUMMARY: ${s.files} file${s.files === 1 ? '' : 's'}: ${s.pass} PASS${pending}, ${s.fail} FAIL, ${s.inconclusive} inconclusive, ${s.unreadable} unreadable`;
 }
 
-/** Exit code of a run: 2 when any input was unreadable, else 1 when any FAIL, else 0. */
+/** Exit code of a run: 2 when any input was unreadable, else 1 when any FAIL, else 3 when any INCONCLUSIVE, else 0. */
 export function exitCode(s: RunSummary): number {
-  if (s.unreadable) return 2;
-  return s.fail ? 1 : 0;
+  if (s.unreadable) return EXIT.unreadable;
+  if (s.fail) return EXIT.fail;
+  return s.inconclusive ? EXIT.inconclusive : EXIT.pass;
 }
 
 /** Text output; `single` prints one file without the summary line. */
 export function formatText(outcomes: readonly FileOutcome[], single: boolean, version: string): string {
   const blocks = [headerLine(version)];
   for (const o of outcomes) {
-    const lines = [`file: ${o.file}`];
+    const lines = [`file: ${displayName(o.file)}`];
     if ('report' in o) lines.push(formatReport(o.report));
     else if ('discovery' in o) lines.push(formatDiscovery(o.discovery));
     else lines.push(`UNREADABLE: ${oneLine(o.unreadable)}`);

@@ -18,7 +18,7 @@ import { ANCHOR_JOB_OPTIONS } from '../../adapters/queue/producer.js';
 import { subjectDetail, type AnchorDetail as SubjectView } from '../../adapters/state/subject-view.js';
 import { BitcoinCheckCache } from '../../core/verify/bitcoin.js';
 import { EventCheckCache } from '../../core/verify/nostr.js';
-import { verifyAnchor, type VerifyOptions, type VerifyReport } from '../../core/verify/pipeline.js';
+import { verifyAnchor, type Verdict, type VerifyOptions, type VerifyReport } from '../../core/verify/pipeline.js';
 import { reportJson, type ReportJson } from '../../core/verify/report.js';
 import { HeadersFileSource } from '../../adapters/bitcoin/sources.js';
 import type { MineResult } from '../calendar/index.js';
@@ -106,7 +106,7 @@ export interface DemoSummary {
     file: string;
     steps_anchored: number;
     steps_in_file: number;
-    verdict: 'PASS' | 'FAIL';
+    verdict: Verdict;
     reason: string;
     /** The failing check that names the truncation, when one does. */
     check: { name: string; status: string; detail: string } | null;

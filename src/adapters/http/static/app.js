@@ -174,7 +174,9 @@
   function errorRate(r) {
     if (!r || r.attempts === 0) return el('span', { class: 'muted' }, 'no attempts');
     const pct = Math.round((100 * r.failures) / r.attempts);
-    return el('span', { class: pct >= 50 ? 'rate bad' : pct > 0 ? 'rate warn' : 'rate' }, `${pct}%`, el('span', { class: 'muted' }, ` (${r.failures} of ${r.attempts})`));
+    // rate-limited answers are back-pressure, not errors: shown beside the rate, not in it
+    const limited = r.throttled ? `; ${r.throttled} rate-limited` : '';
+    return el('span', { class: pct >= 50 ? 'rate bad' : pct > 0 ? 'rate warn' : 'rate' }, `${pct}%`, el('span', { class: 'muted' }, ` (${r.failures} of ${r.attempts}${limited})`));
   }
 
   function renderEndpoints(health) {
@@ -182,7 +184,8 @@
       el('tr', { 'data-endpoint': h.url, 'data-kind': h.kind, 'data-state': h.state },
         el('td', {}, el('span', { class: 'muted' }, `${h.kind} `), el('span', { class: 'mono' }, h.url)),
         el('td', {}, badge(h.state), h.reason ? el('div', { class: 'muted small' }, h.reason) : null,
-          h.consecutiveFailures > 0 ? el('div', { class: 'muted small' }, `${h.consecutiveFailures} failed in a row`) : null),
+          h.consecutiveFailures > 0 ? el('div', { class: 'muted small' }, `${h.consecutiveFailures} failed in a row`) : null,
+          h.state === 'throttled' ? el('div', { class: 'muted small' }, 'asks us to slow down (rate-limited); publishes wait and are retried') : null),
         el('td', {}, timeEl(h.lastSuccessAt)),
         el('td', { class: 'error-cell' }, h.lastError ? el('span', {}, el('div', { class: 'small muted' }, when(h.lastError.at)), h.lastError.message) : '–'),
         el('td', {}, errorRate(h.recent)),

@@ -12,21 +12,19 @@
 -- history, Nostr event hash (the subject hash again when the subject has no event), then
 -- last the stream's tally (stream-lib.lua).
 -- ARGV[1] now (ms), [2] now (ISO), [3] stream MAXLEN, [4] witnesses (comma list),
--- [5] number of inboxes, [6] the subjects' stream tokens (layout 6: per subject, in order, its
+-- [5] number of inboxes, [6] the subjects' stream tokens (per subject, in order, its
 -- key's 22 characters and its digest's 43, src/adapters/state/stream-entries.ts; '' when a key
 -- of the call is not a canonical UUID), then per subject 9: key, kind, envelope ('' when it is kept as its
--- claims), digest (hex), fingerprint (as stored: 32 bytes, or the text when it is not 64 hex
--- characters), event id as stored (layout 5: its 32 bytes; '' for none), event JSON, digest
+-- claims), digest (hex), fingerprint (as stored: 32 bytes), event id as stored (its 32 bytes; '' for none), event JSON, digest
 -- as stored (32 bytes; the caller converts, not the script), the envelope's claims as
 -- subject-hash fields ('' for none: pairs, each of name and value as one length byte then
 -- its bytes; AnchorStore names them).
--- Layout 4: the subject hash keeps the digest and fingerprint as 32 bytes, no `key` (it is in the key's name), no
--- `updated` until something changes (reads as `created`), no `p:<witness>` while 0. The
--- acceptance is not written to the history list: AnchorStore.history derives it from the
--- hash (`created`, `digest`), except for a subject refused before (its list holds the
--- refusal, and the acceptance goes after it). A layout-3 hash (hex digest and fp) is read too.
--- Layout 5: no `witnesses` field (the subject's witnesses are its w:<witness> fields); its
--- own event id (`nostr:event`) as 32 bytes (layout 4: hex, still read).
+-- The subject hash keeps the digest, fingerprint and own event id (`nostr:event`) as 32
+-- bytes, no `key` (it is in the key's name), no `u` until something changes (reads as
+-- `created`), no `p:<witness>` while 0, no list of witnesses (they are its w:<witness>
+-- fields). The acceptance is not written to the history list: AnchorStore.history derives it
+-- from the hash (`created`, `digest`), except for a subject refused before (its list holds
+-- the refusal, and the acceptance goes after it).
 -- Returns per subject {result, digest, detail}: {'created', '', ''}, {'duplicate', stored
 -- digest, stored event id or ''} or {'conflict', stored digest, the reason recorded}; then
 -- each inbox's length after the new subjects went in (-1 when none did).
@@ -38,17 +36,10 @@
 -- Entries go through add_events (stream-lib.lua, the last key is the stream's tally): the
 -- stream keeps about ARGV[3] subject events, however many each entry holds.
 local now, nowIso, maxlen = ARGV[1], ARGV[2], ARGV[3]
--- a stored layout-3 fingerprint (64 lowercase hex characters) -> its 32 bytes; anything else as it is
-local function bin(x)
-  if x and #x == 64 and not string.find(x, '[^0-9a-f]') then
-    return (string.gsub(x, '..', function(cc) return string.char(tonumber(cc, 16)) end))
-  end
-  return x
-end
--- a stored digest or event id as hex: 32 bytes -> 64 characters; a layout-3 digest (layout-4 event id) is hex already
+-- a stored digest or event id (32 bytes) as hex; nil stays nil
 local function hex(x)
-  if x and #x == 32 then return (string.gsub(x, '.', function(c) return string.format('%02x', string.byte(c)) end)) end
-  return x
+  if not x then return x end
+  return (string.gsub(x, '.', function(c) return string.format('%02x', string.byte(c)) end))
 end
 local witnesses = {}
 for w in string.gmatch(ARGV[4], '[^,]+') do table.insert(witnesses, w) end
@@ -98,7 +89,7 @@ for i = 0, n - 1 do
   local existing = redis.call('HMGET', s, 'status', 'fp', 'digest', 'nostr:event')
   existing[3] = hex(existing[3])
   if existing[1] and existing[1] ~= 'rejected' then
-    if bin(existing[2]) == fp then
+    if existing[2] == fp then
       table.insert(out, 'duplicate'); table.insert(out, existing[3] or ''); table.insert(out, hex(existing[4]) or '')
     else
       local reason = 'conflict: subject ' .. key .. ' is already anchored with another root (envelope digest ' .. (existing[3] or '') .. '); refused, not re-anchored'
@@ -114,8 +105,7 @@ for i = 0, n - 1 do
       unrejected = unrejected + 1
     end
     -- Every value in the subject hash stays within 64 bytes (a listpack). A subject with its
-    -- own event keeps the envelope there only (the event's content IS the envelope, schema
-    -- 2); one without keeps its claims in the hash when they fit (the envelope is rebuilt
+    -- own event keeps the envelope there only (the event's content IS the envelope); one without keeps its claims in the hash when they fit (the envelope is rebuilt
     -- from them when read), else the envelope's text beside it under e:<key>.
     local inEvent = false
     if eventId ~= '' then
@@ -123,7 +113,7 @@ for i = 0, n - 1 do
       inEvent = ok and type(ev) == 'table' and ev.content == envelope
     end
     if not inEvent and envelope ~= '' then redis.call('SET', e, envelope) end
-    -- no `witnesses` (layout 5): a subject's witnesses are the w:<witness> fields it has
+    -- no list of witnesses: a subject's witnesses are the w:<witness> fields it has
     local fields = {'kind', kind, 'digest', digestBin, 'fp', fp, 'status', 'pending', 'created', now}
     unframe(claims, fields)
     for _, w in ipairs(witnesses) do

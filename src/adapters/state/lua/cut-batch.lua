@@ -6,9 +6,8 @@
 -- The id is the sequence number and the caller's random nonce: a Redis that loses its last
 -- writes rolls the sequence back, and calendars, relays and in-flight jobs may still hold
 -- the lost batch's id, so the sequence alone must never name a batch twice.
--- Layout 4: the batch keeps its digests as 32 bytes each, concatenated, in `digests32`
--- (layout 3: 64 hex characters each in `digests`, still read by AnchorStore.getBatch); a
--- subject hash of layout 3 (hex digest) gives its 32 bytes all the same.
+-- The batch keeps its digests as 32 bytes each (as the subject hashes keep them),
+-- concatenated, in `digests32`.
 -- Subjects already in a batch of this witness (put back by the reconciler) are skipped.
 --
 -- KEYS[1] inbox, [2] batch sequence, [3] open-batch set, [4] batch hash, [5] batch key list,
@@ -18,10 +17,6 @@
 -- Returns {'retry'} when the proposal is stale, false when no proposed subject was live
 -- (the keys are dropped from the inbox), else {id, size}.
 local w, now, nowIso, id, seq = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local function bin(x)
-  if #x == 64 and not string.find(x, '[^0-9a-f]') then return (string.gsub(x, '..', function(cc) return string.char(tonumber(cc, 16)) end)) end
-  return x
-end
 local n = #ARGV - 5
 if n < 1 or #KEYS ~= 5 + n then return redis.error_reply('cut-batch: ' .. #KEYS .. ' keys for ' .. n .. ' proposed subjects') end
 local head = redis.call('LRANGE', KEYS[1], 0, n - 1)
@@ -38,7 +33,7 @@ for i = 1, n do
   if d and not redis.call('HGET', s, w .. ':batch') then
     table.insert(live, ARGV[5 + i])
     table.insert(livePos, 5 + i)
-    table.insert(digests, bin(d))
+    table.insert(digests, d)
   end
 end
 if #live == 0 then return false end

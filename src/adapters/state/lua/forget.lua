@@ -1,7 +1,7 @@
 -- forget: removes retired subjects from Redis once their proofs are held elsewhere (the
 -- proof archive; docs/reliability.md, Retention). Only a subject whose overall status is
 -- confirmed is removed; anything else is left as it is. A removed subject leaves its index
--- (layout 2: a confirmed subject is in idx:st:confirmed only, every witness of it confirmed)
+-- (a confirmed subject is in idx:st:confirmed only, every witness of it confirmed)
 -- and the counts (so /v1/stats, the list and the metrics count what Redis holds); its
 -- envelope, history and own Nostr event (envelope mode, with its place in nostr:recent) go,
 -- and the meta counter `retired` counts it. Batches are shared by many subjects: each of the
@@ -14,11 +14,10 @@
 -- keys: subject hash, envelope, history, its own Nostr event hash, its Nostr batch hash, its
 -- OTS batch hash (the subject hash again for each it has none of), then last the stream's
 -- tally (stream-lib.lua).
--- ARGV[1] now (ISO), [2] stream MAXLEN, [3] the witnesses a subject may have (comma list:
--- layout 5 writes no `witnesses` field, a subject's witnesses are the w:<witness> fields it
--- has; a layout-4 hash's `witnesses` is read), then per subject 4: key, its own event id, its
--- Nostr batch id, its OTS batch id ('' for none), as the caller read them (the event id as
--- stored: layout 5's 32 bytes, layout 4's hex).
+-- ARGV[1] now (ISO), [2] stream MAXLEN, [3] the witnesses a subject may have (comma list: a
+-- subject's witnesses are the w:<witness> fields it has), then per subject 4: key, its own
+-- event id, its Nostr batch id, its OTS batch id ('' for none), as the caller read them (the
+-- event id as stored: its 32 bytes).
 -- The stream takes one entry for the call's subjects removed: the one-subject form
 -- {type = 'retired', key, status, at}, or {type = 'retired', status, at, keys = [...]} for
 -- more (src/adapters/state/stream-entries.ts expands it), added through add_events (stream-lib.lua; the last key is the stream's tally).
@@ -40,25 +39,19 @@ for i = 0, n - 1 do
   local key, eventId, nostrBatch, otsBatch = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local k = FIXED + PER_KEYS * i
   local s, e, h, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
-  local cur = redis.call('HMGET', s, 'status', 'nostr:event', 'witnesses', 'nostr:batch', 'ots:batch', unpack(knownFields))
-  if cur[1] == 'confirmed' and (cur[2] or '') == eventId and (cur[4] or '') == nostrBatch and (cur[5] or '') == otsBatch then
+  local cur = redis.call('HMGET', s, 'status', 'nostr:event', 'nostr:batch', 'ots:batch', unpack(knownFields))
+  if cur[1] == 'confirmed' and (cur[2] or '') == eventId and (cur[3] or '') == nostrBatch and (cur[4] or '') == otsBatch then
     table.insert(removed, key)
-    local names = {}
-    if cur[3] then
-      for w in string.gmatch(cur[3], '[^,]+') do table.insert(names, w) end
-    else
-      for j, w in ipairs(known) do if cur[5 + j] then table.insert(names, w) end end
-    end
-    for _, w in ipairs(names) do
-      local f = 'w:' .. w .. ':confirmed'
-      counts[f] = (counts[f] or 0) + 1
+    for j, w in ipairs(known) do
+      if cur[4 + j] then
+        local f = 'w:' .. w .. ':confirmed'
+        counts[f] = (counts[f] or 0) + 1
+      end
     end
     if ev ~= s then
       redis.call('DEL', ev)
       -- nostr:recent holds the id as hex
-      local id = eventId
-      if #id == 32 then id = (string.gsub(id, '.', function(c) return string.format('%02x', string.byte(c)) end)) end
-      redis.call('ZREM', KEYS[9], id)
+      redis.call('ZREM', KEYS[9], (string.gsub(eventId, '.', function(c) return string.format('%02x', string.byte(c)) end)))
     end
     -- one fewer of each of its batches' subjects left in Redis (counted once per batch below)
     for j, id in ipairs({nostrBatch, otsBatch}) do

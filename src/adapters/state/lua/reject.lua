@@ -15,7 +15,7 @@ if status and status ~= 'rejected' then
   add_events(KEYS[3], KEYS[6], maxlen, 1, cjson.encode({type = code, key = key, status = status, at = nowIso, reason = reason}))
   return 0
 end
-redis.call('HSET', s, 'status', 'rejected', 'reason', reason, 'created', now, 'updated', now)
+redis.call('HSET', s, 'status', 'rejected', 'reason', reason, 'created', now)
 if not status then redis.call('HINCRBY', KEYS[4], 'st:rejected', 1) end
 redis.call('ZADD', KEYS[5], now, key)
 redis.call('RPUSH', KEYS[2], entry)

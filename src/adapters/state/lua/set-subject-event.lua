@@ -2,21 +2,19 @@
 -- `envelope`: stored and linked only when the subject has none yet, so a retry or a second
 -- daemon signing again (a new signature, the same id) never replaces the copy published.
 -- The event's content is the envelope, so once the event is stored the envelope's own copy
--- (e:<key>) is dropped when it is the same text: the envelope is stored once (schema 2).
+-- (e:<key>) is dropped when it is the same text: the envelope is stored once.
 --
 -- KEYS[1] subject hash, KEYS[2] event hash, KEYS[3] the subject's envelope.
--- ARGV: event id (hex), event JSON, subject key, the id as stored (layout 5: its 32 bytes;
--- absent: the hex), then the subject-hash fields that keep its envelope as claims (layout 5,
--- batch mode), to drop once this event is linked: the caller passes them only when it made
+-- ARGV: event id (hex), event JSON, subject key, the id as stored (its 32 bytes), then the
+-- subject-hash fields that keep its envelope as claims (batch mode), to drop once this event is linked: the caller passes them only when it made
 -- the event's content from the envelope those claims rebuild (none: nothing dropped).
 -- Returns the id (hex) of the subject's event in force, or false when the subject is gone.
 local s, ev = KEYS[1], KEYS[2]
 local id, json, key = ARGV[1], ARGV[2], ARGV[3]
-local stored = (ARGV[4] ~= nil and ARGV[4] ~= '') and ARGV[4] or id
--- a stored id as hex: 32 bytes (layout 5) -> 64 characters; a layout-4 one is hex already
+local stored = ARGV[4]
+-- the stored id (32 bytes) as hex
 local function hex(x)
-  if #x == 32 then return (string.gsub(x, '.', function(c) return string.format('%02x', string.byte(c)) end)) end
-  return x
+  return (string.gsub(x, '.', function(c) return string.format('%02x', string.byte(c)) end))
 end
 local cur = redis.call('HMGET', s, 'nostr:event', 'status')
 if not cur[2] then return false end

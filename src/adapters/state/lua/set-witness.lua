@@ -10,7 +10,7 @@
 -- minute expires after 2 h.
 --
 --
--- History (layout 3). One subject (ARGV[8] ''): the transition goes to its history list
+-- History. One subject (ARGV[8] ''): the transition goes to its history list
 -- h:<key>, as before. A batch's subjects (ARGV[8] the call's token): the transition is
 -- recorded once, on the batch's transition list bh:<witness>:<id> (KEYS[12]), as
 -- {at, ms, c (the token), witness, from, to, detail}; the subjects' own lists are not
@@ -28,11 +28,11 @@
 -- ARGV[1] witness, [2] new status, [3] progress, [4] now (ms), [5] now (ISO), [6] detail
 -- ('' for none), [7] stream MAXLEN, [8] the call's token ('' for one subject), [9] the
 -- witnesses a subject may have (comma list: their statuses are read with the subject's own,
--- in its one HMGET; layout 5 writes no `witnesses` field, so a subject's witnesses are those
--- of the list it has a w:<witness> field for), [10] the keys' stream tokens (layout 6: 22
+-- in its one HMGET; a subject's witnesses are those of the list it has a w:<witness> field
+-- for), [10] the keys' stream tokens (22
 -- characters each, in order, src/adapters/state/stream-entries.ts; '' when a key of the call is
 -- not a canonical UUID), then the subject keys (in KEYS order).
--- Layout 5 writes `u` (last change) and `c:<witness>` (confirmed) as ms since `created`.
+-- `u` (last change) and `c:<witness>` (confirmed) are written as ms since `created`.
 -- The stream takes one entry per call for the subjects whose status changed (none when none
 -- did): {type, witness, to, at, detail, runs = [[from, previous, status, key, ...], ...]}, runs
 -- of consecutive subjects in the order they changed (with ARGV[10]'s tokens: ru = [[from,
@@ -105,7 +105,7 @@ local function tallied(field, took)
   t.n = t.n + 1; t.sum = t.sum + took
   if took > t.max then t.max = took end
 end
--- The witness statuses read with every subject: field 5 + knownAt[name] of its HMGET.
+-- The witness statuses read with every subject: field 4 + knownAt[name] of its HMGET.
 local knownFields, knownAt = {}, {}
 for ww in string.gmatch(ARGV[9], '[^,]+') do table.insert(knownFields, 'w:' .. ww); knownAt[ww] = #knownFields end
 -- The changes, in order, as runs of subjects sharing (from, previous, status): the call's one
@@ -126,7 +126,7 @@ local out = {}
 for i = 1, n do
   local key, s, h = ARGV[10 + i], KEYS[11 + 2 * i], KEYS[12 + 2 * i]
   -- one read per subject: this witness, the overall status, and every witness's status
-  local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', 'witnesses', unpack(knownFields))
+  local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', unpack(knownFields))
   local old, stored = cur[1], tonumber(cur[2] or '0')
   if not old then
     table.insert(out, 0); table.insert(out, cur[3] or ''); table.insert(out, cur[4] or '0')
@@ -147,8 +147,7 @@ for i = 1, n do
   else
     if not ORDER[old] then error('set-witness: stored witness status ' .. tostring(old) .. ' is not one of pending, partial, confirmed, failed') end
     local created = cur[4]
-    -- layout 5: `u` and `c:<witness>` are ms since `created` (layout 4's `updated` and
-    -- `confirmed:<witness>`, epoch ms, are still read when `u` / `c:` are absent)
+    -- `u` and `c:<witness>`: ms since `created`
     local took = tonumber(now) - tonumber(created)
     local fields = {'p:' .. w, prog, 'w:' .. w, new, 'u', took}
     move(W_INDEX[old], W_INDEX[new], key, created)
@@ -157,26 +156,12 @@ for i = 1, n do
       table.insert(fields, 'c:' .. w); table.insert(fields, took)
       tallied(w, took)
     end
-    -- every witness's status, this one's as it now is: the witnesses of a layout-4 hash are
-    -- its `witnesses` field, of a layout-5 one the w:<witness> fields it has (of those named)
-    local names, others, unknown = {}, {}, false
-    if cur[5] then
-      for ww in string.gmatch(cur[5], '[^,]+') do
-        table.insert(names, ww)
-        if knownAt[ww] then others[#names] = cur[5 + knownAt[ww]] else unknown = true end
-      end
-    else
-      for j, f in ipairs(knownFields) do
-        if cur[5 + j] then table.insert(names, string.sub(f, 3)); others[#names] = cur[5 + j] end
-      end
-      if not knownAt[w] then table.insert(names, w) end
+    -- every witness's status, this one's as it now is: the w:<witness> fields it has (of those named)
+    local names, others = {}, {}
+    for j, f in ipairs(knownFields) do
+      if cur[4 + j] then table.insert(names, string.sub(f, 3)); others[#names] = cur[4 + j] end
     end
-    if unknown then
-      -- a witness the caller did not name: this subject's statuses are read again, all of them
-      local f = {}
-      for _, ww in ipairs(names) do table.insert(f, 'w:' .. ww) end
-      others = redis.call('HMGET', s, unpack(f))
-    end
+    if not knownAt[w] then table.insert(names, w) end
     local nconf, nfail, nprog = 0, 0, 0
     for j, ww in ipairs(names) do
       local v = ww == w and new or others[j]

@@ -1,18 +1,38 @@
 /**
- * Every shard's feed as one (redis.shards K > 1: `/v1/events` and `/v1/ws` without `?shard=`).
- * Each message's id is a *position*: every shard's event id, shard 0's first, comma-separated
- * (`1700000000000-3.17,1700000000002-0,0-0`), the last event of that shard the client was
- * sent (or where it started). Resuming from it replays each shard after its own id, so a
- * client loses and repeats nothing in any shard, however the shards were interleaved.
- * A replay takes the K streams in (entry ms, shard) order and at most `maxReplay` events in
- * all; live events go out as each shard's reader gets them (in order within a shard).
+ * The live feed, the one engine behind `/v1/events` (SSE) and `/v1/ws` (WebSocket) for one
+ * shard or K: it replays what a client missed and then follows the shards' readers
+ * (EventFeed, event-feed.ts, one per events stream). A message's id is a *position*: every
+ * shard's event id, shard 0's first, comma-separated (`1700000000000-3.17,1700000000002-0,0-0`),
+ * the last event of that shard the client was sent (or where it started). Over one shard (K = 1,
+ * or `?shard=i`) a position is that shard's event id itself. Resuming from it replays each shard
+ * after its own id (from inside a packed entry too), so a client loses and repeats nothing in any
+ * shard, however the shards were interleaved. A replay takes the streams in (entry ms, shard)
+ * order, a page at a time as the client takes them, at most `maxReplay` events in all; live
+ * events go out as each shard's reader gets them (in order within a shard).
  */
 import type { Logger } from 'pino';
 import { configDefault } from '../config/schema.js';
 import { compareEventIds, formatEventId, parseEventId, type RawEntry } from '../state/stream-entries.js';
-import { FEED_PAGE, decodeEntry, withId, type EventFeed, type Feed, type FeedMessage, type Listener, type Subscription } from './event-feed.js';
+import { FEED_PAGE, decodeEntry, withId, type EventFeed, type FeedMessage, type Listener } from './event-feed.js';
 
-/** A merged position's shard ids (canonical), or what is wrong with the text. */
+/** A subscriber's handle. */
+export interface Subscription {
+  close(): void;
+  /**
+   * Set when the replay stopped at `maxReplay` with entries left after it: the client has
+   * everything up to `resumeFrom` and should reconnect from there; nothing live follows.
+   */
+  readonly cut: boolean;
+  /** The last event id the replay covered (the `since` given when nothing was replayed). */
+  readonly resumeFrom: string | null;
+}
+
+/** What SSE and WebSocket clients follow: a LiveFeed over one shard's reader or K. */
+export interface Feed {
+  subscribe(listener: Listener, since?: string | null, room?: () => Promise<boolean>): Promise<Subscription>;
+}
+
+/** A position's shard ids (canonical), or what is wrong with the text. */
 export function parseFeedPosition(text: string, shards: number): string[] | { problem: string } {
   // bounded: never more than K + 1 parts, each parsed by a bounded pattern
   const parts = text.trim().split(',', shards + 1);
@@ -40,7 +60,7 @@ interface ShardReplay {
   done: boolean;
 }
 
-export class MergedFeed implements Feed {
+export class LiveFeed implements Feed {
   private readonly feeds: readonly EventFeed[];
   private readonly log: Logger;
   private readonly maxReplay: number;
@@ -52,17 +72,18 @@ export class MergedFeed implements Feed {
   }
 
   /**
-   * Adds a listener to every shard's feed. With `since` (a merged position), each shard's
-   * events after its id are replayed first, merged, a page at a time as `room()` allows,
-   * at most `maxReplay` in all; live events held meanwhile follow, once each. With more
-   * left, the subscription comes back `cut`, its `resumeFrom` the position reached.
+   * Adds a listener to every shard's reader. With `since` (a position), each shard's events
+   * after its id are replayed first, merged, a page at a time as `room()` allows (false: the
+   * client is gone; stop), at most `maxReplay` in all; live events held meanwhile follow, once
+   * each. With more left, the subscription comes back `cut`, its `resumeFrom` the position
+   * reached (the last message's id). A read that fails closes the subscription and throws.
    */
   async subscribe(listener: Listener, since: string | null = null, room?: () => Promise<boolean>): Promise<Subscription> {
     let start: string[];
     if (since === null) start = this.feeds.map((f) => f.position);
     else {
       const parsed = parseFeedPosition(since, this.feeds.length);
-      if (!Array.isArray(parsed)) throw new Error(`not a merged feed position: ${parsed.problem}`);
+      if (!Array.isArray(parsed)) throw new Error(`not a feed position: ${parsed.problem}`);
       start = parsed;
     }
     const position = [...start];
@@ -95,11 +116,11 @@ export class MergedFeed implements Feed {
       }
       send(shard, message);
     };
-    // added in one turn, right after the positions were read: nothing falls between
-    const subs = await Promise.all(this.feeds.map((f, i) => f.subscribe((m) => onLive(i, m))));
+    // added in the turn the positions were read: nothing falls between
+    const unlisten = this.feeds.map((f, i) => f.listen((m) => onLive(i, m)));
     const close = (): void => {
       closed = true;
-      for (const s of subs) s.close();
+      for (const u of unlisten) u();
     };
     const subscription: Subscription = {
       close,
@@ -157,7 +178,8 @@ export class MergedFeed implements Feed {
   /** Where shard i's replay starts: after `position[i]`, or after the stream's end if that is past it. */
   private async replayFrom(feed: EventFeed, position: string[], i: number): Promise<ShardReplay> {
     const end = await feed.end();
-    // an id past the stream's end (a Redis since flushed, a clock ahead) resumes from the end, as EventFeed does
+    // an id past the stream's end (another shard's, a Redis since flushed, a clock ahead) resumes
+    // from the end: kept as it is, it would hold back every live event until ids pass it
     if (compareEventIds(position[i]!, end) > 0) position[i] = end;
     const id = parseEventId(position[i]!)!;
     const entry = `${id[0]}-${id[1]}`;
