@@ -1,6 +1,7 @@
 // The status page: reads /v1/info, /v1/stats, /v1/timeline and /v1/anchors, follows /v1/events,
-// shows one subject at #/subject/KEY, keeps the list's tab and filters in ?status=&witness=&limit=. Plain script, no build. Text from the API is only ever set
-// as textContent. Times are shown in UTC, with the zone.
+// shows one subject at #/subject/KEY, keeps the list's tab and filters in ?status=&witness=&limit=.
+// Plain script, no build. Text from the API is only ever set as textContent. Times are shown in
+// UTC, with the zone.
 'use strict';
 
 (() => {
