@@ -28,6 +28,20 @@ import { ProofArchive } from '../adapters/archive/proof-archive.js';
 import type { Retention, RetentionDeps } from '../adapters/retention/retention.js';
 import { ShardEngine, countIntake } from './shard-engine.js';
 
+/** How long a stop waits for the workers to close before it drops the connections (below aer1-anchord's 20 s bound). */
+export const STOP_GRACE_MS = 10_000;
+
+/** True when `p` settles (either way) within `ms`. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((r) => (timer = setTimeout(() => r(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export interface DaemonDeps {
   config: Config;
   /** One Redis (its URL) or a Redis Cluster (`{ cluster: [startup node URLs] }`, redis.cluster). */
@@ -187,15 +201,25 @@ export class Daemon {
     return queueDepth(this.queues);
   }
 
-  /** Stops taking jobs, lets in-flight work finish or go back to its queue, then disconnects. */
+  /**
+   * Stops taking jobs, lets in-flight work finish or go back to its queue, then disconnects;
+   * within STOP_GRACE_MS whatever Redis did before. Past it the connections are dropped: a job
+   * still held goes back to its queue by the stalled check (queue.stalledIntervalMs).
+   */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      await this.routerWorker?.close();
-      for (const e of this.engines) await e.closeIntake();
-      for (const e of this.engines) await e.closeRest();
-      if (this.engines.length > 1) await this.intakeQueue.close();
-      await this.redis.quit().catch(() => undefined);
-      await Promise.all(this.storeRedises.map((c) => c.quit().catch(() => undefined)));
+      const inOrder = (async () => {
+        await this.routerWorker?.close();
+        for (const e of this.engines) await e.closeIntake();
+        for (const e of this.engines) await e.closeRest();
+        if (this.engines.length > 1) await this.intakeQueue.close();
+        await this.redis.quit().catch(() => undefined);
+        await Promise.all(this.storeRedises.map((c) => c.quit().catch(() => undefined)));
+      })();
+      if (await settlesWithin(inOrder, STOP_GRACE_MS)) return;
+      this.log.warn({ graceMs: STOP_GRACE_MS }, `workers did not close within ${STOP_GRACE_MS} ms; dropping the Redis connections (jobs they held return to their queues)`);
+      for (const c of [this.redis, ...this.storeRedises]) c.disconnect();
+      await settlesWithin(inOrder, 1000);
     })();
     return this.stopping;
   }
