@@ -27,6 +27,7 @@ import type { Reconciler } from './reconciler.js';
 import { ProofArchive } from '../adapters/archive/proof-archive.js';
 import type { Retention, RetentionDeps } from '../adapters/retention/retention.js';
 import { ShardEngine, countIntake } from './shard-engine.js';
+import { RefusalBackoff } from '../adapters/redis/refusal-backoff.js';
 
 /** How long a stop waits for the workers to close before it drops the connections (below aer1-anchord's 20 s bound). */
 export const STOP_GRACE_MS = 10_000;
@@ -82,6 +83,8 @@ export class Daemon {
   /** The proof archive (archive.dir), null when none is configured. */
   readonly archive: ProofArchive | null;
   private stopping: Promise<void> | null = null;
+  /** One backoff for every worker and loop while Redis refuses writes (a write probe on each shard's probe key ends it). */
+  readonly refusals: RefusalBackoff;
 
   constructor(deps: DaemonDeps) {
     const { config, log } = deps;
@@ -105,6 +108,10 @@ export class Daemon {
     if (config.nostr.enabled) for (const url of config.nostr.relays) this.health.register('relay', url);
     if (config.ots.enabled) for (const url of config.ots.calendars) this.health.register('calendar', url);
     this.archive = config.archive.dir !== null ? new ProofArchive(config.archive.dir) : null;
+    this.refusals = new RefusalBackoff({
+      log,
+      probe: () => Promise.all(this.engines.map((e, i) => this.storeRedises[i]!.set(e.store.keys.probe, String(Date.now()), 'PX', 60_000))),
+    });
     this.engines = Array.from({ length: shards }, (_, i) => new ShardEngine({
       config,
       prefix: shardPrefix(config.redis.prefix, i, shards),
@@ -116,6 +123,7 @@ export class Daemon {
       metrics: this.metrics,
       health: this.health,
       archive: this.archive,
+      refusals: this.refusals,
       ...(deps.afterArchive ? { afterArchive: deps.afterArchive } : {}),
     }));
     this.state = new ShardedStore(this.engines.map((e) => e.store));
@@ -171,7 +179,7 @@ export class Daemon {
     }
     await Promise.all(this.engines.map((e) => e.start()));
     if (this.engines.length > 1) {
-      this.routerWorker = startIntakeWorker(intakeWorkerOptions(this.config.queue, new StateKeys(this.config.redis.prefix).bullPrefix, this.redis), this.intakeProcessor(), this.log);
+      this.routerWorker = startIntakeWorker(intakeWorkerOptions(this.config.queue, new StateKeys(this.config.redis.prefix).bullPrefix, this.redis, this.refusals), this.intakeProcessor(), this.log);
       countIntake(this.routerWorker, this.metrics);
       await Promise.all([this.routerWorker.waitUntilReady(), this.intakeQueue.waitUntilReady()]);
     }
@@ -208,6 +216,7 @@ export class Daemon {
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      this.refusals.close();
       const inOrder = (async () => {
         await this.routerWorker?.close();
         for (const e of this.engines) await e.closeIntake();

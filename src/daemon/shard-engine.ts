@@ -23,6 +23,7 @@ import type { RedisClient } from '../adapters/redis/connection.js';
 import type { DaemonMetrics } from '../adapters/metrics/metrics.js';
 import type { WitnessHealth } from '../adapters/health/witness-health.js';
 import { Reconciler } from './reconciler.js';
+import type { RefusalBackoff } from '../adapters/redis/refusal-backoff.js';
 import type { ProofArchive } from '../adapters/archive/proof-archive.js';
 import { ProofExporter } from '../adapters/proof/export.js';
 import { configuredSources } from '../adapters/state/subject-view.js';
@@ -51,6 +52,8 @@ export interface ShardEngineDeps {
   health: WitnessHealth;
   archive: ProofArchive | null;
   afterArchive?: RetentionDeps['afterArchive'];
+  /** The daemon's backoff while Redis refuses writes, shared by every shard's workers. */
+  refusals?: RefusalBackoff;
 }
 
 export class ShardEngine {
@@ -67,6 +70,7 @@ export class ShardEngine {
   private readonly witnesses: readonly WitnessName[];
   private readonly metrics: DaemonMetrics;
   private readonly archive: ProofArchive | null;
+  private readonly refusals: RefusalBackoff | undefined;
   private readonly batchers: Batcher[] = [];
   private intakeWorker: Worker | null = null;
   private processor: IntakeProcessor | null = null;
@@ -79,6 +83,8 @@ export class ShardEngine {
     this.witnesses = deps.witnesses;
     this.metrics = deps.metrics;
     this.archive = deps.archive;
+    this.refusals = deps.refusals;
+    const refusalsOpt = deps.refusals ? { refusals: deps.refusals } : {};
     this.store = new AnchorStore(deps.storeRedis, deps.prefix);
     const bullPrefix = this.store.keys.bullPrefix;
     this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: bullPrefix });
@@ -97,6 +103,7 @@ export class ShardEngine {
           bullPrefix,
           connection: this.redis,
           stalledIntervalMs: config.queue.stalledIntervalMs,
+          ...refusalsOpt,
         },
         this.store,
         signingKey,
@@ -117,6 +124,7 @@ export class ShardEngine {
       const budget = autoBudget(shardRate, config.nostr.autoHorizonMs);
       this.batchers.push(
         new Batcher('nostr', this.store, {
+          ...refusalsOpt,
           maxSize: config.nostr.batchMaxSize,
           windowMs: config.nostr.batchWindowMs,
           handOver: (id) => nostr.enqueueBatch(id),
@@ -139,7 +147,7 @@ export class ShardEngine {
       ? new Nip03Publisher(this.store, this.nostr, signingKey, log.child({ part: 'nip03' }), headerSourceFromConfig(config.ots), config.ots.network)
       : null;
     if (config.ots.enabled) {
-      this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs }, this.store, log, {
+      this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs, ...refusalsOpt }, this.store, log, {
         onCalendarRequest: (calendar, result, message) => {
           this.metrics.calendarRequest(calendar, result);
           if (calendarAnswered(result)) health.success('calendar', calendar);
@@ -149,7 +157,7 @@ export class ShardEngine {
       }, nip03 ? { nip03: (batchId) => nip03.publishBatch(batchId).then(() => undefined) } : {});
       const ots = this.ots;
       this.batchers.push(
-        new Batcher('ots', this.store, { maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id) }, log),
+        new Batcher('ots', this.store, { ...refusalsOpt, maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id) }, log),
       );
     }
     this.reconciler = new Reconciler({
@@ -160,6 +168,7 @@ export class ShardEngine {
       connection: this.redis,
       log,
       onRepair: (kind, n) => this.metrics.reconcilerRepairs(kind, n),
+      ...refusalsOpt,
     });
     const handover = config.webhooks.length > 0 ? new WebhookHandover(this.redis, this.store.keys.base, config.webhooks.map((h) => hookId(h.url))) : null;
     this.retention =
@@ -174,6 +183,7 @@ export class ShardEngine {
             log,
             ...(afterArchive ? { afterArchive } : {}),
             onRetired: (n) => this.metrics.retentionRetired(n),
+            ...refusalsOpt,
           })
         : null;
   }
@@ -234,7 +244,7 @@ export class ShardEngine {
     this.nostr?.start();
     this.ots?.start();
     for (const b of this.batchers) b.start();
-    this.intakeWorker = startIntakeWorker(intakeWorkerOptions(this.config.queue, this.store.keys.bullPrefix, this.redis), this.intakeProcessor(), this.log);
+    this.intakeWorker = startIntakeWorker(intakeWorkerOptions(this.config.queue, this.store.keys.bullPrefix, this.redis, this.refusals), this.intakeProcessor(), this.log);
     await this.reconciler.start();
     await this.retention?.start();
     countIntake(this.intakeWorker, this.metrics);

@@ -36,6 +36,7 @@ describe('redisRefusal', () => {
     ['None of startup nodes is available', 'unavailable', 'None of startup nodes is available'],
     ['Cluster is disconnected.', 'unavailable', 'Cluster is disconnected.'],
     ['Failed to refresh slots cache.', 'unavailable', 'Failed to refresh slots cache.'],
+    ["Failed to add repeatable job for next iteration: OOM command not allowed when used memory > 'maxmemory'. script: 568868f89f8cc74c44032e07ce9c50c09e60bd17, on @user_script:315.", 'out_of_memory', "OOM command not allowed when used memory > 'maxmemory'."],
   ])('wrapped: %s → %s', (message, kind, detail) => {
     const r = redisRefusal(new Error(message));
     expect(r).toMatchObject({ kind });

@@ -49,9 +49,10 @@ const LOST = [/^Connection is closed/, /^Reached the max retries per request lim
 
 /**
  * What ioredis and BullMQ put in front of Redis's own words: the cluster client's
- * "Too many Cluster redirections. Last error: ReplyError: CLUSTERDOWN …" and error class names.
+ * "Too many Cluster redirections. Last error: ReplyError: CLUSTERDOWN …", a job scheduler's
+ * "Failed to add repeatable job for next iteration: OOM …", and error class names.
  */
-const WRAPPERS = [/^Too many Cluster redirections\. Last error: /, /^(?:ReplyError|RedisError|AbortError|ClusterAllFailedError|MaxRetriesPerRequestError|Error): /];
+const WRAPPERS = [/^Too many Cluster redirections\. Last error: /, /^Failed to add repeatable job for next iteration: /, /^(?:ReplyError|RedisError|AbortError|ClusterAllFailedError|MaxRetriesPerRequestError|Error): /];
 
 /** The message with its wrappers taken off, then the errors it carries (`lastNodeError`, `cause`, an AggregateError's `errors`): bounded. */
 function messagesOf(err: unknown): string[] {
