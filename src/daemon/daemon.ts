@@ -33,7 +33,7 @@ import { RefusalBackoff } from '../adapters/redis/refusal-backoff.js';
 export const STOP_GRACE_MS = 10_000;
 
 /** True when `p` settles (either way) within `ms`. */
-async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+export async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<false>((r) => (timer = setTimeout(() => r(false), ms)));
   try {
