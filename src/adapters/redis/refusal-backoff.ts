@@ -30,6 +30,9 @@ export interface RefusalBackoffOptions {
   now?: () => number;
 }
 
+/** Longest a probe write is waited for before it counts as refused. */
+const PROBE_TIMEOUT_MS = 5000;
+
 /** What a worker is to the backoff: BullMQ's Worker, paused without waiting for its jobs. */
 type Pausable = Pick<Worker, 'pause' | 'resume' | 'isRunning' | 'closing'>;
 
@@ -117,8 +120,10 @@ export class RefusalBackoff {
   private async tryProbe(): Promise<void> {
     this.timer = null;
     if (this.closed || this.holdingSince === null) return;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await this.probe();
+      // a probe waiting on a connection that is down counts as refused, so a hold always ends by the probe
+      await Promise.race([this.probe(), new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('probe: no answer')), PROBE_TIMEOUT_MS)))]);
     } catch (err) {
       if (redisRefusal(err)) {
         this.refusedSinceLog++;
@@ -127,6 +132,8 @@ export class RefusalBackoff {
       this.remind();
       this.schedule(this.o.probeEveryMs);
       return;
+    } finally {
+      clearTimeout(timer);
     }
     this.release();
   }
