@@ -12,7 +12,7 @@ import { VERSION } from '../version.js';
 import { type SigningKey } from '../core/nostr/keys.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
 import { loadSigningKey, writeKeyFile } from '../adapters/nostr/key-file.js';
-import { Daemon, type DaemonDeps } from './daemon.js';
+import { Daemon, settlesWithin, type DaemonDeps } from './daemon.js';
 import { openEmbeddedRedis, INSTALL_HINT, type DaemonRedis } from './embedded-redis.js';
 import { createLogger, type Logger } from './logger.js';
 import { redisAnswers, type RedisTarget } from '../adapters/redis/connection.js';
@@ -20,6 +20,8 @@ import { describeProbe } from '../adapters/health/witness-probe.js';
 import { displayUrl } from '../adapters/config/display-url.js';
 
 const STOP_TIMEOUT_MS = 20_000;
+/** The webhooks' share of a stop: their workers and fan-out, on a Redis that may not answer (the daemon's own is STOP_GRACE_MS). */
+const WEBHOOKS_STOP_MS = 5000;
 
 export interface RunningDaemon {
   daemon: Daemon;
@@ -99,7 +101,7 @@ export async function runDaemon(config: Config, log: Logger, opts: Pick<DaemonDe
     redisUrl: redis.url,
     stop() {
       stopping ??= (async () => {
-        await webhooks?.stop();
+        if (webhooks && !(await settlesWithin(webhooks.stop(), WEBHOOKS_STOP_MS))) log.warn(`webhooks did not stop within ${WEBHOOKS_STOP_MS} ms; going on with the stop`);
         await http?.close();
         await daemon.stop();
         await redis.embedded?.stop();

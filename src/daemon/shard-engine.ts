@@ -24,6 +24,7 @@ import type { RedisClient } from '../adapters/redis/connection.js';
 import type { DaemonMetrics } from '../adapters/metrics/metrics.js';
 import type { WitnessHealth } from '../adapters/health/witness-health.js';
 import { Reconciler } from './reconciler.js';
+import type { RefusalBackoff } from '../adapters/redis/refusal-backoff.js';
 import type { ProofArchive } from '../adapters/archive/proof-archive.js';
 import { ProofExporter } from '../adapters/proof/export.js';
 import { configuredSources } from '../adapters/state/subject-view.js';
@@ -54,6 +55,8 @@ export interface ShardEngineDeps {
   health: WitnessHealth;
   archive: ProofArchive | null;
   afterArchive?: RetentionDeps['afterArchive'];
+  /** The daemon's backoff while Redis refuses writes, shared by every shard's workers. */
+  refusals?: RefusalBackoff;
 }
 
 export class ShardEngine {
@@ -70,6 +73,7 @@ export class ShardEngine {
   private readonly witnesses: readonly WitnessName[];
   private readonly metrics: DaemonMetrics;
   private readonly archive: ProofArchive | null;
+  private readonly refusals: RefusalBackoff | undefined;
   private readonly batchers: Batcher[] = [];
   private intakeWorker: Worker | null = null;
   private processor: IntakeProcessor | null = null;
@@ -82,6 +86,8 @@ export class ShardEngine {
     this.witnesses = deps.witnesses;
     this.metrics = deps.metrics;
     this.archive = deps.archive;
+    this.refusals = deps.refusals;
+    const refusalsOpt = deps.refusals ? { refusals: deps.refusals } : {};
     this.store = new AnchorStore(deps.storeRedis, deps.prefix);
     const bullPrefix = this.store.keys.bullPrefix;
     this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: bullPrefix });
@@ -102,6 +108,7 @@ export class ShardEngine {
           bullPrefix,
           connection: this.redis,
           stalledIntervalMs: config.queue.stalledIntervalMs,
+          ...refusalsOpt,
         },
         this.store,
         signingKey,
@@ -124,6 +131,7 @@ export class ShardEngine {
       const budget = autoBudget(shardRate, config.nostr.autoHorizonMs);
       this.batchers.push(
         new Batcher('nostr', this.store, {
+          ...refusalsOpt,
           maxSize: config.nostr.batchMaxSize,
           windowMs: config.nostr.batchWindowMs,
           handOver: (id) => nostr.enqueueBatch(id),
@@ -145,7 +153,7 @@ export class ShardEngine {
       ? new Nip03Publisher(this.store, this.nostr, signingKey, log.child({ part: 'nip03' }), headerSourceFromConfig(config.ots), config.ots.network)
       : null;
     if (config.ots.enabled) {
-      this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs }, this.store, log, {
+      this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs, ...refusalsOpt }, this.store, log, {
         onCalendarRequest: (calendar, result, message) => {
           this.metrics.calendarRequest(calendar, result);
           if (calendarAnswered(result)) health.success('calendar', calendar);
@@ -155,7 +163,7 @@ export class ShardEngine {
       }, nip03 ? { nip03: (batchId) => nip03.publishBatch(batchId).then(() => undefined) } : {});
       const ots = this.ots;
       this.batchers.push(
-        new Batcher('ots', this.store, { maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id) }, log),
+        new Batcher('ots', this.store, { ...refusalsOpt, maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id) }, log),
       );
     }
     this.reconciler = new Reconciler({
@@ -166,6 +174,7 @@ export class ShardEngine {
       connection: this.redis,
       log,
       onRepair: (kind, n) => this.metrics.reconcilerRepairs(kind, n),
+      ...refusalsOpt,
     });
     const handover = config.webhooks.length > 0 ? new WebhookHandover(this.redis, this.store.keys.base, config.webhooks.map((h) => hookId(h.url))) : null;
     this.retention =
@@ -180,6 +189,7 @@ export class ShardEngine {
             log,
             ...(afterArchive ? { afterArchive } : {}),
             onRetired: (n) => this.metrics.retentionRetired(n),
+            ...refusalsOpt,
           })
         : null;
   }
@@ -236,7 +246,7 @@ export class ShardEngine {
     this.nostr?.start();
     this.ots?.start();
     for (const b of this.batchers) b.start();
-    this.intakeWorker = startIntakeWorker(intakeWorkerOptions(this.config.queue, this.store.keys.bullPrefix, this.redis), this.intakeProcessor(), this.log);
+    this.intakeWorker = startIntakeWorker(intakeWorkerOptions(this.config.queue, this.store.keys.bullPrefix, this.redis, this.refusals), this.intakeProcessor(), this.log);
     await this.reconciler.start();
     await this.retention?.start();
     countIntake(this.intakeWorker, this.metrics);
