@@ -17,7 +17,7 @@ import type { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import type { OtsWitness } from '../adapters/ots/ots-witness.js';
 import type { SigningKey } from '../core/nostr/keys.js';
 import { shardPrefix } from '../core/shard/shard.js';
-import { connectRedis, describeClient, type RedisClient, type RedisTarget } from '../adapters/redis/connection.js';
+import { connectRedis, describeClient, dropConnection, type RedisClient, type RedisTarget } from '../adapters/redis/connection.js';
 import { checkSlotServed, describeClusterRedirect } from '../adapters/redis/cluster-redirect.js';
 import { UsageError } from '../core/errors/errors.js';
 import { DaemonMetrics } from '../adapters/metrics/metrics.js';
@@ -241,7 +241,7 @@ export class Daemon {
       })();
       if (await settlesWithin(inOrder, STOP_GRACE_MS)) return;
       this.log.warn({ graceMs: STOP_GRACE_MS }, `workers did not close within ${STOP_GRACE_MS} ms; dropping the Redis connections (jobs they held return to their queues)`);
-      for (const c of [this.redis, ...this.storeRedises]) c.disconnect();
+      for (const c of [this.redis, ...this.storeRedises]) dropConnection(c);
       await settlesWithin(inOrder, 1000);
     })();
     return this.stopping;

@@ -98,3 +98,25 @@ export function redisAnswers(host: string, port: number, timeoutMs = 1000): Prom
     });
   });
 }
+
+/** What every command on a dropped connection fails with (`dropConnection`). */
+export class ConnectionDroppedError extends Error {
+  constructor() {
+    super('the connection was dropped by a stop');
+    this.name = 'ConnectionDroppedError';
+  }
+}
+
+/**
+ * Drops a connection for good, as a stop does past its grace: what is in flight fails, and every
+ * later command fails at once with ConnectionDroppedError. Not ioredis's "Connection is closed.":
+ * a BullMQ worker that is closing retries that one without delay and for ever (a busy loop).
+ */
+export function dropConnection(client: RedisClient): void {
+  const refuse = (command: { reject: (err: Error) => void; promise: Promise<unknown> }): Promise<unknown> => {
+    command.reject(new ConnectionDroppedError());
+    return command.promise;
+  };
+  (client as unknown as { sendCommand: typeof refuse }).sendCommand = refuse;
+  client.disconnect();
+}
