@@ -527,12 +527,12 @@ export class AnchorStore {
     const res = (await pipe.exec()) ?? [];
     const records = keys.map((key, i) => {
       const [herr, h] = res[per * i] ?? [null, {}];
+      const [eerr, envelope] = (envelopes ? res[per * i + 1] : null) ?? [null, null];
       if (herr) throw herr;
+      if (eerr) throw eerr;
       const hash = subjectFields(h as Record<string, Buffer>);
       if (!hash.status) return null;
       if (!envelopes) return toRecord(key, hash, null);
-      const [eerr, envelope] = res[per * i + 1] ?? [null, null];
-      if (eerr) throw eerr;
       return toRecord(key, hash, (envelope as string | null) ?? envelopeOfClaims(key, hash, h as Record<string, Buffer>));
     });
     if (!envelopes) return records;

@@ -51,7 +51,7 @@ export function packEnvelope(value: object, key: string, createdMs: number): Com
   const kept = KEPT[kind];
   const out: CompactMembers = new Map();
   const offset = Math.floor(createdMs / 1000) - atMs / 1000;
-  if (!Number.isSafeInteger(offset) || anchoredAtOf(createdMs, offset) !== at) return null;
+  if (!Number.isSafeInteger(offset) || rebuiltAt(createdMs, offset) !== at) return null;
   if (offset !== 0) out.set('at', Buffer.from(String(offset)));
   for (const [name, value] of Object.entries(envelope)) {
     if (value === undefined || name === 'subject' || name === 'type' || name === 'anchored_at' || name === kept.key) continue;
@@ -90,6 +90,15 @@ export function envelopeOfCanonical(canonical: string): Record<string, unknown> 
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
   try {
     return canonicalJson(value) === canonical ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The `anchored_at` unpackEnvelope gives for `offset`, or null when it gives none. */
+function rebuiltAt(createdMs: number, offset: number): string | null {
+  try {
+    return anchoredAtOf(createdMs, offset);
   } catch {
     return null;
   }
