@@ -10,6 +10,9 @@ import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
 import { sha256Hex } from '../../src/core/aer1/hash.js';
 import { buildEnvelope, parseClaims, type SubjectClaims } from '../../src/core/envelope/envelope.js';
 import { claimsCanonicalOf, prepareSubject, rootFingerprint } from '../../src/core/envelope/prepared.js';
+import { verifyEvent } from 'nostr-tools/pure';
+import { envelopeEvent } from '../../src/core/nostr/events.js';
+import { generateSecretKey } from '../../src/core/nostr/keys.js';
 
 const hex = (): string => randomBytes(32).toString('hex');
 const AT = '2026-12-02T09:30:00Z';
@@ -50,6 +53,18 @@ describe('prepareSubject', () => {
     const text = canonicalJson(buildEnvelope(parseClaims(cases[0]![1]) as SubjectClaims, AT));
     for (const bad of ['{}', text.replace(',"type":"zambo-receipt-anchor/1"', ''), ` ${text}`, text.replace(AT, '2026-12-02T09:30:00.5Z')]) {
       expect(() => claimsCanonicalOf(bad)).toThrow(/not the canonical text of an envelope/);
+    }
+  });
+
+  it('signs the same event from the envelope it built as from its text', () => {
+    const key = generateSecretKey();
+    for (const [, given] of cases) {
+      const p = prepareSubject(parseClaims(given) as SubjectClaims, AT);
+      const { sig: _s, ...fromText } = envelopeEvent({ canonical: p.envelopeCanonical, digestHex: p.digest }, key);
+      const fromEnvelope = envelopeEvent({ canonical: p.envelopeCanonical, digestHex: p.digest, envelope: p.envelope }, key);
+      // the same event (its id covers every member); BIP-340 signatures differ by their random aux
+      expect({ ...fromEnvelope, sig: undefined }).toEqual({ ...fromText, sig: undefined });
+      expect(verifyEvent({ ...fromEnvelope })).toBe(true);
     }
   });
 });

@@ -8,7 +8,8 @@
  * in counters (vi.mock passes every call through), on a real daemon's HTTP server, intake and
  * Redis. The daemon is built but not started, so nothing else (witnesses, reconciler) runs
  * while a phase is counted; the intake is called as its worker calls it, with the job the
- * POST queued.
+ * POST queued. With one shard and three (the shard router), and in Nostr envelope mode, where
+ * the intake also signs each subject's event.
  */
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Job } from 'bullmq';
@@ -37,6 +38,7 @@ const { createLogger } = await import('../../src/daemon/logger.js');
 const { Daemon } = await import('../../src/daemon/daemon.js');
 const { startHttpServer } = await import('../../src/adapters/http/server.js');
 const { SHARED_REDIS_URL, receiptFields, testConfig, uniquePrefix } = await import('../helpers/harness.js');
+const { generateSecretKey } = await import('../../src/core/nostr/keys.js');
 
 const TOKEN = 'test-token-0123456789abcdef';
 type Counts = typeof count;
@@ -82,13 +84,14 @@ afterAll(async () => {
   for (const r of rigs) await r.close();
 });
 
-async function rig(shards: number): Promise<Rig> {
+async function rig(shards: number, envelopeMode: boolean): Promise<Rig> {
+  // witnesses never contacted: the daemon is not started
+  const nostr = envelopeMode ? { nostr: { enabled: true, mode: 'envelope', relays: ['ws://127.0.0.1:1'] } } : {};
   const config = testConfig({
     prefix: uniquePrefix('once'),
-    // never contacted: the daemon is not started
-    overrides: { redis: { shards }, ots: { enabled: true, calendars: ['http://127.0.0.1:1'] }, http: { enabled: true, host: '127.0.0.1', port: 0, token: TOKEN } },
+    overrides: { redis: { shards }, ...nostr, ots: { enabled: true, calendars: ['http://127.0.0.1:1'] }, http: { enabled: true, host: '127.0.0.1', port: 0, token: TOKEN } },
   });
-  const daemon = new Daemon({ config, redisUrl: SHARED_REDIS_URL, log: createLogger('silent'), signingKey: null });
+  const daemon = new Daemon({ config, redisUrl: SHARED_REDIS_URL, log: createLogger('silent'), signingKey: envelopeMode ? generateSecretKey() : null });
   for (const store of daemon.state.shards) await store.openSchema({ write: true });
   const http = await startHttpServer({ daemon, log: createLogger('silent') });
   const headers = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' };
@@ -119,10 +122,15 @@ async function intake(r: Rig, jobs: Job[]): Promise<Array<IntakeResult | BulkInt
   return out;
 }
 
-describe.each([1, 3])('with %i shard(s)', (shards) => {
+describe.each([
+  { shards: 1, envelopeMode: false },
+  { shards: 3, envelopeMode: false },
+  // the intake signs each subject's event from the envelope it built
+  { shards: 1, envelopeMode: true },
+])('with $shards shard(s), Nostr envelope mode $envelopeMode', ({ shards, envelopeMode }) => {
   let r: Rig;
   beforeEach(async () => {
-    r ??= await rig(shards);
+    r ??= await rig(shards, envelopeMode);
   });
 
   it('POST /v1/anchors reads one subject once and builds its canonical JSON once', async () => {

@@ -16,7 +16,7 @@
 import { DelayedError, UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { Aer1Error, InputError } from '../../core/errors/errors.js';
-import { rootFingerprint } from '../../core/envelope/prepared.js';
+import { rootFingerprint, type PreparedSubject } from '../../core/envelope/prepared.js';
 import type { Envelope } from '../../core/envelope/envelope.js';
 import { ACCEPT_CHUNK, type AcceptSubject, type AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
@@ -90,8 +90,8 @@ export interface Anchoring {
   witnesses: readonly WitnessName[];
   /** Batchers a new subject enters. */
   inboxes: readonly WitnessName[];
-  /** Envelope mode: signs the subject's event (stored with it atomically). */
-  signEnvelope?: (canonical: string, digestHex: string) => { id: string; json: string };
+  /** Envelope mode: signs the subject's event (stored with it atomically), from the subject as read. */
+  signEnvelope?: (subject: PreparedSubject) => { id: string; json: string };
   /** After subjects are accepted (or found again): make sure their witness work is queued. */
   afterAccept: (accepted: Accepted) => Promise<void>;
   /**
@@ -198,7 +198,7 @@ export class IntakeProcessor {
 
   /** What the accept script stores for a subject read: the subject as read, its event signed in envelope mode. */
   private signed(subject: SubjectInput): AcceptSubject {
-    return { ...subject, nostrEvent: this.anchoring.signEnvelope?.(subject.envelopeCanonical, subject.digest) };
+    return { ...subject, nostrEvent: this.anchoring.signEnvelope?.(subject) };
   }
 
   /**
