@@ -1,8 +1,8 @@
 /**
- * A subject prepared once, where it is read (docs/architecture.md, "Intake"): its claims and
- * everything later stages need of them — key, kind, envelope, the envelope's canonical text,
- * its digest and the root's fingerprint — so the producer, the shard router, the intake and
- * the store take this value and never read or canonicalise the subject again.
+ * A subject prepared once, where it is read (docs/architecture.md, "One subject, start to
+ * finish"): everything later stages need of its claims — key, kind, envelope, the envelope's
+ * canonical text, its digest and the root's fingerprint — so the producer, the shard router,
+ * the intake and the store take this value and never read or canonicalise the subject again.
  */
 import { canonicalJson, canonicalString } from '../aer1/canonical-json.js';
 import { sha256Hex } from '../aer1/hash.js';
@@ -13,7 +13,7 @@ export interface PreparedSubject {
   /** `receipt_uuid`, or `job_id` for a chain head. */
   readonly key: string;
   readonly kind: SubjectKind;
-  readonly claims: SubjectClaims;
+  /** The claims stamped with `type` and `anchored_at`. */
   readonly envelope: Envelope;
   /** The envelope's canonical JSON (SPEC section 2): the bytes witnesses see. */
   readonly envelopeCanonical: string;
@@ -33,7 +33,6 @@ export function prepareSubject(claims: SubjectClaims, anchoredAt: Date | string)
   return {
     key: subjectKey(claims),
     kind: claims.subject,
-    claims,
     envelope,
     envelopeCanonical,
     digest: sha256Hex(envelopeCanonical),
