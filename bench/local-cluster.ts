@@ -21,6 +21,8 @@ export interface LocalCluster {
   ownerOf(key: string): Promise<number>;
   /** SIGKILLs the master on `port` (a node lost); `stop()` still reaps the rest. */
   kill(port: number): Promise<void>;
+  /** Starts the master on `port` again from its own folder (its nodes.conf, and its append-only file with `appendonly`). */
+  restart(port: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -64,9 +66,21 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs: num
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
 }
 
-export async function startLocalCluster(dir = mkdtempSync(join(tmpdir(), 'aer1-cluster-'))): Promise<LocalCluster> {
+export interface LocalClusterOptions {
+  /** Each node keeps an append-only file (so a killed master restarts with its data). Default off. */
+  appendonly?: boolean;
+  /** cluster-node-timeout: how long a silent master takes to be marked failed (Redis's default 15,000). */
+  nodeTimeoutMs?: number;
+}
+
+export async function startLocalCluster(dir = mkdtempSync(join(tmpdir(), 'aer1-cluster-')), opts: LocalClusterOptions = {}): Promise<LocalCluster> {
   const taken = new Set<number>();
   const nodes: Array<{ port: number; child: ChildProcess }> = [];
+  const args = (port: number): string[] => [
+    '--bind', '127.0.0.1', '--port', String(port), '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir, '--save', '',
+    '--appendonly', opts.appendonly ? 'yes' : 'no', '--appendfilename', `appendonly-${port}.aof`, '--appenddirname', `aof-${port}`, '--dbfilename', `dump-${port}.rdb`,
+    ...(opts.nodeTimeoutMs !== undefined ? ['--cluster-node-timeout', String(opts.nodeTimeoutMs)] : []),
+  ];
   const stop = async (): Promise<void> => {
     await Promise.all(nodes.map((n) => stopChild(n.child)));
   };
@@ -74,7 +88,7 @@ export async function startLocalCluster(dir = mkdtempSync(join(tmpdir(), 'aer1-c
     for (let i = 0; i < 3; i++) {
       const port = await clusterPort(taken);
       taken.add(port).add(port + 10000);
-      const child = spawn('redis-server', ['--bind', '127.0.0.1', '--port', String(port), '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir, '--save', '', '--appendonly', 'no', '--dbfilename', `dump-${port}.rdb`], { stdio: 'ignore' });
+      const child = spawn('redis-server', args(port), { stdio: 'ignore' });
       nodes.push({ port, child });
     }
     for (const n of nodes) await until(`cluster node ${n.port} up`, async () => (await askNode(n.port, 'PING')) === 'PONG', 10_000, 50);
@@ -90,7 +104,9 @@ export async function startLocalCluster(dir = mkdtempSync(join(tmpdir(), 'aer1-c
     dir,
     ports,
     urls: ports.map((p) => `redis://127.0.0.1:${p}`),
-    children: nodes.map((n) => n.child),
+    get children() {
+      return nodes.map((n) => n.child);
+    },
     async ownerOf(key: string): Promise<number> {
       const slot = Number(await askNode(ports[0]!, 'CLUSTER', 'KEYSLOT', key));
       const ranges = (await askNode(ports[0]!, 'CLUSTER', 'SLOTS')) as Array<[number, number, [string, number]]>;
@@ -100,10 +116,16 @@ export async function startLocalCluster(dir = mkdtempSync(join(tmpdir(), 'aer1-c
     },
     async kill(port: number): Promise<void> {
       const n = nodes.find((x) => x.port === port);
-      if (!n || n.child.exitCode !== null) return;
+      if (!n || n.child.exitCode !== null || n.child.signalCode !== null) return;
       const exited = new Promise((r) => n.child.once('exit', r));
       n.child.kill('SIGKILL');
       await exited;
+    },
+    async restart(port: number): Promise<void> {
+      const n = nodes.find((x) => x.port === port);
+      if (!n || (n.child.exitCode === null && n.child.signalCode === null)) throw new Error(`cluster node ${port} is still running`);
+      n.child = spawn('redis-server', args(port), { stdio: 'ignore' });
+      await until(`cluster node ${port} up again`, async () => (await askNode(port, 'PING')) === 'PONG', 20_000, 50);
     },
     stop,
   };

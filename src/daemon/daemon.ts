@@ -23,10 +23,27 @@ import { UsageError } from '../core/errors/errors.js';
 import { DaemonMetrics } from '../adapters/metrics/metrics.js';
 import { WitnessHealth } from '../adapters/health/witness-health.js';
 import { probeWitnesses, type ProbeOutcome } from '../adapters/health/witness-probe.js';
-import type { Reconciler } from './reconciler.js';
+import { REPROBE_EVERY_MS, WitnessReprobe } from '../adapters/health/witness-reprobe.js';
+import { REPAIR_KINDS, type Reconciler } from './reconciler.js';
+import type { NostrEventMode } from '../core/nostr/auto-mode.js';
 import { ProofArchive } from '../adapters/archive/proof-archive.js';
 import type { Retention, RetentionDeps } from '../adapters/retention/retention.js';
 import { ShardEngine, countIntake } from './shard-engine.js';
+import { RefusalBackoff } from '../adapters/redis/refusal-backoff.js';
+
+/** How long a stop waits for the workers to close before it drops the connections (below aer1-anchord's 20 s bound). */
+export const STOP_GRACE_MS = 10_000;
+
+/** True when `p` settles (either way) within `ms`. */
+export async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((r) => (timer = setTimeout(() => r(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 export interface DaemonDeps {
   config: Config;
@@ -36,6 +53,8 @@ export interface DaemonDeps {
   signingKey: SigningKey | null;
   /** Retention's crash-injection point (tests): after a proof is archived, before its subject is removed. */
   afterArchive?: RetentionDeps['afterArchive'];
+  /** How often idle failing relays and calendars are probed again (default 60 s; tests shorten it). */
+  witnessReprobeMs?: number;
 }
 
 export class Daemon {
@@ -57,6 +76,7 @@ export class Daemon {
   readonly metrics: DaemonMetrics;
   /** What this process saw of each relay and calendar (in-process; each daemon its own). */
   readonly health: WitnessHealth;
+  private readonly reprobe: WitnessReprobe;
   readonly witnesses: readonly WitnessName[];
   /** The x-only public key the Nostr witness signs with (null when Nostr is off). */
   readonly signerPubkey: string | null;
@@ -68,6 +88,8 @@ export class Daemon {
   /** The proof archive (archive.dir), null when none is configured. */
   readonly archive: ProofArchive | null;
   private stopping: Promise<void> | null = null;
+  /** One backoff for every worker and loop while Redis refuses writes (a write probe on each shard's probe key ends it). */
+  readonly refusals: RefusalBackoff;
 
   constructor(deps: DaemonDeps) {
     const { config, log } = deps;
@@ -87,10 +109,21 @@ export class Daemon {
     if (config.nostr.enabled && !deps.signingKey) throw new Error('nostr is enabled but no signing key was given');
     this.metrics = new DaemonMetrics();
     this.health = new WitnessHealth(log);
+    this.reprobe = new WitnessReprobe(this.health, { everyMs: deps.witnessReprobeMs ?? REPROBE_EVERY_MS });
     this.metrics.attachHealth(() => this.health.snapshot());
     if (config.nostr.enabled) for (const url of config.nostr.relays) this.health.register('relay', url);
     if (config.ots.enabled) for (const url of config.ots.calendars) this.health.register('calendar', url);
+    this.metrics.known({
+      relays: config.nostr.enabled ? config.nostr.relays : [],
+      calendars: config.ots.enabled ? config.ots.calendars : [],
+      repairKinds: REPAIR_KINDS,
+      nostrModes: config.nostr.enabled ? (['envelope', 'batch'] satisfies NostrEventMode[]) : [],
+    });
     this.archive = config.archive.dir !== null ? new ProofArchive(config.archive.dir) : null;
+    this.refusals = new RefusalBackoff({
+      log,
+      probe: () => Promise.all(this.engines.map((e, i) => this.storeRedises[i]!.set(e.store.keys.probe, String(Date.now()), 'PX', 60_000))),
+    });
     this.engines = Array.from({ length: shards }, (_, i) => new ShardEngine({
       config,
       prefix: shardPrefix(config.redis.prefix, i, shards),
@@ -102,6 +135,7 @@ export class Daemon {
       metrics: this.metrics,
       health: this.health,
       archive: this.archive,
+      refusals: this.refusals,
       ...(deps.afterArchive ? { afterArchive: deps.afterArchive } : {}),
     }));
     this.state = new ShardedStore(this.engines.map((e) => e.store));
@@ -157,10 +191,11 @@ export class Daemon {
     }
     await Promise.all(this.engines.map((e) => e.start()));
     if (this.engines.length > 1) {
-      this.routerWorker = startIntakeWorker(intakeWorkerOptions(this.config.queue, new StateKeys(this.config.redis.prefix).bullPrefix, this.redis), this.intakeProcessor(), this.log);
+      this.routerWorker = startIntakeWorker(intakeWorkerOptions(this.config.queue, new StateKeys(this.config.redis.prefix).bullPrefix, this.redis, this.refusals), this.intakeProcessor(), this.log);
       countIntake(this.routerWorker, this.metrics);
       await Promise.all([this.routerWorker.waitUntilReady(), this.intakeQueue.waitUntilReady()]);
     }
+    this.reprobe.start();
   }
 
   /** The start-up probe of every enabled relay and calendar (bounded); its outcomes feed `health`. */
@@ -187,15 +222,27 @@ export class Daemon {
     return queueDepth(this.queues);
   }
 
-  /** Stops taking jobs, lets in-flight work finish or go back to its queue, then disconnects. */
+  /**
+   * Stops taking jobs, lets in-flight work finish or go back to its queue, then disconnects;
+   * within STOP_GRACE_MS whatever Redis did before. Past it the connections are dropped: a job
+   * still held goes back to its queue by the stalled check (queue.stalledIntervalMs).
+   */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
-      await this.routerWorker?.close();
-      for (const e of this.engines) await e.closeIntake();
-      for (const e of this.engines) await e.closeRest();
-      if (this.engines.length > 1) await this.intakeQueue.close();
-      await this.redis.quit().catch(() => undefined);
-      await Promise.all(this.storeRedises.map((c) => c.quit().catch(() => undefined)));
+      this.refusals.close();
+      const inOrder = (async () => {
+        await this.reprobe.stop();
+        await this.routerWorker?.close();
+        for (const e of this.engines) await e.closeIntake();
+        for (const e of this.engines) await e.closeRest();
+        if (this.engines.length > 1) await this.intakeQueue.close();
+        await this.redis.quit().catch(() => undefined);
+        await Promise.all(this.storeRedises.map((c) => c.quit().catch(() => undefined)));
+      })();
+      if (await settlesWithin(inOrder, STOP_GRACE_MS)) return;
+      this.log.warn({ graceMs: STOP_GRACE_MS }, `workers did not close within ${STOP_GRACE_MS} ms; dropping the Redis connections (jobs they held return to their queues)`);
+      for (const c of [this.redis, ...this.storeRedises]) c.disconnect();
+      await settlesWithin(inOrder, 1000);
     })();
     return this.stopping;
   }

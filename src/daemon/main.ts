@@ -12,7 +12,7 @@ import { VERSION } from '../version.js';
 import { type SigningKey } from '../core/nostr/keys.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
 import { loadSigningKey, writeKeyFile } from '../adapters/nostr/key-file.js';
-import { Daemon } from './daemon.js';
+import { Daemon, settlesWithin, type DaemonDeps } from './daemon.js';
 import { openEmbeddedRedis, INSTALL_HINT, type DaemonRedis } from './embedded-redis.js';
 import { createLogger, type Logger } from './logger.js';
 import { redisAnswers, type RedisTarget } from '../adapters/redis/connection.js';
@@ -20,6 +20,8 @@ import { describeProbe } from '../adapters/health/witness-probe.js';
 import { displayUrl } from '../adapters/config/display-url.js';
 
 const STOP_TIMEOUT_MS = 20_000;
+/** The webhooks' share of a stop: their workers and fan-out, on a Redis that may not answer (the daemon's own is STOP_GRACE_MS). */
+const WEBHOOKS_STOP_MS = 5000;
 
 export interface RunningDaemon {
   daemon: Daemon;
@@ -57,10 +59,10 @@ export function signingKeyFor(config: Config, log: Logger): SigningKey | null {
 }
 
 /** Starts everything `aer1-anchord` runs; used by the CLI and by the demo. */
-export async function runDaemon(config: Config, log: Logger): Promise<RunningDaemon> {
+export async function runDaemon(config: Config, log: Logger, opts: Pick<DaemonDeps, 'witnessReprobeMs'> = {}): Promise<RunningDaemon> {
   const redis = await resolveRedis(config, log);
   const signingKey = signingKeyFor(config, log);
-  const daemon = new Daemon({ config, redisUrl: redis.target, log, signingKey });
+  const daemon = new Daemon({ config, redisUrl: redis.target, log, signingKey, ...opts });
   await daemon.start();
   // bounded (3 s) and run beside the HTTP start: the first log lines say whether the witnesses answered
   const probe = daemon.probeWitnesses();
@@ -99,7 +101,7 @@ export async function runDaemon(config: Config, log: Logger): Promise<RunningDae
     redisUrl: redis.url,
     stop() {
       stopping ??= (async () => {
-        await webhooks?.stop();
+        if (webhooks && !(await settlesWithin(webhooks.stop(), WEBHOOKS_STOP_MS))) log.warn(`webhooks did not stop within ${WEBHOOKS_STOP_MS} ms; going on with the stop`);
         await http?.close();
         await daemon.stop();
         await redis.embedded?.stop();
@@ -119,7 +121,7 @@ export async function main(argv: string[]): Promise<number> {
   if (values.help) {
     process.stdout.write(
       'usage: aer1-anchord [--config FILE] [--stop-on-stdin-eof]\n' +
-        '  Configuration: built-in defaults, then --config FILE, then AER1_* environment variables (README: Configuration).\n' +
+        '  Configuration: built-in defaults, then --config FILE, then AER1_* environment variables (docs/configuration.md).\n' +
         '  --stop-on-stdin-eof  stop as on SIGTERM when standard input closes: a parent holding a pipe to it\n' +
         '                       (a supervisor, a test) takes the daemon with it when it dies, even by SIGKILL.\n',
     );

@@ -27,6 +27,7 @@ import type { WitnessName } from '../adapters/state/keys.js';
 import type { WitnessStatus } from '../core/proof/format.js';
 import { reconcileQueueName } from '../adapters/queue/names.js';
 import { PeriodicPass } from '../adapters/queue/periodic-pass.js';
+import type { RefusalBackoff } from '../adapters/redis/refusal-backoff.js';
 import type { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import type { OtsWitness } from '../adapters/ots/ots-witness.js';
 
@@ -43,6 +44,8 @@ export interface ReconcilerDeps {
   log: Logger;
   onRepair?: (kind: RepairKind, n: number) => void;
   now?: () => number;
+  /** The daemon's shared backoff while Redis refuses writes. */
+  refusals?: RefusalBackoff;
 }
 
 const SCHEDULER_ID = 'reconcile';
@@ -75,6 +78,7 @@ export class Reconciler {
       name: 'reconciler',
       log: this.log,
       run: () => this.pass(),
+      ...(deps.refusals ? { refusals: deps.refusals } : {}),
     });
   }
 

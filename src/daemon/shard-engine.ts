@@ -14,6 +14,7 @@ import { IntakeProcessor, intakeWorkerOptions, startIntakeWorker, type BulkIntak
 import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
 import { OtsWitness } from '../adapters/ots/ots-witness.js';
+import { noteLateEvents } from '../adapters/ots/event-ids.js';
 import { Nip03Publisher } from '../adapters/nostr/nip03-publisher.js';
 import { headerSourceFromConfig } from '../adapters/bitcoin/index.js';
 import { serializeEvent } from '../core/nostr/events.js';
@@ -24,6 +25,7 @@ import type { RedisClient } from '../adapters/redis/connection.js';
 import type { DaemonMetrics } from '../adapters/metrics/metrics.js';
 import type { WitnessHealth } from '../adapters/health/witness-health.js';
 import { Reconciler } from './reconciler.js';
+import type { RefusalBackoff } from '../adapters/redis/refusal-backoff.js';
 import type { ProofArchive } from '../adapters/archive/proof-archive.js';
 import { ProofExporter } from '../adapters/proof/export.js';
 import { configuredSources } from '../adapters/state/subject-view.js';
@@ -33,6 +35,8 @@ import { hookId } from '../adapters/webhooks/delivery-log.js';
 
 /** Relay answers that say the relay has the event; any other outcome is a failed attempt. */
 const RELAY_SUCCESS = new Set(['accepted', 'rejected:duplicate']);
+/** Back-pressure, not a fault: the relay is up and asks us to slow down (Witness health `throttled`). */
+const RELAY_THROTTLED = 'rejected:rate-limited';
 /** Calendar answers: a submit taken or any answer to an upgrade poll; the rest are error codes. */
 function calendarAnswered(result: string): boolean {
   return result === 'submitted' || result.startsWith('upgrade_');
@@ -52,6 +56,8 @@ export interface ShardEngineDeps {
   health: WitnessHealth;
   archive: ProofArchive | null;
   afterArchive?: RetentionDeps['afterArchive'];
+  /** The daemon's backoff while Redis refuses writes, shared by every shard's workers. */
+  refusals?: RefusalBackoff;
 }
 
 export class ShardEngine {
@@ -68,6 +74,7 @@ export class ShardEngine {
   private readonly witnesses: readonly WitnessName[];
   private readonly metrics: DaemonMetrics;
   private readonly archive: ProofArchive | null;
+  private readonly refusals: RefusalBackoff | undefined;
   private readonly batchers: Batcher[] = [];
   private intakeWorker: Worker | null = null;
   private processor: IntakeProcessor | null = null;
@@ -80,6 +87,8 @@ export class ShardEngine {
     this.witnesses = deps.witnesses;
     this.metrics = deps.metrics;
     this.archive = deps.archive;
+    this.refusals = deps.refusals;
+    const refusalsOpt = deps.refusals ? { refusals: deps.refusals } : {};
     this.store = new AnchorStore(deps.storeRedis, deps.prefix);
     const bullPrefix = this.store.keys.bullPrefix;
     this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: bullPrefix });
@@ -87,6 +96,8 @@ export class ShardEngine {
     // each shard publishes on its own queues: the relay budget is split K ways
     const shardRate = ratePerShard(config.nostr.ratePerMinute, config.redis.shards);
 
+    // NIP-03 rides on the envelope events: not in batch mode, and only with both witnesses on.
+    const nip03On = config.nostr.enabled && config.ots.enabled && config.nostr.nip03 && config.nostr.mode !== 'batch';
     if (config.nostr.enabled) {
       if (!signingKey) throw new Error('nostr is enabled but no signing key was given');
       this.nostr = new NostrWitness(
@@ -98,6 +109,7 @@ export class ShardEngine {
           bullPrefix,
           connection: this.redis,
           stalledIntervalMs: config.queue.stalledIntervalMs,
+          ...refusalsOpt,
         },
         this.store,
         signingKey,
@@ -106,10 +118,12 @@ export class ShardEngine {
           onPublish: (relay, result, message) => {
             this.metrics.relayPublish(relay, result);
             if (RELAY_SUCCESS.has(result)) health.success('relay', relay);
+            else if (result === RELAY_THROTTLED) health.throttled('relay', relay, message);
             else health.failure('relay', relay, `${result}: ${message}`);
           },
           onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('nostr', status, createdMs),
           onModeDecision: (mode, subjects) => this.metrics.nostrModeDecision(mode, subjects),
+          ...(nip03On ? { onSubjectEvents: (linked: Array<{ key: string; eventId: string }>) => noteLateEvents(this.store, linked) } : {}),
         },
       );
       // Auto and batch mode cut the inbox; in envelope mode it is empty unless the mode was
@@ -118,6 +132,7 @@ export class ShardEngine {
       const budget = autoBudget(shardRate, config.nostr.autoHorizonMs);
       this.batchers.push(
         new Batcher('nostr', this.store, {
+          ...refusalsOpt,
           maxSize: config.nostr.batchMaxSize,
           windowMs: config.nostr.batchWindowMs,
           handOver: (id) => nostr.enqueueBatch(id),
@@ -135,12 +150,11 @@ export class ShardEngine {
         }, log),
       );
     }
-    // NIP-03 rides on the envelope events: not in batch mode, and only with both witnesses on.
-    const nip03 = this.nostr && signingKey && config.ots.enabled && config.nostr.nip03 && config.nostr.mode !== 'batch'
+    const nip03 = this.nostr && signingKey && nip03On
       ? new Nip03Publisher(this.store, this.nostr, signingKey, log.child({ part: 'nip03' }), headerSourceFromConfig(config.ots), config.ots.network)
       : null;
     if (config.ots.enabled) {
-      this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs }, this.store, log, {
+      this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs, ...refusalsOpt }, this.store, log, {
         onCalendarRequest: (calendar, result, message) => {
           this.metrics.calendarRequest(calendar, result);
           if (calendarAnswered(result)) health.success('calendar', calendar);
@@ -150,7 +164,7 @@ export class ShardEngine {
       }, nip03 ? { nip03: (batchId) => nip03.publishBatch(batchId).then(() => undefined) } : {});
       const ots = this.ots;
       this.batchers.push(
-        new Batcher('ots', this.store, { maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id) }, log),
+        new Batcher('ots', this.store, { ...refusalsOpt, maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id) }, log),
       );
     }
     this.reconciler = new Reconciler({
@@ -161,6 +175,7 @@ export class ShardEngine {
       connection: this.redis,
       log,
       onRepair: (kind, n) => this.metrics.reconcilerRepairs(kind, n),
+      ...refusalsOpt,
     });
     const handover = config.webhooks.length > 0 ? new WebhookHandover(this.redis, this.store.keys.base, config.webhooks.map((h) => hookId(h.url))) : null;
     this.retention =
@@ -175,6 +190,7 @@ export class ShardEngine {
             log,
             ...(afterArchive ? { afterArchive } : {}),
             onRetired: (n) => this.metrics.retentionRetired(n),
+            ...refusalsOpt,
           })
         : null;
   }
@@ -231,7 +247,7 @@ export class ShardEngine {
     this.nostr?.start();
     this.ots?.start();
     for (const b of this.batchers) b.start();
-    this.intakeWorker = startIntakeWorker(intakeWorkerOptions(this.config.queue, this.store.keys.bullPrefix, this.redis), this.intakeProcessor(), this.log);
+    this.intakeWorker = startIntakeWorker(intakeWorkerOptions(this.config.queue, this.store.keys.bullPrefix, this.redis, this.refusals), this.intakeProcessor(), this.log);
     await this.reconciler.start();
     await this.retention?.start();
     countIntake(this.intakeWorker, this.metrics);

@@ -178,7 +178,7 @@ describe('/readyz on redis.cluster when the master of {prefix} is lost', () => {
       expect(slowest).toBeLessThan(5000);
       expect(JSON.stringify(await res.json())).toMatch(/"code":"not_ready","message":"redis: Redis is unreachable/);
     } finally {
-      // BullMQ's workers wait for the lost master to close (aer1-anchord's 20 s stop timeout covers it): bounded here
+      // the daemon's stop drops its connections after STOP_GRACE_MS (10 s) when its workers wait on the lost master: bounded here too
       await Promise.race([s.close(), new Promise((r) => setTimeout(r, 20_000).unref())]);
     }
   });

@@ -21,6 +21,43 @@ describe('redisRefusal', () => {
     expect(redisRefusal(new Error(message))).toMatchObject({ kind, writesRefused, maybeApplied });
   });
 
+  // issue 29: ioredis's cluster client wraps Redis's words; every HTTP path answered 500 on these
+  it.each([
+    ['Too many Cluster redirections. Last error: ReplyError: CLUSTERDOWN The cluster is down', 'busy', 'CLUSTERDOWN The cluster is down'],
+    ['Too many Cluster redirections. Last error: Error: Connection is closed.', 'unavailable', 'Connection is closed.'],
+    ['Too many Cluster redirections. Last error: ReplyError: TRYAGAIN Multiple keys request during rehashing of slot', 'busy', 'TRYAGAIN Multiple keys request during rehashing of slot'],
+    ['Too many Cluster redirections. Last error: ReplyError: MOVED 5798 127.0.0.1:7001', 'unavailable', 'MOVED 5798 127.0.0.1:7001'],
+    ['Too many Cluster redirections. Last error: ReplyError: ASK 5798 127.0.0.1:7001', 'unavailable', 'ASK 5798 127.0.0.1:7001'],
+    ["Too many Cluster redirections. Last error: ReplyError: OOM command not allowed when used memory > 'maxmemory'.", 'out_of_memory', "OOM command not allowed when used memory > 'maxmemory'."],
+    ["Too many Cluster redirections. Last error: ReplyError: READONLY You can't write against a read only replica.", 'read_only', "READONLY You can't write against a read only replica."],
+    ['Too many Cluster redirections. Last error: ReplyError: LOADING Redis is loading the dataset in memory', 'busy', 'LOADING Redis is loading the dataset in memory'],
+    ['Too many Cluster redirections. Last error: ReplyError: MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to \'no\'.', 'busy', "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."],
+    ['ReplyError: CLUSTERDOWN Hash slot not served', 'busy', 'CLUSTERDOWN Hash slot not served'],
+    ['None of startup nodes is available', 'unavailable', 'None of startup nodes is available'],
+    ['Cluster is disconnected.', 'unavailable', 'Cluster is disconnected.'],
+    ['Failed to refresh slots cache.', 'unavailable', 'Failed to refresh slots cache.'],
+    ["Failed to add repeatable job for next iteration: OOM command not allowed when used memory > 'maxmemory'. script: 568868f89f8cc74c44032e07ce9c50c09e60bd17, on @user_script:315.", 'out_of_memory', "OOM command not allowed when used memory > 'maxmemory'."],
+  ])('wrapped: %s → %s', (message, kind, detail) => {
+    const r = redisRefusal(new Error(message));
+    expect(r).toMatchObject({ kind });
+    expect(r!.detail).toBe(detail);
+  });
+
+  it('finds the refusal in the error a wrapper carries (lastNodeError, cause, AggregateError)', () => {
+    const withLast = Object.assign(new Error('Too many Cluster redirections. Last error: [object Object]'), { lastNodeError: new Error('CLUSTERDOWN The cluster is down') });
+    expect(redisRefusal(withLast)).toMatchObject({ kind: 'busy' });
+    expect(redisRefusal(new Error('job failed', { cause: new Error("OOM command not allowed when used memory > 'maxmemory'.") }))).toMatchObject({ kind: 'out_of_memory', writesRefused: true });
+    expect(redisRefusal(new AggregateError([new Error('nothing'), new Error('connect ECONNREFUSED 127.0.0.1:7000')], 'all failed'))).toMatchObject({ kind: 'unavailable' });
+    // the state's refusal wins over a dropped connection it came with
+    expect(redisRefusal(new AggregateError([new Error('Connection is closed.'), new Error('READONLY no')]))).toMatchObject({ kind: 'read_only' });
+  });
+
+  it('does not take a word inside other text for a refusal', () => {
+    for (const message of ['ERR the OOM killer is not ours', 'Too many Cluster redirections. Last error: ReplyError: WRONGTYPE Operation against a key', 'input: field "CLUSTERDOWN" is unknown', 'invalid MOVED header']) {
+      expect(redisRefusal(new Error(message)), message).toBeNull();
+    }
+  });
+
   it('is null for errors that are ours or the request\'s', () => {
     for (const message of ['WRONGTYPE Operation against a key holding the wrong kind of value', 'ERR unknown command', "Cannot read properties of undefined (reading 'x')", 'NOSCRIPT No matching script']) {
       expect(redisRefusal(new Error(message)), message).toBeNull();

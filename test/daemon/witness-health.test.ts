@@ -11,7 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runDaemon, type RunningDaemon } from '../../src/daemon/main.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
-import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
+import { startDevRelay, type DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import type { Stats } from '../../src/adapters/http/stats.js';
 import { Issuer, SHARED_REDIS_URL, deletePrefix, receiptFields, startCalendars, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
@@ -39,13 +39,13 @@ afterAll(async () => {
   for (const f of cleanup.reverse()) await f().catch(() => undefined);
 });
 
-async function start(setup: Parameters<typeof testConfig>[0]): Promise<{ running: RunningDaemon; lines: LogLine[]; issuer: Issuer; prefix: string; startMs: number }> {
+async function start(setup: Parameters<typeof testConfig>[0], witnessReprobeMs?: number): Promise<{ running: RunningDaemon; lines: LogLine[]; issuer: Issuer; prefix: string; startMs: number }> {
   const keyFile = join(tempDir('key'), 'nostr.key');
   writeKeyFile(keyFile);
   const config = testConfig({ ...setup, overrides: { redis: { url: SHARED_REDIS_URL }, nostr: { keyFile }, http: { enabled: true, port: 0 }, ...setup.overrides } });
   const { log, lines } = capturingLogger();
   const t0 = Date.now();
-  const running = await runDaemon(config, log);
+  const running = await runDaemon(config, log, witnessReprobeMs === undefined ? {} : { witnessReprobeMs });
   const startMs = Date.now() - t0;
   const issuer = new Issuer(config);
   cleanup.push(() => issuer.close(), () => deletePrefix(issuer.redis, config.redis.prefix), () => running.stop());
@@ -135,6 +135,71 @@ describe('witness health', () => {
     expect(hits(/is failing/)).toHaveLength(1);
     expect(hits(/recovered/)).toHaveLength(1);
     expect(hits(/still failing/)).toHaveLength(0);
+  }, 90_000);
+
+  it('a relay answering rate-limited: is throttled, not failing: one warning, no flapping; /readyz, /v1/stats and the metrics say throttled', async () => {
+    const relays = await Promise.all([startDevRelay(), startDevRelay({ profile: 'damus', profileOptions: { ratePerMinute: 3 } })]);
+    cleanup.push(() => Promise.all(relays.map((r) => r.close())));
+    const { running, lines, issuer } = await start({ relays, overrides: { nostr: { mode: 'envelope', maxAttempts: 1000, rateLimitBackoffMs: 50, backoffMaxMs: 200 } } });
+    const url = `${relays[1]!.url}/`;
+    const health = () => running.daemon.health.snapshot().find((h) => h.url === url)!;
+    const states = new Set<string>();
+    for (const s of Array.from({ length: 8 }, () => receiptFields())) await issuer.enqueue(s, s.receipt_uuid);
+    await waitFor('20 rate-limited answers', () => {
+      states.add(health().state);
+      return health().recent.throttled >= 20;
+    }, 30_000, 20);
+    expect(states.has('failing')).toBe(false);
+    expect(health()).toMatchObject({ state: 'throttled', consecutiveFailures: 0, recent: { failures: 0 } });
+    expect(about(lines, url, /is throttling us/)).toHaveLength(1);
+    expect(about(lines, url, /is throttling us/)[0]!.level).toBe(40);
+    expect(about(lines, url, /failing|recovered/)).toHaveLength(0);
+
+    const ready = (await (await fetch(`${running.httpUrl}/readyz`)).json()) as { failing: string[]; throttled: string[]; witnesses: Array<Record<string, unknown>> };
+    expect(ready.failing).toEqual([]);
+    expect(ready.throttled).toEqual([`relay ${url}`]);
+    expect(ready.witnesses.find((w) => w.url === url)).toMatchObject({ state: 'throttled' });
+    const stats = (await (await fetch(`${running.httpUrl}/v1/stats`)).json()) as Stats;
+    expect(stats.health.find((h) => h.url === url)).toMatchObject({ state: 'throttled' });
+    const text = await (await fetch(`${running.httpUrl}/metrics`)).text();
+    expect(text).toContain(`aer1_witness_endpoint_throttled{kind="relay",url="${url}"} 1`);
+    expect(text).toContain(`aer1_witness_endpoint_failing{kind="relay",url="${url}"} 0`);
+    // the publish counter names the relay the same way, so the two join
+    expect(text).toMatch(new RegExp(`aer1_relay_publish_total\\{url="${url.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}",result="rejected:rate-limited"\\} \\d+`));
+  }, 90_000);
+
+  it('an idle failing calendar is probed again and turns ok once it answers, with no new work for it; aer1_witness_endpoint_failing goes back to 0', async () => {
+    const headers = join(tempDir('headers'), 'headers.json');
+    const calendars = await startCalendars(2, headers);
+    cleanup.push(() => Promise.all(calendars.map((c) => c.close())));
+    const [good, bad] = calendars as [DevCalendar, DevCalendar];
+    bad.setMode('error500');
+    const { running, lines, issuer } = await start({ calendars, headersFile: headers, overrides: { ots: { minCalendars: 1 } } }, 300);
+    const url = `${bad.url}/`;
+    const health = () => running.daemon.health.snapshot().find((h) => h.url === url)!;
+    // three batches, each held by the good calendar and refused by the bad one: then no more work for it
+    for (let i = 0; i < 3; i++) {
+      const s = receiptFields();
+      await issuer.enqueue(s, s.receipt_uuid);
+      await waitFor('the batch held by the good calendar', async () => {
+        const r = await issuer.store.getRecord(s.receipt_uuid);
+        return r?.batches.ots && (await issuer.store.batchField('ots', r.batches.ots.id, 'submitted')) === '1';
+      }, 30_000, 20);
+    }
+    await waitFor('the bad calendar failing', () => health().state === 'failing', 10_000, 20);
+    const gauge = async (): Promise<string | undefined> => new RegExp(`^aer1_witness_endpoint_failing\\{kind="calendar",url="${url.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}"\\} (\\d+)$`, 'm').exec(await (await fetch(`${running.httpUrl}/metrics`)).text())?.[1];
+    expect(await gauge()).toBe('1');
+    // probed while still answering 500: still failing, the probe's error shown
+    await waitFor('a probe of the bad calendar', () => health().lastError?.message.startsWith('probe: '), 10_000, 20);
+    expect(health().state).toBe('failing');
+    const sent = bad.stats().digestsReceived;
+
+    bad.setMode('ok');
+    await waitFor('the calendar ok again without new work', () => health().state === 'ok', 10_000, 20);
+    expect(await gauge()).toBe('0');
+    expect(bad.stats().digestsReceived).toBe(sent);
+    expect(about(lines, url, /is failing/)).toHaveLength(1);
+    expect(about(lines, url, /recovered/)).toHaveLength(1);
   }, 90_000);
 
   it('the first log lines say which witnesses answered, within a few seconds, before "ready"', async () => {

@@ -122,6 +122,6 @@ describe('after 100 subjects', () => {
     const ownEvents = (await s.daemon.store.getRecords(keys)).filter((r) => r!.nostrEventId).length;
     expect(anchors).toBeGreaterThan(0);
     expect(attestations).toBeLessThanOrEqual(ownEvents);
-    expect(done.metrics.get(`aer1_relay_publish_total{relay=${s.relays[0]!.url},result=accepted}`)).toBe(anchors + attestations);
+    expect(done.metrics.get(`aer1_relay_publish_total{result=accepted,url=${new URL(s.relays[0]!.url).href}}`)).toBe(anchors + attestations);
   });
 });

@@ -1,8 +1,10 @@
 /**
- * The ops files in docs/ agree with the daemon: every metric the Grafana dashboard and the
- * Prometheus rules name is in a real daemon's /metrics (with the labels they match on),
- * the rules file is well-formed YAML of the shape Prometheus loads, and the gauges added
- * for the alerts (witness endpoints, Redis writability) say what happened.
+ * The ops files in docs/ agree with the daemon: every metric the Grafana dashboard, the
+ * Prometheus alerts and the recording rules name is in a real daemon's /metrics (with the
+ * labels they match on and group by, and with a series from the start), the rules files are
+ * well-formed YAML of the shape Prometheus loads, every relay and calendar metric names its
+ * endpoint with the one label `url` in one form, and the gauges added for the alerts
+ * (witness endpoints, Redis writability) say what happened.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,6 +16,7 @@ import { startStack, type Stack } from './fixture.js';
 
 const DASHBOARD = join(REPO_ROOT, 'docs/grafana/aer1-anchor.json');
 const RULES = join(REPO_ROOT, 'docs/prometheus/aer1-anchor.rules.yml');
+const RECORDING = join(REPO_ROOT, 'docs/prometheus/aer1-anchor.recording.yml');
 /** Series Prometheus makes itself, and the labels it adds to every scraped one. */
 const PROMETHEUS_SERIES = new Set(['up']);
 const PROMETHEUS_LABELS = new Set(['instance', 'job']);
@@ -73,10 +76,29 @@ interface Rule {
   annotations: { summary: string; description: string };
 }
 
+interface RecordingRule {
+  record: string;
+  expr: string;
+  labels?: Record<string, string>;
+}
+
+function recordingRules(): RecordingRule[] {
+  const doc = parse(readFileSync(RECORDING, 'utf8')) as { groups: Array<{ name: string; rules: RecordingRule[] }> };
+  return doc.groups.flatMap((g) => g.rules);
+}
+
+/** The label names an expression groups by (`by (a, b)`), which must exist on the metric too. */
+function groupedBy(expr: string): string[] {
+  return [...expr.matchAll(/\bby\s*\(([^)]*)\)/g)].flatMap((m) => m[1]!.split(',').map((l) => l.trim()).filter((l) => l !== '' && l !== 'le'));
+}
+
 function rules(): Rule[] {
   const doc = parse(readFileSync(RULES, 'utf8')) as { groups: Array<{ name: string; rules: Rule[] }> };
   return doc.groups.flatMap((g) => g.rules);
 }
+
+/** Metric names with at least one sample in the last exposition read. */
+const sampled = new Set<string>();
 
 /** name → the label names seen on its series (a histogram's _bucket/_sum/_count under their own names); every `# TYPE` name, even without samples. */
 function exposition(text: string): Map<string, Set<string>> {
@@ -97,6 +119,7 @@ function exposition(text: string): Map<string, Set<string>> {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? \S+$/.exec(line);
     if (!m) throw new Error(`not a sample line: ${line}`);
     const labels = add(m[1]!);
+    sampled.add(m[1]!);
     for (const [, k] of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="/g)) labels.add(k!);
   }
   return out;
@@ -124,6 +147,23 @@ describe('the Prometheus rules file', () => {
     }
   });
 
+  it('the recording rules parse into named rules (level:metric:operations), each used name defined once', () => {
+    const all = recordingRules();
+    expect(all.length).toBeGreaterThan(5);
+    expect(new Set(all.map((r) => r.record)).size).toBe(all.length);
+    for (const r of all) {
+      expect(Object.keys(r).filter((k) => !['record', 'expr', 'labels'].includes(k)), r.record).toEqual([]);
+      expect(r.record).toMatch(/^[a-z_]+:aer1_[a-z0-9_]+:[a-z0-9_]+$/);
+      expect(() => selectors(r.expr), r.record).not.toThrow();
+      // it keeps the instance, so one daemon's series stay apart
+      expect(groupedBy(r.expr), r.record).toContain('instance');
+    }
+    // what the dashboard and the alerts lean on most is recorded
+    for (const metric of ['aer1_relay_publish_total', 'aer1_calendar_requests_total', 'aer1_witness_endpoint_failing', 'aer1_witness_endpoint_throttled', 'aer1_anchor_time_to_confirm_seconds_bucket', 'aer1_reconciler_repairs_total']) {
+      expect(all.some((r) => selectors(r.expr).some((s) => s.metric === metric)), metric).toBe(true);
+    }
+  });
+
   it('the selector reader finds names and matched labels, not functions, keywords or ranges', () => {
     expect(selectors('histogram_quantile(0.95, sum by (le, witness) (rate(x_bucket{instance=~"$i", a!="b"}[$__rate_interval])))')).toEqual([{ metric: 'x_bucket', labels: ['instance', 'a'] }]);
     expect(selectors('min by (instance, kind) (m) == 1 and on (instance) up{job="j"} offset 5m')).toEqual([{ metric: 'm', labels: [] }, { metric: 'up', labels: ['job'] }]);
@@ -134,6 +174,7 @@ describe('the Prometheus rules file', () => {
 describe('dashboard and rules against a real daemon', () => {
   let s: Stack;
   let names: Map<string, Set<string>>;
+  let text = '';
 
   beforeAll(async () => {
     s = await startStack();
@@ -144,36 +185,65 @@ describe('dashboard and rules against a real daemon', () => {
     await s.confirm([subject.receipt_uuid]);
     const res = await s.get('/metrics', { auth: true });
     expect(res.status).toBe(200);
-    names = exposition(await res.text());
+    text = await res.text();
+    names = exposition(text);
   });
 
   afterAll(async () => {
     await s?.close();
   });
 
-  it('every metric the dashboard and the rules name is in /metrics, with the labels they match on', () => {
-    const exprs = [...dashboardExprs(), ...rules().map((r) => r.expr)];
+  it('every metric the dashboard, the alerts and the recording rules name is in /metrics, with the labels they match on and group by, and a series', () => {
+    const recorded = new Set(recordingRules().map((r) => r.record));
+    const exprs = [...dashboardExprs(), ...rules().map((r) => r.expr), ...recordingRules().map((r) => r.expr)];
+    const noSeries: string[] = [];
     expect(exprs.length).toBeGreaterThan(20);
     const missing: string[] = [];
     const badLabels: string[] = [];
     let checked = 0;
     for (const e of exprs) {
-      for (const sel of selectors(e)) {
-        if (PROMETHEUS_SERIES.has(sel.metric)) continue;
+      const sels = selectors(e);
+      for (const sel of sels) {
+        if (PROMETHEUS_SERIES.has(sel.metric) || recorded.has(sel.metric)) continue;
         checked++;
         const labels = names.get(sel.metric);
         if (!labels) {
           missing.push(sel.metric);
           continue;
         }
-        // labels can be checked only where the metric has series; a counter never incremented has none
-        if (labels.size === 0) continue;
-        for (const l of sel.labels) if (!PROMETHEUS_LABELS.has(l) && !labels.has(l)) badLabels.push(`${sel.metric}{${l}}`);
+        // a panel or rule over a metric without a series says "No data": counters start at 0 for their known labels
+        if (!sampled.has(sel.metric)) noSeries.push(sel.metric);
+        const wanted = [...sel.labels, ...(sels.length === 1 ? groupedBy(e) : [])];
+        for (const l of wanted) if (!PROMETHEUS_LABELS.has(l) && !labels.has(l)) badLabels.push(`${sel.metric}{${l}}`);
       }
     }
-    expect(checked).toBeGreaterThan(20);
+    expect(checked).toBeGreaterThan(30);
     expect(missing).toEqual([]);
     expect(badLabels).toEqual([]);
+    expect([...new Set(noSeries)]).toEqual([]);
+  });
+
+  it('names each relay and calendar with one label, url, in one form, on every endpoint metric', () => {
+    const endpointMetrics = ['aer1_relay_publish_total', 'aer1_calendar_requests_total', 'aer1_witness_endpoint_failing', 'aer1_witness_endpoint_throttled', 'aer1_witness_endpoint_consecutive_failures'];
+    for (const m of endpointMetrics) {
+      expect(names.get(m), m).toBeDefined();
+      expect(names.get(m)!.has('url'), m).toBe(true);
+      expect([...names.get(m)!].filter((l) => ['relay', 'calendar'].includes(l)), m).toEqual([]);
+    }
+    const urls = (metric: string, kind: string): string[] =>
+      [...new Set([...text.matchAll(new RegExp(`^${metric}\\{([^}]*)\\} `, 'gm'))].map((m) => m[1]!).filter((l) => !l.includes('kind=') || l.includes(`kind="${kind}"`)).map((l) => /url="([^"]*)"/.exec(l)![1]!))].sort();
+    const relays = s.relays.map((r) => new URL(r.url).href).sort();
+    const calendars = s.calendars.map((c) => new URL(c.url).href).sort();
+    expect(urls('aer1_relay_publish_total', 'relay')).toEqual(relays);
+    expect(urls('aer1_witness_endpoint_failing', 'relay')).toEqual(relays);
+    expect(urls('aer1_calendar_requests_total', 'calendar')).toEqual(calendars);
+    expect(urls('aer1_witness_endpoint_failing', 'calendar')).toEqual(calendars);
+  });
+
+  it('has every reconciler repair kind at 0 before any repair', () => {
+    for (const kind of ['inbox', 'relay-publish', 'relay-reopen', 'nostr-witness', 'nostr-batch', 'ots-submit', 'ots-poll', 'nip03']) {
+      expect(text).toMatch(new RegExp(`^aer1_reconciler_repairs_total\\{kind="${kind}"\\} 0$`, 'm'));
+    }
   });
 
   it('reports each relay and calendar as not failing, and Redis as writable', () => {

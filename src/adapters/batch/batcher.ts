@@ -8,8 +8,11 @@
 import type { Logger } from 'pino';
 import type { AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
+import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 
 export interface BatcherOptions {
+  /** The daemon's shared backoff: no pass while Redis refuses writes, and its refusals are logged there. */
+  refusals?: RefusalBackoff;
   maxSize: number;
   windowMs: number;
   /** Hands a batch to its witness; must be idempotent per batch id. */
@@ -64,8 +67,11 @@ export class Batcher {
       this.again ||= cutPartial;
       return this.running;
     }
+    if (this.opts.refusals?.holding) return Promise.resolve();
     this.running = this.pass(cutPartial)
-      .catch((err: unknown) => this.log.warn({ err }, 'batch pass failed; retrying next tick'))
+      .catch((err: unknown) => {
+        if (!this.opts.refusals?.refused(err)) this.log.warn({ err }, 'batch pass failed; retrying next tick');
+      })
       .finally(() => {
         this.running = null;
         if (this.again) {

@@ -15,7 +15,9 @@ export function displayUrl(url: string): string {
 
 /** `text` with every trace of `url`'s credentials and query replaced (error text from a request to it). */
 export function scrubUrl(text: string, url: string): string {
-  let out = text.split(url).join(displayUrl(url));
+  // without its added trailing slash where `url` had none: `http://h:1/digest` must not become `http://h:1//digest`
+  const shown = displayUrl(url);
+  let out = text.split(url).join(!url.endsWith('/') && shown.endsWith('/') ? shown.slice(0, -1) : shown);
   let u: URL;
   try {
     u = new URL(url);

@@ -1,15 +1,18 @@
 /**
  * WitnessHealth: what this daemon process saw of each relay and calendar it talks to
  * (state, last success, last error, consecutive failures), fed by the witnesses' hooks.
- * It logs one line when an endpoint starts failing and one when it recovers, plus a
- * reminder while it stays failing — never one line per attempt. In-process only: each
- * daemon reports what it saw itself.
+ * States: `failing` (failAfter attempts in a row failed), `throttled` (not failing, but it
+ * answered `rate-limited:` within the last throttleHoldMs: it is up and asks us to slow
+ * down, which the publisher does), `ok`, `unknown` (nothing sent or probed yet). It logs one
+ * line when an endpoint starts failing or being throttled and one when that ends, plus a
+ * reminder while it lasts — never one line per attempt. In-process only: each daemon
+ * reports what it saw itself.
  */
 import type { Logger } from 'pino';
 import { displayUrl, scrubUrl } from '../config/display-url.js';
 
 export type EndpointKind = 'relay' | 'calendar';
-export type EndpointState = 'ok' | 'failing' | 'unknown';
+export type EndpointState = 'ok' | 'throttled' | 'failing' | 'unknown';
 
 export interface EndpointHealth {
   kind: EndpointKind;
@@ -19,8 +22,8 @@ export interface EndpointHealth {
   lastSuccessAt: string | null;
   lastError: { at: string; message: string } | null;
   consecutiveFailures: number;
-  /** Attempts and failures over the last `windowSeconds` (15 minutes): the error rate. */
-  recent: { windowSeconds: number; attempts: number; failures: number };
+  /** Attempts, failures and rate-limited answers over the last `windowSeconds` (15 minutes): the error rate is failures / attempts (rate-limited answers are not failures). */
+  recent: { windowSeconds: number; attempts: number; failures: number; throttled: number };
 }
 
 /** The error-rate window: per-minute counts over the last 15 minutes. */
@@ -29,8 +32,10 @@ export const RECENT_WINDOW_MINUTES = 15;
 export interface WitnessHealthOptions {
   /** Consecutive failures that turn an endpoint `failing` (default 3). */
   failAfter?: number;
-  /** While still failing, one reminder line at most this often (default 5 minutes). */
+  /** While still failing or throttled, one reminder line at most this often (default 5 minutes). */
   remindEveryMs?: number;
+  /** An endpoint stays `throttled` this long after its last `rate-limited:` answer (default 5 minutes). */
+  throttleHoldMs?: number;
   now?: () => number;
 }
 
@@ -42,14 +47,19 @@ interface Entry {
   /** The configured URL (may carry credentials): only for scrubbing error text, never shown. */
   configured: string;
   lastLogMs: number;
-  /** Per minute (epoch minute → attempts, failures), the last RECENT_WINDOW_MINUTES only. */
-  minutes: Map<number, { attempts: number; failures: number }>;
+  /** The last `rate-limited:` answer (ms), 0 for none. */
+  lastThrottledMs: number;
+  /** The last attempt or probe (ms), 0 for none: an endpoint idle this long is probed when failing. */
+  lastContactMs: number;
+  /** Per minute (epoch minute → attempts, failures, rate-limited answers), the last RECENT_WINDOW_MINUTES only. */
+  minutes: Map<number, { attempts: number; failures: number; throttled: number }>;
 }
 
 export class WitnessHealth {
   private readonly log: Logger;
   private readonly failAfter: number;
   private readonly remindEveryMs: number;
+  private readonly throttleHoldMs: number;
   private readonly now: () => number;
   private readonly entries = new Map<string, Entry>();
 
@@ -57,6 +67,7 @@ export class WitnessHealth {
     this.log = log.child({ part: 'witness-health' });
     this.failAfter = opts.failAfter ?? 3;
     this.remindEveryMs = opts.remindEveryMs ?? 300_000;
+    this.throttleHoldMs = opts.throttleHoldMs ?? 300_000;
     this.now = opts.now ?? Date.now;
   }
 
@@ -68,15 +79,28 @@ export class WitnessHealth {
   success(kind: EndpointKind, url: string): void {
     const e = this.entry(kind, url);
     const r = e.record;
-    const was = r.state;
     const failures = r.consecutiveFailures;
-    this.count(e, false);
-    r.state = 'ok';
+    this.count(e, 'ok');
     r.consecutiveFailures = 0;
     r.lastSuccessAt = new Date(this.now()).toISOString();
-    if (was === 'failing') {
-      e.lastLogMs = this.now();
-      this.log.info({ kind, url: r.url, failures }, `${kind} ${r.url} recovered after ${failures} failed attempts`);
+    this.settle(e, failures);
+  }
+
+  /** A `rate-limited:` answer: the endpoint is up and asks us to slow down; not a failure. */
+  throttled(kind: EndpointKind, url: string, message: string): void {
+    const e = this.entry(kind, url);
+    const r = e.record;
+    const failures = r.consecutiveFailures;
+    const at = this.now();
+    this.count(e, 'throttled');
+    r.consecutiveFailures = 0;
+    e.lastThrottledMs = at;
+    const was = r.state;
+    this.settle(e, failures, boundedError(scrubUrl(message, e.configured)));
+    if (was === 'throttled' && r.state === 'throttled' && at - e.lastLogMs >= this.remindEveryMs) {
+      e.lastLogMs = at;
+      const n = this.recent(e).throttled;
+      this.log.warn({ kind, url: r.url, throttled: n }, `${kind} ${r.url} is still throttling: ${n} rate-limited answers in the last ${RECENT_WINDOW_MINUTES} minutes`);
     }
   }
 
@@ -84,17 +108,12 @@ export class WitnessHealth {
     const e = this.entry(kind, url);
     const r = e.record;
     const at = this.now();
-    this.count(e, true);
+    this.count(e, 'failed');
     r.consecutiveFailures += 1;
     r.lastError = { at: new Date(at).toISOString(), message: boundedError(scrubUrl(message, e.configured)) };
-    if (r.state !== 'failing' && r.consecutiveFailures >= this.failAfter) {
-      r.state = 'failing';
-      e.lastLogMs = at;
-      this.log.warn(
-        { kind, url: r.url, failures: r.consecutiveFailures, lastError: r.lastError.message, lastSuccessAt: r.lastSuccessAt },
-        `${kind} ${r.url} is failing: ${r.consecutiveFailures} attempts in a row failed (last: ${r.lastError.message})`,
-      );
-    } else if (r.state === 'failing' && at - e.lastLogMs >= this.remindEveryMs) {
+    const was = r.state;
+    this.settle(e, 0);
+    if (was === 'failing' && r.state === 'failing' && at - e.lastLogMs >= this.remindEveryMs) {
       e.lastLogMs = at;
       this.log.warn(
         { kind, url: r.url, failures: r.consecutiveFailures, lastError: r.lastError.message, lastSuccessAt: r.lastSuccessAt },
@@ -103,8 +122,34 @@ export class WitnessHealth {
     }
   }
 
+  /** A failing endpoint answered the idle re-probe: it is ok again (or still failing, with the probe's error, not counted as an attempt). */
+  probed(kind: EndpointKind, url: string, answered: boolean, message?: string): void {
+    const e = this.entry(kind, url);
+    e.lastContactMs = this.now();
+    if (!answered) {
+      e.record.lastError = { at: new Date(e.lastContactMs).toISOString(), message: boundedError(scrubUrl(`probe: ${message ?? 'no answer'}`, e.configured)) };
+      return;
+    }
+    const failures = e.record.consecutiveFailures;
+    e.record.consecutiveFailures = 0;
+    this.settle(e, failures);
+  }
+
+  /** The failing endpoints (as configured) nothing was sent to, and none probed, within `idleMs`. */
+  idleFailing(idleMs: number): Array<{ kind: EndpointKind; url: string }> {
+    this.tick();
+    const at = this.now();
+    return [...this.entries.values()].filter((e) => e.record.state === 'failing' && at - e.lastContactMs >= idleMs).map((e) => ({ kind: e.record.kind, url: e.configured }));
+  }
+
+  /** Re-evaluates the time-bound states (a throttle that ended) and logs what changed. */
+  tick(): void {
+    for (const e of this.entries.values()) this.settle(e, e.record.consecutiveFailures);
+  }
+
   /** Every endpoint, relays first, in the order they became known. */
   snapshot(): EndpointHealth[] {
+    this.tick();
     const all = [...this.entries.values()].map((e) => ({ ...e.record, lastError: e.record.lastError && { ...e.record.lastError }, recent: this.recent(e) }));
     return [...all.filter((r) => r.kind === 'relay'), ...all.filter((r) => r.kind === 'calendar')];
   }
@@ -114,28 +159,71 @@ export class WitnessHealth {
     return this.snapshot().filter((r) => r.state === 'failing');
   }
 
-  private count(e: Entry, failed: boolean): void {
-    const minute = Math.floor(this.now() / 60_000);
+  /** The state the entry's counts and times give now. */
+  private stateOf(e: Entry): EndpointState {
+    const r = e.record;
+    if (r.consecutiveFailures >= this.failAfter) return 'failing';
+    if (e.lastThrottledMs > 0 && this.now() - e.lastThrottledMs < this.throttleHoldMs) return 'throttled';
+    if (r.lastSuccessAt !== null || e.lastThrottledMs > 0 || r.state !== 'unknown') return 'ok';
+    return 'unknown';
+  }
+
+  /** Moves the entry to the state it is in now and logs the transition (`failures`: those a recovery ends). */
+  private settle(e: Entry, failures: number, throttleMessage?: string): void {
+    const r = e.record;
+    const was = r.state;
+    const next = r.consecutiveFailures > 0 && r.consecutiveFailures < this.failAfter && was === 'unknown' ? 'unknown' : this.stateOf(e);
+    if (next === was) return;
+    r.state = next;
+    const at = this.now();
+    if (next === 'failing') {
+      e.lastLogMs = at;
+      this.log.warn(
+        { kind: r.kind, url: r.url, failures: r.consecutiveFailures, lastError: r.lastError?.message, lastSuccessAt: r.lastSuccessAt },
+        `${r.kind} ${r.url} is failing: ${r.consecutiveFailures} attempts in a row failed (last: ${r.lastError?.message ?? 'none'})`,
+      );
+    } else if (was === 'failing') {
+      e.lastLogMs = at;
+      this.log.info({ kind: r.kind, url: r.url, failures }, `${r.kind} ${r.url} recovered after ${failures} failed attempts`);
+    }
+    if (next === 'throttled') {
+      e.lastLogMs = at;
+      this.log.warn(
+        { kind: r.kind, url: r.url, message: throttleMessage },
+        `${r.kind} ${r.url} is throttling us (${throttleMessage ?? 'rate-limited'}): publishes wait and are retried, nothing is dropped`,
+      );
+    } else if (was === 'throttled' && next === 'ok') {
+      this.log.info({ kind: r.kind, url: r.url }, `${r.kind} ${r.url} no longer throttling: no rate-limited answer for ${Math.round(this.throttleHoldMs / 1000)} s`);
+    }
+  }
+
+  private count(e: Entry, outcome: 'ok' | 'failed' | 'throttled'): void {
+    const at = this.now();
+    e.lastContactMs = at;
+    const minute = Math.floor(at / 60_000);
     let m = e.minutes.get(minute);
     if (!m) {
-      m = { attempts: 0, failures: 0 };
+      m = { attempts: 0, failures: 0, throttled: 0 };
       e.minutes.set(minute, m);
       for (const k of e.minutes.keys()) if (k <= minute - RECENT_WINDOW_MINUTES) e.minutes.delete(k);
     }
     m.attempts += 1;
-    if (failed) m.failures += 1;
+    if (outcome === 'failed') m.failures += 1;
+    if (outcome === 'throttled') m.throttled += 1;
   }
 
   private recent(e: Entry): EndpointHealth['recent'] {
     const from = Math.floor(this.now() / 60_000) - RECENT_WINDOW_MINUTES;
     let attempts = 0;
     let failures = 0;
+    let throttled = 0;
     for (const [k, m] of e.minutes) {
       if (k <= from) continue;
       attempts += m.attempts;
       failures += m.failures;
+      throttled += m.throttled;
     }
-    return { windowSeconds: RECENT_WINDOW_MINUTES * 60, attempts, failures };
+    return { windowSeconds: RECENT_WINDOW_MINUTES * 60, attempts, failures, throttled };
   }
 
   private entry(kind: EndpointKind, url: string): Entry {
@@ -145,8 +233,10 @@ export class WitnessHealth {
       e = {
         configured: url,
         lastLogMs: 0,
+        lastThrottledMs: 0,
+        lastContactMs: 0,
         minutes: new Map(),
-        record: { kind, url: displayUrl(url), state: 'unknown', lastSuccessAt: null, lastError: null, consecutiveFailures: 0, recent: { windowSeconds: RECENT_WINDOW_MINUTES * 60, attempts: 0, failures: 0 } },
+        record: { kind, url: displayUrl(url), state: 'unknown', lastSuccessAt: null, lastError: null, consecutiveFailures: 0, recent: { windowSeconds: RECENT_WINDOW_MINUTES * 60, attempts: 0, failures: 0, throttled: 0 } },
       };
       this.entries.set(id, e);
     }

@@ -116,19 +116,21 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   const gauges = { ...gaugeSource(view), redisWritable: async () => (await readiness.redisProblem()) === null };
   const live = new LiveClients(cfg.maxLiveClients, daemon.metrics.registry);
 
-  const staticRoute = (path: string): Route => ({
+  const staticRoute = (path: string, query: readonly string[] = []): Route => ({
     method: 'GET',
     path,
     access: 'public',
+    query,
     handler: async ({ req }) => serveStatic(req, files.get(path)!),
   });
 
   const routes: Route[] = [
-    staticRoute('/'),
+    // the pages read these in the browser: the list's tab and filters, the subject /verify loads
+    staticRoute('/', ['status', 'witness', 'limit']),
     staticRoute('/app.js'),
     staticRoute('/style.css'),
     staticRoute('/openapi.json'),
-    staticRoute('/verify'),
+    staticRoute('/verify', ['key', 'pubkey', 'network']),
     staticRoute('/verify.js'),
     staticRoute('/verify.bundle.js'),
     { method: 'GET', path: '/livez', access: 'public', handler: async () => json(200, { status: 'ok' }) },
@@ -145,8 +147,9 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
         // /readyz is public: states and counts only; the error text is in /v1/stats, behind read access
         const witnesses = daemon.health.snapshot().map(({ lastError: _, ...w }) => w);
         const failing = witnesses.filter((w) => w.state === 'failing').map((w) => `${w.kind} ${w.url}`);
-        if (reasons.length > 0) return json(503, { error: { code: 'not_ready', message: reasons.join('; ') }, failing, witnesses });
-        return json(200, { status: 'ready', failing, witnesses });
+        const throttled = witnesses.filter((w) => w.state === 'throttled').map((w) => `${w.kind} ${w.url}`);
+        if (reasons.length > 0) return json(503, { error: { code: 'not_ready', message: reasons.join('; ') }, failing, throttled, witnesses });
+        return json(200, { status: 'ready', failing, throttled, witnesses });
       },
     },
     {

@@ -1,9 +1,21 @@
 /**
  * Prometheus metrics (prom-client), one registry per daemon. Labels name witnesses,
- * relays, calendars and statuses; never a subject.
+ * relays, calendars and statuses; never a subject. A relay or calendar is always the label
+ * `url` in one form (displayUrl: scheme, host, path, so `ws://h:1` is `ws://h:1/`), so every
+ * endpoint metric joins on (kind, url) or url. Counters start at 0 for the label values
+ * known at start (`known`), so a panel or rule over them has a series before the first event.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { displayUrl } from '../config/display-url.js';
 import type { EndpointHealth } from '../health/witness-health.js';
+
+/** The label values known at start, each counter's series created at 0. */
+export interface KnownLabels {
+  relays: readonly string[];
+  calendars: readonly string[];
+  repairKinds: readonly string[];
+  nostrModes: readonly string[];
+}
 
 export interface GaugeSource {
   countByWitness(): Promise<Record<string, Record<string, number>>>;
@@ -16,8 +28,8 @@ export interface GaugeSource {
 
 export class DaemonMetrics {
   readonly registry = new Registry();
-  private readonly relayPublishTotal: Counter<'relay' | 'result'>;
-  private readonly calendarRequestsTotal: Counter<'calendar' | 'result'>;
+  private readonly relayPublishTotal: Counter<'url' | 'result'>;
+  private readonly calendarRequestsTotal: Counter<'url' | 'result'>;
   private readonly timeToConfirm: Histogram<'witness'>;
   private readonly intakeTotal: Counter<'result'>;
   private readonly repairsTotal: Counter<'kind'>;
@@ -30,14 +42,14 @@ export class DaemonMetrics {
     collectDefaultMetrics({ register: this.registry });
     this.relayPublishTotal = new Counter({
       name: 'aer1_relay_publish_total',
-      help: 'Publish attempts per relay by outcome (accepted, rejected:<prefix>, timeout, error).',
-      labelNames: ['relay', 'result'],
+      help: 'Publish attempts per relay (url) by outcome (accepted, rejected:<prefix>, timeout, error).',
+      labelNames: ['url', 'result'],
       registers: [this.registry],
     });
     this.calendarRequestsTotal = new Counter({
       name: 'aer1_calendar_requests_total',
-      help: 'Calendar requests (submit, upgrade) by outcome.',
-      labelNames: ['calendar', 'result'],
+      help: 'Calendar requests (submit, upgrade) per calendar (url) by outcome.',
+      labelNames: ['url', 'result'],
       registers: [this.registry],
     });
     this.timeToConfirm = new Histogram({
@@ -109,13 +121,24 @@ export class DaemonMetrics {
     });
     new Gauge({
       name: 'aer1_witness_endpoint_failing',
-      help: 'Relays and calendars this daemon saw fail several attempts in a row (1 failing, 0 ok or not used yet); the same state as /readyz "failing".',
+      help: 'Relays and calendars this daemon saw fail several attempts in a row (1 failing, 0 otherwise: ok, throttled or not used yet; an idle failing one is probed again every minute); the same state as /readyz "failing".',
       labelNames: ['kind', 'url'],
       registers: [this.registry],
       collect() {
         if (!self.health) return;
         this.reset();
         for (const e of self.health()) this.set({ kind: e.kind, url: e.url }, e.state === 'failing' ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'aer1_witness_endpoint_throttled',
+      help: 'Relays and calendars answering rate-limited: within the last 5 minutes while not failing (1 throttled, 0 not): back-pressure the publisher meets by waiting; the same state as /readyz "throttled".',
+      labelNames: ['kind', 'url'],
+      registers: [this.registry],
+      collect() {
+        if (!self.health) return;
+        this.reset();
+        for (const e of self.health()) this.set({ kind: e.kind, url: e.url }, e.state === 'throttled' ? 1 : 0);
       },
     });
     new Gauge({
@@ -150,12 +173,21 @@ export class DaemonMetrics {
     this.source = source;
   }
 
+  /** Creates each counter's series at 0 for the label values known at start. */
+  known(labels: KnownLabels): void {
+    for (const url of labels.relays) this.relayPublishTotal.inc({ url: displayUrl(url), result: 'accepted' }, 0);
+    for (const url of labels.calendars) this.calendarRequestsTotal.inc({ url: displayUrl(url), result: 'submitted' }, 0);
+    for (const kind of labels.repairKinds) this.repairsTotal.inc({ kind }, 0);
+    for (const mode of labels.nostrModes) this.nostrModeSubjects.inc({ mode }, 0);
+    for (const result of ['accepted', 'refused'] as const) this.intakeTotal.inc({ result }, 0);
+  }
+
   relayPublish(relay: string, result: string): void {
-    this.relayPublishTotal.inc({ relay, result });
+    this.relayPublishTotal.inc({ url: displayUrl(relay), result });
   }
 
   calendarRequest(calendar: string, result: string): void {
-    this.calendarRequestsTotal.inc({ calendar, result });
+    this.calendarRequestsTotal.inc({ url: displayUrl(calendar), result });
   }
 
   witnessChange(witness: string, status: string, createdMs: number): void {

@@ -1,9 +1,10 @@
 /**
  * NIP-03 publisher: once an OTS batch with an event tree is confirmed in Bitcoin, signs
- * one kind-1040 event per envelope event of the batch (`["e", id]`, `["k", kind]`, content
- * = base64 `.ots` of the event id, pruned to one Bitcoin attestation it checks against a
- * block header itself) and hands it
- * to the relay queues. Each attestation is fixed once (a batch field), so a retried or
+ * one kind-1040 event per event id the batch committed to (its `event_ids`: its subjects'
+ * envelope events and late ones of earlier batches, src/adapters/ots/event-ids.ts) —
+ * `["e", id]`, `["k", kind]`, content = base64 `.ots` of the event id, pruned to one
+ * Bitcoin attestation it checks against a block header itself — and hands it to the
+ * relay queues. Each attestation is fixed once (a batch field), so a retried or
  * repeated run signs nothing new and relays that already answered are not asked again.
  * The attestations carry no subject: their relay reports never move a subject's witness.
  */
@@ -16,7 +17,6 @@ import { eventIdProof, eventsRootOf, findNode, joinedRoot, prunedTo } from '../.
 import { nip03Event } from '../../core/nostr/nip03.js';
 import { serializeEvent, type SignedEvent } from '../../core/nostr/events.js';
 import type { SigningKey } from '../../core/nostr/keys.js';
-import { batchEventIds } from '../ots/event-ids.js';
 import { verifyBitcoinAttestation, type HeaderSource } from '../bitcoin/index.js';
 import { bitcoinAttestations } from '../../core/ots/timestamp.js';
 import type { BitcoinNetwork } from '../../core/bitcoin/header.js';
@@ -40,7 +40,8 @@ export class Nip03Publisher {
     if (!batch) return 0;
     const bitcoin = JSON.parse(fields.bitcoin) as { height: number; time?: number };
     const subjectsRoot = new BatchTree(batch.digests).root;
-    const { eventIds } = await batchEventIds(this.store, batchId);
+    // the list fixed with events_root (event_ids is written with it, so one without the other is a hand edit)
+    const eventIds = (await this.store.otsEventIds(batchId)) ?? [];
     const ids = eventIds.map((e) => Buffer.from(e, 'hex'));
     const eventsRoot = eventsRootOf(ids);
     if (!eventsRoot || eventsRoot.toString('hex') !== fields.eventsRoot) {

@@ -22,6 +22,7 @@ import type { SigningKey } from '../../core/nostr/keys.js';
 import { RelayClient } from './relay-client.js';
 import { PolicyPublisher } from './relay-policy.js';
 import { redisRefusal } from '../redis/redis-refusal.js';
+import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 
 /** A failed batch job retries from 1 s, doubling, capped at nostr.backoffMaxMs (was BullMQ's uncapped exponential). */
 const BATCH_RETRY = { initialMs: 1000 } as const;
@@ -33,6 +34,8 @@ export type NostrWitnessOptions = Omit<Config['nostr'], 'enabled' | 'keyFile' | 
   connection: ConnectionOptions;
   /** queue.stalledIntervalMs: how soon a crashed daemon's in-flight publishes are handed back. */
   stalledIntervalMs: number;
+  /** The daemon's shared backoff while Redis refuses writes. */
+  refusals?: RefusalBackoff;
 };
 
 export interface NostrWitnessHooks {
@@ -42,6 +45,8 @@ export interface NostrWitnessHooks {
   onWitnessChange?: (key: string, status: WitnessStatus, createdMs: number) => void;
   /** Called once per batch when its kind of event is decided (metrics). */
   onModeDecision?: (mode: NostrEventMode, subjects: number) => void;
+  /** Awaited after a batch job links envelope events to its subjects (NIP-03 notes the ones late for their OTS batch). */
+  onSubjectEvents?: (linked: Array<{ key: string; eventId: string }>) => Promise<void>;
 }
 
 /** What a batch job decided for its batch (the batch hash's `mode` field), with what the rule saw. */
@@ -155,13 +160,14 @@ export class NostrWitness {
         removeOnFail: { count: 0 },
         settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, this.opts.backoffMs, this.opts.backoffMaxMs) },
       });
-      worker.on('error', (err) => this.log.warn({ relay: url, err }, 'relay worker error'));
+      this.watch(worker, (err) => this.log.warn({ relay: url, err }, 'relay worker error'));
       worker.on('failed', (job, err) => {
         if (!job || job.attemptsMade < this.opts.maxAttempts) return;
         // Attempts spent on Redis refusing our own writes (full, read-only, away) say nothing
         // about the relay: no final "failed" for it. Its report stays open, and the reconciler
         // re-creates the publish job once Redis takes writes again.
         if (!(err instanceof RelayAttemptError) && redisRefusal(err)) {
+          if (this.opts.refusals?.refused(err)) return;
           this.log.warn({ relay: url, eventId: job.data.eventId, err }, 'relay publish out of attempts while Redis refused writes; left to the reconciler');
           return;
         }
@@ -179,9 +185,15 @@ export class NostrWitness {
         removeOnFail: { count: 100 },
         settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, BATCH_RETRY.initialMs, Math.max(BATCH_RETRY.initialMs, this.opts.backoffMaxMs)) },
       });
-      worker.on('error', (err) => this.log.warn({ err }, 'nostr batch worker error'));
+      this.watch(worker, (err) => this.log.warn({ err }, 'nostr batch worker error'));
       this.workers.push(worker);
     }
+  }
+
+  /** A worker's errors: refusals to the shared backoff (when there is one), the rest to the log. */
+  private watch(worker: Worker, otherError: (err: Error) => void): void {
+    if (this.opts.refusals) this.opts.refusals.watch(worker, otherError);
+    else worker.on('error', otherError);
   }
 
   /** Resolves once every queue and worker has its Redis connections (so a fast stop closes cleanly). */
@@ -361,6 +373,7 @@ export class NostrWitness {
       }
       const fresh = items.filter((it) => it.json !== '');
       const stored = await this.store.setSubjectEvents(fresh);
+      await this.hooks.onSubjectEvents?.(fresh.flatMap((it, j) => (stored[j] ? [{ key: it.key, eventId: stored[j] }] : [])));
       const ids = [...items.filter((it) => it.json === '').map((it) => it.id), ...stored.filter((x): x is string => x !== null)];
       for (let j = 0; j < ids.length; j += 50) await Promise.all(ids.slice(j, j + 50).map((id) => this.ensurePublishing(id)));
     }

@@ -1,19 +1,63 @@
 /**
  * The Nostr event ids an OTS batch commits to alongside its subjects (NIP-03, see
- * `src/core/ots/event-tree.ts`): the envelope event id of each subject that has one, in
- * batch order. Deterministic: a subject's event id is fixed when it is accepted.
+ * `src/core/ots/event-tree.ts` and docs/ots.md): fixed once, at the batch's first
+ * submission, as the envelope event id of each of its subjects that has one (batch order),
+ * then the late event ids waiting for a batch (oldest first). A subject whose event is
+ * linked after its batch's list was fixed (auto mode decides its Nostr cut later) is
+ * noted late, by whichever of the two sides sees it second, and a later batch commits it:
+ *
+ * - the OTS side fixes the list, then reads its subjects' events again and notes any missing;
+ * - the Nostr side links the event, then reads the subject's OTS batch list and notes the event
+ *   when the list is fixed without it (`noteLateEvents`).
+ *
+ * Either the second read of the OTS side comes after the link (it sees the event), or the
+ * Nostr side's read comes after the list was fixed (it sees the list): no event is missed.
  */
 import type { AnchorStore } from '../state/anchor-store.js';
 
-export async function batchEventIds(store: AnchorStore, batchId: string): Promise<{ keys: string[]; eventIds: string[] }> {
-  const keys = await store.batchKeys('ots', batchId);
-  const records = await store.getRecords(keys);
-  const out: { keys: string[]; eventIds: string[] } = { keys: [], eventIds: [] };
-  records.forEach((r, i) => {
-    if (r?.nostrEventId) {
-      out.keys.push(keys[i]!);
-      out.eventIds.push(r.nostrEventId);
+/** Most late event ids one batch takes (the rest wait for the next). */
+export const MAX_LATE_PER_BATCH = 10_000;
+
+/** The envelope event ids of the batch's subjects that have one, in batch order. */
+export async function subjectEventIds(store: AnchorStore, batchId: string): Promise<string[]> {
+  const records = await store.getRecords(await store.batchKeys('ots', batchId));
+  return records.flatMap((r) => (r?.nostrEventId ? [r.nostrEventId] : []));
+}
+
+/**
+ * The event ids the batch commits to, fixing them on the first call (idempotent: a retry or a
+ * second daemon gets the list in force). The late ids it took leave the waiting set, and its
+ * own subjects' events linked after the list was fixed join it.
+ */
+export async function fixBatchEventIds(store: AnchorStore, batchId: string): Promise<string[]> {
+  let ids = await store.otsEventIds(batchId);
+  if (!ids) {
+    const own = await subjectEventIds(store, batchId);
+    const mine = new Set(own);
+    const late = (await store.lateNip03Events(MAX_LATE_PER_BATCH)).filter((e) => !mine.has(e));
+    ids = await store.fixOtsEventIds(batchId, [...own, ...late]);
+  }
+  await store.removeLateNip03Events(ids);
+  const committed = new Set(ids);
+  await store.addLateNip03Events((await subjectEventIds(store, batchId)).filter((e) => !committed.has(e)));
+  return ids;
+}
+
+/** The Nostr side, after linking events to subjects: each one whose OTS batch fixed its list without it waits for a later batch. */
+export async function noteLateEvents(store: AnchorStore, linked: ReadonlyArray<{ key: string; eventId: string }>): Promise<void> {
+  if (linked.length === 0) return;
+  const records = await store.getRecords(linked.map((l) => l.key));
+  const lists = new Map<string, Set<string> | null>();
+  const late: string[] = [];
+  for (let i = 0; i < linked.length; i++) {
+    const batch = records[i]?.batches.ots?.id;
+    if (!batch) continue;
+    if (!lists.has(batch)) {
+      const ids = await store.otsEventIds(batch);
+      lists.set(batch, ids ? new Set(ids) : null);
     }
-  });
-  return out;
+    const list = lists.get(batch);
+    if (list && !list.has(linked[i]!.eventId)) late.push(linked[i]!.eventId);
+  }
+  await store.addLateNip03Events(late);
 }

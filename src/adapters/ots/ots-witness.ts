@@ -19,8 +19,9 @@ import { CalendarClient, CalendarError, submitToCalendars } from './calendar/ind
 import { parseTimestamp, serializeTimestamp } from '../../core/ots/codec.js';
 import { Timestamp, allAttestations, bitcoinAttestations, pendingAttestations, walk } from '../../core/ots/timestamp.js';
 import { eventsRootOf, joinedRoot, subjectsToJoined } from '../../core/ots/event-tree.js';
-import { batchEventIds } from './event-ids.js';
+import { fixBatchEventIds } from './event-ids.js';
 import { headerSourceFromConfig, verifyBitcoinAttestation, type HeaderSource } from '../bitcoin/index.js';
+import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 
 export interface CalendarState {
   url: string;
@@ -46,6 +47,8 @@ interface QueueDeps {
   connection: ConnectionOptions;
   /** queue.stalledIntervalMs: how soon a crashed daemon's in-flight submissions and polls are handed back. */
   stalledIntervalMs: number;
+  /** The daemon's shared backoff while Redis refuses writes. */
+  refusals?: RefusalBackoff;
 }
 
 type OtsJob = { batchId: string; poll?: number };
@@ -125,7 +128,9 @@ export class OtsWitness {
       removeOnFail: { count: 1000 },
       settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, this.cfg.submitBackoffMs, this.cfg.upgradeMaxMs) },
     });
-    this.worker.on('error', (err) => this.log.warn({ err }, 'ots worker error'));
+    const otherError = (err: Error): void => void this.log.warn({ err }, 'ots worker error');
+    if (this.deps.refusals) this.deps.refusals.watch(this.worker, otherError);
+    else this.worker.on('error', otherError);
   }
 
   /** Resolves once the queue and worker have their Redis connections (so a fast stop closes cleanly). */
@@ -201,8 +206,8 @@ export class OtsWitness {
     const stored = state.eventsRoot;
     if (stored !== undefined) return stored ? Buffer.from(stored, 'hex') : null;
     if (!this.nip03 || state.ts) return null;
-    const { eventIds } = await batchEventIds(this.store, batchId);
-    const root = eventsRootOf(eventIds.map((e) => Buffer.from(e, 'hex')));
+    const ids = await fixBatchEventIds(this.store, batchId);
+    const root = eventsRootOf(ids.map((e) => Buffer.from(e, 'hex')));
     const value = await this.store.fixOtsEventsRoot(batchId, root ? root.toString('hex') : '');
     state.eventsRoot = value;
     return value ? Buffer.from(value, 'hex') : null;

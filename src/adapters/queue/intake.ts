@@ -28,6 +28,7 @@ import { stalledJobOptions } from './stalled.js';
 import { quoteBounded } from '../../core/aer1/json-limits.js';
 import { redisRefusal } from '../redis/redis-refusal.js';
 import { SubjectBudget } from './subject-budget.js';
+import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 
 export interface IntakeResult {
   key: string;
@@ -279,11 +280,13 @@ export interface IntakeWorkerOptions {
   /** Most subjects of the jobs at once (queue.maxSubjectsInFlight; default DEFAULT_MAX_SUBJECTS_IN_FLIGHT). */
   maxSubjectsInFlight?: number;
   stalledIntervalMs: number;
+  /** The daemon's shared backoff while Redis refuses writes. */
+  refusals?: RefusalBackoff;
 }
 
 /** The intake worker of the queue settings (the config's `queue`) on `bullPrefix`: the router's and each shard's alike. */
-export function intakeWorkerOptions(queue: { name: string; concurrency: number; maxSubjectsInFlight: number; stalledIntervalMs: number }, bullPrefix: string, connection: ConnectionOptions): IntakeWorkerOptions {
-  return { queueName: queue.name, bullPrefix, connection, concurrency: queue.concurrency, maxSubjectsInFlight: queue.maxSubjectsInFlight, stalledIntervalMs: queue.stalledIntervalMs };
+export function intakeWorkerOptions(queue: { name: string; concurrency: number; maxSubjectsInFlight: number; stalledIntervalMs: number }, bullPrefix: string, connection: ConnectionOptions, refusals?: RefusalBackoff): IntakeWorkerOptions {
+  return { queueName: queue.name, bullPrefix, connection, concurrency: queue.concurrency, maxSubjectsInFlight: queue.maxSubjectsInFlight, stalledIntervalMs: queue.stalledIntervalMs, ...(refusals ? { refusals } : {}) };
 }
 
 /** queue.maxSubjectsInFlight's default: four bulk jobs of 1,000 at once (docs/performance.md, Daemon RSS after a burst). */
@@ -294,8 +297,12 @@ function subjectsOf(data: unknown): number {
   return isBulkJobData(data) && Array.isArray(data.subjects) ? Math.max(1, data.subjects.length) : 1;
 }
 
-/** Delay before a job that met a Redis refusal tries again: backs off from 1 s to 10 s. */
-export const REFUSAL_BACKOFF = { initialMs: 1000, maxMs: 10_000 } as const;
+/**
+ * Delay before a job that met a Redis refusal tries again: 1 s, then 2 s. Short, so work
+ * resumes soon after Redis takes writes again: the daemon's shared RefusalBackoff, which
+ * pauses the workers meanwhile, is what paces a long refusal.
+ */
+export const REFUSAL_BACKOFF = { initialMs: 1000, maxMs: 2000 } as const;
 /** Tries, a second apart, to move such a job back to delayed before leaving it to the stalled check. */
 const PARK_TRIES = 3;
 
@@ -351,6 +358,8 @@ export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakeHa
         return await processor.process(job.id, job.data);
       } catch (err) {
         if (err instanceof UnrecoverableError || redisRefusal(err) === null) throw err;
+        // every worker backs off with this one (the job itself waits, delayed, without spending an attempt)
+        opts.refusals?.refused(err);
         return park(job, token, err, log);
       } finally {
         release();
@@ -367,7 +376,9 @@ export function startIntakeWorker(opts: IntakeWorkerOptions, processor: IntakeHa
       removeOnFail: { count: 0 },
     },
   );
-  worker.on('error', (err) => log.warn({ err }, 'intake worker error'));
+  const otherError = (err: Error): void => void log.warn({ err }, 'intake worker error');
+  if (opts.refusals) opts.refusals.watch(worker, otherError);
+  else worker.on('error', otherError);
   return worker;
 }
 

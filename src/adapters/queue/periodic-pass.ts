@@ -9,6 +9,7 @@ import { Queue, Worker, type ConnectionOptions } from 'bullmq';
 import type { Logger } from 'pino';
 import { redisRefusal } from '../redis/redis-refusal.js';
 import { stalledJobOptions } from './stalled.js';
+import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 
 export interface PeriodicPassOptions {
   /** The pass's queue (one per kind of pass). */
@@ -24,6 +25,8 @@ export interface PeriodicPassOptions {
   name: string;
   log: Logger;
   run: () => Promise<unknown>;
+  /** The daemon's shared backoff while Redis refuses writes. */
+  refusals?: RefusalBackoff;
 }
 
 export class PeriodicPass {
@@ -49,8 +52,12 @@ export class PeriodicPass {
       concurrency: 1,
       ...stalledJobOptions(opts.stalledIntervalMs),
     });
-    this.worker.on('error', (err) => opts.log.warn({ err }, `${opts.name} worker error`));
-    this.worker.on('failed', (_job, err) => opts.log.warn({ err }, `${opts.name} pass failed; the next one retries`));
+    const otherError = (err: Error): void => void opts.log.warn({ err }, `${opts.name} worker error`);
+    if (opts.refusals) opts.refusals.watch(this.worker, otherError);
+    else this.worker.on('error', otherError);
+    this.worker.on('failed', (_job, err) => {
+      if (!opts.refusals?.refused(err)) opts.log.warn({ err }, `${opts.name} pass failed; the next one retries`);
+    });
     await this.worker.waitUntilReady();
   }
 

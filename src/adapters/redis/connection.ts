@@ -36,7 +36,11 @@ export function connectRedis(target: RedisTarget, opts: { autoPipelining?: boole
   if (typeof target === 'string') return new Redis(target, { maxRetriesPerRequest: null, enableAutoPipelining });
   const { nodes, redisOptions } = clusterNodes(target.cluster);
   // BullMQ blocks on its workers' connections: maxRetriesPerRequest null on every node, as for one Redis
-  const cluster = new Cluster(nodes, { enableAutoPipelining, redisOptions: { ...redisOptions, maxRetriesPerRequest: null } });
+  // No ready check (CLUSTER INFO): one failing while a master is down makes ioredis reconnect and
+  // leaves the connect() promise it started unsettled for ever, and BullMQ's blocking connection
+  // awaits that promise (a worker that never takes a job again; redis/ioredis#741). Commands meeting CLUSTERDOWN
+  // are retried by the cluster client instead.
+  const cluster = new Cluster(nodes, { enableAutoPipelining, enableReadyCheck: false, redisOptions: { ...redisOptions, maxRetriesPerRequest: null } });
   clusterNames.set(cluster, nodes.map((n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`));
   return cluster;
 }

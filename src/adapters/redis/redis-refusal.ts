@@ -34,9 +34,47 @@ const REPLY_KINDS: ReadonlyArray<[RegExp, RefusalKind, boolean]> = [
 ];
 
 /** A connection that could not be made (the command was never sent)... */
-const NOT_SENT = [/\bECONNREFUSED\b|\bEHOSTUNREACH\b|\bENOTFOUND\b/, /^Cluster isn't ready/, /^Failed to refresh slots cache/];
+const NOT_SENT = [
+  /\bECONNREFUSED\b|\bEHOSTUNREACH\b|\bENOTFOUND\b/,
+  /^Cluster isn't ready/,
+  /^Failed to refresh slots cache/,
+  /^None of startup nodes is available/,
+  /^Cluster is (disconnected|disconnecting|ended)\b/,
+  /^Node is disconnected/,
+  // a slot moving under a cluster client (resharding, failover): ioredis follows MOVED/ASK itself, so one that surfaces is a storm
+  /^(MOVED|ASK) \d{1,5} /,
+];
 /** ...or that dropped while the command waited for its answer. */
 const LOST = [/^Connection is closed/, /^Reached the max retries per request limit/, /\bECONNRESET\b|\bEPIPE\b|\bETIMEDOUT\b/];
+
+/**
+ * What ioredis and BullMQ put in front of Redis's own words: the cluster client's
+ * "Too many Cluster redirections. Last error: ReplyError: CLUSTERDOWN …", a job scheduler's
+ * "Failed to add repeatable job for next iteration: OOM …", and error class names.
+ */
+const WRAPPERS = [/^Too many Cluster redirections\. Last error: /, /^Failed to add repeatable job for next iteration: /, /^(?:ReplyError|RedisError|AbortError|ClusterAllFailedError|MaxRetriesPerRequestError|Error): /];
+
+/** The message with its wrappers taken off, then the errors it carries (`lastNodeError`, `cause`, an AggregateError's `errors`): bounded. */
+function messagesOf(err: unknown): string[] {
+  const out: string[] = [];
+  const queue: unknown[] = [err];
+  for (let i = 0; i < queue.length && out.length < 8; i++) {
+    const e = queue[i];
+    if (!(e instanceof Error)) continue;
+    let m = e.message;
+    for (let round = 0; round < 4; round++) {
+      const w = WRAPPERS.find((p) => p.test(m));
+      if (!w) break;
+      m = m.replace(w, '');
+    }
+    out.push(m);
+    const carried = e as Error & { lastNodeError?: unknown; errors?: unknown };
+    if (carried.lastNodeError !== undefined) queue.push(carried.lastNodeError);
+    if (e.cause !== undefined) queue.push(e.cause);
+    if (Array.isArray(carried.errors)) queue.push(...carried.errors.slice(0, 4));
+  }
+  return out;
+}
 
 function bounded(text: string): string {
   // a script's refusal names its sha and line: noise for the reader
@@ -44,20 +82,30 @@ function bounded(text: string): string {
   return line.length > MAX_DETAIL ? `${line.slice(0, MAX_DETAIL)}…` : line;
 }
 
+/**
+ * The one classifier of Redis refusals: Redis's reply words and the client's connection
+ * words, found at the start of the message once ioredis's wrappers are taken off, or in an
+ * error the message carries. Refusals of the server's state come before connection loss, so
+ * "CLUSTERDOWN" under "Too many Cluster redirections" says busy, not unreachable.
+ */
 export function redisRefusal(err: unknown): RedisRefusal | null {
-  if (!(err instanceof Error)) return null;
-  const message = err.message;
-  const detail = bounded(message);
-  for (const [pattern, kind, writesRefused] of REPLY_KINDS) {
-    if (pattern.test(message)) return { kind, writesRefused, detail, maybeApplied: false, retryAfterSeconds: writesRefused ? RETRY_AFTER_REFUSED_S : RETRY_AFTER_AWAY_S };
+  const messages = messagesOf(err);
+  for (const message of messages) {
+    const detail = bounded(message);
+    for (const [pattern, kind, writesRefused] of REPLY_KINDS) {
+      if (pattern.test(message)) return { kind, writesRefused, detail, maybeApplied: false, retryAfterSeconds: writesRefused ? RETRY_AFTER_REFUSED_S : RETRY_AFTER_AWAY_S };
+    }
   }
-  const away = { writesRefused: false, detail, retryAfterSeconds: RETRY_AFTER_AWAY_S };
-  if (/^Command timed out/.test(message)) return { kind: 'timeout', maybeApplied: true, ...away };
-  // ioredis's words for a fail-fast connection that is down say nothing to an operator
-  if (/^Stream isn't writeable/.test(message)) return { kind: 'unavailable', maybeApplied: false, ...away, detail: 'not connected (the connection is down or being re-established)' };
-  if (/^Reached the max retries per request limit/.test(message)) return { kind: 'unavailable', maybeApplied: true, ...away, detail: 'the connection dropped while a command waited for its answer' };
-  if (NOT_SENT.some((p) => p.test(message))) return { kind: 'unavailable', maybeApplied: false, ...away };
-  if (LOST.some((p) => p.test(message))) return { kind: 'unavailable', maybeApplied: true, ...away };
+  for (const message of messages) {
+    const detail = bounded(message);
+    const away = { writesRefused: false, detail, retryAfterSeconds: RETRY_AFTER_AWAY_S };
+    if (/^Command timed out/.test(message)) return { kind: 'timeout', maybeApplied: true, ...away };
+    // ioredis's words for a fail-fast connection that is down say nothing to an operator
+    if (/^Stream isn't writeable/.test(message)) return { kind: 'unavailable', maybeApplied: false, ...away, detail: 'not connected (the connection is down or being re-established)' };
+    if (/^Reached the max retries per request limit/.test(message)) return { kind: 'unavailable', maybeApplied: true, ...away, detail: 'the connection dropped while a command waited for its answer' };
+    if (NOT_SENT.some((p) => p.test(message))) return { kind: 'unavailable', maybeApplied: false, ...away };
+    if (LOST.some((p) => p.test(message))) return { kind: 'unavailable', maybeApplied: true, ...away };
+  }
   return null;
 }
 

@@ -23,6 +23,7 @@ import type { WebhookHandover } from './handover.js';
 import type { ProofExporter } from '../proof/export.js';
 import { retentionQueueName } from '../queue/names.js';
 import { PeriodicPass } from '../queue/periodic-pass.js';
+import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 
 export interface RetentionDeps {
   config: Config;
@@ -39,6 +40,8 @@ export interface RetentionDeps {
   afterArchive?: (key: string, path: string) => Promise<void> | void;
   /** Called with the number of subjects removed by a pass (metrics). */
   onRetired?: (n: number) => void;
+  /** The daemon's shared backoff while Redis refuses writes. */
+  refusals?: RefusalBackoff;
 }
 
 export interface RetentionPass {
@@ -78,6 +81,7 @@ export class Retention {
       name: 'retention',
       log: this.log,
       run: () => this.pass(),
+      ...(deps.refusals ? { refusals: deps.refusals } : {}),
     });
   }
 

@@ -184,7 +184,7 @@ export interface OtsBatchUpdate {
 }
 
 /** The batch hash fields behind OtsBatchState (`cal:<url>` for each calendar). */
-const OTS_FIELD = { submitted: 'submitted', round: 'round', poll: 'poll', root: 'root', ts: 'ts', eventsRoot: 'events_root', bitcoin: 'bitcoin', nip03: 'nip03' } as const;
+const OTS_FIELD = { submitted: 'submitted', round: 'round', poll: 'poll', root: 'root', ts: 'ts', eventsRoot: 'events_root', eventIds: 'event_ids', bitcoin: 'bitcoin', nip03: 'nip03' } as const;
 const CALENDAR_FIELD = 'cal:';
 /** A Nostr batch's fields besides its digests: its signed event and the mode decided. */
 const NOSTR_FIELD = { event: 'event', mode: 'mode' } as const;
@@ -1025,6 +1025,34 @@ export class AnchorStore {
     return this.setBatchFieldOnce('ots', id, OTS_FIELD.eventsRoot, value);
   }
 
+  /** NIP-03: the event ids the batch's event tree commits to, in tree order; null while not fixed (or fixed before the list was kept). */
+  async otsEventIds(id: string): Promise<string[] | null> {
+    const packed = await this.redis.hget(this.keys.batch('ots', id), OTS_FIELD.eventIds);
+    return packed === null ? null : splitIds(packed);
+  }
+
+  /** NIP-03: fixes the batch's event ids (64 hex each, in tree order) unless fixed already; returns the list in force. */
+  async fixOtsEventIds(id: string, eventIds: readonly string[]): Promise<string[]> {
+    return splitIds(await this.setBatchFieldOnce('ots', id, OTS_FIELD.eventIds, eventIds.join('')));
+  }
+
+  /** NIP-03: the oldest `limit` event ids waiting for a later batch to commit them. */
+  async lateNip03Events(limit: number): Promise<string[]> {
+    return this.redis.zrange(this.keys.nip03Late, 0, limit - 1);
+  }
+
+  /** NIP-03: event ids whose batch's event tree was fixed without them (kept with the time first noted). */
+  async addLateNip03Events(eventIds: readonly string[]): Promise<void> {
+    if (eventIds.length === 0) return;
+    const now = Date.now();
+    await this.redis.zadd(this.keys.nip03Late, 'NX', ...eventIds.flatMap((e) => [now, e]));
+  }
+
+  /** NIP-03: event ids a batch has committed to leave the waiting set. */
+  async removeLateNip03Events(eventIds: readonly string[]): Promise<void> {
+    for (let i = 0; i < eventIds.length; i += 1000) await this.redis.zrem(this.keys.nip03Late, ...eventIds.slice(i, i + 1000));
+  }
+
   /** Nostr: the batch's signed event (JSON) and the mode decided for it (auto mode), null while none. */
   async nostrBatchEvent(id: string): Promise<{ event: string | null; mode: string | null; size: number | null }> {
     const [event, mode, size] = await this.redis.hmget(this.keys.batch('nostr', id), NOSTR_FIELD.event, NOSTR_FIELD.mode, 'size');
@@ -1135,6 +1163,13 @@ function schemaRefusal(k: StateKeys, raw: string): UsageError {
       ? `is layout ${n} (${k.schema}), newer than this release (layout ${STATE_SCHEMA}): run the release that wrote it, or set redis.prefix to a prefix of its own`
       : `is layout ${n} (${k.schema}), written by an earlier development release; this release reads only layout ${STATE_SCHEMA} and does not convert older ones; ${startAfresh(k)}`;
   return new UsageError(`the state under redis.prefix ${k.base} ${what}`, 'redis_schema');
+}
+
+/** A packed list of 32-byte hex ids (64 characters each, no separator). */
+function splitIds(packed: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 64 <= packed.length; i += 64) out.push(packed.slice(i, i + 64));
+  return out;
 }
 
 type ScriptFn = (...args: Array<string | Buffer>) => Promise<unknown>;

@@ -87,6 +87,10 @@ export class StateKeys {
   get nostrRecent(): string {
     return `${this.base}:nostr:recent`;
   }
+  /** NIP-03: envelope event ids that came after their OTS batch fixed its event tree, scored by when (ms); a later batch commits them. */
+  get nip03Late(): string {
+    return `${this.base}:ots:nip03:late`;
+  }
   /**
    * Batches none of whose subjects is left in Redis (each one's `gone` reached its `size`,
    * forget.lua): dropped with everything of theirs by drop-batch.lua once no work is left.

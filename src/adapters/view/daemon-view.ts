@@ -11,6 +11,7 @@ import type { AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
 import type { ShardedStore } from '../state/sharded-store.js';
 import type { ShardTarget } from '../queue/routed-producer.js';
+import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 
 export interface DaemonView {
   readonly config: Config;
@@ -27,6 +28,8 @@ export interface DaemonView {
   /** The Nostr signing key's x-only public key, for `GET /v1/info` (absent or null: not known here). */
   readonly signerPubkey?: string | null;
   readonly intakeQueue: Queue;
+  /** The daemon's shared backoff while Redis refuses writes (absent: none; each worker logs its own errors). */
+  readonly refusals?: RefusalBackoff;
   /** The intake and witness queues (the HTTP server counts their jobs on its own connection). */
   readonly queues: readonly Queue[];
   readonly running: boolean;

@@ -36,6 +36,7 @@ import { stalledJobOptions } from '../queue/stalled.js';
 import { displayUrl, hookId, WebhookLog, type DeliveryRecord } from './delivery-log.js';
 import { ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signBody } from './signature.js';
 import { expandEntry, type RawEntry } from '../state/stream-entries.js';
+import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 
 export interface WebhookDelivererOptions {
   /** Connection for the fan-out's acknowledgements and claims, the queues and the delivery log (blocking reads use duplicates). */
@@ -73,6 +74,8 @@ export interface WebhookDelivererOptions {
   consumer?: string;
   /** How soon a dead daemon's in-flight delivery is handed back (queue.stalledIntervalMs; default 30 000 ms). */
   stalledIntervalMs?: number;
+  /** The daemon's shared backoff while Redis refuses writes (the hooks' workers pause with the rest). */
+  refusals?: RefusalBackoff;
   /** Called after each delivery settles (metrics). */
   onOutcome?: (hook: string, outcome: DeliveryRecord['outcome']) => void;
   /**
@@ -146,6 +149,7 @@ interface Tuning {
   stalledIntervalMs: number;
   onOutcome: WebhookDelivererOptions['onOutcome'];
   onDelivered: WebhookDelivererOptions['onDelivered'];
+  refusals: RefusalBackoff | undefined;
 }
 
 class HookDelivery {
@@ -201,9 +205,11 @@ class HookDelivery {
       limiter: { max: 1_000_000, duration: 1000 },
       settings: { backoffStrategy: (attemptsMade: number) => backoffDelay(attemptsMade, this.t.backoffMs, this.t.backoffMaxMs) },
     });
-    worker.on('error', (err: Error) => {
+    const otherError = (err: Error): void => {
       if (!this.stopping) this.t.log.warn({ hook: this.id, err }, 'webhook worker error');
-    });
+    };
+    if (this.t.refusals) this.t.refusals.watch(worker, otherError);
+    else worker.on('error', otherError);
     worker.on('failed', (job, err) => {
       if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) {
         this.t.log.error({ hook: this.id, eventId: job.data.eventId, err }, 'webhook delivery job failed for good (its outcome could not be recorded)');
@@ -354,6 +360,7 @@ export class WebhookDeliverer {
       stalledIntervalMs: opts.stalledIntervalMs ?? 30_000,
       onOutcome: opts.onOutcome,
       onDelivered: opts.onDelivered,
+      refusals: opts.refusals,
     };
     this.hooks = opts.hooks.map((hook) => new HookDelivery(hook, opts.queueBase ?? 'aer1-anchor', opts.base, tuning, this.log));
     this.reader = duplicateClient(opts.redis);

@@ -84,6 +84,7 @@ export async function startWebhooks({ daemon, log, tuning = {}, shard = 0 }: Sta
     timeoutMs: d.timeoutMs,
     concurrency: d.concurrency,
     stalledIntervalMs: daemon.config.queue.stalledIntervalMs,
+    ...(daemon.refusals ? { refusals: daemon.refusals } : {}),
     ...tuning,
     queueBase: daemon.config.queue.name,
     redis: daemon.redis,
