@@ -5,9 +5,7 @@
  * A subject counts when all relays accepted its event and m calendars answered.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { sha256Hex } from '../src/core/aer1/hash.js';
-import { buildEnvelope, envelopeCanonical } from '../src/core/envelope/envelope.js';
-import { claimsFromJobData } from '../src/adapters/queue/job-data.js';
+import { readSubject } from '../src/adapters/queue/job-data.js';
 import { envelopeEvent, DEFAULT_EVENT_KIND } from '../src/core/nostr/events.js';
 import { generateSecretKey } from '../src/core/nostr/keys.js';
 import { RelayClient } from '../src/adapters/nostr/relay-client.js';
@@ -61,9 +59,7 @@ export async function naiveRun(o: NaiveOptions): Promise<NaiveResult> {
 
   const one = async (): Promise<void> => {
     const data = { subject: 'receipt', receipt_uuid: randomUUID(), output_sha256: randomBytes(32).toString('hex') };
-    const envelope = buildEnvelope(claimsFromJobData(data, limits), new Date());
-    const canonical = envelopeCanonical(envelope);
-    const digestHex = sha256Hex(canonical);
+    const { envelopeCanonical: canonical, digest: digestHex } = readSubject(data, limits);
     const event = envelopeEvent({ canonical, digestHex, kind: DEFAULT_EVENT_KIND }, key);
     const s = performance.now();
     const [published, stamped] = await Promise.all([

@@ -19,6 +19,7 @@ import { Nip03Publisher } from '../adapters/nostr/nip03-publisher.js';
 import { headerSourceFromConfig } from '../adapters/bitcoin/index.js';
 import { serializeEvent } from '../core/nostr/events.js';
 import type { SigningKey } from '../core/nostr/keys.js';
+import type { PreparedSubject } from '../core/envelope/prepared.js';
 import { ratePerShard } from '../core/shard/shard.js';
 import type { RedisClient } from '../adapters/redis/connection.js';
 import type { DaemonMetrics } from '../adapters/metrics/metrics.js';
@@ -211,8 +212,8 @@ export class ShardEngine {
         inboxes,
         ...(envelopeMode
           ? {
-              signEnvelope: (canonical: string, digestHex: string) => {
-                const ev = nostr.signEnvelope(canonical, digestHex);
+              signEnvelope: (s: PreparedSubject) => {
+                const ev = nostr.signEnvelope(s.envelopeCanonical, s.digest, s.envelope);
                 return { id: ev.id, json: serializeEvent(ev) };
               },
             }

@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import { buildEnvelope, envelopeCanonical, type SubjectClaims } from '../../src/core/envelope/envelope.js';
-import { packEnvelope, unpackEnvelope } from '../../src/core/envelope/compact.js';
+import { envelopeOfCanonical, packEnvelope, unpackEnvelope } from '../../src/core/envelope/compact.js';
 import { sha256Hex } from '../../src/core/aer1/hash.js';
 import { deletePrefix, SHARED_REDIS_URL, uniquePrefix } from '../helpers/harness.js';
 
@@ -27,8 +27,9 @@ describe('an envelope kept as its claims (core)', () => {
     ['a workflow close', workflow()],
     ['a chain head', chainHead()],
   ])('%s rebuilds byte for byte, every value within 64 bytes', (_name, claims) => {
-    const text = canonicalOf(claims, CREATED - 3_000);
-    const members = packEnvelope(text, keyOf(claims), CREATED)!;
+    const envelope = buildEnvelope(claims, new Date(CREATED - 3_000));
+    const text = envelopeCanonical(envelope);
+    const members = packEnvelope(envelope, keyOf(claims), CREATED)!;
     expect(members).not.toBeNull();
     for (const v of members.values()) expect(v.length).toBeLessThanOrEqual(64);
     expect(members.get('at')?.toString()).toBe('3');
@@ -36,12 +37,23 @@ describe('an envelope kept as its claims (core)', () => {
   });
 
   it.each([
-    ['an evidence_url over 64 bytes', canonicalOf(receipt({ evidence_url: `https://example.org/${'a'.repeat(60)}` } as Partial<SubjectClaims>))],
-    ['a workflow_id over 64 bytes', canonicalOf(workflow({ workflow_id: 'w'.repeat(65) }))],
-    ['a text that is not an envelope', '{"k":"x"}'],
-  ])('%s is not kept as claims', (_name, text) => {
-    const key = (JSON.parse(text) as { receipt_uuid?: string }).receipt_uuid ?? 'x';
-    expect(packEnvelope(text, key, CREATED)).toBeNull();
+    ['an evidence_url over 64 bytes', buildEnvelope(receipt({ evidence_url: `https://example.org/${'a'.repeat(60)}` } as Partial<SubjectClaims>), new Date(CREATED))],
+    ['a workflow_id over 64 bytes', buildEnvelope(workflow({ workflow_id: 'w'.repeat(65) }), new Date(CREATED))],
+    // UTF-8 cannot carry a lone surrogate (kept as bytes it would come back as U+FFFD); parseClaims refuses one, packEnvelope does not rely on it
+    ['a workflow_id with a lone surrogate', { ...buildEnvelope(workflow(), new Date(CREATED)), workflow_id: 'wf-\ud800' }],
+    ['an object that is not an envelope', { k: 'x' }],
+  ])('%s is not kept as claims', (_name, envelope) => {
+    const key = (envelope as { receipt_uuid?: string }).receipt_uuid ?? 'x';
+    expect(packEnvelope(envelope, key, CREATED)).toBeNull();
+  });
+
+  it('an envelope given as text is kept as claims only when the text is its canonical JSON', () => {
+    const text = canonicalOf(receipt());
+    expect(envelopeOfCanonical(text)).toEqual(JSON.parse(text));
+    expect(envelopeOfCanonical(` ${text}`)).toBeNull();
+    expect(envelopeOfCanonical(JSON.stringify(JSON.parse(text), null, 1))).toBeNull();
+    expect(envelopeOfCanonical('{"k":')).toBeNull();
+    expect(envelopeOfCanonical('[1]')).toBeNull();
   });
 });
 

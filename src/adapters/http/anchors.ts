@@ -7,8 +7,8 @@ import { ConflictError, InputError } from '../../core/errors/errors.js';
 import { ProofExporter } from '../proof/export.js';
 import { ProofArchive, archivedSummary } from '../archive/proof-archive.js';
 import { type BulkEnqueueOutcome, type EnqueueOutcome } from '../queue/producer.js';
-import { enqueueAnchorRouted, enqueueAnchorsRouted } from '../queue/routed-producer.js';
-import { claimsFromJobData, type JobLimits } from '../queue/job-data.js';
+import { enqueueSubjectRouted, enqueueSubjectsRouted } from '../queue/routed-producer.js';
+import { readSubject, type JobLimits, type SubjectInput } from '../queue/job-data.js';
 import { SUBJECT_STATUSES } from '../state/anchor-store.js';
 import { WITNESSES, type WitnessName } from '../state/keys.js';
 import { anchorDetail, configuredSources, summarize } from '../state/subject-view.js';
@@ -101,22 +101,23 @@ export class AnchorRoutes {
     const cursor = query.get('cursor') ?? undefined;
     if (cursor !== undefined) checkCursor(cursor);
     const page = await this.daemon.state.list({ status, witness, cursor, limit });
-    const records = await this.daemon.state.getRecords(page.keys);
+    // a page shows no envelope: none is read or rebuilt
+    const records = await this.daemon.state.getRecords(page.keys, { envelopes: false });
     const items = records.flatMap((r) => (r ? [summarize(r)] : []));
     return json(200, { items, next: page.next });
   }
 
   async post({ req }: RequestContext): Promise<Reply> {
     const body = await readJsonBody(req, this.daemon.config.http.maxBodyBytes);
-    const { subjects, many } = subjectsOf(body);
-    subjects.forEach((s, i) => this.validate(s, many ? i : null));
+    const { subjects: given, many } = subjectsOf(body);
+    const subjects = given.map((s, i) => this.read(s, many ? i : null));
     if (subjects.length > 1) return this.postBulk(subjects);
     const keys: string[] = [];
     const results: Array<EnqueueOutcome | { key: string; error: { code: HttpErrorCode; message: string } }> = [];
     let conflict: ConflictError | null = null;
     for (const [i, subject] of subjects.entries()) {
       try {
-        const outcome = await enqueueAnchorRouted(this.daemon.intakeTargets, subject, this.limits);
+        const outcome = await enqueueSubjectRouted(this.daemon.intakeTargets, subject, this.limits);
         keys.push(outcome.key);
         results.push(outcome);
       } catch (err) {
@@ -143,11 +144,11 @@ export class AnchorRoutes {
    * by now). The answer lists each subject in order, with the bulk job it rides in; any
    * conflict makes it a 409 naming the first, the others queued all the same.
    */
-  private async postBulk(subjects: unknown[]): Promise<Reply> {
+  private async postBulk(subjects: SubjectInput[]): Promise<Reply> {
     let outcomes: BulkEnqueueOutcome[];
     const queued: BulkEnqueueOutcome[] = [];
     try {
-      outcomes = await enqueueAnchorsRouted(this.daemon.intakeTargets, subjects, this.limits, {
+      outcomes = await enqueueSubjectsRouted(this.daemon.intakeTargets, subjects, this.limits, {
         maxSubjectsPerJob: this.daemon.config.queue.maxSubjectsPerJob,
         onJobAdded: (added) => queued.push(...added),
       });
@@ -189,10 +190,10 @@ export class AnchorRoutes {
     return json(503, { ...e.body(), keys, results }, e.headers);
   }
 
-  /** Parses a subject as the intake worker will, so bad input is refused now, with its field. */
-  private validate(subject: unknown, index: number | null): void {
+  /** Reads a subject as the intake worker will, so bad input is refused now, with its field; read once, it is what is queued. */
+  private read(subject: unknown, index: number | null): SubjectInput {
     try {
-      claimsFromJobData(subject, this.limits);
+      return readSubject(subject, this.limits);
     } catch (err) {
       // the document parsers throw InputErrors only; anything else is a bug (500)
       if (!(err instanceof InputError)) throw err;

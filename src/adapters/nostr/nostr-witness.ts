@@ -141,8 +141,8 @@ export class NostrWitness {
   }
 
   /** The signed envelope event for a subject (envelope mode, and auto mode's per-subject events); created_at = anchored_at keeps its id stable. */
-  signEnvelope(canonical: string, digestHex: string): SignedEvent {
-    return envelopeEvent({ canonical, digestHex, kind: this.opts.kind }, this.key);
+  signEnvelope(canonical: string, digestHex: string, envelope?: object): SignedEvent {
+    return envelopeEvent({ canonical, digestHex, kind: this.opts.kind, ...(envelope ? { envelope } : {}) }, this.key);
   }
 
   /** Starts the relay workers and the batch worker. */

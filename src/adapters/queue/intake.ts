@@ -2,6 +2,8 @@
  * Intake: the BullMQ worker on the issuers' queue. Each job is validated once, turned
  * into an envelope, and accepted into state atomically; the job id is the subject key,
  * so a second job for the same root is a no-op and one for another root is a conflict.
+ * Job data is untrusted input: here is its edge, where each subject is read once (readSubject)
+ * and then passed on as read (the shard router reads and hands its subjects over the same way).
  * A bulk job (`{"subjects": [...]}`, up to queue.maxSubjectsPerJob) carries many subjects:
  * each is validated on its own and accepted one script call per chunk, and the ones refused
  * are reported per subject in the job's return value (bounded: BulkIntakeResult) without
@@ -14,13 +16,11 @@
 import { DelayedError, UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { Aer1Error, InputError } from '../../core/errors/errors.js';
-import { canonicalJson } from '../../core/aer1/canonical-json.js';
-import { sha256Hex } from '../../core/aer1/hash.js';
-import { buildEnvelope, envelopeCanonical, sameRoot, subjectKey, type Envelope } from '../../core/envelope/envelope.js';
-import type { SubjectClaims } from '../../core/envelope/claims.js';
+import { rootFingerprint, type PreparedSubject } from '../../core/envelope/prepared.js';
+import type { Envelope } from '../../core/envelope/envelope.js';
 import { ACCEPT_CHUNK, type AcceptSubject, type AnchorStore } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
-import { bulkSubjectsOf, checkCanonicalSize, claimsFromJobDataUnchecked, isBulkJobData, type JobLimits } from './job-data.js';
+import { bulkSubjectsOf, isBulkJobData, readOutcome, type JobLimits, type ReadOutcome, type SubjectInput } from './job-data.js';
 import { backoffDelay } from './backoff.js';
 import { ANCHOR_JOB } from './names.js';
 import { boundedFailures } from './failed-attempts.js';
@@ -91,8 +91,8 @@ export interface Anchoring {
   witnesses: readonly WitnessName[];
   /** Batchers a new subject enters. */
   inboxes: readonly WitnessName[];
-  /** Envelope mode: signs the subject's event (stored with it atomically). */
-  signEnvelope?: (canonical: string, digestHex: string) => { id: string; json: string };
+  /** Envelope mode: signs the subject's event (stored with it atomically), from the subject as read. */
+  signEnvelope?: (subject: PreparedSubject) => { id: string; json: string };
   /** After subjects are accepted (or found again): make sure their witness work is queued. */
   afterAccept: (accepted: Accepted) => Promise<void>;
   /**
@@ -110,10 +110,8 @@ export interface IntakeLimits extends JobLimits {
   maxSubjectsPerJob: number;
 }
 
-/** The fingerprint of a subject's root: its claims without `anchored_at`. */
-export function rootFingerprint(claims: SubjectClaims): string {
-  return sha256Hex(canonicalJson(claims));
-}
+/** The fingerprint of a subject's root (core/envelope/prepared.ts). */
+export { rootFingerprint };
 
 /** BullMQ gives jobs added without an id a numeric one; those take the key from the document. */
 export function isGeneratedJobId(id: string | undefined): boolean {
@@ -142,30 +140,41 @@ export class IntakeProcessor {
     throw new UnrecoverableError(`refused: ${reason}`);
   }
 
+  /** A subject of a job read (readSubject, its envelope stamped now), or the error that refuses it. */
+  read(data: unknown): ReadOutcome {
+    return readOutcome(data, this.limits, this.now());
+  }
+
   /** Validates and accepts one job's data under `jobId`; throws UnrecoverableError when refused. */
   async process(jobId: string | undefined, data: unknown): Promise<IntakeResult | BulkIntakeResult> {
-    if (isBulkJobData(data)) return this.processBulk(jobId, data);
-    let claims: SubjectClaims;
-    let subject: AcceptSubject;
+    if (!isBulkJobData(data)) return this.acceptOne(jobId, this.read(data));
+    let list: unknown[];
     try {
-      claims = claimsFromJobDataUnchecked(data, this.limits);
-      subject = this.prepare(claims);
+      list = bulkSubjectsOf(data, this.limits);
     } catch (err) {
       if (!(err instanceof Aer1Error)) throw err;
       return this.refuse(jobId, err.message);
     }
-    const key = subject.key;
+    // read a page at a time, as acceptBulk takes them
+    return this.acceptBulk(jobId, list.length, (i) => this.read(list[i]));
+  }
+
+  /** Accepts one job's subject, read already (by process, or by the shard router), under `jobId`; throws UnrecoverableError when refused. */
+  async acceptOne(jobId: string | undefined, read: ReadOutcome): Promise<IntakeResult> {
+    if (read instanceof Aer1Error) return this.refuse(jobId, read.message);
+    const key = read.key;
     if (jobId !== undefined && jobId !== key && !isGeneratedJobId(jobId)) {
       const reason = `job id ${quoteBounded(jobId)} is not the subject key ${quoteBounded(key)} (receipt_uuid, or job_id for chain heads)`;
       await this.store.reject(jobId, reason);
       throw new UnrecoverableError(`refused: ${reason}`);
     }
-    const archived = await this.fromArchive(claims);
+    const archived = await this.fromArchive(read);
     if (archived?.result === 'duplicate') return { key, result: 'duplicate', digest: archived.digest };
     if (archived) {
       this.log.warn({ key }, 'conflicting root refused (subject retired to the archive)');
       throw new UnrecoverableError(archived.reason);
     }
+    const subject = this.signed(read);
     const { results, inboxLengths } = await this.store.acceptMany(this.anchoring, [subject]);
     const res = results[0]!;
     if (res.result === 'conflict') {
@@ -179,48 +188,27 @@ export class IntakeProcessor {
   }
 
   /** How the archive answers for a subject retired from Redis; null when it holds nothing under its key. */
-  private async fromArchive(claims: SubjectClaims): Promise<ArchivedAnswer | null> {
+  private async fromArchive(subject: SubjectInput): Promise<ArchivedAnswer | null> {
     if (!this.anchoring.archived) return null;
-    const key = subjectKey(claims);
+    const { key } = subject;
     const found = await this.anchoring.archived(key);
     if (!found) return null;
-    if (sameRoot(claims, found.envelope as unknown as Envelope)) return { result: 'duplicate', digest: found.digest };
+    if (rootFingerprint(found.envelope as unknown as Envelope) === subject.fingerprint) return { result: 'duplicate', digest: found.digest };
     return { result: 'conflict', digest: found.digest, reason: `conflict: subject ${key} is already anchored with another root (envelope digest ${found.digest}, retired to the proof archive); refused, not re-anchored` };
   }
 
-  /**
-   * The envelope of a validated subject, signed in envelope mode: what the accept script
-   * stores. An InputError when the envelope is over MAX_ENVELOPE_BYTES (checkCanonicalSize).
-   */
-  private prepare(claims: SubjectClaims): AcceptSubject {
-    const envelope = buildEnvelope(claims, this.now());
-    const canonical = checkCanonicalSize(envelopeCanonical(envelope));
-    const digest = sha256Hex(canonical);
-    return {
-      key: subjectKey(claims),
-      kind: claims.subject,
-      envelopeCanonical: canonical,
-      digest,
-      fingerprint: rootFingerprint(claims),
-      nostrEvent: this.anchoring.signEnvelope?.(canonical, digest),
-    };
+  /** What the accept script stores for a subject read: the subject as read, its event signed in envelope mode. */
+  private signed(subject: SubjectInput): AcceptSubject {
+    return { ...subject, nostrEvent: this.anchoring.signEnvelope?.(subject) };
   }
 
   /**
-   * A bulk job: the wrapper is checked first (refused as a whole, recorded, never retried, when
-   * it is not `{"subjects": [1..maxSubjectsPerJob subjects]}` within limits.maxJobBytes); then
-   * each subject on its own.
+   * A bulk job of `count` subjects, its wrapper checked already (bulkSubjectsOf), `subjectAt(i)`
+   * reading (or handing over) the i-th: each subject on its own.
    * A retry (after a crash or a Redis refusal) accepts nothing twice: subjects already in state
    * come back as duplicates, under the same conflict rules as single jobs.
    */
-  private async processBulk(jobId: string | undefined, data: Record<string, unknown>): Promise<BulkIntakeResult> {
-    let list: unknown[];
-    try {
-      list = bulkSubjectsOf(data, this.limits);
-    } catch (err) {
-      if (!(err instanceof Aer1Error)) throw err;
-      return this.refuse(jobId, err.message);
-    }
+  async acceptBulk(jobId: string | undefined, count: number, subjectAt: (index: number) => ReadOutcome): Promise<BulkIntakeResult> {
     // Counted, and only the subjects not created kept (at most BULK_RESULTS_MAX of each kind,
     // all the return value can list): a created subject leaves nothing behind once its page is in.
     const tally = { created: 0, duplicate: 0, conflict: 0, refused: 0 };
@@ -232,32 +220,27 @@ export class IntakeProcessor {
         if (into.length < BULK_RESULTS_MAX) into.push(r);
       }
     };
-    // Validated, prepared (envelopes and script arguments) and accepted a page of INTAKE_PAGE
-    // subjects at a time, then dropped, so a job's working set is bounded by the page, not the job.
+    // Read (envelopes and script arguments) and accepted a page of INTAKE_PAGE subjects at a
+    // time, then dropped, so a job's working set is bounded by the page, not the job.
     const after: Accepted['subjects'] = [];
     const inboxLengths: Accepted['inboxLengths'] = {};
-    for (let p = 0; p < list.length; p += INTAKE_PAGE) {
+    for (let p = 0; p < count; p += INTAKE_PAGE) {
       const valid: Array<{ index: number; subject: AcceptSubject }> = [];
       // this page's subjects not created, kept in the job's order once the page is in
       const notes: BulkSubjectResult[] = [];
-      for (let index = p; index < Math.min(p + INTAKE_PAGE, list.length); index++) {
-        let claims: SubjectClaims;
-        let subject: AcceptSubject;
-        try {
-          claims = claimsFromJobDataUnchecked(list[index], this.limits);
-          subject = this.prepare(claims);
-        } catch (err) {
-          if (!(err instanceof Aer1Error)) throw err;
-          const field = err instanceof InputError && err.field !== undefined && err.field !== '$' ? err.field : undefined;
+      for (let index = p; index < Math.min(p + INTAKE_PAGE, count); index++) {
+        const read = subjectAt(index);
+        if (read instanceof Aer1Error) {
+          const field = read instanceof InputError && read.field !== undefined && read.field !== '$' ? read.field : undefined;
           tally.refused++;
-          notes.push({ index, result: 'refused', code: err.code, reason: err.message, ...(field !== undefined ? { field } : {}) });
+          notes.push({ index, result: 'refused', code: read.code, reason: read.message, ...(field !== undefined ? { field } : {}) });
           continue;
         }
-        const archived = await this.fromArchive(claims);
+        const archived = await this.fromArchive(read);
         if (archived) {
           tally[archived.result]++;
-          notes.push({ index, key: subject.key, ...archived });
-        } else valid.push({ index, subject });
+          notes.push({ index, key: read.key, ...archived });
+        } else valid.push({ index, subject: this.signed(read) });
       }
       if (valid.length === 0) {
         keep(notes);
@@ -279,7 +262,7 @@ export class IntakeProcessor {
     }
     if (after.length > 0) await this.anchoring.afterAccept({ subjects: after, inboxLengths });
     const listed = [...problems, ...duplicates].slice(0, BULK_RESULTS_MAX).sort((a, b) => a.index - b.index);
-    const out: BulkIntakeResult = { bulk: true, subjects: list.length, ...tally, results: listed, omitted: tally.duplicate + tally.conflict + tally.refused - listed.length };
+    const out: BulkIntakeResult = { bulk: true, subjects: count, ...tally, results: listed, omitted: tally.duplicate + tally.conflict + tally.refused - listed.length };
     if (out.conflict + out.refused > 0) {
       const first = problems[0]!;
       this.log.warn({ jobId, subjects: out.subjects, conflict: out.conflict, refused: out.refused, first: { index: first.index, reason: 'reason' in first ? first.reason : '' } }, 'bulk job: some subjects refused');

@@ -1,12 +1,12 @@
 /**
  * What an anchoring job may carry (SPEC section 7): a full document (receipt, workflow
  * close, job timeline), the same wrapped as `{"document": ..., "evidence_*": ...}`, or
- * the bare envelope fields (`{"subject": ..., ...}`). Parsed once, here, at the edge.
+ * the bare envelope fields (`{"subject": ..., ...}`). Read once, here, at the edge (readSubject).
  */
 import { assertValueDepth } from '../../core/aer1/json-limits.js';
-import { InputError } from '../../core/errors/errors.js';
+import { Aer1Error, InputError } from '../../core/errors/errors.js';
 import { claimsFromInput } from '../../core/envelope/from-document.js';
-import { buildEnvelope, envelopeCanonical } from '../../core/envelope/envelope.js';
+import { prepareSubject, type PreparedSubject } from '../../core/envelope/prepared.js';
 import type { SubjectClaims, Evidence } from '../../core/envelope/claims.js';
 import type { DocumentLimits } from '../../core/aer1/limits.js';
 
@@ -20,8 +20,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Size of the job's JSON; refuses jobs over the limit before any parsing work. */
-export function checkJobSize(data: unknown, maxJobBytes: number): void {
+/** Size of the job's JSON in bytes; refuses jobs over the limit before any parsing work. */
+export function checkJobSize(data: unknown, maxJobBytes: number): number {
   assertValueDepth(data, 'job data'); // before anything walks it
   let text: string | undefined;
   try {
@@ -34,6 +34,7 @@ export function checkJobSize(data: unknown, maxJobBytes: number): void {
   if (bytes > maxJobBytes) {
     throw new InputError('too_large', `job data is ${bytes} bytes, over the limit maxJobBytes = ${maxJobBytes}`, '$');
   }
+  return bytes;
 }
 
 /**
@@ -43,13 +44,7 @@ export function checkJobSize(data: unknown, maxJobBytes: number): void {
  */
 export const MAX_ENVELOPE_BYTES = 16 * 1024;
 
-export function checkEnvelopeSize(claims: SubjectClaims): SubjectClaims {
-  // anchored_at has one length; canonical JSON is ASCII, so characters are bytes
-  checkCanonicalSize(envelopeCanonical(buildEnvelope(claims, '1970-01-01T00:00:00Z')));
-  return claims;
-}
-
-/** The same limit on an envelope's canonical text already built (any anchored_at: they all have one length). */
+/** The same limit on an envelope's canonical text (any anchored_at: they all have one length). */
 export function checkCanonicalSize(canonical: string): string {
   if (canonical.length > MAX_ENVELOPE_BYTES) {
     throw new InputError('too_large', `its envelope would be ${canonical.length} bytes of canonical JSON, over the limit of ${MAX_ENVELOPE_BYTES} (so its Nostr event fits what relays accept)`, '$');
@@ -57,16 +52,47 @@ export function checkCanonicalSize(canonical: string): string {
   return canonical;
 }
 
-export function claimsFromJobData(data: unknown, limits: JobLimits): SubjectClaims {
-  return checkEnvelopeSize(claimsFromJobDataUnchecked(data, limits));
+/** One subject's job data, read and prepared once (readSubject): what the producer and the intake pass on. */
+export interface SubjectInput extends PreparedSubject {
+  /** The data as given: what its queue job carries. */
+  readonly data: unknown;
+  /** Bytes of its JSON (checkJobSize). */
+  readonly bytes: number;
 }
 
 /**
- * claimsFromJobData without the envelope's size: for the intake, which builds the envelope
- * anyway and checks its text (checkCanonicalSize) before anything is written.
+ * Reads one subject's job data (or an HTTP body's subject, or a CLI file: they carry the same)
+ * and prepares it with its envelope stamped `anchoredAt`: the size of the data, the document
+ * or bare fields, then the envelope's size. An InputError naming the field when it is wrong.
+ * The producer's envelope only sizes the subject; the intake stamps the one it accepts.
  */
-export function claimsFromJobDataUnchecked(data: unknown, limits: JobLimits): SubjectClaims {
-  checkJobSize(data, limits.maxJobBytes);
+export function readSubject(data: unknown, limits: JobLimits, anchoredAt: Date | string = new Date()): SubjectInput {
+  const bytes = checkJobSize(data, limits.maxJobBytes);
+  const prepared = prepareSubject(claimsFromJobData(data, limits), anchoredAt);
+  checkCanonicalSize(prepared.envelopeCanonical);
+  return { ...prepared, data, bytes };
+}
+
+/** A subject read (readSubject), or the error that refused it. */
+export type ReadOutcome = SubjectInput | Aer1Error;
+
+/** readSubject with a refusal (an Aer1Error) returned, not thrown: a bulk job's subjects are refused one by one. */
+export function readOutcome(data: unknown, limits: JobLimits, anchoredAt: Date | string = new Date()): ReadOutcome {
+  try {
+    return readSubject(data, limits, anchoredAt);
+  } catch (err) {
+    if (!(err instanceof Aer1Error)) throw err;
+    return err;
+  }
+}
+
+/** Each of `subjects` read once, in the order given (readOutcome). */
+export function readSubjects(subjects: readonly unknown[], limits: JobLimits, anchoredAt: Date | string = new Date()): ReadOutcome[] {
+  return subjects.map((data) => readOutcome(data, limits, anchoredAt));
+}
+
+/** The claims of one subject's job data, its size not checked (readSubject checks it first). */
+function claimsFromJobData(data: unknown, limits: JobLimits): SubjectClaims {
   const { maxJobBytes: _ignored, ...docLimits } = limits;
   const options = { limits: docLimits };
   if (isObject(data) && Object.hasOwn(data, 'document')) {

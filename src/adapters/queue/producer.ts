@@ -2,16 +2,14 @@
  * The producer side of the intake queue, shared by `aer1-anchor enqueue` and
  * `POST /v1/anchors`: validate first (so bad input is refused at once with a reason),
  * refuse a known key with another root, then add the job under the subject key.
- * `enqueueAnchors` does the same for many subjects, as bulk jobs.
+ * `enqueueAnchors` does the same for many subjects, as bulk jobs. Each subject is read once
+ * (readSubject); `enqueueSubject(s)` take subjects read already, as `POST /v1/anchors` does.
  */
 import { createHash } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { Aer1Error, ConflictError, InputError } from '../../core/errors/errors.js';
-import { subjectKey } from '../../core/envelope/envelope.js';
-import type { SubjectClaims } from '../../core/envelope/claims.js';
 import type { AnchorStore } from '../state/anchor-store.js';
-import { rootFingerprint } from './intake.js';
-import { claimsFromJobData, type JobLimits } from './job-data.js';
+import { readSubject, readSubjects, type JobLimits, type ReadOutcome, type SubjectInput } from './job-data.js';
 import { ANCHOR_JOB } from './names.js';
 
 export interface EnqueueOutcome {
@@ -36,9 +34,12 @@ export function usableAsJobId(key: string): boolean {
 }
 
 export async function enqueueAnchor(queue: Queue, store: AnchorStore, data: unknown, limits: JobLimits): Promise<EnqueueOutcome> {
-  const claims: SubjectClaims = claimsFromJobData(data, limits);
-  const key = subjectKey(claims);
-  const fingerprint = rootFingerprint(claims);
+  return enqueueSubject(queue, store, readSubject(data, limits), limits);
+}
+
+/** `enqueueAnchor` for a subject read already (readSubject). */
+export async function enqueueSubject(queue: Queue, store: AnchorStore, subject: SubjectInput, limits: JobLimits): Promise<EnqueueOutcome> {
+  const { key, fingerprint, data } = subject;
   const { fingerprint: fp, status, digest } = (await store.intakeStates([key]))[0]!;
   if (status && status !== 'rejected') {
     if (fp !== fingerprint) {
@@ -57,7 +58,7 @@ export async function enqueueAnchor(queue: Queue, store: AnchorStore, data: unkn
   if (stored && JSON.stringify(stored.data) !== JSON.stringify(data)) {
     let waiting: string | null = null;
     try {
-      waiting = rootFingerprint(claimsFromJobData(stored.data, limits));
+      waiting = readSubject(stored.data, limits).fingerprint;
     } catch {
       // the waiting job is malformed; the worker will refuse it and free the id
     }
@@ -107,19 +108,20 @@ export function bulkJobId(items: ReadonlyArray<{ key: string; fingerprint: strin
  * accepts nothing twice).
  */
 export async function enqueueAnchors(queue: Queue, store: AnchorStore, subjects: readonly unknown[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
+  return enqueueSubjects(queue, store, readSubjects(subjects, limits), limits, opts);
+}
+
+/** `enqueueAnchors` for subjects read already (readSubjects); a refused one is reported in its place. */
+export async function enqueueSubjects(queue: Queue, store: AnchorStore, subjects: readonly ReadOutcome[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
   const max = opts.maxSubjectsPerJob ?? DEFAULT_MAX_SUBJECTS_PER_JOB;
   if (!Number.isInteger(max) || max < 1) throw new RangeError(`maxSubjectsPerJob must be a positive integer, got ${max}`);
   const out: Array<BulkEnqueueOutcome | null> = subjects.map(() => null);
-  const parsed: Array<{ index: number; data: unknown; key: string; fingerprint: string }> = [];
-  subjects.forEach((data, index) => {
-    try {
-      const claims = claimsFromJobData(data, limits);
-      parsed.push({ index, data, key: subjectKey(claims), fingerprint: rootFingerprint(claims) });
-    } catch (err) {
-      if (!(err instanceof Aer1Error)) throw err;
-      const field = err instanceof InputError && err.field !== undefined ? { field: err.field } : {};
-      out[index] = { index, error: { code: err.code, message: err.message, ...field } };
-    }
+  const parsed: Array<{ index: number; data: unknown; bytes: number; key: string; fingerprint: string }> = [];
+  subjects.forEach((s, index) => {
+    if (s instanceof Aer1Error) {
+      const field = s instanceof InputError && s.field !== undefined ? { field: s.field } : {};
+      out[index] = { index, error: { code: s.code, message: s.message, ...field } };
+    } else parsed.push({ index, data: s.data, bytes: s.bytes, key: s.key, fingerprint: s.fingerprint });
   });
   const states = await store.intakeStates(parsed.map((p) => p.key));
   const toQueue: typeof parsed = [];
@@ -148,7 +150,7 @@ export async function enqueueAnchors(queue: Queue, store: AnchorStore, subjects:
   });
   const jobOf = new Map<string, string>();
   // a job closes at `max` subjects or at limits.maxJobBytes of JSON (the daemon holds a bulk job to it as a whole)
-  const sizes = toQueue.map((p) => Buffer.byteLength(JSON.stringify(p.data), 'utf8') + 1);
+  const sizes = toQueue.map((p) => p.bytes + 1);
   for (let i = 0; i < toQueue.length; ) {
     let j = i;
     let bytes = BULK_WRAPPER_BYTES;

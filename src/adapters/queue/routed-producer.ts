@@ -8,12 +8,11 @@
  */
 import { Queue, type ConnectionOptions } from 'bullmq';
 import { Aer1Error } from '../../core/errors/errors.js';
-import { subjectKey } from '../../core/envelope/envelope.js';
 import { groupByShard, shardOf, shardPrefix } from '../../core/shard/shard.js';
 import { AnchorStore } from '../state/anchor-store.js';
 import type { RedisClient as Redis } from '../redis/connection.js';
-import { claimsFromJobData, type JobLimits } from './job-data.js';
-import { enqueueAnchor, enqueueAnchors, type BulkEnqueueOptions, type BulkEnqueueOutcome, type EnqueueOutcome } from './producer.js';
+import { readSubject, readSubjects, type JobLimits, type ReadOutcome, type SubjectInput } from './job-data.js';
+import { enqueueSubject, enqueueSubjects, type BulkEnqueueOptions, type BulkEnqueueOutcome, type EnqueueOutcome } from './producer.js';
 
 /** Shard i's intake queue and state, at index i. */
 export interface ShardTarget {
@@ -32,31 +31,31 @@ export function shardTargets(redis: Redis, opts: { prefix: string; queueName: st
   });
 }
 
-function keyOf(data: unknown, limits: JobLimits): string | null {
-  try {
-    return subjectKey(claimsFromJobData(data, limits));
-  } catch (err) {
-    if (!(err instanceof Aer1Error)) throw err;
-    return null;
-  }
+/** `enqueueAnchor` on the subject's own shard (a document that does not read is refused as there). */
+export async function enqueueAnchorRouted(shards: readonly ShardTarget[], data: unknown, limits: JobLimits): Promise<EnqueueOutcome> {
+  return enqueueSubjectRouted(shards, readSubject(data, limits), limits);
 }
 
-/** `enqueueAnchor` on the subject's own shard (a document that does not read is refused as there). */
-export function enqueueAnchorRouted(shards: readonly ShardTarget[], data: unknown, limits: JobLimits): Promise<EnqueueOutcome> {
-  const key = keyOf(data, limits);
-  const t = shards[key === null ? 0 : shardOf(key, shards.length)]!;
-  return enqueueAnchor(t.queue, t.store, data, limits);
+/** `enqueueAnchorRouted` for a subject read already (readSubject). */
+export function enqueueSubjectRouted(shards: readonly ShardTarget[], subject: SubjectInput, limits: JobLimits): Promise<EnqueueOutcome> {
+  const t = shards[shardOf(subject.key, shards.length)]!;
+  return enqueueSubject(t.queue, t.store, subject, limits);
 }
 
 /** `enqueueAnchors` with the list split by shard: each shard's subjects in bulk jobs on its queue; outcomes in the order given. */
-export async function enqueueAnchorsRouted(shards: readonly ShardTarget[], subjects: readonly unknown[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
-  if (shards.length === 1) return enqueueAnchors(shards[0]!.queue, shards[0]!.store, subjects, limits, opts);
-  const groups = groupByShard(subjects, shards.length, (data) => keyOf(data, limits));
+export function enqueueAnchorsRouted(shards: readonly ShardTarget[], subjects: readonly unknown[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
+  return enqueueSubjectsRouted(shards, readSubjects(subjects, limits), limits, opts);
+}
+
+/** `enqueueAnchorsRouted` for subjects read already (readSubjects). */
+export async function enqueueSubjectsRouted(shards: readonly ShardTarget[], subjects: readonly ReadOutcome[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
+  if (shards.length === 1) return enqueueSubjects(shards[0]!.queue, shards[0]!.store, subjects, limits, opts);
+  const groups = groupByShard(subjects, shards.length, (s) => (s instanceof Aer1Error ? null : s.key));
   const out: BulkEnqueueOutcome[] = new Array(subjects.length);
   for (const [shard, indexes] of groups) {
     const t = shards[shard]!;
     const back = (o: BulkEnqueueOutcome): BulkEnqueueOutcome => ({ ...o, index: indexes[o.index]! });
-    const part = await enqueueAnchors(t.queue, t.store, indexes.map((i) => subjects[i]), limits, {
+    const part = await enqueueSubjects(t.queue, t.store, indexes.map((i) => subjects[i]!), limits, {
       ...(opts.maxSubjectsPerJob !== undefined ? { maxSubjectsPerJob: opts.maxSubjectsPerJob } : {}),
       ...(opts.onJobAdded ? { onJobAdded: (outcomes: BulkEnqueueOutcome[]) => opts.onJobAdded!(outcomes.map(back)) } : {}),
     });

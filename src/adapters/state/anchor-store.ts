@@ -15,7 +15,8 @@ import { ACCEPT, CUT_BATCH, DROP_BATCH, FORGET, LIST_PAGE, MARK_SENT, REJECT, SC
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
-import { packEnvelope, unpackEnvelope, type CompactMembers } from '../../core/envelope/compact.js';
+import { envelopeOfCanonical, packEnvelope, unpackEnvelope, type CompactMembers } from '../../core/envelope/compact.js';
+import type { Envelope } from '../../core/envelope/envelope.js';
 import { sha256Hex } from '../../core/aer1/hash.js';
 import { UsageError } from '../../core/errors/errors.js';
 
@@ -47,6 +48,8 @@ export interface AcceptSubject {
   key: string;
   kind: string;
   envelopeCanonical: string;
+  /** The envelope envelopeCanonical is the canonical JSON of, as the intake built it (its claims are kept without reading the text back); absent, the text is read. */
+  envelope?: Envelope | undefined;
   digest: string;
   /** Fingerprint of the subject's root (the envelope without anchored_at): same key + other fp = conflict. */
   fingerprint: string;
@@ -331,7 +334,7 @@ export class AnchorStore {
     for (const s of chunk) {
       keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
       // no own event: the envelope kept as its claims in the hash when they fit (rebuilt when read)
-      const claims = s.nostrEvent ? null : claimFields(s.envelopeCanonical, s.key, now);
+      const claims = s.nostrEvent ? null : claimFields(s.envelope ?? envelopeOfCanonical(s.envelopeCanonical), s.key, now);
       args.push(s.key, s.kind, claims ? '' : s.envelopeCanonical, s.digest, packHash(s.fingerprint), s.nostrEvent ? packHash(s.nostrEvent.id) : '', s.nostrEvent?.json ?? '', packHash(s.digest), claims ?? '');
     }
     keys.push(k.eventTally);
@@ -508,20 +511,31 @@ export class AnchorStore {
     return (await this.getRecords([key]))[0] ?? null;
   }
 
-  async getRecords(keys: readonly string[]): Promise<Array<SubjectRecord | null>> {
+  /**
+   * The subjects' records, null for an unknown key. With `envelopes: false` (list pages, which
+   * show none) each record's envelopeCanonical is null: no envelope is read, rebuilt or hashed.
+   */
+  async getRecords(keys: readonly string[], opts: { envelopes?: boolean } = {}): Promise<Array<SubjectRecord | null>> {
     if (keys.length === 0) return [];
+    const envelopes = opts.envelopes ?? true;
+    const per = envelopes ? 2 : 1;
     const pipe = this.redis.pipeline();
-    for (const k of keys) pipe.hgetallBuffer(this.keys.subject(k)).get(this.keys.envelope(k));
+    for (const k of keys) {
+      pipe.hgetallBuffer(this.keys.subject(k));
+      if (envelopes) pipe.get(this.keys.envelope(k));
+    }
     const res = (await pipe.exec()) ?? [];
     const records = keys.map((key, i) => {
-      const [herr, h] = res[2 * i] ?? [null, {}];
-      const [eerr, envelope] = res[2 * i + 1] ?? [null, null];
+      const [herr, h] = res[per * i] ?? [null, {}];
+      const [eerr, envelope] = (envelopes ? res[per * i + 1] : null) ?? [null, null];
       if (herr) throw herr;
       if (eerr) throw eerr;
       const hash = subjectFields(h as Record<string, Buffer>);
       if (!hash.status) return null;
+      if (!envelopes) return toRecord(key, hash, null);
       return toRecord(key, hash, (envelope as string | null) ?? envelopeOfClaims(key, hash, h as Record<string, Buffer>));
     });
+    if (!envelopes) return records;
     // A subject with its own Nostr event keeps its envelope only there (the event's content).
     const fromEvent = records.filter((r): r is SubjectRecord => r !== null && r.envelopeCanonical === null && r.nostrEventId !== null && r.status !== 'rejected');
     if (fromEvent.length > 0) {
@@ -1239,12 +1253,13 @@ function eventContent(json: string): string | null {
 }
 
 /**
- * The envelope `canonical` of the subject `key` accepted at `createdMs` as accept.lua's
- * claims argument (pairs of field and value, each one length byte then its bytes), or null
- * when its claims do not fit the hash (it is then stored as text, under e:<key>).
+ * The envelope of the subject `key` accepted at `createdMs` as accept.lua's claims argument
+ * (pairs of field and value, each one length byte then its bytes), or null when its claims do
+ * not fit the hash (it is then stored as text, under e:<key>).
  */
-function claimFields(canonical: string, key: string, createdMs: number): Buffer | null {
-  const members = packEnvelope(canonical, key, createdMs);
+function claimFields(envelope: object | null, key: string, createdMs: number): Buffer | null {
+  if (envelope === null) return null;
+  const members = packEnvelope(envelope, key, createdMs);
   if (!members) return null;
   const parts: Buffer[] = [];
   for (const [member, value] of members) {

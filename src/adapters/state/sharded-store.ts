@@ -40,12 +40,13 @@ export class ShardedStore {
     return this.of(key).getRecord(key);
   }
 
-  async getRecords(keys: readonly string[]): Promise<Array<SubjectRecord | null>> {
-    if (this.shards.length === 1) return this.shards[0]!.getRecords(keys);
+  /** AnchorStore.getRecords over every shard (`envelopes: false`: none read, as for a list page). */
+  async getRecords(keys: readonly string[], opts: { envelopes?: boolean } = {}): Promise<Array<SubjectRecord | null>> {
+    if (this.shards.length === 1) return this.shards[0]!.getRecords(keys, opts);
     const groups = groupByShard(keys, this.shards.length, (k) => k);
     const out: Array<SubjectRecord | null> = keys.map(() => null);
     await Promise.all([...groups].map(async ([s, idx]) => {
-      const recs = await this.shards[s]!.getRecords(idx.map((i) => keys[i]!));
+      const recs = await this.shards[s]!.getRecords(idx.map((i) => keys[i]!), opts);
       idx.forEach((i, j) => (out[i] = recs[j] ?? null));
     }));
     return out;

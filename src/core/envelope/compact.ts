@@ -34,30 +34,27 @@ function isKind(v: unknown): v is SubjectKind {
 }
 
 /**
- * The members to keep for `canonical` (an envelope's canonical text) of the subject `key`
- * accepted at `createdMs`, or null when it cannot be kept that way: a value over 64 bytes, a
- * member this release does not know, or any text that would not rebuild byte for byte.
+ * The members to keep for `envelope` (as built: its canonical text is canonicalJson of it) of
+ * the subject `key` accepted at `createdMs`, or null when it cannot be kept that way: a value
+ * over 64 bytes, a member this release does not know, or a value that would not come back as
+ * it is. Each value is checked to come back exactly, so the rebuilt text is the envelope's
+ * canonical text without building it here.
  */
-export function packEnvelope(canonical: string, key: string, createdMs: number): CompactMembers | null {
-  let env: Record<string, unknown>;
-  try {
-    env = JSON.parse(canonical) as Record<string, unknown>;
-  } catch {
-    return null;
-  }
-  if (typeof env !== 'object' || env === null || Array.isArray(env)) return null;
-  const kind = env.subject;
-  if (!isKind(kind) || env.type !== ENVELOPE_TYPE || env[KEPT[kind].key] !== key) return null;
-  const at = env.anchored_at;
+export function packEnvelope(value: object, key: string, createdMs: number): CompactMembers | null {
+  const envelope = value as Readonly<Record<string, unknown>>;
+  const kind = envelope.subject;
+  if (!isKind(kind) || envelope.type !== ENVELOPE_TYPE || envelope[KEPT[kind].key] !== key) return null;
+  const at = envelope.anchored_at;
   if (typeof at !== 'string' || !ANCHORED_AT.test(at)) return null;
   const atMs = Date.parse(at);
   if (!Number.isFinite(atMs) || !Number.isFinite(createdMs)) return null;
   const kept = KEPT[kind];
   const out: CompactMembers = new Map();
   const offset = Math.floor(createdMs / 1000) - atMs / 1000;
+  if (!Number.isSafeInteger(offset) || rebuiltAt(createdMs, offset) !== at) return null;
   if (offset !== 0) out.set('at', Buffer.from(String(offset)));
-  for (const [name, value] of Object.entries(env)) {
-    if (name === 'subject' || name === 'type' || name === 'anchored_at' || name === kept.key) continue;
+  for (const [name, value] of Object.entries(envelope)) {
+    if (value === undefined || name === 'subject' || name === 'type' || name === 'anchored_at' || name === kept.key) continue;
     let packed: Buffer;
     if (kept.hex.includes(name)) {
       if (typeof value !== 'string' || !HEX64.test(value)) return null;
@@ -68,18 +65,48 @@ export function packEnvelope(canonical: string, key: string, createdMs: number):
     } else if (kept.text.includes(name)) {
       if (typeof value !== 'string') return null;
       packed = Buffer.from(value, 'utf8');
+      // a lone surrogate does not survive UTF-8
+      if (packed.toString('utf8') !== value) return null;
     } else {
       return null;
     }
     if (packed.length > COMPACT_VALUE_MAX) return null;
     out.set(name, packed);
   }
+  return out;
+}
+
+/**
+ * The object whose canonical JSON `canonical` is, for packEnvelope when only the text is at
+ * hand (tools, tests; the intake passes the envelope it built); null when the text is not one.
+ */
+export function envelopeOfCanonical(canonical: string): Record<string, unknown> | null {
+  let value: unknown;
   try {
-    if (unpackEnvelope(kind, key, out, createdMs) !== canonical) return null;
+    value = JSON.parse(canonical);
   } catch {
     return null;
   }
-  return out;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  try {
+    return canonicalJson(value) === canonical ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The `anchored_at` unpackEnvelope gives for `offset`, or null when it gives none. */
+function rebuiltAt(createdMs: number, offset: number): string | null {
+  try {
+    return anchoredAtOf(createdMs, offset);
+  } catch {
+    return null;
+  }
+}
+
+/** `anchored_at` kept as `offset` whole seconds before the acceptance at `createdMs`. */
+function anchoredAtOf(createdMs: number, offset: number): string {
+  return formatAnchoredAt(new Date((Math.floor(createdMs / 1000) - offset) * 1000));
 }
 
 /**
@@ -92,7 +119,7 @@ export function unpackEnvelope(kind: string, key: string, members: CompactMember
   const env: Record<string, unknown> = { subject: kind, type: ENVELOPE_TYPE, [kept.key]: key };
   const offset = members.has('at') ? Number(members.get('at')!.toString()) : 0;
   if (!Number.isSafeInteger(offset)) throw new Error('a kept anchored_at offset that is not an integer');
-  env.anchored_at = formatAnchoredAt(new Date((Math.floor(createdMs / 1000) - offset) * 1000));
+  env.anchored_at = anchoredAtOf(createdMs, offset);
   for (const [name, value] of members) {
     if (name === 'at') continue;
     if (kept.hex.includes(name)) {

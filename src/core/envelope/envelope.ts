@@ -65,7 +65,14 @@ function sortedObject<T extends object>(obj: T): T {
  * Members are stored in canonical order, so `JSON.stringify` shows them as hashed.
  */
 export function buildEnvelope(claims: SubjectClaims, anchoredAt: Date | string, limits?: Partial<DocumentLimits>): Envelope {
-  const checked = parseClaims(claims, limits ? { limits } : {});
+  return stampEnvelope(parseClaims(claims, limits ? { limits } : {}), anchoredAt);
+}
+
+/**
+ * buildEnvelope for claims parseClaims has just returned (the edge that read them): not
+ * checked again. Anything else goes through buildEnvelope.
+ */
+export function stampEnvelope(checked: SubjectClaims, anchoredAt: Date | string): Envelope {
   const at = typeof anchoredAt === 'string' ? checkAnchoredAt(anchoredAt) : formatAnchoredAt(anchoredAt);
   return sortedObject({ ...checked, type: ENVELOPE_TYPE, anchored_at: at }) as Envelope;
 }

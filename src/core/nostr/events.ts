@@ -69,6 +69,11 @@ export interface EnvelopeEventInput {
   createdAt?: number;
   /** Human summary for the `alt` tag; derived from the envelope when absent. */
   summary?: string;
+  /**
+   * The envelope `canonical` is the canonical JSON of, when the caller built both (the
+   * intake's prepared subject): taken as it is, not read back from the text.
+   */
+  envelope?: object;
 }
 
 /** One event per subject: content = the envelope's canonical bytes; tags alt, x = d and i = aer1:<subject key>. */
@@ -82,8 +87,8 @@ export function envelopeEvent(input: EnvelopeEventInput, key: SigningKey): Signe
   if (sha256Hex(input.canonical) !== input.digestHex) {
     throw new InputError('bad_event_input', 'is not the SHA-256 of the canonical envelope text', 'digestHex');
   }
-  const envelope = parseObject(input.canonical);
-  if (envelope === undefined || canonicalJson(envelope) !== input.canonical) {
+  const envelope = (input.envelope as Record<string, unknown> | undefined) ?? parseObject(input.canonical);
+  if (envelope === undefined || (input.envelope === undefined && canonicalJson(envelope) !== input.canonical)) {
     throw new InputError('bad_event_input', 'must be a JSON object in canonical form (SPEC §2)', 'canonical');
   }
   const kind = checkKind(input.kind);
