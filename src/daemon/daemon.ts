@@ -27,6 +27,8 @@ import type { Reconciler } from './reconciler.js';
 import { ProofArchive } from '../adapters/archive/proof-archive.js';
 import type { Retention, RetentionDeps } from '../adapters/retention/retention.js';
 import { ShardEngine, countIntake } from './shard-engine.js';
+import type { LogSigner } from '../core/log/note.js';
+import { join } from 'node:path';
 
 export interface DaemonDeps {
   config: Config;
@@ -36,6 +38,15 @@ export interface DaemonDeps {
   signingKey: SigningKey | null;
   /** Retention's crash-injection point (tests): after a proof is archived, before its subject is removed. */
   afterArchive?: RetentionDeps['afterArchive'];
+  /** The anchor log's key (log.enabled; null or absent when off). */
+  logSigner?: LogSigner | null;
+}
+
+/** Shard i's anchor log: with one shard log.dir and the origin themselves, with K `<dir>/<i>` and `<origin>/<i>`. */
+export function shardLog(config: Config, signer: LogSigner, shard: number): { dir: string; origin: string; signer: LogSigner } {
+  const origin = config.log.origin ?? signer.name;
+  const shards = config.redis.shards;
+  return shards === 1 ? { dir: config.log.dir, origin, signer } : { dir: join(config.log.dir, String(shard)), origin: `${origin}/${shard}`, signer };
 }
 
 export class Daemon {
@@ -85,6 +96,7 @@ export class Daemon {
     this.witnesses = enabledWitnesses(config);
     this.signerPubkey = config.nostr.enabled ? (deps.signingKey?.publicKey ?? null) : null;
     if (config.nostr.enabled && !deps.signingKey) throw new Error('nostr is enabled but no signing key was given');
+    if (config.log.enabled && !deps.logSigner) throw new Error('log is enabled but no log key was given');
     this.metrics = new DaemonMetrics();
     this.health = new WitnessHealth(log);
     this.metrics.attachHealth(() => this.health.snapshot());
@@ -103,6 +115,7 @@ export class Daemon {
       health: this.health,
       archive: this.archive,
       ...(deps.afterArchive ? { afterArchive: deps.afterArchive } : {}),
+      anchorLog: config.log.enabled && deps.logSigner ? shardLog(config, deps.logSigner, i) : null,
     }));
     this.state = new ShardedStore(this.engines.map((e) => e.store));
     this.intakeQueue = shards === 1 ? this.engines[0]!.intakeQueue : new Queue(config.queue.name, { connection: this.redis, prefix: new StateKeys(config.redis.prefix).bullPrefix });

@@ -29,6 +29,8 @@ import { configuredSources } from '../adapters/state/subject-view.js';
 import { Retention, type RetentionDeps } from '../adapters/retention/retention.js';
 import { WebhookHandover } from '../adapters/retention/handover.js';
 import { hookId } from '../adapters/webhooks/delivery-log.js';
+import { LogService } from '../adapters/log/log-service.js';
+import type { LogSigner } from '../core/log/note.js';
 
 /** Relay answers that say the relay has the event; any other outcome is a failed attempt. */
 const RELAY_SUCCESS = new Set(['accepted', 'rejected:duplicate']);
@@ -51,6 +53,8 @@ export interface ShardEngineDeps {
   health: WitnessHealth;
   archive: ProofArchive | null;
   afterArchive?: RetentionDeps['afterArchive'];
+  /** The anchor log of this shard (log.enabled): its folder, origin and key; null when off. */
+  anchorLog?: { dir: string; origin: string; signer: LogSigner } | null;
 }
 
 export class ShardEngine {
@@ -62,6 +66,8 @@ export class ShardEngine {
   readonly intakeQueue: Queue;
   readonly reconciler: Reconciler;
   readonly retention: Retention | null;
+  /** The shard's anchor log publisher (log.enabled), null when off. */
+  readonly anchorLog: LogService | null = null;
   private readonly redis: RedisClient;
   private readonly log: Logger;
   private readonly witnesses: readonly WitnessName[];
@@ -80,6 +86,11 @@ export class ShardEngine {
     this.metrics = deps.metrics;
     this.archive = deps.archive;
     this.store = new AnchorStore(deps.storeRedis, deps.prefix);
+    if (deps.anchorLog) {
+      this.anchorLog = new LogService(deps.storeRedis, { ...deps.anchorLog, intervalMs: config.log.checkpointIntervalMs, base: this.store.keys.base }, log);
+      // accept.lua sequences each subject it creates into the log, in the same script call
+      this.store.logKeys = this.anchorLog.keys;
+    }
     const bullPrefix = this.store.keys.bullPrefix;
     this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: bullPrefix });
     const health = deps.health;
@@ -227,6 +238,7 @@ export class ShardEngine {
   }
 
   async start(): Promise<void> {
+    this.anchorLog?.start();
     this.nostr?.start();
     this.ots?.start();
     for (const b of this.batchers) b.start();
@@ -259,6 +271,7 @@ export class ShardEngine {
     await this.nostr?.close();
     await this.ots?.close();
     await this.intakeQueue.close();
+    await this.anchorLog?.stop();
   }
 }
 
