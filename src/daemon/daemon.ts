@@ -121,6 +121,11 @@ export class Daemon {
     this.intakeQueue = shards === 1 ? this.engines[0]!.intakeQueue : new Queue(config.queue.name, { connection: this.redis, prefix: new StateKeys(config.redis.prefix).bullPrefix });
   }
 
+  /** Each shard's anchor log (log.enabled), shard i at index i; empty when off. */
+  get anchorLogs(): Array<{ dir: string; origin: string; verifierKey: string }> {
+    return this.engines.flatMap((e) => (e.anchorLog ? [{ dir: e.anchorLog.options.dir, origin: e.anchorLog.options.origin, verifierKey: e.anchorLog.options.signer.verifierKey }] : []));
+  }
+
   /** Shard i's intake queue and store at index i. */
   get intakeTargets(): Array<{ queue: Queue; store: AnchorStore }> {
     return this.engines.map((e) => ({ queue: e.intakeQueue, store: e.store }));

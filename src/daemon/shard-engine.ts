@@ -180,7 +180,7 @@ export class ShardEngine {
             store: this.store,
             archive: this.archive,
             handover,
-            exporter: new ProofExporter(this.store, configuredSources(config)),
+            exporter: new ProofExporter(this.store, configuredSources(config), deps.anchorLog ?? null),
             connection: this.redis,
             log,
             ...(afterArchive ? { afterArchive } : {}),
