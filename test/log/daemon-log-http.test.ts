@@ -80,3 +80,48 @@ describe('GET /v1/log/… and anchor_proof.log', () => {
     }
   });
 });
+
+describe('with redis.shards = 2', () => {
+  let k: Stack;
+  let kdir: string;
+  beforeAll(async () => {
+    kdir = tempDir('aer1-log-http-k');
+    k = await startStack({ overrides: { redis: { shards: 2 }, log: { enabled: true, dir: join(kdir, 'log'), keyFile: join(kdir, 'log.key'), origin: 'example.test/aer1', checkpointIntervalMs: 100 } } });
+  });
+  afterAll(async () => {
+    await k?.close();
+    rmSync(kdir, { recursive: true, force: true });
+  });
+
+  it('one log per shard under /v1/log/<shard>/, origin <origin>/<shard>, folder <dir>/<shard>; each proof carries its shard\'s log', async () => {
+    const subjects = Array.from({ length: 8 }, () => receiptFields());
+    expect((await k.post('/v1/anchors', { subjects }, { auth: true })).status).toBe(202);
+    const vkey = parseVerifierKey((await (await k.get('/v1/log/0/vkey')).text()).trim());
+    const sizes = await waitFor('both shards\' checkpoints covering the 8 subjects', async () => {
+      const got = await Promise.all([0, 1].map(async (i) => {
+        const res = await k.get(`/v1/log/${i}/checkpoint`);
+        const text = await res.text();
+        if (res.status !== 200) return -1;
+        const opened = openCheckpoint(text, [vkey]);
+        expect(opened.ok && opened.checkpoint.origin).toBe(`example.test/aer1/${i}`);
+        return opened.checkpoint.size;
+      }));
+      return got[0]! + got[1]! === 8 ? got : null;
+    }, 15_000);
+    expect(sizes.every((n) => n > 0)).toBe(true);
+    const unsharded = await k.get('/v1/log/checkpoint');
+    expect(unsharded.status).toBe(404);
+    await unsharded.body?.cancel();
+    for (const i of [0, 1]) {
+      const report = await verifyLog(logSource(join(kdir, 'log', String(i))), { trusted: [vkey] });
+      expect(report.verdict).toBe('PASS');
+    }
+    for (const subject of subjects) {
+      const proof = (await (await k.get(`/v1/anchors/${subject.receipt_uuid}/proof`)).json()) as AnchorProof;
+      const cp = openCheckpoint(proof.log!.checkpoint, [vkey]);
+      expect(cp.ok && cp.checkpoint.origin).toBe(proof.log!.origin);
+      const entry = encodeEntry({ digest: Buffer.from(proof.digest, 'hex'), kind: 'receipt', key: subject.receipt_uuid });
+      expect(verifyInclusion(leafHash(entry), proof.log!.index, cp.checkpoint.size, proof.log!.path.map((h) => Buffer.from(h, 'hex')), cp.checkpoint.root)).toBe(true);
+    }
+  });
+});
