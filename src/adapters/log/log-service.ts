@@ -102,12 +102,6 @@ export class LogService {
     }
   }
 
-  /** The signed checkpoint the files hold now (read from the folder). */
-  get checkpointed(): { size: number; note: string } | null {
-    const cp = this.writer?.checkpointed;
-    return cp ? { size: cp.checkpoint.size, note: cp.note } : null;
-  }
-
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
