@@ -109,3 +109,40 @@ describe('accept sequences into the anchor log', () => {
     expect(await other.tick()).toEqual({ size: 2 });
   });
 });
+
+describe('aer1-anchord with log.enabled', () => {
+  it('makes the log key on first start (mode 0600), prints the verifier key and origin, and keeps the key across restarts', { timeout: 30_000 }, async () => {
+    const { runDaemon } = await import('../../src/daemon/main.js');
+    const { testConfig } = await import('../helpers/harness.js');
+    const { PassThrough } = await import('node:stream');
+    const dir = tempDir('aer1-log-start');
+    const prefix = uniquePrefix('logstart');
+    const redis = connectRedis(SHARED_REDIS_URL);
+    cleanups.push(async () => {
+      await deletePrefix(redis, prefix);
+      await redis.quit();
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const config = testConfig({ prefix, overrides: { redis: { url: SHARED_REDIS_URL }, ots: { enabled: true, calendars: ['http://127.0.0.1:1'] }, log: { enabled: true, dir: join(dir, 'log'), keyFile: join(dir, 'log.key') } } });
+    const lines: string[] = [];
+    const start = async () => {
+      const out = new PassThrough();
+      out.on('data', (d: Buffer) => lines.push(...d.toString('utf8').trim().split('\n')));
+      const running = await runDaemon(config, createLogger('info', out, 'json'));
+      await running.stop();
+    };
+    await start();
+    expect(statSync(join(dir, 'log.key')).mode & 0o777).toBe(0o600);
+    const printed = lines.map((l) => JSON.parse(l) as { msg: string; vkey?: string; origins?: string[] }).filter((l) => l.msg.startsWith('anchor log: '));
+    expect(printed).toHaveLength(1);
+    const vkey = parseVerifierKey(printed[0]!.vkey!);
+    expect(vkey.name).toBe(`aer1-anchor/${prefix}`);
+    expect(printed[0]!.origins).toEqual([`aer1-anchor/${prefix}`]);
+    expect(printed[0]!.msg).toContain(vkey.text);
+    expect(statSync(join(dir, 'log', 'checkpoint')).isFile()).toBe(true);
+    lines.length = 0;
+    await start();
+    const again = lines.map((l) => JSON.parse(l) as { msg: string; vkey?: string }).find((l) => l.msg.startsWith('anchor log: '));
+    expect(again?.vkey).toBe(vkey.text);
+  });
+});
