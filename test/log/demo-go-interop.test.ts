@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DemoSummary } from '../../src/dev/demo/demo.js';
 import type { AnchorProof } from '../../src/core/proof/format.js';
-import { encodeEntry, ENTRY_KIND_OF_SUBJECT } from '../../src/core/log/entry.js';
+import { encodeEntry, entryKindOfSubject } from '../../src/core/log/entry.js';
 import { parseVerifierKey } from '../../src/core/log/note.js';
 import { tilesOfTree } from '../../src/core/log/tiles.js';
 import { verifyLog } from '../../src/adapters/log/log-check.js';
@@ -73,7 +73,7 @@ describe('the demo\'s anchor log', () => {
       expect(proof.log, s.key).toBeDefined();
       expect(proof.log!.origin).toBe(log.origin);
       const size = Number(proof.log!.checkpoint.split('\n')[1]);
-      const entry = encodeEntry({ digest: Buffer.from(proof.digest, 'hex'), kind: ENTRY_KIND_OF_SUBJECT[s.kind]!, key: s.key });
+      const entry = encodeEntry({ digest: Buffer.from(proof.digest, 'hex'), kind: entryKindOfSubject(s.kind)!, key: s.key });
       return { index: proof.log!.index, size, path: proof.log!.path, entry: entry.toString('hex'), checkpoint: proof.log!.checkpoint };
     });
     expect(inclusion).toHaveLength(3);

@@ -15,7 +15,7 @@ import { sentTo } from '../state/subject-view.js';
 import { LogFolder } from '../log/log-folder.js';
 import { LogKeys } from '../log/log-sequencer.js';
 import { decodeBundle, TILE_WIDTH, tileInTree } from '../../core/log/tiles.js';
-import { encodeEntry, ENTRY_KIND_OF_SUBJECT } from '../../core/log/entry.js';
+import { encodeEntry, entryKindOfSubject } from '../../core/log/entry.js';
 import { PROOF_VERSION, type LogProof, type AnchorProof, type NostrEventJson, type NostrProof, type NostrProofMode, type OtsProof, type WitnessStatus } from '../../core/proof/format.js';
 
 /**
@@ -73,7 +73,7 @@ export class ProofExporter {
    * forgot it: a key is logged once).
    */
   private async log(record: SubjectRecord): Promise<LogProof | null> {
-    const kind = record.kind === null ? undefined : ENTRY_KIND_OF_SUBJECT[record.kind];
+    const kind = record.kind === null ? undefined : entryKindOfSubject(record.kind);
     if (!this.logFolder || !record.digest || kind === undefined) return null;
     const raw = await this.store.redis.hget(new LogKeys(this.store.keys.base).index, record.key);
     if (raw === null) return null;

@@ -8,7 +8,8 @@
  */
 import { subjectKey, type Envelope } from '../envelope/envelope.js';
 import { openCheckpoint } from '../log/checkpoint.js';
-import { encodeEntry, ENTRY_KIND_OF_SUBJECT } from '../log/entry.js';
+import { encodeEntry, entryKindOfSubject } from '../log/entry.js';
+import { InputError } from '../errors/errors.js';
 import type { VerifierKey } from '../log/note.js';
 import { verifyInclusion } from '../log/proof.js';
 import { leafHash } from '../log/rfc6962.js';
@@ -17,15 +18,13 @@ import { fail, pass, skip, type CheckResult } from './types.js';
 
 export interface LogOutcome {
   readonly check: CheckResult;
-  /** The checkpoint is signed by a trusted key and the path leads to its root. */
-  readonly logged: boolean;
 }
 
 export function checkLog(log: LogProof | undefined, envelope: Envelope | null, d: Buffer | null, trusted: readonly VerifierKey[]): LogOutcome {
-  const no = (check: CheckResult): LogOutcome => ({ check, logged: false });
+  const no = (check: CheckResult): LogOutcome => ({ check });
   if (!log) return no(skip('log', 'the proof carries no anchor log inclusion'));
   if (!envelope || !d) return no(skip('log', 'no envelope or digest to rebuild the log entry from (see envelope, digest)'));
-  const kind = ENTRY_KIND_OF_SUBJECT[envelope.subject];
+  const kind = entryKindOfSubject(envelope.subject);
   if (kind === undefined) return no(fail('log', `subject kind ${JSON.stringify(envelope.subject)} has no log entry kind`));
   let entry: Buffer;
   let opened: ReturnType<typeof openCheckpoint>;
@@ -33,7 +32,9 @@ export function checkLog(log: LogProof | undefined, envelope: Envelope | null, d
     entry = encodeEntry({ digest: d, kind, key: subjectKey(envelope) });
     opened = openCheckpoint(log.checkpoint, trusted, 'anchor_proof.log.checkpoint');
   } catch (err) {
-    return no(fail('log', (err as Error).message));
+    // a malformed note or entry is the proof's fault; anything else is ours
+    if (!(err instanceof InputError)) throw err;
+    return no(fail('log', err.message));
   }
   const cp = opened.checkpoint;
   if (cp.origin !== log.origin) return no(fail('log', `the checkpoint's origin ${JSON.stringify(cp.origin)} is not the proof's log.origin ${JSON.stringify(log.origin)}`));
@@ -48,5 +49,5 @@ export function checkLog(log: LogProof | undefined, envelope: Envelope | null, d
     if (trusted.length === 0) return no(skip('log', `${where}; signer not trusted: give --log-key VKEY to check the checkpoint's signature`));
     return no(fail('log', `${where}, but the checkpoint is not signed by a log key given (${trusted.map((k) => `${k.name}+${k.keyId.toString(16).padStart(8, '0')}`).join(', ')}): ${opened.message}`));
   }
-  return { check: pass('log', `${where}, whose checkpoint is signed by ${opened.signedBy.map((k) => `${k.name}+${k.keyId.toString(16).padStart(8, '0')}`).join(', ')}`), logged: true };
+  return { check: pass('log', `${where}, whose checkpoint is signed by ${opened.signedBy.map((k) => `${k.name}+${k.keyId.toString(16).padStart(8, '0')}`).join(', ')}`) };
 }
