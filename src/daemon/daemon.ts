@@ -44,6 +44,8 @@ export async function settlesWithin(p: Promise<unknown>, ms: number): Promise<bo
     clearTimeout(timer);
   }
 }
+import type { LogSigner } from '../core/log/note.js';
+import { join } from 'node:path';
 
 export interface DaemonDeps {
   config: Config;
@@ -55,6 +57,15 @@ export interface DaemonDeps {
   afterArchive?: RetentionDeps['afterArchive'];
   /** How often idle failing relays and calendars are probed again (default 60 s; tests shorten it). */
   witnessReprobeMs?: number;
+  /** The anchor log's key (log.enabled; null or absent when off). */
+  logSigner?: LogSigner | null;
+}
+
+/** Shard i's anchor log: with one shard log.dir and the origin themselves, with K `<dir>/<i>` and `<origin>/<i>`. */
+export function shardLog(config: Config, signer: LogSigner, shard: number): { dir: string; origin: string; signer: LogSigner } {
+  const origin = config.log.origin ?? signer.name;
+  const shards = config.redis.shards;
+  return shards === 1 ? { dir: config.log.dir, origin, signer } : { dir: join(config.log.dir, String(shard)), origin: `${origin}/${shard}`, signer };
 }
 
 export class Daemon {
@@ -107,6 +118,7 @@ export class Daemon {
     this.witnesses = enabledWitnesses(config);
     this.signerPubkey = config.nostr.enabled ? (deps.signingKey?.publicKey ?? null) : null;
     if (config.nostr.enabled && !deps.signingKey) throw new Error('nostr is enabled but no signing key was given');
+    if (config.log.enabled && !deps.logSigner) throw new Error('log is enabled but no log key was given');
     this.metrics = new DaemonMetrics();
     this.health = new WitnessHealth(log);
     this.reprobe = new WitnessReprobe(this.health, { everyMs: deps.witnessReprobeMs ?? REPROBE_EVERY_MS });
@@ -137,9 +149,15 @@ export class Daemon {
       archive: this.archive,
       refusals: this.refusals,
       ...(deps.afterArchive ? { afterArchive: deps.afterArchive } : {}),
+      anchorLog: config.log.enabled && deps.logSigner ? shardLog(config, deps.logSigner, i) : null,
     }));
     this.state = new ShardedStore(this.engines.map((e) => e.store));
     this.intakeQueue = shards === 1 ? this.engines[0]!.intakeQueue : new Queue(config.queue.name, { connection: this.redis, prefix: new StateKeys(config.redis.prefix).bullPrefix });
+  }
+
+  /** Each shard's anchor log (log.enabled), shard i at index i; empty when off. */
+  get anchorLogs(): Array<{ dir: string; origin: string; verifierKey: string }> {
+    return this.engines.flatMap((e) => (e.anchorLog ? [{ dir: e.anchorLog.options.dir, origin: e.anchorLog.options.origin, verifierKey: e.anchorLog.options.signer.verifierKey }] : []));
   }
 
   /** Shard i's intake queue and store at index i. */

@@ -12,6 +12,8 @@ import { VERSION } from '../version.js';
 import { type SigningKey } from '../core/nostr/keys.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
 import { loadSigningKey, writeKeyFile } from '../adapters/nostr/key-file.js';
+import { loadLogKeyFile, writeLogKeyFile } from '../adapters/log/key-file.js';
+import type { LogSigner } from '../core/log/note.js';
 import { Daemon, settlesWithin, type DaemonDeps } from './daemon.js';
 import { openEmbeddedRedis, INSTALL_HINT, type DaemonRedis } from './embedded-redis.js';
 import { createLogger, type Logger } from './logger.js';
@@ -58,11 +60,22 @@ export function signingKeyFor(config: Config, log: Logger): SigningKey | null {
   return loaded.key;
 }
 
+/** The anchor log's key (log.enabled): log.keyFile, created on first start named log.origin or `aer1-anchor/<redis.prefix>`. */
+export function logSignerFor(config: Config, log: Logger): LogSigner | null {
+  if (!config.log.enabled) return null;
+  if (!existsSync(config.log.keyFile)) {
+    const written = writeLogKeyFile(config.log.keyFile, config.log.origin ?? `aer1-anchor/${config.redis.prefix}`);
+    log.info({ keyFile: written.path, vkey: written.verifierKey }, 'created a new anchor log key (mode 0600)');
+  }
+  return loadLogKeyFile(config.log.keyFile);
+}
+
 /** Starts everything `aer1-anchord` runs; used by the CLI and by the demo. */
 export async function runDaemon(config: Config, log: Logger, opts: Pick<DaemonDeps, 'witnessReprobeMs'> = {}): Promise<RunningDaemon> {
   const redis = await resolveRedis(config, log);
   const signingKey = signingKeyFor(config, log);
-  const daemon = new Daemon({ config, redisUrl: redis.target, log, signingKey, ...opts });
+  const logSigner = logSignerFor(config, log);
+  const daemon = new Daemon({ config, redisUrl: redis.target, log, signingKey, logSigner, ...opts });
   await daemon.start();
   // bounded (3 s) and run beside the HTTP start: the first log lines say whether the witnesses answered
   const probe = daemon.probeWitnesses();
@@ -85,6 +98,13 @@ export async function runDaemon(config: Config, log: Logger, opts: Pick<DaemonDe
   }
   if (config.ots.enabled) {
     log.info({ calendars: config.ots.calendars.map(displayUrl), m: config.ots.minCalendars, network: config.ots.network }, `witness ots: ${config.ots.minCalendars} of ${config.ots.calendars.length} calendars, ${config.ots.network}`);
+  }
+  if (logSigner) {
+    const logs = daemon.engines.map((e) => e.anchorLog!.options);
+    log.info(
+      { vkey: logSigner.verifierKey, origins: logs.map((l) => l.origin), dirs: logs.map((l) => l.dir), checkpointIntervalMs: config.log.checkpointIntervalMs },
+      `anchor log: ${logs.map((l) => l.origin).join(', ')} in ${logs.map((l) => l.dir).join(', ')}, verifier key ${logSigner.verifierKey}`,
+    );
   }
   const outcomes = await probe;
   const unreachable = outcomes.filter((o) => !o.answered);

@@ -32,6 +32,8 @@ import { configuredSources } from '../adapters/state/subject-view.js';
 import { Retention, type RetentionDeps } from '../adapters/retention/retention.js';
 import { WebhookHandover } from '../adapters/retention/handover.js';
 import { hookId } from '../adapters/webhooks/delivery-log.js';
+import { LogService } from '../adapters/log/log-service.js';
+import type { LogSigner } from '../core/log/note.js';
 
 /** Relay answers that say the relay has the event; any other outcome is a failed attempt. */
 const RELAY_SUCCESS = new Set(['accepted', 'rejected:duplicate']);
@@ -58,6 +60,8 @@ export interface ShardEngineDeps {
   afterArchive?: RetentionDeps['afterArchive'];
   /** The daemon's backoff while Redis refuses writes, shared by every shard's workers. */
   refusals?: RefusalBackoff;
+  /** The anchor log of this shard (log.enabled): its folder, origin and key; null when off. */
+  anchorLog?: { dir: string; origin: string; signer: LogSigner } | null;
 }
 
 export class ShardEngine {
@@ -69,6 +73,8 @@ export class ShardEngine {
   readonly intakeQueue: Queue;
   readonly reconciler: Reconciler;
   readonly retention: Retention | null;
+  /** The shard's anchor log publisher (log.enabled), null when off. */
+  readonly anchorLog: LogService | null = null;
   private readonly redis: RedisClient;
   private readonly log: Logger;
   private readonly witnesses: readonly WitnessName[];
@@ -90,6 +96,11 @@ export class ShardEngine {
     this.refusals = deps.refusals;
     const refusalsOpt = deps.refusals ? { refusals: deps.refusals } : {};
     this.store = new AnchorStore(deps.storeRedis, deps.prefix);
+    if (deps.anchorLog) {
+      this.anchorLog = new LogService(deps.storeRedis, { ...deps.anchorLog, intervalMs: config.log.checkpointIntervalMs, base: this.store.keys.base }, log);
+      // accept.lua sequences each subject it creates into the log, in the same script call
+      this.store.logKeys = this.anchorLog.keys;
+    }
     const bullPrefix = this.store.keys.bullPrefix;
     this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: bullPrefix });
     const health = deps.health;
@@ -185,7 +196,7 @@ export class ShardEngine {
             store: this.store,
             archive: this.archive,
             handover,
-            exporter: new ProofExporter(this.store, configuredSources(config)),
+            exporter: new ProofExporter(this.store, configuredSources(config), deps.anchorLog ?? null),
             connection: this.redis,
             log,
             ...(afterArchive ? { afterArchive } : {}),
@@ -244,6 +255,7 @@ export class ShardEngine {
   }
 
   async start(): Promise<void> {
+    this.anchorLog?.start();
     this.nostr?.start();
     this.ots?.start();
     for (const b of this.batchers) b.start();
@@ -276,6 +288,7 @@ export class ShardEngine {
     await this.nostr?.close();
     await this.ots?.close();
     await this.intakeQueue.close();
+    await this.anchorLog?.stop();
   }
 }
 

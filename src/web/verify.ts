@@ -17,7 +17,7 @@ import { BitcoinCheckCache } from '../core/verify/bitcoin.js';
 import { EventCheckCache, parseExpectedPubkey } from '../core/verify/nostr.js';
 import { verifyAnchor, type VerifyOptions } from '../core/verify/pipeline.js';
 import { exitCode, formatText, reportJson, summarize, TOOL_NAME, type FileOutcome, type ReportJson } from '../core/verify/report.js';
-import { parseTrustText } from '../core/verify/trust.js';
+import { parseTrustKeys } from '../core/verify/trust.js';
 import { EsploraSource, HeadersFileSource, parseHeadersJson, type HeaderSource } from '../adapters/bitcoin/sources.js';
 
 /** A file as the page read it: its name and its bytes. */
@@ -147,12 +147,15 @@ export async function verifyDropped(req: BrowserVerifyRequest, version: string):
   try {
     const input = req.document ?? req.proof;
     if (!input) throw new UsageError('expected FILE..., --dir DIR or --proof FILE (drop a receipt with its anchor_proof, or a proof file)');
+    const trustFiles = (req.trustFiles ?? []).map((f) => parseTrustKeys(textOf(f), f.name));
     const trusted = [
       ...(req.expectedPubkeys ?? []).filter((k) => k.trim() !== '').map(parseExpectedPubkey),
-      ...(req.trustFiles ?? []).flatMap((f) => parseTrustText(textOf(f), f.name)),
+      ...trustFiles.flatMap((t) => t.pubkeys),
     ];
     const options: VerifyOptions = {
       expectedPubkeys: [...new Set(trusted)],
+      // a trust file's log verifier keys (the page has no --log-key field: put them in a trust file)
+      logKeys: trustFiles.flatMap((t) => t.logKeys),
       relays: [],
       useProofRelays: false,
       headerSource: headerSourceOf(req),

@@ -12,6 +12,7 @@ import { Queue } from 'bullmq';
 import { connectRedis, type RedisClient, type RedisTarget } from '../../src/adapters/redis/connection.js';
 import { loadConfig, type Config } from '../../src/adapters/config/config.js';
 import { Daemon } from '../../src/daemon/daemon.js';
+import { logSignerFor } from '../../src/daemon/main.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { startEmbeddedRedis, stopChild, type EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
@@ -124,7 +125,9 @@ function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Reco
 }
 
 export function startDaemon(config: Config, redisUrl: RedisTarget = SHARED_REDIS_URL, key: SigningKey = generateSecretKey()): Promise<Daemon> {
-  const daemon = new Daemon({ config, redisUrl, log: createLogger(process.env.AER1_TEST_LOG ?? 'silent'), signingKey: config.nostr.enabled ? key : null });
+  const log = createLogger(process.env.AER1_TEST_LOG ?? 'silent');
+  // log.enabled: the key in log.keyFile, made on first start as aer1-anchord does
+  const daemon = new Daemon({ config, redisUrl, log, signingKey: config.nostr.enabled ? key : null, logSigner: logSignerFor(config, log) });
   return daemon.start().then(() => daemon);
 }
 

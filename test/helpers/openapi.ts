@@ -63,7 +63,7 @@ ajv.addSchema(closed(openapi, false) as Json, 'openapi.json');
 
 const TEMPLATES = Object.keys(openapi.paths).map((template) => ({
   template,
-  re: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  re: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\+\}/g, '.+').replace(/\{[^}]+\}/g, '[^/]+')}$`),
 }));
 
 /** The path template of `path` (no query), or null when the document lists no such path. */

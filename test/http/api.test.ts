@@ -336,7 +336,7 @@ describe('GET /v1/stats and the rest', () => {
     const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths).sort()).toEqual(
-      ['/', '/app.js', '/style.css', '/verify', '/verify.js', '/verify.bundle.js', '/livez', '/metrics', '/openapi.json', '/readyz', '/v1/anchors', '/v1/anchors/{key}', '/v1/anchors/{key}/proof', '/v1/events', '/v1/stats', '/v1/info', '/v1/timeline', '/v1/webhooks', '/v1/ws'].sort(),
+      ['/', '/app.js', '/style.css', '/verify', '/verify.js', '/verify.bundle.js', '/livez', '/metrics', '/openapi.json', '/readyz', '/v1/anchors', '/v1/anchors/{key}', '/v1/anchors/{key}/proof', '/v1/events', '/v1/stats', '/v1/info', '/v1/timeline', '/v1/webhooks', '/v1/ws', '/v1/log/checkpoint', '/v1/log/vkey', '/v1/log/tile/{tile+}', '/v1/log/{shard}/checkpoint', '/v1/log/{shard}/vkey', '/v1/log/{shard}/tile/{tile+}'].sort(),
     );
     const refs = JSON.stringify(doc).match(/#\/components\/[a-zA-Z]+\/[A-Za-z]+/g) ?? [];
     for (const ref of new Set(refs)) {

@@ -60,6 +60,7 @@ export function withHttp(d: Daemon, http: Partial<Config['http']>, extra: Partia
     health: d.health,
     witnesses: d.witnesses,
     signerPubkey: d.signerPubkey,
+    anchorLogs: d.anchorLogs,
     intakeQueue: d.intakeQueue,
     queues: d.queues,
     get running() {

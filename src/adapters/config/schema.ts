@@ -265,6 +265,11 @@ export const CONFIG_KEYS = [
 
   { key: 'log.level', schema: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), default: 'info', env: 'AER1_LOG_LEVEL', doc: 'Log level (pino).' },
   { key: 'log.format', schema: oneOf(['auto', 'json', 'pretty']), default: 'auto', env: 'AER1_LOG_FORMAT', doc: 'auto: human-readable lines when stderr is a terminal, JSON lines otherwise (pipe, file, journald, docker logs); json or pretty force one.' },
+  { key: 'log.enabled', schema: bool(), default: false, env: 'AER1_ANCHOR_LOG_ENABLED', doc: 'The anchor log (docs/log.md): every accepted subject is appended, in acceptance order, to its shard\'s append-only Merkle log, published as C2SP tlog-tiles files under log.dir with a signed checkpoint, served at /v1/log/…, and carried in proofs (anchor_proof.log). Off by default: the log\'s folder and key belong to one state (redis.prefix), so turn it on with a log.dir of that state\'s own.' },
+  { key: 'log.keyFile', schema: string(), default: './var/log.key', env: 'AER1_ANCHOR_LOG_KEY_FILE', doc: 'The anchor log\'s Ed25519 signing key (Go signer-key text, mode 0600; `aer1-anchor keygen --log --name ORIGIN` makes one); created on first start when missing, named log.origin or, unset, `aer1-anchor/<redis.prefix>`.' },
+  { key: 'log.dir', schema: string(), default: './var/log', env: 'AER1_ANCHOR_LOG_DIR', doc: 'Folder of the anchor log\'s static files (checkpoint, tile/…): with one shard the log itself, with K shards one sub-folder per shard (0 … K-1). One daemon writes it at a time (a lease in Redis); any web server can serve it.' },
+  { key: 'log.origin', schema: optionalString(), default: null, env: 'AER1_ANCHOR_LOG_ORIGIN', doc: 'The checkpoints\' origin line, a schema-less URL naming the log (example.com/aer1); with K shards shard i\'s is `<origin>/<i>`. Unset: the log key\'s name.' },
+  { key: 'log.checkpointIntervalMs', schema: int(100, MS_DAY), default: 1000, env: 'AER1_ANCHOR_LOG_CHECKPOINT_INTERVAL_MS', doc: 'A new signed checkpoint (and the tiles it needs) at most this often while there are new entries.' },
 ] as const satisfies readonly KeySpec[];
 
 type Entry = (typeof CONFIG_KEYS)[number];

@@ -46,7 +46,7 @@ export class AnchorRoutes {
     this.daemon = daemon;
     this.hooks = hooks;
     const c = daemon.config;
-    this.exporters = daemon.state.shards.map((store) => new ProofExporter(store, configuredSources(c)));
+    this.exporters = daemon.state.shards.map((store, i) => new ProofExporter(store, configuredSources(c), daemon.anchorLogs?.[i] ?? null));
     this.archive = c.archive.dir !== null ? new ProofArchive(c.archive.dir) : null;
     this.limits = { maxJobBytes: c.limits.maxJobBytes, maxSteps: c.limits.maxSteps, maxEntries: c.limits.maxEntries };
   }

@@ -47,6 +47,7 @@ export class RequestRedis {
       health: daemon.health,
       witnesses: daemon.witnesses,
       signerPubkey: daemon.signerPubkey ?? null,
+      anchorLogs: daemon.anchorLogs ?? [],
       intakeQueue,
       queues,
       get running() {

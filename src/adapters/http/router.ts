@@ -56,9 +56,17 @@ function templateSegments(path: string): string[] {
 }
 
 function matchTemplate(template: string[], segments: string[]): Record<string, string> | null {
-  if (template.length !== segments.length) return null;
+  const last = template[template.length - 1]!;
+  // `{name+}` last: one or more segments, joined by '/' (a tlog-tiles path)
+  const rest = last.startsWith('{') && last.endsWith('+}');
+  if (rest ? segments.length < template.length : template.length !== segments.length) return null;
   const params: Record<string, string> = {};
-  for (let i = 0; i < template.length; i++) {
+  if (rest) {
+    const tail = segments.slice(template.length - 1);
+    if (tail.some((s) => s === '' || s.includes('/'))) return null;
+    params[last.slice(1, -2)] = tail.join('/');
+  }
+  for (let i = 0; i < template.length - (rest ? 1 : 0); i++) {
     const t = template[i]!;
     const s = segments[i]!;
     if (t.startsWith('{') && t.endsWith('}')) {

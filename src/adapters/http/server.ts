@@ -25,6 +25,7 @@ import { collectStats, gaugeSource } from './stats.js';
 import { collectTimeline, daemonInfo, parseMinutes } from './overview.js';
 import { loadStaticFiles, type StaticFile } from './static-files.js';
 import { EventSocketServer } from './ws.js';
+import { logRoutes } from './log-routes.js';
 import { WebhookLog, mergeHookOverviews } from '../webhooks/delivery-log.js';
 
 export interface HttpServerOptions {
@@ -204,6 +205,7 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
         return json(200, { hooks: mergeHookOverviews(await Promise.all(webhookLogs.map((l) => l.overview(urls, limit))), limit) });
       },
     },
+    ...logRoutes(daemon.anchorLogs ?? []),
   ];
 
   const inFlight = { count: 0 };

@@ -12,7 +12,11 @@ import { proofForSubject } from '../../core/ots/batch-proof.js';
 import type { CalendarState } from '../ots/ots-witness.js';
 import { relayCopyJson } from '../nostr/relay-policy.js';
 import { sentTo } from '../state/subject-view.js';
-import { PROOF_VERSION, type AnchorProof, type NostrEventJson, type NostrProof, type NostrProofMode, type OtsProof, type WitnessStatus } from '../../core/proof/format.js';
+import { LogFolder } from '../log/log-folder.js';
+import { LogKeys } from '../log/log-sequencer.js';
+import { decodeBundle, TILE_WIDTH, tileInTree } from '../../core/log/tiles.js';
+import { encodeEntry, entryKindOfSubject } from '../../core/log/entry.js';
+import { PROOF_VERSION, type LogProof, type AnchorProof, type NostrEventJson, type NostrProof, type NostrProofMode, type OtsProof, type WitnessStatus } from '../../core/proof/format.js';
 
 /**
  * The relays and calendars of the config in force (`configuredSources`). A proof lists
@@ -54,9 +58,33 @@ export class ProofExporter {
   private readonly sources: ProofSources;
   private readonly trees = new TreeCache();
 
-  constructor(store: AnchorStore, sources: ProofSources) {
+  private readonly logFolder: LogFolder | null;
+
+  /** `anchorLog`: the shard's anchor log folder (log.enabled), whose checkpoint and tiles give `log`. */
+  constructor(store: AnchorStore, sources: ProofSources, anchorLog: { dir: string } | null = null) {
     this.store = store;
     this.sources = sources;
+    this.logFolder = anchorLog ? new LogFolder(anchorLog.dir) : null;
+  }
+
+  /**
+   * The subject in the anchor log, once a checkpoint covers it: null before, when the log is
+   * off, or when its key was logged with another digest (accepted again after retention
+   * forgot it: a key is logged once).
+   */
+  private async log(record: SubjectRecord): Promise<LogProof | null> {
+    const kind = record.kind === null ? undefined : entryKindOfSubject(record.kind);
+    if (!this.logFolder || !record.digest || kind === undefined) return null;
+    const raw = await this.store.redis.hget(new LogKeys(this.store.keys.base).index, record.key);
+    if (raw === null) return null;
+    const index = Number(raw);
+    const cp = this.logFolder.checkpoint();
+    if (cp === null || index >= cp.size) return null;
+    const ref = { ...tileInTree(cp.size, 0, Math.floor(index / TILE_WIDTH)), level: 'entries' as const };
+    const bundle = this.logFolder.tile(ref, cp.size);
+    const entry = bundle === null ? null : decodeBundle(bundle, ref)[index % TILE_WIDTH];
+    if (!entry?.equals(encodeEntry({ digest: Buffer.from(record.digest, 'hex'), kind, key: record.key }))) return null;
+    return { origin: cp.origin, index, checkpoint: cp.note, path: this.logFolder.inclusion(index, cp.size).map((h) => h.toString('hex')) };
   }
 
   /** The proof for `key`, or null when no accepted subject has that key. */
@@ -71,6 +99,8 @@ export class ProofExporter {
     };
     if (record.witnesses.nostr) proof.nostr = await this.nostr(record, record.witnesses.nostr.status);
     if (record.witnesses.ots) proof.ots = await this.ots(record, record.witnesses.ots.status);
+    const log = await this.log(record);
+    if (log) proof.log = log;
     return proof;
   }
 

@@ -19,6 +19,7 @@ import { envelopeOfCanonical, packEnvelope, unpackEnvelope, type CompactMembers 
 import type { Envelope } from '../../core/envelope/envelope.js';
 import { sha256Hex } from '../../core/aer1/hash.js';
 import { UsageError } from '../../core/errors/errors.js';
+import { LogKeys } from '../log/log-sequencer.js';
 
 export type SubjectStatus = WitnessStatus | 'rejected';
 export const SUBJECT_STATUSES: readonly SubjectStatus[] = ['pending', 'partial', 'confirmed', 'failed', 'rejected'];
@@ -239,6 +240,11 @@ export class AnchorStore {
   readonly keys: StateKeys;
   readonly redis: Redis;
   private readonly now: () => number;
+  /**
+   * The anchor log's keys when accept sequences into it (log.enabled; docs/log.md): each
+   * subject created is appended in the same script call that accepts it.
+   */
+  logKeys: LogKeys | null = null;
 
   constructor(redis: Redis, prefix: string, now: () => number = Date.now) {
     this.redis = redis;
@@ -337,6 +343,7 @@ export class AnchorStore {
       const claims = s.nostrEvent ? null : claimFields(s.envelope ?? envelopeOfCanonical(s.envelopeCanonical), s.key, now);
       args.push(s.key, s.kind, claims ? '' : s.envelopeCanonical, s.digest, packHash(s.fingerprint), s.nostrEvent ? packHash(s.nostrEvent.id) : '', s.nostrEvent?.json ?? '', packHash(s.digest), claims ?? '');
     }
+    if (this.logKeys) keys.push(this.logKeys.size, this.logKeys.index, this.logKeys.tail);
     keys.push(k.eventTally);
     const flat = (await this.run(ACCEPT, keys, args)) as Array<string | number>;
     const results: AcceptResult[] = chunk.map((_s, i) => {

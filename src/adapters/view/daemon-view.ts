@@ -13,6 +13,13 @@ import type { ShardedStore } from '../state/sharded-store.js';
 import type { ShardTarget } from '../queue/routed-producer.js';
 import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 
+/** One shard's anchor log: its folder, origin, verifier key and Redis keys' base. */
+export interface AnchorLogInfo {
+  readonly dir: string;
+  readonly origin: string;
+  readonly verifierKey: string;
+}
+
 export interface DaemonView {
   readonly config: Config;
   readonly redis: Redis;
@@ -33,5 +40,7 @@ export interface DaemonView {
   /** The intake and witness queues (the HTTP server counts their jobs on its own connection). */
   readonly queues: readonly Queue[];
   readonly running: boolean;
+  /** Each shard's anchor log (log.enabled), shard i at index i; empty when the log is off. */
+  readonly anchorLogs?: readonly AnchorLogInfo[];
   queueCounts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }>;
 }

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ProofExporter } from '../../adapters/proof/export.js';
@@ -28,7 +29,11 @@ export async function run(argv: string[]): Promise<number> {
   const client = await connectClient(values);
   try {
     const key = positionals[0]!;
-    let proof = await new ProofExporter(client.state.of(key), configuredSources(client.config)).export(key);
+    const store = client.state.of(key);
+    // the anchor log's folder of the key's shard (log.enabled): the proof carries its inclusion
+    const c = client.config;
+    const logDir = !c.log.enabled ? null : c.redis.shards === 1 ? c.log.dir : join(c.log.dir, String(client.state.shards.indexOf(store)));
+    let proof = await new ProofExporter(store, configuredSources(c), logDir === null ? null : { dir: logDir }).export(key);
     // retired from Redis: the archive holds it (archive.dir), unless Redis still knows the key (refused)
     if (!proof && client.config.archive.dir !== null && !(await client.state.getRecord(key))) {
       proof = (await new ProofArchive(client.config.archive.dir).read(key))?.proof ?? null;

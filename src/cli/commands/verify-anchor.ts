@@ -13,7 +13,9 @@ import { BITCOIN_NETWORKS, type BitcoinNetwork } from '../../core/bitcoin/header
 import { BitcoindRpcSource, EsploraSource, HeadersFileSource, parseHeadersJson, type HeaderSource } from '../../adapters/bitcoin/sources.js';
 import { BitcoinCheckCache } from '../../core/verify/bitcoin.js';
 import { EventCheckCache, parseExpectedPubkey } from '../../core/verify/nostr.js';
-import { parseTrustText } from '../../core/verify/trust.js';
+import { parseTrustKeys, type TrustedKeys } from '../../core/verify/trust.js';
+import { parseVerifierKey } from '../../core/log/note.js';
+import { InputError } from '../../core/errors/errors.js';
 import type { RelayFetcher } from '../../core/verify/online.js';
 import { RelayClientFetcher } from '../../adapters/nostr/relay-fetcher.js';
 import { verifyAnchor, type VerifyOptions } from '../../core/verify/pipeline.js';
@@ -28,7 +30,7 @@ export const summary = 'verify anchor proofs offline against recomputed roots (s
 
 const USAGE = `usage: ${TOOL_NAME} FILE... [--dir DIR] [--proof FILE] [--json]
          [--headers FILE | --esplora URL | --bitcoind URL] [--network mainnet|regtest]
-         [--expected-pubkey HEX|npub]... [--trust-file FILE]...
+         [--expected-pubkey HEX|npub]... [--log-key VKEY]... [--trust-file FILE]...
          [--online (--relay URL... | --use-proof-relays)] [--require-confirmed]
          [--require-anchored] [--kind N]... [--max-events N]
 
@@ -37,7 +39,9 @@ or one of those plus --proof FILE, or a bare aer1-anchor-proof-v1 file. --dir DI
 every *.json file in DIR (not recursive).
 
 Trust is yours to give: a Nostr event counts only when signed by a key you name
-(--expected-pubkey, or a --trust-file with one hex or npub key per line); --online asks
+(--expected-pubkey, or a --trust-file with one hex or npub key per line); an anchor log
+checkpoint only when signed by a log key you name (--log-key <name>+<hash>+<base64>, or
+such a line in a --trust-file), else its log check says "signer not trusted"; --online asks
 the relays you name with --relay, and the proof's own relay list only with
 --use-proof-relays. Bitcoin attestations are checked against the header source you give.
 
@@ -67,6 +71,7 @@ function parseFlags(argv: string[]) {
       network: { type: 'string' },
       'expected-pubkey': { type: 'string', multiple: true },
       'trust-file': { type: 'string', multiple: true },
+      'log-key': { type: 'string', multiple: true },
       online: { type: 'boolean' },
       relay: { type: 'string', multiple: true },
       'use-proof-relays': { type: 'boolean' },
@@ -125,9 +130,19 @@ export function parseMaxEvents(text: string | undefined): number | undefined {
   return Number(text.trim());
 }
 
-/** `--trust-file FILE`: one key per line (64 hex or npub1…), blank lines and `#` comments ignored. */
-export function readTrustFile(file: string): string[] {
-  return parseTrustText(readInputText(file), displayName(file));
+/** `--trust-file FILE`: one key per line (64 hex or npub1…, or a log verifier key), blank lines and `#` comments ignored. */
+export function readTrustFile(file: string): TrustedKeys {
+  return parseTrustKeys(readInputText(file), displayName(file));
+}
+
+/** `--log-key VKEY`: an anchor log verifier key `<name>+<hash>+<base64>`; a malformed one is a usage error. */
+function parseLogKey(text: string, i: number): ReturnType<typeof parseVerifierKey> {
+  try {
+    return parseVerifierKey(text, `--log-key ${i + 1}`);
+  } catch (err) {
+    if (err instanceof InputError) throw new UsageError(err.message);
+    throw err;
+  }
 }
 
 function network(value: string | undefined): BitcoinNetwork {
@@ -169,11 +184,14 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     throw new UsageError('--online asks the relays you name: give --relay URL (repeatable), or --use-proof-relays to ask the relays the proof itself lists');
   }
   if (!values.online && (relays.length || useProofRelays)) throw new UsageError('--relay and --use-proof-relays go with --online');
-  const trusted = [...(values['expected-pubkey'] ?? []).map(parseExpectedPubkey), ...(values['trust-file'] ?? []).flatMap(readTrustFile)];
+  const trustFiles = (values['trust-file'] ?? []).map(readTrustFile);
+  const trusted = [...(values['expected-pubkey'] ?? []).map(parseExpectedPubkey), ...trustFiles.flatMap((t) => t.pubkeys)];
+  const logKeys = [...(values['log-key'] ?? []).map(parseLogKey), ...trustFiles.flatMap((t) => t.logKeys)];
   const kinds = parseKinds(values.kind);
   const maxEvents = parseMaxEvents(values['max-events']);
   const options: VerifyOptions = {
     expectedPubkeys: [...new Set(trusted)],
+    logKeys,
     relays,
     useProofRelays,
     kinds,

@@ -11,6 +11,13 @@ export const ENTRY_KINDS = { receipt: 1, workflow_close: 2, job_timeline: 3 } as
 export type EntryKind = keyof typeof ENTRY_KINDS;
 const KIND_OF_BYTE: Record<number, EntryKind> = { 1: 'receipt', 2: 'workflow_close', 3: 'job_timeline' };
 
+const KIND_OF_SUBJECT: ReadonlyMap<string, EntryKind> = new Map([['receipt', 'receipt'], ['workflow-close', 'workflow_close'], ['chain-head', 'job_timeline']]);
+
+/** A subject's kind (SPEC: `subject`) as its entry's kind; undefined for any other text. */
+export function entryKindOfSubject(subject: string): EntryKind | undefined {
+  return KIND_OF_SUBJECT.get(subject);
+}
+
 export const MAX_ENTRY_BYTES = 65_535;
 const DIGEST_BYTES = 32;
 

@@ -68,6 +68,19 @@ export interface OtsProof {
   bitcoin?: BitcoinConfirmation;
 }
 
+/**
+ * The subject in the issuer's anchor log (docs/log.md): its entry's index, the signed
+ * checkpoint that covers it, and the RFC 6962 inclusion path (leaf upward) against the
+ * checkpoint's size. The entry itself is rebuilt from the envelope by the verifier.
+ */
+export interface LogProof {
+  origin: string;
+  index: number;
+  /** The signed note (C2SP tlog-checkpoint). */
+  checkpoint: string;
+  path: string[];
+}
+
 export interface AnchorProof {
   version: typeof PROOF_VERSION;
   envelope: Record<string, unknown>;
@@ -75,6 +88,27 @@ export interface AnchorProof {
   status: WitnessStatus;
   nostr?: NostrProof;
   ots?: OtsProof;
+  log?: LogProof;
+}
+
+/** Most hashes an inclusion path holds (a tree below 2^64 entries). */
+const MAX_LOG_PATH = 64;
+/** Longest checkpoint note read (the log's MAX_NOTE_BYTES). */
+const MAX_CHECKPOINT_CHARS = 64 * 1024;
+const LOG_MEMBERS = new Set(['origin', 'index', 'checkpoint', 'path']);
+
+function parseLog(v: unknown): LogProof {
+  const f = 'anchor_proof.log';
+  if (!isObject(v)) fail(f, 'expected an object');
+  for (const k of Object.keys(v)) if (!LOG_MEMBERS.has(k)) fail(f, `unknown member ${quoteBounded(k)} (a log proof has origin, index, checkpoint and path)`);
+  const origin = str(v.origin, `${f}.origin`);
+  if (origin === '' || origin.length > 1024 || origin.includes('\n')) fail(`${f}.origin`, 'expected one non-empty line of at most 1024 characters');
+  const checkpoint = str(v.checkpoint, `${f}.checkpoint`);
+  if (checkpoint.length > MAX_CHECKPOINT_CHARS) fail(`${f}.checkpoint`, `longer than ${MAX_CHECKPOINT_CHARS} characters`);
+  if (!Array.isArray(v.path) || v.path.length > MAX_LOG_PATH || !v.path.every((p) => typeof p === 'string' && HEX64.test(p))) {
+    fail(`${f}.path`, `expected a list of at most ${MAX_LOG_PATH} 64-hex hashes`);
+  }
+  return { origin, index: nonNegInt(v.index, `${f}.index`), checkpoint, path: v.path as string[] };
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -200,5 +234,6 @@ export function parseAnchorProof(v: unknown): AnchorProof {
   };
   if (v.nostr !== undefined) proof.nostr = parseNostr(v.nostr);
   if (v.ots !== undefined) proof.ots = parseOts(v.ots);
+  if (v.log !== undefined) proof.log = parseLog(v.log);
   return proof;
 }

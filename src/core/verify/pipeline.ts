@@ -26,6 +26,8 @@ import {
 import { npub } from '../nostr/keys.js';
 import { nostrStatement, otsStatement } from './statements.js';
 import { checkKeyAnchors } from './key-anchors.js';
+import { checkLog } from './log.js';
+import type { VerifierKey } from '../log/note.js';
 import type { PageBound } from './relay-pages.js';
 
 export interface VerifyInput {
@@ -60,6 +62,8 @@ export interface VerifyOptions {
   relayBound?: PageBound;
   /** Set by discovery, which read every anchor of the key itself. */
   keyAnchorsRead?: boolean;
+  /** The anchor log keys the caller trusts (`--log-key`, a trust file's log keys): a checkpoint signed by another proves nothing. */
+  logKeys?: readonly VerifierKey[];
 }
 
 /**
@@ -114,6 +118,7 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
     cache: bitcoinCache,
     claim: prepared?.proof.ots?.bitcoin,
   });
+  const log = checkLog(prepared?.proof.log, envelope.envelope ?? null, digest.digest, options.logKeys ?? []);
   const proofRelays = options.useProofRelays === true ? proofRelayUrls(nostrProof?.relays.map((r) => r.url) ?? []) : { urls: [], notUrl: 0, past: 0 };
   const online = await checkOnline(event.event, {
     named: options.relays ?? [],
@@ -143,7 +148,7 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
   const checks: CheckResult[] = [
     inputOutcome.check, recomputed.check, envelope.check, digest.check,
     event.check, content, signer.check,
-    otsDigest.check, attestations.check, bitcoin.check, online.check, keyAnchors.check,
+    otsDigest.check, attestations.check, bitcoin.check, log.check, online.check, keyAnchors.check,
   ];
 
   const nostrFailed = [event.check, content, signer.check, online.check].some((c) => c.status === 'FAIL');

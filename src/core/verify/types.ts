@@ -10,7 +10,7 @@ import type { DetachedTimestampFile } from '../ots/codec.js';
 /** SPEC §6 check names, in the order they are reported. `nostr-content` and `batch-path` exclude each other. */
 export const CHECK_NAMES = [
   'input', 'recompute', 'envelope', 'digest', 'nostr-event', 'nostr-content', 'batch-path', 'signer',
-  'ots-digest', 'ots-attestations', 'bitcoin', 'online', 'equivocation',
+  'ots-digest', 'ots-attestations', 'bitcoin', 'log', 'online', 'equivocation',
 ] as const;
 
 export type CheckName = (typeof CHECK_NAMES)[number];

@@ -13,6 +13,7 @@ import { Queue } from 'bullmq';
 import { Aer1Error } from '../../core/errors/errors.js';
 import { ProofExporter } from '../../adapters/proof/export.js';
 import type { AnchorProof } from '../../core/proof/format.js';
+import { parseVerifierKey } from '../../core/log/note.js';
 import { ANCHOR_JOB } from '../../adapters/queue/names.js';
 import { ANCHOR_JOB_OPTIONS } from '../../adapters/queue/producer.js';
 import { subjectDetail, type AnchorDetail as SubjectView } from '../../adapters/state/subject-view.js';
@@ -91,6 +92,8 @@ export interface DemoSummary {
   /** ms from the start of the demo at which each phase ended. */
   timings_ms: Record<string, number>;
   signer: { pubkey: string; npub: string } | null;
+  /** The anchor log the demo's daemon wrote: its origin, verifier key and folder (under out). */
+  log: { origin: string; vkey: string; dir: string } | null;
   services: {
     redis: string | null;
     relays: string[];
@@ -146,7 +149,7 @@ class Run {
     this.started = this.now();
     this.display = new ProgressDisplay(opts.progress, this.started, this.now);
     this.summary = {
-      ok: false, error: null, out: opts.out, total_ms: 0, timings_ms: {}, signer: null,
+      ok: false, error: null, out: opts.out, total_ms: 0, timings_ms: {}, signer: null, log: null,
       services: { redis: null, relays: [], calendars: [], http: null, ports: [], ports_closed: null },
       blocks: [], subjects: [], truncation: null, files: [],
     };
@@ -237,7 +240,12 @@ async function enqueue(stack: DevStack, subjects: readonly DemoSubject[]): Promi
 }
 
 function verifyCommand(stack: DevStack, file: string): string {
-  return `aer1-verify-anchor ${file} --headers ${stack.files.headers} --network regtest --expected-pubkey ${stack.pubkey}`;
+  return `aer1-verify-anchor ${file} --headers ${stack.files.headers} --network regtest --expected-pubkey ${stack.pubkey} --log-key ${logVkey(stack)}`;
+}
+
+/** The stack's anchor log verifier key (the daemon printed it at start). */
+function logVkey(stack: DevStack): string {
+  return stack.running.daemon.anchorLogs[0]!.verifierKey;
 }
 
 async function verifyFile(file: string, options: VerifyOptions): Promise<VerifyReport> {
@@ -304,6 +312,8 @@ async function startServices(run: Run): Promise<DevStack> {
   run.show('Starting a private redis-server, 3 dev Nostr relays, 2 dev OpenTimestamps calendars (regtest) and the daemon...');
   const stack = await startStack(out);
   run.summary.signer = { pubkey: stack.pubkey, npub: stack.npub };
+  const anchorLog = stack.running.daemon.anchorLogs[0]!;
+  run.summary.log = { origin: anchorLog.origin, vkey: anchorLog.verifierKey, dir: anchorLog.dir };
   run.summary.services = {
     redis: stack.redis.url,
     relays: stack.relays.map((r) => r.url),
@@ -312,7 +322,7 @@ async function startServices(run: Run): Promise<DevStack> {
     ports: stack.ports(),
     ports_closed: null,
   };
-  run.summary.files.push(stack.files.key, stack.files.log, stack.files.headers);
+  run.summary.files.push(stack.files.key, stack.files.log, stack.files.headers, stack.files.logKey);
   run.mark('started');
   run.show(`  redis      ${stack.redis.url} (private; data in a temporary folder, removed at the end)`);
   run.show(`  relays     ${stack.relays.map((r) => r.url).join(', ')} (quorum: all 3)`);
@@ -320,6 +330,7 @@ async function startServices(run: Run): Promise<DevStack> {
   run.show(`  signer     ${stack.npub} (throwaway key: ${relativeName(out, stack.files.key)})`);
   run.show(`  status     ${stack.running.httpUrl}/ (open it in a browser while the demo runs)`);
   run.show(`  daemon log ${relativeName(out, stack.files.log)}`);
+  run.show(`  anchor log ${relativeName(out, anchorLog.dir)}/ (${anchorLog.origin}, verifier key ${anchorLog.verifierKey})`);
   run.show('');
   return stack;
 }
@@ -373,15 +384,30 @@ async function mineBlocks(run: Run, stack: DevStack): Promise<void> {
   run.mark('mined');
 }
 
+const LOG_WAIT_MS = 10_000;
+
+/** The proof once it carries `log` (bounded by LOG_WAIT_MS); the last one read otherwise. */
+async function waitForLogged(read: () => Promise<AnchorProof | null>): Promise<AnchorProof | null> {
+  const deadline = Date.now() + LOG_WAIT_MS;
+  let proof = await read();
+  for (let i = 0; i < LOG_WAIT_MS / POLL_MS && proof !== null && !proof.log && Date.now() < deadline; i++) {
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    proof = await read();
+  }
+  return proof;
+}
+
 /** Exports each subject's proof and writes the subject with it attached, and its `.ots`. */
 async function writeProofs(run: Run, stack: DevStack, subjects: readonly DemoSubject[], summaries: Map<string, SubjectSummary>): Promise<Map<string, AnchorProof>> {
   const { out } = run.opts;
   run.show(`Writing proofs to ${out}:`);
-  const exporter = new ProofExporter(stack.running.daemon.store, { relays: stack.config.nostr.relays, calendars: stack.config.ots.calendars });
+  const exporter = new ProofExporter(stack.running.daemon.store, { relays: stack.config.nostr.relays, calendars: stack.config.ots.calendars }, { dir: stack.files.logDir });
   const proofs = new Map<string, AnchorProof>();
   for (const s of subjects) {
-    const proof = await exporter.export(s.key);
+    // every proof carries its place in the anchor log: a checkpoint comes at most every 200 ms
+    const proof = await waitForLogged(() => exporter.export(s.key));
     if (!proof) throw new DemoError('demo_failed', `no proof for the ${s.label} ${s.key}`);
+    if (!proof.log) throw new DemoError('demo_timeout', `the ${s.label} ${s.key} is not in an anchor log checkpoint within ${LOG_WAIT_MS / 1000} s (daemon log: ${stack.files.log})`);
     proofs.set(s.key, proof);
     const summary = summaries.get(s.key)!;
     run.write(s.file, `${JSON.stringify({ ...s.document, anchor_proof: proof }, null, 2)}\n`);
@@ -402,6 +428,7 @@ async function writeProofs(run: Run, stack: DevStack, subjects: readonly DemoSub
 function verifyOptions(stack: DevStack): VerifyOptions {
   return {
     expectedPubkeys: [stack.pubkey],
+    logKeys: [parseVerifierKey(logVkey(stack))],
     headerSource: new HeadersFileSource(stack.files.headers),
     network: 'regtest',
     eventCache: new EventCheckCache(),

@@ -29,7 +29,13 @@ export interface StackFiles {
   key: string;
   /** The daemon's JSON log lines. */
   log: string;
+  /** The anchor log's Ed25519 key (mode 0600) and its folder of tlog-tiles files (docs/log.md). */
+  logKey: string;
+  logDir: string;
 }
+
+/** The stack's anchor log origin (and its key's name). */
+export const DEV_LOG_ORIGIN = 'aer1-anchor.dev/log';
 
 export interface StackOptions {
   /** One dev relay per profile, in this order (default: three `open` relays). */
@@ -131,7 +137,7 @@ function stackSettings({ redisUrl, relays, calendars, files, token, quorum, http
       bitcoindUrl: null,
     },
     http: { enabled: true, host: '127.0.0.1', port: httpPort, token },
-    log: { level: 'info' },
+    log: { level: 'info', enabled: true, keyFile: files.logKey, dir: files.logDir, origin: DEV_LOG_ORIGIN, checkpointIntervalMs: 200 },
   };
 }
 
@@ -154,7 +160,9 @@ async function stopAll(stoppers: Array<() => Promise<void>>): Promise<Error[]> {
  */
 export async function startStack(dir: string, opts: StackOptions = {}): Promise<DevStack> {
   const stoppers: Array<() => Promise<void>> = [];
-  const files: StackFiles = { headers: join(dir, 'headers.json'), key: join(dir, opts.keyFileName ?? 'demo-nostr.key'), log: join(dir, 'daemon.log') };
+  const files: StackFiles = { headers: join(dir, 'headers.json'), key: join(dir, opts.keyFileName ?? 'demo-nostr.key'), log: join(dir, 'daemon.log'), logKey: join(dir, 'log.key'), logDir: join(dir, 'log') };
+  // the stack's Redis is new each run: an anchor log a former run left belongs to a state that is gone
+  rmSync(files.logDir, { recursive: true, force: true });
   let logStream: WriteStream | null = null;
   try {
     const redisDir = mkdtempSync(join(tmpdir(), 'aer1-demo-redis-'));

@@ -4,8 +4,11 @@
 //
 //	go-checker DIR VKEY PROOFS.json
 //
-// PROOFS.json: {"inclusion":[{"index","size","path":[hex]}],
-// "consistency":[{"old":FILE,"proof":[hex]}]} — the proofs our writer produced.
+// PROOFS.json: {"inclusion":[{"index","size","path":[hex],"entry"?:hex,"checkpoint"?:note}],
+// "consistency":[{"old":FILE,"proof":[hex]}]} — the proofs our writer produced. An
+// inclusion with "entry" and "checkpoint" is an anchor_proof.log: the path must lead from
+// the entry's own record hash to the root of that signed checkpoint, and the log must hold
+// that entry at that index.
 package main
 
 import (
@@ -94,9 +97,11 @@ func (d dirTiles) SaveTiles([]tlog.Tile, [][]byte) {}
 
 type proofs struct {
 	Inclusion []struct {
-		Index int64    `json:"index"`
-		Size  int64    `json:"size"`
-		Path  []string `json:"path"`
+		Index      int64    `json:"index"`
+		Size       int64    `json:"size"`
+		Path       []string `json:"path"`
+		Entry      string   `json:"entry"`
+		Checkpoint string   `json:"checkpoint"`
 	} `json:"inclusion"`
 	Consistency []struct {
 		Old   string   `json:"old"`
@@ -260,7 +265,37 @@ func main() {
 			problem("%v", err)
 			continue
 		}
+		if p.Index < 0 || p.Index >= r.Entries {
+			problem("inclusion %d: not an entry of the log (%d entries)", p.Index, r.Entries)
+			continue
+		}
 		leaf := stored[tlog.StoredHashIndex(0, p.Index)]
+		if p.Entry != "" || p.Checkpoint != "" {
+			// an anchor_proof.log: the proof's own entry and signed checkpoint
+			entry, err := hex.DecodeString(p.Entry)
+			if err != nil {
+				problem("inclusion %d: entry: %v", p.Index, err)
+				continue
+			}
+			n, err := note.Open([]byte(p.Checkpoint), verifiers)
+			if err != nil {
+				problem("inclusion %d: checkpoint: %v", p.Index, err)
+				continue
+			}
+			pcp, err := parseCheckpoint(n.Text)
+			if err != nil || pcp.Size != p.Size {
+				problem("inclusion %d: checkpoint size %d is not %d (%v)", p.Index, pcp.Size, p.Size, err)
+				continue
+			}
+			if tlog.RecordHash(entry) != leaf {
+				problem("inclusion %d: the proof's entry is not the log's entry at that index", p.Index)
+				continue
+			}
+			if err := tlog.CheckRecord(tlog.RecordProof(path), p.Size, pcp.Root, p.Index, tlog.RecordHash(entry)); err != nil {
+				problem("inclusion %d in the proof's checkpoint of %d: %v", p.Index, p.Size, err)
+				continue
+			}
+		}
 		if err := tlog.CheckRecord(tlog.RecordProof(path), p.Size, treeRoot, p.Index, leaf); err != nil {
 			problem("inclusion %d in %d: %v", p.Index, p.Size, err)
 			continue

@@ -10,7 +10,8 @@
 -- then one idx:w:<witness>:pending per witness in ARGV[4] (in that order),
 -- then the ARGV[5] witness inboxes, then per subject 4 keys: subject hash, envelope,
 -- history, Nostr event hash (the subject hash again when the subject has no event), then
--- last the stream's tally (stream-lib.lua).
+-- with the anchor log on, its three keys log:size, log:idx, log:tail (log-sequencer.ts),
+-- then last the stream's tally (stream-lib.lua).
 -- ARGV[1] now (ms), [2] now (ISO), [3] stream MAXLEN, [4] witnesses (comma list),
 -- [5] number of inboxes, [6] the subjects' stream tokens (per subject, in order, its
 -- key's 22 characters and its digest's 43, src/adapters/state/stream-entries.ts; '' when a key
@@ -47,7 +48,9 @@ local nw, ni = #witnesses, tonumber(ARGV[5])
 local kbase = 4 + nw + ni
 local tokens = ARGV[6]
 local n = (#ARGV - 6) / 9
-if n ~= math.floor(n) or n < 1 or #KEYS ~= kbase + 4 * n + 1 or (tokens ~= '' and #tokens ~= 65 * n) then
+-- the anchor log is on when its three keys are given before the tally
+local logOn = #KEYS == kbase + 4 * n + 4
+if n ~= math.floor(n) or n < 1 or (#KEYS ~= kbase + 4 * n + 1 and not logOn) or (tokens ~= '' and #tokens ~= 65 * n) then
   return redis.error_reply('accept: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
 end
 -- the claims' fields (length-prefixed name/value pairs) appended to a field list
@@ -63,6 +66,25 @@ local function unframe(p, into)
   end
 end
 local out, added, unrejected = {}, {}, 0
+-- The anchor log (docs/log.md): each subject created is appended in acceptance order, its
+-- entry d || kind byte || key; a key already logged (accepted before, since forgotten) keeps
+-- its index. A duplicate or a conflict is never logged.
+local logKinds = {['receipt'] = 1, ['workflow-close'] = 2, ['chain-head'] = 3}
+local logSize, logEntries = nil, {}
+local function log_append(key, kind, digestBin)
+  local lk = kbase + 4 * n
+  if redis.call('HEXISTS', KEYS[lk + 2], key) == 1 then return end
+  logSize = logSize or tonumber(redis.call('GET', KEYS[lk + 1]) or '0')
+  redis.call('HSET', KEYS[lk + 2], key, logSize)
+  table.insert(logEntries, digestBin .. string.char(logKinds[kind]) .. key)
+  logSize = logSize + 1
+end
+if logOn then
+  for i = 0, n - 1 do
+    local kind = ARGV[7 + 9 * i + 1]
+    if not logKinds[kind] or #ARGV[7 + 9 * i + 7] ~= 32 then return redis.error_reply('accept: subject ' .. i .. ' has no log kind or 32-byte digest') end
+  end
+end
 local announced = {}
 local function announce()
   local c = #announced
@@ -125,6 +147,7 @@ for i = 0, n - 1 do
     end
     redis.call('HSET', s, unpack(fields))
     table.insert(added, key)
+    if logOn then log_append(key, kind, digestBin) end
     -- the acceptance is derived from the hash when read, unless refusals came before it
     if existing[1] == 'rejected' and redis.call('EXISTS', h) == 1 then
       redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'accepted', status = 'pending', digest = digest}))
@@ -145,6 +168,11 @@ for j = 1, #added, 500 do
   redis.call('ZADD', KEYS[3], unpack(z))
   for wi = 1, nw do redis.call('ZADD', KEYS[4 + wi], unpack(z)) end
   for ii = 1, ni do lens[ii] = redis.call('RPUSH', KEYS[4 + nw + ii], unpack(l)) end
+end
+if logSize then
+  local lk = kbase + 4 * n
+  for j = 1, #logEntries, 500 do redis.call('RPUSH', KEYS[lk + 3], unpack(logEntries, j, math.min(j + 499, #logEntries))) end
+  redis.call('SET', KEYS[lk + 1], logSize)
 end
 -- the counts per status and per witness status (what GET /v1/stats and the metrics show)
 if #added > 0 then

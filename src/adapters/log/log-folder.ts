@@ -1,0 +1,45 @@
+/**
+ * Reads a published anchor log's folder (LogWriter's files) for those who serve it or build
+ * proofs from it: the signed checkpoint as it stands, a tile or bundle only once a checkpoint
+ * covers it (a file past the last checkpoint may still be replaced), and inclusion paths
+ * against the checkpoint's size. Never writes.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseCheckpointText } from '../../core/log/checkpoint.js';
+import { parseNote } from '../../core/log/note.js';
+import { inclusionProof } from '../../core/log/proof.js';
+import { TILE_WIDTH, TileHashes, tilePath, type TileRef } from '../../core/log/tiles.js';
+import { CHECKPOINT_FILE, readOptional } from './tile-files.js';
+
+export interface FolderCheckpoint {
+  readonly note: string;
+  readonly origin: string;
+  readonly size: number;
+}
+
+export class LogFolder {
+  constructor(readonly dir: string) {}
+
+  /** The checkpoint the folder holds now (its signature is the reader's to check), or null before the first. */
+  checkpoint(): FolderCheckpoint | null {
+    const bytes = readOptional(this.dir, CHECKPOINT_FILE);
+    if (bytes === null) return null;
+    const note = bytes.toString('utf8');
+    const cp = parseCheckpointText(parseNote(note, `${this.dir}/${CHECKPOINT_FILE}`).text, `${this.dir}/${CHECKPOINT_FILE}`);
+    return { note, origin: cp.origin, size: cp.size };
+  }
+
+  /** The bytes of a tile or bundle a checkpoint of `size` covers (immutable from then on), or null. */
+  tile(tile: TileRef, size: number): Buffer | null {
+    const level = tile.level === 'entries' ? 0 : tile.level;
+    if ((tile.index * TILE_WIDTH + tile.width) * TILE_WIDTH ** level > size) return null;
+    return readOptional(this.dir, tilePath(tile));
+  }
+
+  /** The RFC 6962 inclusion path of `index` in the tree of `size` (a checkpointed size), leaf upward. */
+  inclusion(index: number, size: number): Buffer[] {
+    const hashes = new TileHashes(size, (tile) => readFileSync(join(this.dir, tilePath(tile))));
+    return inclusionProof(size, index, hashes).map((h) => Buffer.from(h));
+  }
+}
