@@ -228,7 +228,8 @@ export async function startDaemonChild(o: BenchDaemonOptions, redis: RedisClient
   let child: ChildProcess;
   try {
     child = track(
-      spawn(process.execPath, [DAEMON_BIN, '--config', file], {
+      // AER1_BENCH_DAEMON_NODE_ARGS: node flags for the daemon alone, e.g. `--cpu-prof --cpu-prof-dir=DIR` (docs/performance.md)
+      spawn(process.execPath, [...(process.env.AER1_BENCH_DAEMON_NODE_ARGS ?? '').split(' ').filter(Boolean), DAEMON_BIN, '--config', file], {
         cwd: dir,
         env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir, ...(o.nodeOptions ? { NODE_OPTIONS: o.nodeOptions } : {}), ...o.env },
         stdio: ['ignore', fd, fd],

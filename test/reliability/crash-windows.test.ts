@@ -12,7 +12,7 @@ import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
 import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startCalendars, startDaemon, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 describe('killed between a relay report and the witness move', () => {
-  it('the next run of the relay job moves the witness the report already says', { timeout: 60_000 }, async () => {
+  it('the relay\'s next take of the event moves the witness the report already says', { timeout: 60_000 }, async () => {
     const [relay] = await startRelays(1);
     relay!.faults.silent = true;
     const config = testConfig({ relays: [relay!], overrides: { nostr: { publishTimeoutMs: 1000, backoffMs: 500, backoffMaxMs: 500, maxAttempts: 1000 } } });
