@@ -582,9 +582,10 @@ export class NostrWitness {
   }
 
   /**
-   * Moves the witnesses a group's reports changed: a report that leaves the event's status and
-   * progress as they were moves nothing; the subjects' own events that moved alike share one
-   * set-witness call; a batch event moves its batch's subjects, as moveWitness does.
+   * Moves the witnesses a group's reports changed: a report that leaves the event's status as
+   * it was moves nothing (its detail stays in the event's relay reports, as for batches); the
+   * subjects' own events that moved alike share one set-witness call; a batch event moves its
+   * batch's subjects, as moveWitness does.
    */
   private async moveWitnesses(items: ReadonlyArray<{ id: string; report: RelayReportRecord; recorded: RecordedReports }>): Promise<void> {
     const groups = new Map<string, { status: WitnessStatus; progress: number; detail: string; keys: string[] }>();
@@ -594,10 +595,11 @@ export class NostrWitness {
       const without = reports.filter((r) => r.url !== report.url);
       const before = nostrStatusOf(previous ? [...without, previous] : without, this.opts.relays.length, this.opts.quorum);
       const after = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
-      if (before.status === after.status && before.progress === after.progress) continue;
+      // a report that leaves the status as it was (a third relay accepting) stays on the event only
+      if (before.status === after.status) continue;
       const mine = reports.find((r) => r.url === report.url) ?? report;
       if (!recorded.subject) {
-        if (before.status !== after.status) await this.moveWitness(id, reports, mine);
+        await this.moveWitness(id, reports, mine);
         continue;
       }
       const detail = after.reason ?? `${mine.url}: ${mine.status}${mine.message ? ` (${mine.message})` : ''}`;
