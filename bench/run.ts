@@ -548,7 +548,7 @@ function baselineFigures(
     figure('throughput, envelope mode', 'subjects/s', rates(envRuns), {
       n: plan.envelopeN,
       load: e0.load,
-      note: `one signed event per subject (${fmtN(plan.envelopeN * relays)} publishes), one job per subject; run 1: accepted ${sec(e0.acceptedMs)}, Nostr ${sec(e0.nostrMs)}, OTS ${sec(e0.otsMs)}${unfinished(e0)}`,
+      note: `one signed event per subject (${fmtN(plan.envelopeN * relays)} publishes), bulk jobs; run 1: accepted ${sec(e0.acceptedMs)}, Nostr ${sec(e0.nostrMs)}, OTS ${sec(e0.otsMs)}${unfinished(e0)}`,
     }),
     figure('throughput, naive collector', 'subjects/s', naiveRates, {
       n: plan.naiveN,
@@ -580,7 +580,7 @@ function baselineFigures(
     figure('auto mode: Redis commands per subject', 'calls', [auto.redisCommands.callsPerSubject], {
       n: auto.n,
       load: auto.load,
-      note: `${fmtN(auto.nostrEvents)} signed events for ${fmtN(auto.n)} subjects (auto decides per cut), one job per subject; most: ${auto.redisCommands.top
+      note: `${fmtN(auto.nostrEvents)} signed events for ${fmtN(auto.n)} subjects (auto decides per cut), bulk jobs; most: ${auto.redisCommands.top
         .slice(0, 4)
         .map((t) => `${t.command} ${t.callsPerSubject.toFixed(1)}×`)
         .join(', ')}${unfinished(auto)}`,

@@ -15,7 +15,7 @@ import type { AnchorStore, RelayReportRecord } from '../state/anchor-store.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { backoffDelay } from '../queue/backoff.js';
 import { nostrBatchQueueName } from '../queue/names.js';
-import { boundedFailures } from '../queue/failed-attempts.js';
+import { boundErrorText, boundedFailures } from '../queue/failed-attempts.js';
 import { stalledJobOptions } from '../queue/stalled.js';
 import { BatchTree } from '../../core/batch/batch-tree.js';
 import { autoMode, type NostrEventMode } from '../../core/nostr/auto-mode.js';
@@ -480,6 +480,8 @@ export class NostrWitness {
           }
           try {
             const a = await this.attempt(url, id, JSON.parse(json) as SignedEvent, report);
+            // a relay's reason is its own words, of any length: the report keeps a bounded prefix
+            a.report.message = boundErrorText(a.report.message);
             attempts.push(a);
             if (a.pauseMs !== undefined) pausedUntil = Math.max(pausedUntil, a.againAtMs!);
           } catch (err) {
