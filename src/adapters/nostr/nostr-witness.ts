@@ -265,7 +265,7 @@ export class NostrWitness {
       if (await this.outbox.holds(url, eventId)) continue;
       if (reopen) {
         // a new round: the report no longer final, its attempts counted afresh
-        await this.outbox.record(url, [{ id: eventId, report: { url, status: 'failed', message: `reopened after: ${r!.message}`, at: new Date().toISOString(), attempts: 0, final: false } }]);
+        await this.outbox.record(url, [{ id: eventId, report: { url, status: 'failed', message: boundErrorText(`reopened after: ${r!.message}`), at: new Date().toISOString(), attempts: 0, final: false } }]);
         out.reopened++;
       } else {
         out.missing++;
@@ -308,10 +308,6 @@ export class NostrWitness {
     return Math.max(0, ...(await this.outbox.sizes()).values());
   }
 
-  /** Events each relay's outbox holds. */
-  async relayBacklogs(): Promise<Map<string, number>> {
-    return this.outbox.sizes();
-  }
 
   /** Auto mode: what the relays already carry against the budget (docs/nostr.md): the backlog and the events queued within the horizon. */
   async load(): Promise<{ backlog: number; recent: number }> {
@@ -478,8 +474,16 @@ export class NostrWitness {
             redo.push(id);
             continue;
           }
+          let event: SignedEvent;
           try {
-            const a = await this.attempt(url, id, JSON.parse(json) as SignedEvent, report);
+            event = JSON.parse(json) as SignedEvent;
+          } catch {
+            // nothing any relay could take: final for this relay rather than a retry for ever
+            attempts.push({ id, report: { url, status: 'failed', message: 'the stored event is not valid JSON', at: new Date().toISOString(), attempts: 0, final: true } });
+            continue;
+          }
+          try {
+            const a = await this.attempt(url, id, event, report);
             // a relay's reason is its own words, of any length: the report keeps a bounded prefix
             a.report.message = boundErrorText(a.report.message);
             attempts.push(a);
