@@ -51,7 +51,7 @@ export const OUTSIDE_KEYS = "outside keys (Redis's tables, clients)";
 /** The scripts Redis cached over the run (INFO used_memory_scripts): BullMQ's and ours, paid once per Redis, not per subject. */
 export const SCRIPT_CACHE = 'Lua script cache (once per Redis)';
 
-/** Which of the daemon's queues, from what follows the base queue name (names.ts: `-ots`, `-relay-<hash>`, …). */
+/** Which of the daemon's queues, from what follows the base queue name (names.ts: `-ots`, `-nostr`, `-wh-<hook>`, …). */
 function queueRole(tail: string): string {
   if (tail === '') return 'intake';
   const m = /^-([a-z]+)/.exec(tail);

@@ -14,7 +14,7 @@ import type { Redis } from 'ioredis';
 import type { RedisClient } from '../src/adapters/redis/connection.js';
 import { loadConfig, type Config } from '../src/adapters/config/config.js';
 import { startEmbeddedRedis, stopChild, type EmbeddedRedis } from '../src/daemon/embedded-redis.js';
-import { nostrBatchQueueName, otsQueueName, relayQueueName } from '../src/adapters/queue/names.js';
+import { nostrBatchQueueName, otsQueueName } from '../src/adapters/queue/names.js';
 import { StateKeys } from '../src/adapters/state/keys.js';
 import type { PeersInfo } from './peers.js';
 
@@ -228,7 +228,8 @@ export async function startDaemonChild(o: BenchDaemonOptions, redis: RedisClient
   let child: ChildProcess;
   try {
     child = track(
-      spawn(process.execPath, [DAEMON_BIN, '--config', file], {
+      // AER1_BENCH_DAEMON_NODE_ARGS: node flags for the daemon alone, e.g. `--cpu-prof --cpu-prof-dir=DIR` (docs/performance.md)
+      spawn(process.execPath, [...(process.env.AER1_BENCH_DAEMON_NODE_ARGS ?? '').split(' ').filter(Boolean), DAEMON_BIN, '--config', file], {
         cwd: dir,
         env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? dir, ...(o.nodeOptions ? { NODE_OPTIONS: o.nodeOptions } : {}), ...o.env },
         stdio: ['ignore', fd, fd],
@@ -264,7 +265,7 @@ export async function startDaemonChild(o: BenchDaemonOptions, redis: RedisClient
 async function waitForWorkers(config: Config, redis: RedisClient, child: ChildProcess, logTail: () => string): Promise<void> {
   const base = config.queue.name;
   // the Nostr batch worker runs in every mode (auto and batch cut; envelope finishes leftovers)
-  const names = [base, otsQueueName(base), nostrBatchQueueName(base), ...config.nostr.relays.map((r) => relayQueueName(base, r))];
+  const names = [base, otsQueueName(base), nostrBatchQueueName(base)];
   // every shard's queues (redis.shards), and with several the usual intake queue's router
   const k = config.redis.shards;
   const prefixes = Array.from({ length: k }, (_, i) => StateKeys.forShard(config.redis.prefix, i, k).bullPrefix);

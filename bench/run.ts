@@ -9,6 +9,7 @@
  * below are kept by the runner; when the budget runs short, repeats are skipped and the
  * largest run stops where it got to, and the output says so.
  */
+import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { configDefault } from '../src/adapters/config/schema.js';
 import { daemonRun, type DaemonRunOptions, type DaemonRunResult, type IntakeKind } from './daemon-run.js';
@@ -17,6 +18,9 @@ import { killAllTracked, removeTempDir, startPeers, type Peers } from './process
 import { figure, load, machine, median, round, table, type Figure } from './report.js';
 import { firstProof, verifyDir, verifyOneCold } from './verify-run.js';
 import { intakeRun, type IntakeRunResult } from './intake-run.js';
+import { generateSecretKey } from '../src/core/nostr/keys.js';
+import { envelopeEvent } from '../src/core/nostr/events.js';
+import { canonicalJson } from '../src/core/aer1/canonical-json.js';
 
 /** Subjects per bulk job (queue.maxSubjectsPerJob's default; the daemon runs use the daemon's own setting). */
 const BULK_PER_JOB = configDefault('queue.maxSubjectsPerJob');
@@ -33,13 +37,15 @@ const TARGET_RSS_AT = 100_000;
 const FULL_BUDGET_S = 300;
 const QUICK_BUDGET_S = 60;
 
-const USAGE = `usage: npm run bench [-- [--json] [--quick] [--intake-only] [--intake-large] [--round-ms MS] [--window-ms MS] [--naive-concurrency N]]
+const USAGE = `usage: npm run bench [-- [--json] [--quick] [--intake-only] [--intake-large] [--event-path] [--round-ms MS] [--window-ms MS] [--naive-concurrency N]]
   --json               one JSON object per figure on stdout, nothing else (progress and the table go
                        to stderr; run it as \`npm run --silent bench -- --json\`, or npm prints its banner first)
   --quick              smaller N and a ${QUICK_BUDGET_S} s budget of measurement, for development; the full run's budget
                        is ${FULL_BUDGET_S} s. Add the build when sources changed (about 15 s) and a few seconds of start;
                        on a loaded machine repeats are dropped first and the output lists them
   --intake-only        only the intake comparison: single-subject jobs against bulk jobs
+  --event-path         only the per-subject event path: batch, envelope and auto mode side by side
+                       (bulk jobs, N = envelope N), with the signing rate beside them
   --intake-large       that comparison at N = 100,000 rather than 10,000 (about a minute more)
   --round-ms MS        dev calendars' aggregation round (default 1000, as the real server)
   --window-ms MS       the tuned batch window, Nostr and OTS (default 250); one run also uses the
@@ -121,6 +127,7 @@ async function main(): Promise<number> {
       'naive-concurrency': { type: 'string' },
       'intake-only': { type: 'boolean' },
       'intake-large': { type: 'boolean' },
+      'event-path': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -151,6 +158,20 @@ async function main(): Promise<number> {
       return 0;
     }
     const base = { peers, windowMs, ratePerMinute, confirmTimeoutMs: 60_000 };
+    if (values['event-path']) {
+      // batch, envelope and auto mode side by side, bulk jobs each, the signing rate beside them
+      const at = (mode: 'batch' | 'envelope' | 'auto'): Promise<Timed<DaemonRunResult>> =>
+        timed(() => daemonRun({ ...base, mode, intake: 'bulk', n: plan.envelopeN, timeoutMs: 120_000, confirm: false, exportProofs: false }));
+      const side: Timed<DaemonRunResult>[] = [];
+      for (const mode of ['batch', 'envelope', 'auto'] as const) {
+        side.push(await at(mode));
+        describeRun(side.at(-1)!);
+      }
+      const figures = eventPathFigures(side[0]!.result, side[1]!.result, side[2]!.result, signingMs());
+      const lines = [`aer1-anchor bench, the per-subject event path — ${new Date().toISOString()}`, `machine: ${mc.cores} cores, ${mc.cpu}, Node ${mc.node}; load average at start ${loadAtStart.join(' ')}`, '', table(figures)];
+      emit(figures, lines, values.json === true);
+      return 0;
+    }
     /** Generous for a run of n at `perSecond`, never past the budget. */
     const limit = (n: number, perSecond: number, reserveMs = 0): number =>
       Math.max(10_000, Math.min(budget.remaining() - reserveMs - 8_000, (n / perSecond) * 1000 * 3 + 10_000));
@@ -183,14 +204,14 @@ async function main(): Promise<number> {
     const defaults = await timed(() => batch(plan.batchN, 'bulk', { windowMs: null, timeoutMs: Math.min(limit(plan.batchN, 100, naiveReserve), plan.budgetMs * 0.25) }));
     describeRun(defaults);
 
-    // 2. Envelope mode, against the same peers.
+    // 2. Envelope mode, against the same peers, bulk jobs as the batch-mode figures it is set against.
     const envelope = (): Promise<DaemonRunResult> =>
-      daemonRun({ ...base, mode: 'envelope', n: plan.envelopeN, timeoutMs: limit(plan.envelopeN, 20, naiveReserve), confirm: false, exportProofs: false });
+      daemonRun({ ...base, mode: 'envelope', intake: 'bulk', n: plan.envelopeN, timeoutMs: limit(plan.envelopeN, 20, naiveReserve), confirm: false, exportProofs: false });
     const envRuns: Timed<DaemonRunResult>[] = [await timed(envelope)];
     describeRun(envRuns[0]!);
 
     // 2b. Auto mode (the default), same N: Redis commands per subject as the mode decides per cut.
-    const autoRun = await timed(() => daemonRun({ ...base, mode: 'auto', n: plan.envelopeN, timeoutMs: limit(plan.envelopeN, 20, naiveReserve), confirm: false, exportProofs: false }));
+    const autoRun = await timed(() => daemonRun({ ...base, mode: 'auto', intake: 'bulk', n: plan.envelopeN, timeoutMs: limit(plan.envelopeN, 20, naiveReserve), confirm: false, exportProofs: false }));
     describeRun(autoRun);
 
     // 3. Cost growth (bulk jobs), the smaller sizes; one job per subject at the naive baseline's N.
@@ -298,6 +319,7 @@ async function main(): Promise<number> {
     const figures = [
       ...batchFigures(plan, peers, roundMs, runs, defaults.result),
       ...baselineFigures(plan, peers, roundMs, naiveConcurrency, { bulk: bulkAtNaive, single: singleAtNaive }, envRuns, naiveRuns, autoRun.result),
+      ...(growthRuns.get(plan.envelopeN)?.[0] ? eventPathFigures(growthRuns.get(plan.envelopeN)![0]!.result, envRuns[0]!.result, autoRun.result, signingMs()) : []),
       ...growthFigures([...plan.growth].sort((a, b) => a - b), growthRuns, plan.batchN),
       ...intake,
       ...verifyFigures,
@@ -526,7 +548,7 @@ function baselineFigures(
     figure('throughput, envelope mode', 'subjects/s', rates(envRuns), {
       n: plan.envelopeN,
       load: e0.load,
-      note: `one signed event per subject (${fmtN(plan.envelopeN * relays)} publishes), one job per subject; run 1: accepted ${sec(e0.acceptedMs)}, Nostr ${sec(e0.nostrMs)}, OTS ${sec(e0.otsMs)}${unfinished(e0)}`,
+      note: `one signed event per subject (${fmtN(plan.envelopeN * relays)} publishes), bulk jobs; run 1: accepted ${sec(e0.acceptedMs)}, Nostr ${sec(e0.nostrMs)}, OTS ${sec(e0.otsMs)}${unfinished(e0)}`,
     }),
     figure('throughput, naive collector', 'subjects/s', naiveRates, {
       n: plan.naiveN,
@@ -558,7 +580,7 @@ function baselineFigures(
     figure('auto mode: Redis commands per subject', 'calls', [auto.redisCommands.callsPerSubject], {
       n: auto.n,
       load: auto.load,
-      note: `${fmtN(auto.nostrEvents)} signed events for ${fmtN(auto.n)} subjects (auto decides per cut), one job per subject; most: ${auto.redisCommands.top
+      note: `${fmtN(auto.nostrEvents)} signed events for ${fmtN(auto.n)} subjects (auto decides per cut), bulk jobs; most: ${auto.redisCommands.top
         .slice(0, 4)
         .map((t) => `${t.command} ${t.callsPerSubject.toFixed(1)}×`)
         .join(', ')}${unfinished(auto)}`,
@@ -584,6 +606,66 @@ function baselineFigures(
       load: e0.load,
       note: `Redis CPU ${Math.round(e0.redisInfoCpuMs * 1000)} µs per subject (INFO cpu); most called: ${mostCalled(e0, 4)}; most time: ${topCommands(e0, 3)}`,
     }),
+  );
+  return out;
+}
+
+/** Envelope-mode targets per subject (issue 25): daemon CPU, Redis calls, Redis bytes. */
+const EVENT_PATH_TARGETS = { daemonCpuMs: 1.5, calls: 30, bytes: 1536 } as const;
+
+/** What one BIP-340 envelope event costs to build and sign here, in ms (the fastest of 5 rounds of 200, after a warm-up round). */
+function signingMs(): number {
+  const key = generateSecretKey();
+  const rounds: number[] = [];
+  for (let r = 0; r < 6; r++) {
+    const t0 = performance.now();
+    for (let i = 0; i < 200; i++) {
+      const canonical = canonicalJson({ anchored_at: '2026-01-01T00:00:00Z', receipt_uuid: `bench-${r}-${i}` });
+      envelopeEvent({ canonical, digestHex: createHash('sha256').update(canonical).digest('hex'), kind: 3099 }, key);
+    }
+    if (r > 0) rounds.push((performance.now() - t0) / 200);
+  }
+  return Math.min(...rounds);
+}
+
+/** The per-subject event path (envelope and auto mode) beside batch mode, bulk jobs each, in one run. */
+function eventPathFigures(batch: DaemonRunResult, envelope: DaemonRunResult, auto: DaemonRunResult, signMs: number): Figure[] {
+  const out: Figure[] = [];
+  const row = (label: string, r: DaemonRunResult, targets: boolean): void => {
+    const note = `N=${fmtN(r.n)}, bulk jobs, ${fmtN(r.nostrEvents)} signed events${unfinished(r)}`;
+    out.push(
+      figure(`event path, ${label}: throughput`, 'subjects/s', [r.subjectsPerS], { n: r.n, load: r.load, note }),
+      figure(`event path, ${label}: daemon CPU per subject`, 'ms', r.cpu.daemon === null ? [] : [r.cpu.daemon], {
+        n: r.n,
+        load: r.load,
+        digits: 3,
+        target: targets ? { op: '<=', bound: EVENT_PATH_TARGETS.daemonCpuMs } : null,
+        note: targets ? `bound: signing, ${signMs.toFixed(3)} ms a signature here (${fmtN(Math.round(1000 / Math.max(signMs, 1e-6)))}/s)` : note,
+      }),
+      figure(`event path, ${label}: Redis calls per subject`, 'calls', [r.redisCommands.callsPerSubject], {
+        n: r.n,
+        load: r.load,
+        target: targets ? { op: '<=', bound: EVENT_PATH_TARGETS.calls } : null,
+        note: `most called: ${mostCalled(r, 4)}`,
+      }),
+      figure(`event path, ${label}: Redis per subject`, 'bytes', [r.memory.perPendingSubject], {
+        n: r.n,
+        load: r.load,
+        digits: 0,
+        target: targets ? { op: '<=', bound: EVENT_PATH_TARGETS.bytes } : null,
+        note: `INFO used_memory delta / subjects, when every subject was accepted by every relay${breakdownNote(r)}`,
+      }),
+    );
+  };
+  row('batch mode', batch, false);
+  row('envelope mode', envelope, true);
+  row('auto mode', auto, false);
+  out.push(
+    figure('event path: signing rate (the bound of envelope mode)', 'signatures/s', signMs > 0 ? [1000 / signMs] : [], {
+      n: 1000,
+      note: `one envelope event built and BIP-340 signed in the bench process: ${signMs.toFixed(3)} ms`,
+    }),
+    figure('event path: envelope / batch daemon CPU per subject', '×', envelope.cpu.daemon !== null && batch.cpu.daemon ? [envelope.cpu.daemon / batch.cpu.daemon] : [], { n: envelope.n, digits: 1, note: 'same run' }),
   );
   return out;
 }

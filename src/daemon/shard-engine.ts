@@ -238,7 +238,7 @@ export class ShardEngine {
             }
           : {}),
         afterAccept: async ({ subjects, inboxLengths }) => {
-          if (envelopeMode) await Promise.all(subjects.flatMap((s) => (s.nostrEventId ? [nostr.ensurePublishing(s.nostrEventId)] : [])));
+          if (envelopeMode) await nostr.ensurePublishingMany(subjects.flatMap((s) => (s.nostrEventId ? [s.nostrEventId] : [])));
           // the accept script said how long each inbox is: only a full one needs a pass now
           await Promise.all(this.batchers.map((b) => b.poke(inboxLengths[b.witness] ?? null)));
         },

@@ -11,7 +11,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { Reconciler } from '../../src/daemon/reconciler.js';
-import { otsQueueName, relayQueueName } from '../../src/adapters/queue/names.js';
+import { otsQueueName } from '../../src/adapters/queue/names.js';
+import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
 import { Issuer, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -45,7 +46,7 @@ async function repairs(daemon: Daemon, kind: string): Promise<number> {
 const FAST = { reconcile: { intervalMs: 500 } };
 
 describe('reconciler', () => {
-  it('a relay publish job that died: the subject, signed and accepted, is queued to the relay again and confirms', { timeout: 60_000 }, async () => {
+  it('an event lost from a relay\'s outbox: the subject, signed and accepted, is queued to the relay again and confirms', { timeout: 60_000 }, async () => {
     const [relay] = await startRelays(1);
     cleanups.push(() => relay!.close());
     relay!.faults.silent = true;
@@ -54,20 +55,16 @@ describe('reconciler', () => {
     cleanups.push(() => daemon.stop());
     const issuer = new Issuer(config);
     cleanups.push(() => issuer.close());
-    const relayQueue = new Queue(relayQueueName(config.queue.name, relay!.url), { connection: issuer.redis, prefix: issuer.store.keys.bullPrefix });
-    cleanups.push(() => relayQueue.close());
+    const outbox = new RelayOutbox(issuer.store, [relay!.url]);
 
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
     const record = await waitFor('accepted', () => issuer.store.getRecord(s.receipt_uuid));
     const eventId = record.nostrEventId!;
     await waitFor('a first attempt timed out', async () => (await issuer.store.relayReports(eventId)).length > 0, 30_000);
-    // The retry waits a minute; delete it: the subject now has a signed event and no relay job.
-    const job = await waitFor('the retry delayed', async () => {
-      const j = await relayQueue.getJob(eventId);
-      return j && (await j.getState()) === 'delayed' ? j : null;
-    }, 10_000);
-    await job.remove();
+    // The retry waits a minute; take the event out of the relay's outbox: the subject now has a signed event and nothing to publish it.
+    await waitFor('the retry scheduled', async () => Number(await issuer.redis.zscore(outbox.key(relay!.url), eventId)) > Date.now() + 10_000, 10_000);
+    expect(await issuer.redis.zrem(outbox.key(relay!.url), eventId)).toBe(1);
     relay!.faults.silent = false;
 
     await waitFor('confirmed after the reconciler queued the publish again', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);

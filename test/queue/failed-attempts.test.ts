@@ -3,8 +3,9 @@
  * `failedReason` and appends every attempt's stack to its `stacktrace`, so a job retried
  * for hours (a relay refusing, a calendar down, Redis full) grew the job hash without bound
  * and made a full Redis fuller (before: 22,024 characters of reason and 111,526 of stacks
- * after 5 attempts of the relay publish below). Real Redis, a real dev relay; a calendar
- * nobody listens on.
+ * after 5 attempts of a relay publish, when those were BullMQ jobs). Relay publishes keep
+ * their reason in the event's relay report instead, bounded the same way. Real Redis, a real
+ * dev relay; a calendar nobody listens on.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.js';
@@ -52,14 +53,19 @@ describe('failed job attempts', () => {
     }, 60_000, 50);
   }
 
-  it('a relay publish refused over and over keeps a reason of at most MAX_ERROR_TEXT characters and no stack traces', async () => {
+  it('a relay publish refused over and over keeps one report of at most MAX_ERROR_TEXT characters of reason, however many attempts', async () => {
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
-    const relayQueue = daemon.nostr!.allQueues[0]!.name;
-    const stored = await storedFailure(relayQueue, async () => (await issuer.store.getRecord(s.receipt_uuid))?.nostrEventId ?? null);
-    expect(stored.reason).toMatch(/error: slow down;/);
-    expect(stored.reason.length).toBeLessThanOrEqual(MAX_ERROR_TEXT);
-    expect(JSON.parse(stored.stacktrace)).toEqual([]);
+    const report = await waitFor(`${ATTEMPTS} failed attempts on the relay`, async () => {
+      const id = (await issuer.store.getRecord(s.receipt_uuid))?.nostrEventId;
+      const r = id ? (await issuer.store.relayReports(id)).find((x) => x.url === relay.url) : undefined;
+      return r && (r.attempts ?? 0) >= ATTEMPTS ? { r, id: id! } : null;
+    }, 60_000, 50);
+    expect(report.r).toMatchObject({ status: 'rejected', final: false, prefix: 'error' });
+    expect(report.r.message).toMatch(/^error: slow down;/);
+    expect(report.r.message.length).toBeLessThanOrEqual(MAX_ERROR_TEXT);
+    // the attempts overwrite one report: the event hash holds one bounded reason, not one per attempt
+    expect(await issuer.redis.hstrlen(issuer.store.keys.event(report.id), `r:${relay.url}`)).toBeLessThanOrEqual(MAX_ERROR_TEXT + 300);
   });
 
   it('an OTS submission with no calendar answering keeps the same bound', async () => {

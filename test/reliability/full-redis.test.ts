@@ -10,9 +10,8 @@
  *   AER1_FULL_REDIS_N=10000 AER1_FULL_REDIS_HOLD_MS=300000 npx vitest run test/reliability/full-redis.test.ts
  */
 import { join } from 'node:path';
-import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
-import { relayQueueName } from '../../src/adapters/queue/names.js';
+import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
 import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
 import { ANCHOR_JOB_OPTIONS } from '../../src/adapters/queue/producer.js';
 import { Issuer, privateRedis, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
@@ -87,9 +86,7 @@ describe('a full Redis (maxmemory, noeviction)', () => {
     for (const relay of relays) expect(anchorEventCount(relay)).toBe(N);
     expect(await issuer.queue.count()).toBe(0);
     expect((await issuer.queue.getJobCounts('failed')).failed ?? 0).toBe(0);
-    const relayQueues = relays.map((r) => new Queue(relayQueueName(config.queue.name, r.url), { connection: issuer.redis, prefix: issuer.store.keys.bullPrefix }));
-    const leftInRelayQueues = (await Promise.all(relayQueues.map((q) => q.count()))).reduce((a, b) => a + b, 0);
-    await Promise.all(relayQueues.map((q) => q.close()));
+    const leftInRelayQueues = [...(await new RelayOutbox(issuer.store, relays.map((r) => r.url)).sizes()).values()].reduce((a, b) => a + b, 0);
     const rejected = await issuer.count('rejected');
     expect(rejected).toBe(0);
     const metric = await daemon.metrics.registry.getSingleMetric('aer1_reconciler_repairs_total')?.get();

@@ -8,7 +8,7 @@ import type { WitnessName } from '../state/keys.js';
 import type { DaemonView } from '../view/daemon-view.js';
 import type { EndpointHealth } from '../health/witness-health.js';
 import { displayUrl } from '../config/display-url.js';
-import { relayQueueName } from '../queue/names.js';
+import { RelayOutbox } from '../nostr/relay-outbox.js';
 
 export interface QueueCounts {
   waiting: number;
@@ -37,24 +37,19 @@ export interface Stats {
 
 /**
  * An endpoint's health plus `waiting`: for a relay, the events not yet answered for good by it
- * (its queue's waiting, delayed and active jobs: one per subject in envelope mode, one per batch
+ * (its outbox: one per subject in envelope mode, one per batch
  * in batch mode); for a calendar, the subjects whose OTS witness is pending or partial (the
  * calendars hold the batches together, m of n). Null when it could not be counted.
  */
 export type EndpointWaiting = EndpointHealth & { waiting: number | null };
 
-/** Jobs a relay's queue still holds: events that relay has not answered for good. */
+/** Events a relay's outbox still holds (every shard's): events that relay has not answered for good. */
 async function relayWaiting(daemon: DaemonView): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   if (!daemon.config.nostr.enabled) return out;
-  // one queue per relay in each shard: the relay's waiting is the sum over the shards
-  await Promise.all(daemon.config.nostr.relays.map(async (url) => {
-    const name = relayQueueName(daemon.config.queue.name, url);
-    const qs = daemon.queues.filter((q) => q.name === name);
-    if (qs.length === 0) return;
-    const counts = await Promise.all(qs.map((q) => q.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'paused')));
-    out.set(displayUrl(url), counts.reduce((n, c) => n + Object.values(c).reduce((a, b) => a + b, 0), 0));
-  }));
+  const relays = daemon.config.nostr.relays;
+  const sizes = await Promise.all(daemon.state.shards.map((store) => new RelayOutbox(store, relays).sizes()));
+  for (const url of relays) out.set(displayUrl(url), sizes.reduce((n, m) => n + (m.get(url) ?? 0), 0));
   return out;
 }
 

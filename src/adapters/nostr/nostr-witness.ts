@@ -1,8 +1,10 @@
 /**
  * NostrWitness: durable publishing of signed events to every configured relay.
- * One BullMQ queue per relay carries one job per event (job id = event id), so the
- * relay's rate limit holds across daemon instances, retries back off and survive
- * restarts, and an event already accepted by a relay is never sent to it again.
+ * Each relay has an outbox in Redis (relay-outbox.ts: event ids scored by when due), drained
+ * in groups over one connection by every daemon, so the relay's rate limit holds across
+ * daemon instances, retries back off and survive restarts, a daemon that dies hands its
+ * group back when its lease ends, and an event a relay answered for good is never sent to it
+ * again. A group's reports and witness moves are written in a few calls for the whole group.
  * Cut batches (auto and batch mode) go through one batch job each, which decides, once and
  * durably, whether the batch gets one batch event or one event per subject.
  */
@@ -12,8 +14,8 @@ import type { Config } from '../config/config.js';
 import type { AnchorStore, RelayReportRecord } from '../state/anchor-store.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { backoffDelay } from '../queue/backoff.js';
-import { nostrBatchQueueName, relayQueueName } from '../queue/names.js';
-import { boundedFailures } from '../queue/failed-attempts.js';
+import { nostrBatchQueueName } from '../queue/names.js';
+import { boundErrorText, boundedFailures } from '../queue/failed-attempts.js';
 import { stalledJobOptions } from '../queue/stalled.js';
 import { BatchTree } from '../../core/batch/batch-tree.js';
 import { autoMode, type NostrEventMode } from '../../core/nostr/auto-mode.js';
@@ -21,8 +23,17 @@ import { batchEvent, envelopeEvent, serializeEvent, sameSignedEvent, type Signed
 import type { SigningKey } from '../../core/nostr/keys.js';
 import { RelayClient } from './relay-client.js';
 import { PolicyPublisher } from './relay-policy.js';
-import { redisRefusal } from '../redis/redis-refusal.js';
 import type { RefusalBackoff } from '../redis/refusal-backoff.js';
+import { RelayOutbox, type RecordedReports } from './relay-outbox.js';
+
+/** An idle drain looks for events other daemons queued this often (its own wake it at once). */
+const IDLE_POLL_MS = 500;
+/** Most events one drain takes at once, as a multiple of nostr.concurrency (the publishes in flight). */
+const GROUP_PER_CONCURRENCY = 4;
+const GROUP_MAX = 500;
+/** A drain whose Redis calls fail waits from this, doubling, up to DRAIN_ERROR_MAX_MS. */
+const DRAIN_ERROR_MS = 200;
+const DRAIN_ERROR_MAX_MS = 5000;
 
 /** A failed batch job retries from 1 s, doubling, capped at nostr.backoffMaxMs (was BullMQ's uncapped exponential). */
 const BATCH_RETRY = { initialMs: 1000 } as const;
@@ -61,15 +72,25 @@ export interface ModeDecision {
 }
 
 
-interface RelayJobData {
-  eventId: string;
-  /** Sent again by the reconciler after the relay was given up on: a final `failed` report does not stop it. */
-  reopen?: boolean;
+/** What one publish attempt on one relay came to: the report, and when the event is due again if not final. */
+interface Attempt {
+  id: string;
+  report: RelayReportRecord;
+  /** Not final: send again at this time (a retry's backoff, or the end of a rate-limited pause). */
+  againAtMs?: number;
+  /** A `rate-limited:` answer: pause the relay this long. */
+  pauseMs?: number;
+}
+
+/** One relay's drain in this daemon: its wake-up and the loop's promise. */
+interface Drain {
+  wake: () => void;
+  done: Promise<void>;
 }
 
 /** What the reconciler re-created for one event. */
 export interface PublishRepair {
-  /** Relays that had not answered for good and had no job. */
+  /** Relays that had not answered for good and did not hold the event in their outbox. */
   missing: number;
   /** Relays given up on (retries exhausted) while the quorum could not be met without them. */
   reopened: number;
@@ -113,8 +134,10 @@ export class NostrWitness {
   private readonly key: SigningKey;
   private readonly log: Logger;
   private readonly hooks: NostrWitnessHooks;
-  private readonly queues = new Map<string, Queue<RelayJobData>>();
+  private readonly outbox: RelayOutbox;
+  private readonly drains = new Map<string, Drain>();
   private readonly workers: Worker[] = [];
+  private stopped = false;
   private readonly clients = new Map<string, RelayClient>();
   /** Per relay: `rate-limited:` pauses in a row (reset by an acceptance) and when the current one ends. */
   private readonly pauses = new Map<string, { streak: number; until: number }>();
@@ -133,9 +156,7 @@ export class NostrWitness {
     this.log = log.child({ witness: 'nostr' });
     this.hooks = hooks;
     this.policy = new PolicyPublisher(store, key, opts);
-    for (const url of opts.relays) {
-      this.queues.set(url, new Queue<RelayJobData>(relayQueueName(opts.queueBase, url), { connection: opts.connection, prefix: opts.bullPrefix }));
-    }
+    this.outbox = new RelayOutbox(store, opts.relays);
     // In every mode: batches cut under auto or batch mode are finished after a switch to envelope.
     this.batchQueue = new Queue(nostrBatchQueueName(opts.queueBase), { connection: opts.connection, prefix: opts.bullPrefix });
   }
@@ -145,35 +166,38 @@ export class NostrWitness {
     return envelopeEvent({ canonical, digestHex, kind: this.opts.kind, ...(envelope ? { envelope } : {}) }, this.key);
   }
 
-  /** Starts the relay workers and the batch worker. */
+  /** Starts each relay's drain and the batch worker. */
   start(): void {
     for (const url of this.opts.relays) {
-      // read each relay's NIP-11 limits ahead of its first job (never rejects)
+      // read each relay's NIP-11 limits ahead of its first group (never rejects)
       void this.policy.policies.get(url);
-      const worker = new Worker<RelayJobData>(relayQueueName(this.opts.queueBase, url), boundedFailures((job) => this.publishJob(url, job), this.log), {
-        connection: this.opts.connection,
-        prefix: this.opts.bullPrefix,
-        concurrency: this.opts.concurrency,
-        ...stalledJobOptions(this.opts.stalledIntervalMs),
-        limiter: { max: this.opts.ratePerMinute, duration: 60_000 },
-        removeOnComplete: { count: 0 },
-        removeOnFail: { count: 0 },
-        settings: { backoffStrategy: (attempts: number) => backoffDelay(attempts, this.opts.backoffMs, this.opts.backoffMaxMs) },
-      });
-      this.watch(worker, (err) => this.log.warn({ relay: url, err }, 'relay worker error'));
-      worker.on('failed', (job, err) => {
-        if (!job || job.attemptsMade < this.opts.maxAttempts) return;
-        // Attempts spent on Redis refusing our own writes (full, read-only, away) say nothing
-        // about the relay: no final "failed" for it. Its report stays open, and the reconciler
-        // re-creates the publish job once Redis takes writes again.
-        if (!(err instanceof RelayAttemptError) && redisRefusal(err)) {
-          if (this.opts.refusals?.refused(err)) return;
-          this.log.warn({ relay: url, eventId: job.data.eventId, err }, 'relay publish out of attempts while Redis refused writes; left to the reconciler');
-          return;
-        }
-        void this.giveUp(url, job.data.eventId, err.message, job.attemptsMade);
-      });
-      this.workers.push(worker);
+      let wakeUp: (() => void) | null = null;
+      let woken = false;
+      const drain: Drain = {
+        wake: () => {
+          woken = true;
+          wakeUp?.();
+        },
+        done: Promise.resolve(),
+      };
+      const sleep = (ms: number): Promise<void> =>
+        new Promise<void>((resolve) => {
+          if (woken || this.stopped) {
+            woken = false;
+            resolve();
+            return;
+          }
+          const t = setTimeout(done, ms);
+          function done(): void {
+            clearTimeout(t);
+            wakeUp = null;
+            woken = false;
+            resolve();
+          }
+          wakeUp = done;
+        });
+      drain.done = this.drain(url, sleep);
+      this.drains.set(url, drain);
     }
     {
       const worker = new Worker(nostrBatchQueueName(this.opts.queueBase), boundedFailures((job: Job<{ batchId: string | number }>) => this.batchJob(String(job.data.batchId)), this.log), {
@@ -198,27 +222,35 @@ export class NostrWitness {
 
   /** Resolves once every queue and worker has its Redis connections (so a fast stop closes cleanly). */
   async waitUntilReady(): Promise<void> {
-    await Promise.all([...this.workers, ...this.queues.values(), this.batchQueue].map((x) => x.waitUntilReady()));
+    await Promise.all([...this.workers, this.batchQueue].map((x) => x.waitUntilReady()));
   }
 
-  /** Makes sure every relay has a job for this event unless it already answered for good. */
+  /** Makes sure every relay's outbox holds this event unless that relay already answered for good. */
   async ensurePublishing(eventId: string): Promise<void> {
-    if (this.opts.mode === 'auto') await this.store.noteNostrQueued(eventId, Date.now(), this.opts.autoHorizonMs);
-    const reports = await this.store.relayReports(eventId);
-    const done = new Set(reports.filter((r) => r.final).map((r) => r.url));
-    const todo = [...this.queues.entries()].filter(([url]) => !done.has(url));
-    // Recorded alongside the jobs (concurrently, no round trip added in sequence) so the
-    // subject's view lists the relays it was sent to, whatever the config says later.
-    await Promise.all([
-      this.store.markRelaysSent(eventId, todo.map(([url]) => url)),
-      ...todo.map(([, q]) => q.add('publish', { eventId }, { jobId: eventId, attempts: this.opts.maxAttempts, backoff: { type: 'custom' } })),
-    ]);
+    await this.ensurePublishingMany([eventId]);
+  }
+
+  /**
+   * The same for many events, in a few calls for all of them (outbox-add.lua records the
+   * relays on each event, as the subject's view lists them, and queues the event on each).
+   */
+  async ensurePublishingMany(eventIds: readonly string[]): Promise<void> {
+    if (eventIds.length === 0) return;
+    const now = Date.now();
+    if (this.opts.mode === 'auto') {
+      const k = this.store.keys.nostrRecent;
+      const res = await this.store.redis.multi().zadd(k, 'NX', ...eventIds.flatMap((id) => [now, id])).zremrangebyscore(k, '-inf', `(${now - this.opts.autoHorizonMs}`).exec();
+      for (const [err] of res ?? []) if (err) throw err;
+    }
+    await this.outbox.add(eventIds, now);
+    for (const d of this.drains.values()) d.wake();
   }
 
   /**
    * The reconciler's repair for one event: every relay that has not answered for good gets
-   * its job back if it has none; a relay given up on before `reopenBeforeMs` gets a new round
-   * of attempts when the quorum cannot be met without it. Idempotent (job id = event id).
+   * the event back in its outbox if it is not there; a relay given up on before
+   * `reopenBeforeMs` gets a new round of attempts when the quorum cannot be met without it
+   * (its report is set back to not final, then the event queued). Idempotent.
    */
   async repairPublishing(eventId: string, current: WitnessStatus, reopenBeforeMs: number): Promise<PublishRepair> {
     const out: PublishRepair = { missing: 0, reopened: 0, moved: 0 };
@@ -236,19 +268,22 @@ export class NostrWitness {
     const refused = reports.filter((r) => r.final && (r.status === 'rejected' || r.prefix === 'policy')).length;
     if (this.opts.relays.length - refused < this.opts.quorum) return out;
     const open = this.opts.relays.filter((url) => !byUrl.get(url)?.final).length;
-    for (const [url, q] of this.queues) {
+    for (const url of this.opts.relays) {
       const r = byUrl.get(url);
       // a relay whose stated policy can never take the event (prefix policy) is not sent it again
       const reopen = r?.final === true && r.status === 'failed' && r.prefix !== 'policy' && accepted + open < this.opts.quorum && Date.parse(r.at) < reopenBeforeMs;
       if (r?.final && !reopen) continue;
-      if (await this.store.redis.exists(q.toKey(eventId))) continue;
-      // Read again: the job may have recorded its final answer and ended since the first read.
-      const now = (await this.store.relayReports(eventId)).find((x) => x.url === url);
-      if (JSON.stringify(now) !== JSON.stringify(r)) continue;
-      await this.store.markRelaysSent(eventId, [url]);
-      await q.add('publish', { eventId, ...(reopen ? { reopen: true } : {}) }, { jobId: eventId, attempts: this.opts.maxAttempts, backoff: { type: 'custom' } });
-      if (reopen) out.reopened++;
-      else out.missing++;
+      if (await this.outbox.holds(url, eventId)) continue;
+      if (reopen) {
+        // a new round: the report no longer final, its attempts counted afresh
+        await this.outbox.record(url, [{ id: eventId, report: { url, status: 'failed', message: boundErrorText(`reopened after: ${r!.message}`), at: new Date().toISOString(), attempts: 0, final: false } }]);
+        out.reopened++;
+      } else {
+        out.missing++;
+      }
+      // outbox-add skips a relay whose report became final since the read above
+      await this.outbox.add([eventId], Date.now(), [url]);
+      this.drains.get(url)?.wake();
     }
     return out;
   }
@@ -279,11 +314,11 @@ export class NostrWitness {
     await this.batchQueue.add('batch', { batchId }, { jobId: `nostr-batch-${batchId}`, attempts: 1000, backoff: { type: 'custom' } });
   }
 
-  /** The relay queue with the most events still to send: jobs waiting, delayed (retries), active or paused. */
+  /** The relay outbox with the most events still to send (due, waiting for a retry or a pause, or in flight). */
   async backlog(): Promise<number> {
-    const counts = await Promise.all([...this.queues.values()].map((q) => q.getJobCounts('waiting', 'delayed', 'active', 'prioritized', 'paused', 'waiting-children')));
-    return Math.max(0, ...counts.map((c) => Object.values(c).reduce((a, b) => a + b, 0)));
+    return Math.max(0, ...(await this.outbox.sizes()).values());
   }
+
 
   /** Auto mode: what the relays already carry against the budget (docs/nostr.md): the backlog and the events queued within the horizon. */
   async load(): Promise<{ backlog: number; recent: number }> {
@@ -375,7 +410,7 @@ export class NostrWitness {
       const stored = await this.store.setSubjectEvents(fresh);
       await this.hooks.onSubjectEvents?.(fresh.flatMap((it, j) => (stored[j] ? [{ key: it.key, eventId: stored[j] }] : [])));
       const ids = [...items.filter((it) => it.json === '').map((it) => it.id), ...stored.filter((x): x is string => x !== null)];
-      for (let j = 0; j < ids.length; j += 50) await Promise.all(ids.slice(j, j + 50).map((id) => this.ensurePublishing(id)));
+      await this.ensurePublishingMany(ids);
     }
   }
 
@@ -388,28 +423,128 @@ export class NostrWitness {
     return c;
   }
 
-  private async publishJob(url: string, job: Job<RelayJobData>): Promise<void> {
-    const { eventId } = job.data;
-    const reports = await this.store.relayReports(eventId);
-    const existing = reports.find((r) => r.url === url);
-    if (existing?.final && !(job.data.reopen && existing.status === 'failed')) {
-      // A crash between recording the report and moving the witness left the move undone: redo it (idempotent).
-      await this.moveWitness(eventId, reports, existing);
-      return;
+  /** Lease on a taken group: a daemon that dies hands it back this long after its last renewal. */
+  private get leaseMs(): number {
+    return Math.max(this.opts.stalledIntervalMs, 5000);
+  }
+
+  /** One relay's drain: takes due groups from its outbox until the daemon stops. */
+  private async drain(url: string, sleep: (ms: number) => Promise<void>): Promise<void> {
+    const most = Math.min(GROUP_MAX, this.opts.concurrency * GROUP_PER_CONCURRENCY);
+    let errors = 0;
+    while (!this.stopped) {
+      // while Redis refuses writes the shared backoff holds every worker: the drains wait with them
+      if (this.opts.refusals?.holding) {
+        await sleep(IDLE_POLL_MS);
+        continue;
+      }
+      let waitMs: number;
+      try {
+        const taken = await this.outbox.take(url, Date.now(), most, this.leaseMs, this.opts.ratePerMinute);
+        errors = 0;
+        if ('ids' in taken) {
+          await this.publishGroup(url, taken.ids);
+          continue;
+        }
+        waitMs = taken.waitMs === null ? IDLE_POLL_MS : Math.min(taken.waitMs, IDLE_POLL_MS);
+      } catch (err) {
+        // Redis refusing or away: what was taken stays leased and comes back; no attempt is spent
+        errors++;
+        waitMs = backoffDelay(errors, DRAIN_ERROR_MS, DRAIN_ERROR_MAX_MS);
+        // a refusal goes to the shared backoff (one line for the condition), anything else to the log
+        if (!this.stopped && !this.opts.refusals?.refused(err)) this.log.warn({ relay: url, err }, 'relay drain: Redis call failed; the group comes back when its lease ends');
+      }
+      await sleep(waitMs);
     }
-    const json = await this.store.eventJson(eventId);
-    if (json === null) {
-      this.log.error({ eventId }, 'event missing from state; nothing to publish');
-      return;
+  }
+
+  /**
+   * Publishes a group on one relay (nostr.concurrency at a time over its one connection), then
+   * records every report in one call, moves the witnesses that changed in one call per kind
+   * of move, and takes the events answered for good out of the outbox. A crash anywhere
+   * leaves the group leased: when the lease ends it is taken again, and an event whose report
+   * is already final only has its witness move redone.
+   */
+  private async publishGroup(url: string, ids: readonly string[]): Promise<void> {
+    const renew = setInterval(() => {
+      void this.outbox.renew(url, ids, Date.now() + this.leaseMs).catch((err: unknown) => this.log.warn({ relay: url, err }, 'relay drain: lease renewal failed'));
+    }, Math.max(200, Math.floor(this.leaseMs / 3)));
+    try {
+      const rows = await this.outbox.read(url, ids);
+      const attempts: Attempt[] = [];
+      const finished: string[] = [];
+      const redo: string[] = [];
+      let next = 0;
+      // a rate-limited: answer pauses the relay: nothing more of this group is sent until it ends
+      let pausedUntil = 0;
+      const worker = async (): Promise<void> => {
+        while (next < ids.length && !this.stopped && pausedUntil === 0) {
+          const i = next++;
+          const id = ids[i]!;
+          const { json, report } = rows[i]!;
+          if (json === null) {
+            this.log.error({ eventId: id, relay: url }, 'event missing from state; nothing to publish');
+            finished.push(id);
+            continue;
+          }
+          if (report?.final) {
+            // A crash between recording the report and moving the witness left the move undone: redo it (idempotent).
+            redo.push(id);
+            continue;
+          }
+          let event: SignedEvent;
+          try {
+            event = JSON.parse(json) as SignedEvent;
+          } catch {
+            // nothing any relay could take: final for this relay rather than a retry for ever
+            attempts.push({ id, report: { url, status: 'failed', message: 'the stored event is not valid JSON', at: new Date().toISOString(), attempts: 0, final: true } });
+            continue;
+          }
+          try {
+            const a = await this.attempt(url, id, event, report);
+            // a relay's reason is its own words, of any length: the report keeps a bounded prefix
+            a.report.message = boundErrorText(a.report.message);
+            attempts.push(a);
+            if (a.pauseMs !== undefined) pausedUntil = Math.max(pausedUntil, a.againAtMs!);
+          } catch (err) {
+            // our own failure (Redis, mining stopped): no report; the event comes back when its lease ends
+            this.log.warn({ relay: url, eventId: id, err }, 'relay publish not attempted; left in the outbox');
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(this.opts.concurrency, ids.length) }, worker));
+      const recorded = await this.outbox.record(url, attempts);
+      await this.moveWitnesses(attempts.map((a, i) => ({ id: a.id, report: a.report, recorded: recorded[i]! })));
+      for (const id of redo) {
+        const reports = await this.store.relayReports(id);
+        const mine = reports.find((r) => r.url === url);
+        if (mine) await this.moveWitness(id, reports, mine);
+      }
+      const pauses = attempts.filter((a) => a.pauseMs !== undefined);
+      if (pauses.length > 0) await this.outbox.pause(url, Math.max(...pauses.map((a) => a.pauseMs!)));
+      await this.outbox.later(url, attempts.filter((a) => a.againAtMs !== undefined).map((a) => ({ id: a.id, atMs: a.againAtMs! })));
+      await this.outbox.done(url, [...finished, ...redo, ...attempts.filter((a) => a.report.final).map((a) => a.id)]);
+      if (this.stopped || pausedUntil > 0) {
+        // the events not tried: due again when the pause ends, or now when stopping (for another daemon or the next start)
+        const handled = new Set([...finished, ...redo, ...attempts.map((a) => a.id)]);
+        const at = this.stopped ? Date.now() : pausedUntil;
+        await this.outbox.later(url, ids.filter((id) => !handled.has(id)).map((id) => ({ id, atMs: at })));
+      }
+    } finally {
+      clearInterval(renew);
     }
-    const event = JSON.parse(json) as SignedEvent;
-    const attempt = job.attemptsMade + 1;
+  }
+
+  /** One publish of one event on one relay, as its policy requires: the report, and when to send again if not final. */
+  private async attempt(url: string, id: string, event: SignedEvent, existing: RelayReportRecord | undefined): Promise<Attempt> {
+    // a report not final carries the attempts spent so far (a reopened relay's: 0)
+    const spent = existing && !existing.final ? (existing.attempts ?? 0) : 0;
+    const attempt = spent + 1;
     const outcome = await this.policy.publish(url, this.client(url), event);
     if ('final' in outcome) {
       // The relay's stated policy can never take this event (payment, restricted writes, too long, proof of work over the cap)
       this.hooks.onPublish?.(url, 'rejected:policy', outcome.final);
-      await this.record(eventId, { url, status: 'failed', message: outcome.final, at: outcome.at, attempts: attempt, final: true, prefix: 'policy', ...(outcome.pow ? { pow: outcome.pow } : {}) }, existing);
-      return;
+      return { id, report: { url, status: 'failed', message: outcome.final, at: outcome.at, attempts: attempt, final: true, prefix: 'policy', ...(outcome.pow ? { pow: outcome.pow } : {}) } };
     }
     const { result, sent } = outcome;
     // the copy this relay was sent (mined or re-dated), when not the event itself
@@ -431,31 +566,24 @@ export class NostrWitness {
         if (back !== null && sameSignedEvent(back, sent)) status = 'stored';
         else message = `${message}${message ? '; ' : ''}read-back ${failure ? `failed: ${failure}` : back === null ? 'found nothing' : 'differs'}`;
       }
-      await this.record(eventId, { url, status, message, at: result.at, attempts: attempt, final: true, ...copy }, existing);
-      return;
+      return { id, report: { url, status, message, at: result.at, attempts: attempt, final: true, ...copy } };
     }
     if (result.status === 'rejected' && result.prefix === 'rate-limited') {
-      // The limit is on our key, not this event: pause the relay's whole queue (every daemon's
-      // worker for it) and send this event again afterwards, without spending an attempt.
-      await this.record(eventId, { url, status: result.status, message: result.message, at: result.at, attempts: attempt, final: false, prefix: result.prefix }, existing);
-      await this.queues.get(url)!.rateLimit(this.pauseFor(url));
-      throw Worker.RateLimitError();
+      // The limit is on our key, not this event: pause the relay's whole outbox (every daemon's
+      // drain of it) and send this event again afterwards, without spending an attempt.
+      const pauseMs = this.pauseFor(url);
+      return { id, report: { url, status: result.status, message: result.message, at: result.at, attempts: spent, final: false, prefix: result.prefix }, pauseMs, againAtMs: Date.now() + pauseMs };
     }
     if (result.retryable && attempt < this.opts.maxAttempts) {
-      await this.record(eventId, { url, status: result.status, message: result.message, at: result.at, attempts: attempt, final: false, ...(result.prefix ? { prefix: result.prefix } : {}), ...copy }, existing);
-      throw new RelayAttemptError(`${result.status}: ${result.message}`);
+      const againAtMs = Date.now() + backoffDelay(attempt, this.opts.backoffMs, this.opts.backoffMaxMs);
+      return { id, report: { url, status: result.status, message: result.message, at: result.at, attempts: attempt, final: false, ...(result.prefix ? { prefix: result.prefix } : {}), ...copy }, againAtMs };
     }
     // Not retryable (invalid:, blocked:, ...) or out of attempts: final for this relay.
-    await this.record(eventId, {
-      url,
-      status: result.retryable ? 'failed' : 'rejected',
-      message: result.message,
-      at: result.at,
-      attempts: attempt,
-      final: true,
-      ...(result.prefix ? { prefix: result.prefix } : {}),
-      ...copy,
-    }, existing);
+    const gaveUp = result.retryable ? `gave up after ${attempt} attempts: ` : '';
+    return {
+      id,
+      report: { url, status: result.retryable ? 'failed' : 'rejected', message: `${gaveUp}${result.message}`, at: result.at, attempts: attempt, final: true, ...(result.prefix ? { prefix: result.prefix } : {}), ...copy },
+    };
   }
 
   /**
@@ -477,30 +605,39 @@ export class NostrWitness {
     return Math.max(1, p.until - now);
   }
 
-  private async giveUp(url: string, eventId: string, message: string, attempts: number): Promise<void> {
-    try {
-      const reports = await this.store.relayReports(eventId);
-      const r = reports.find((x) => x.url === url);
-      if (r?.final) return;
-      await this.record(eventId, { url, status: 'failed', message: `gave up after ${attempts} attempts: ${message}`, at: new Date().toISOString(), attempts, final: true }, r);
-    } catch (err) {
-      this.log.error({ err, relay: url, eventId }, 'could not record a relay giving up');
-    }
-  }
-
   /**
-   * Records a relay's report and moves the witness of every subject the event carries.
-   * A batch's subjects are touched only when this report changes the witness status (a
-   * second relay accepting leaves them partial): that is thousands of writes saved per
-   * report, and the per-relay detail stays on the event. `previous` is this relay's report
-   * before this one (read by the caller; only one job per relay and event writes it).
+   * Moves the witnesses a group's reports changed: a report that leaves the event's status as
+   * it was moves nothing (its detail stays in the event's relay reports, as for batches); the
+   * subjects' own events that moved alike share one set-witness call; a batch event moves its
+   * batch's subjects, as moveWitness does.
    */
-  private async record(eventId: string, report: RelayReportRecord, previous: RelayReportRecord | undefined): Promise<void> {
-    const reports = await this.store.setRelayReport(eventId, report);
-    const without = reports.filter((r) => r.url !== report.url);
-    const before = nostrStatusOf(previous ? [...without, previous] : without, this.opts.relays.length, this.opts.quorum);
-    const after = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
-    await this.moveWitness(eventId, reports, report, before.status === after.status);
+  private async moveWitnesses(items: ReadonlyArray<{ id: string; report: RelayReportRecord; recorded: RecordedReports }>): Promise<void> {
+    const groups = new Map<string, { status: WitnessStatus; progress: number; detail: string; keys: string[] }>();
+    for (const { id, report, recorded } of items) {
+      if (recorded.gone) continue;
+      const { reports, previous } = recorded;
+      const without = reports.filter((r) => r.url !== report.url);
+      const before = nostrStatusOf(previous ? [...without, previous] : without, this.opts.relays.length, this.opts.quorum);
+      const after = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
+      // a report that leaves the status as it was (a third relay accepting) stays on the event only
+      if (before.status === after.status) continue;
+      const mine = reports.find((r) => r.url === report.url) ?? report;
+      if (!recorded.subject) {
+        await this.moveWitness(id, reports, mine);
+        continue;
+      }
+      const detail = after.reason ?? `${mine.url}: ${mine.status}${mine.message ? ` (${mine.message})` : ''}`;
+      const group = `${after.status} ${after.progress} ${detail}`;
+      const g = groups.get(group) ?? { status: after.status, progress: after.progress, detail, keys: [] };
+      g.keys.push(recorded.subject);
+      groups.set(group, g);
+    }
+    for (const g of groups.values()) {
+      const changes = await this.store.setWitnessMany(g.keys, 'nostr', g.status, g.progress, g.detail);
+      changes.forEach((c, i) => {
+        if (c.changed) this.hooks.onWitnessChange?.(g.keys[i]!, g.status, c.createdMs);
+      });
+    }
   }
 
   /** Moves the witness of every subject the event carries to what its relays' reports say. */
@@ -516,22 +653,21 @@ export class NostrWitness {
     });
   }
 
-  /** Every queue this witness works from (for queue depth). */
+  /** Every queue this witness works from (for queue depth): the batch queue (the relays' outboxes are not queues). */
   get allQueues(): Queue[] {
-    return [...this.queues.values(), this.batchQueue];
+    return [this.batchQueue];
   }
 
-  /** Stops taking jobs; in-flight publishes finish (or go back to the queue) first. */
+  /** Stops taking groups and jobs; publishes in flight finish first (or their events come back when their lease ends). */
   async close(): Promise<void> {
+    this.stopped = true;
     this.policy.stop();
+    for (const d of this.drains.values()) d.wake();
+    await Promise.all([...this.drains.values()].map((d) => d.done));
     await Promise.all(this.workers.map((w) => w.close()));
-    await Promise.all([...this.queues.values()].map((q) => q.close()));
     await this.batchQueue.close();
     for (const c of this.clients.values()) c.close();
   }
 }
 
-/** A publish attempt the relay answered or failed (retried by BullMQ), as opposed to an error of our own Redis. */
-class RelayAttemptError extends Error {
-  override name = 'RelayAttemptError';
-}
+

@@ -1,12 +1,7 @@
 /** Queue and job names: the intake queue issuers use, and the daemon's internal work queues. */
-import { createHash } from 'node:crypto';
 
 /** The job name issuers use on the intake queue (SPEC section 7). */
 export const ANCHOR_JOB = 'anchor';
-
-export function relayQueueName(base: string, relayUrl: string): string {
-  return `${base}-relay-${createHash('sha256').update(relayUrl).digest('hex').slice(0, 12)}`;
-}
 
 export function nostrBatchQueueName(base: string): string {
   return `${base}-nostr`;

@@ -290,6 +290,11 @@ export class AnchorStore {
     return null;
   }
 
+  /** Runs one of the state's scripts (SCRIPTS) for a module that owns its keys (the Nostr relay outboxes). */
+  runScript(script: LuaScript, keys: string[], args: Array<string | number | Buffer>): Promise<unknown> {
+    return this.run(script, keys, args);
+  }
+
   private run(script: LuaScript, keys: string[], args: Array<string | number | Buffer>): Promise<unknown> {
     return scriptCommand(this.redis, script)(String(keys.length), ...keys, ...args.map((a) => (Buffer.isBuffer(a) ? a : String(a))));
   }

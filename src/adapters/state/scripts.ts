@@ -54,6 +54,12 @@ export const CUT_BATCH = load(DIR, 'cut-batch');
 /** Auto mode: links a subject's own event, first stored copy wins. */
 export const SET_SUBJECT_EVENT = load(DIR, 'set-subject-event');
 
+/** Nostr relay outboxes: hands events to the relays (outbox-add), the next group due on one relay (outbox-take). */
+export const OUTBOX_ADD = load(DIR, 'outbox-add');
+export const OUTBOX_TAKE = load(DIR, 'outbox-take');
+/** One relay's reports on many events, never downgrading an acceptance. */
+export const SET_RELAYS = load(DIR, 'set-relays');
+
 /** One page of the subject list from one or more indexes, in one read (AnchorStore.list). */
 export const LIST_PAGE = load(DIR, 'list-page');
 
@@ -62,4 +68,4 @@ export const FORGET = load(DIR, 'forget', STREAM_LIB);
 /** Retention: removes a batch none of whose subjects is left in Redis, with every key of its own. */
 export const DROP_BATCH = load(DIR, 'drop-batch');
 
-export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, LIST_PAGE, FORGET, DROP_BATCH];
+export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, LIST_PAGE, FORGET, DROP_BATCH, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS];
