@@ -121,7 +121,7 @@ export async function main(argv: string[]): Promise<number> {
   if (values.help) {
     process.stdout.write(
       'usage: aer1-anchord [--config FILE] [--stop-on-stdin-eof]\n' +
-        '  Configuration: built-in defaults, then --config FILE, then AER1_* environment variables (README: Configuration).\n' +
+        '  Configuration: built-in defaults, then --config FILE, then AER1_* environment variables (docs/configuration.md).\n' +
         '  --stop-on-stdin-eof  stop as on SIGTERM when standard input closes: a parent holding a pipe to it\n' +
         '                       (a supervisor, a test) takes the daemon with it when it dies, even by SIGKILL.\n',
     );

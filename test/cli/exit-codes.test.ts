@@ -1,6 +1,6 @@
 /**
  * One exit-code convention across aer1-anchord, aer1-anchor and aer1-verify-anchor
- * (README: Exit codes): 0 ok, 1 a check or a job failed, 2 usage or unreadable input.
+ * (docs/operations.md: Exit codes): 0 ok, 1 a check or a job failed, 2 usage or unreadable input.
  * Every error is one line, and never quotes the input file's text.
  */
 import { spawnSync } from 'node:child_process';

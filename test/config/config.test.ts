@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, nostrQuorum } from '../../src/adapters/config/config.js';
@@ -8,9 +7,10 @@ import { DEFAULT_LIMITS } from '../../src/core/aer1/limits.js';
 import { DEFAULT_EVENT_KIND } from '../../src/core/nostr/events.js';
 import { DEFAULT_TIMEOUT_MS as CALENDAR_TIMEOUT_MS } from '../../src/adapters/ots/calendar/index.js';
 import { DEFAULT_SOURCE_TIMEOUT_MS } from '../../src/adapters/bitcoin/sources.js';
+import { tempDir } from '../helpers/harness.js';
 
 function file(content: unknown): string {
-  const f = join(mkdtempSync(join(tmpdir(), 'cfg-')), 'c.json');
+  const f = join(tempDir('cfg'), 'c.json');
   writeFileSync(f, typeof content === 'string' ? content : JSON.stringify(content));
   return f;
 }

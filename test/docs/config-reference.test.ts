@@ -1,7 +1,8 @@
 /**
- * The README's configuration reference and the code agree: every key in CONFIG_KEYS has a
- * row with its environment variable and default, every row names a key that exists, the
- * prose names no key that does not, and the generated table is current.
+ * The configuration reference (docs/configuration.md) and the code agree: every key in
+ * CONFIG_KEYS has a row with its environment variable and default, every row names a key
+ * that exists, the prose of the README and of docs/ names no key that does not, and the
+ * generated table is current.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -10,7 +11,9 @@ import { describe, expect, it } from 'vitest';
 import { CONFIG_KEYS } from '../../src/adapters/config/schema.js';
 
 const repo = resolve(import.meta.dirname, '../..');
-const readme = readFileSync(join(repo, 'README.md'), 'utf8');
+const reference = readFileSync(join(repo, 'docs/configuration.md'), 'utf8');
+/** Pages whose prose names configuration keys (other pages name proof fields such as `nostr.batch`). */
+const pages = ['README.md', 'docs/configuration.md'].filter((p) => existsSync(join(repo, p)));
 const START = '<!-- config-reference:start';
 const END = '<!-- config-reference:end -->';
 
@@ -47,17 +50,17 @@ function unquote(cell: string, what: string): string {
 }
 
 function referenceRows(): Row[] {
-  const a = readme.indexOf(START);
-  const b = readme.indexOf(END);
-  if (a < 0 || b < a) throw new Error('README.md has no configuration reference between its markers');
-  const lines = readme.slice(a, b).split('\n').filter((l) => l.startsWith('| `'));
+  const a = reference.indexOf(START);
+  const b = reference.indexOf(END);
+  if (a < 0 || b < a) throw new Error('docs/configuration.md has no configuration reference between its markers');
+  const lines = reference.slice(a, b).split('\n').filter((l) => l.startsWith('| `'));
   return lines.map((line) => {
     const [key, env, def, meaning] = cells(line);
     return { key: unquote(key ?? '', 'key'), env: unquote(env ?? '', 'env'), defaultText: unquote(def ?? '', 'default'), meaning: meaning ?? '' };
   });
 }
 
-describe('README configuration reference', () => {
+describe('the configuration reference, docs/configuration.md', () => {
   const rows = referenceRows();
   const byKey = new Map(rows.map((r) => [r.key, r]));
 
@@ -69,7 +72,7 @@ describe('README configuration reference', () => {
   it('lists every key in CONFIG_KEYS with its environment variable, default and meaning', () => {
     for (const spec of CONFIG_KEYS) {
       const row = byKey.get(spec.key);
-      expect(row, `README reference lacks ${spec.key}`).toBeDefined();
+      expect(row, `docs/configuration.md lacks ${spec.key}`).toBeDefined();
       expect(row!.env, spec.key).toBe(spec.env);
       expect(JSON.parse(row!.defaultText), `${spec.key} default`).toEqual(spec.default);
       expect(row!.meaning, spec.key).toContain(spec.doc.slice(0, 20));
@@ -78,16 +81,20 @@ describe('README configuration reference', () => {
 
   it('names no key that CONFIG_KEYS lacks', () => {
     const known = new Set<string>(CONFIG_KEYS.map((k) => k.key));
-    for (const row of rows) expect(known.has(row.key), `README reference names unknown key ${row.key}`).toBe(true);
+    for (const row of rows) expect(known.has(row.key), `docs/configuration.md names unknown key ${row.key}`).toBe(true);
   });
 
-  it('the prose names only configuration keys that exist', () => {
+  it('the prose of the README and the reference names only configuration keys that exist', () => {
     const sections = [...new Set(CONFIG_KEYS.map((k) => k.key.split('.')[0]!))].filter((s) => CONFIG_KEYS.some((k) => k.key.startsWith(`${s}.`)));
     const mention = new RegExp(`\`((?:${sections.join('|')})\\.[A-Za-z][A-Za-z.]*)\``, 'g');
     const known = new Set<string>(CONFIG_KEYS.map((k) => k.key));
-    const named = [...readme.matchAll(mention)].map((m) => m[1]!);
-    expect(named.length).toBeGreaterThan(10);
-    for (const key of named) expect(known.has(key), `README names ${key}, which is not a configuration key`).toBe(true);
+    let count = 0;
+    for (const page of pages) {
+      const named = [...readFileSync(join(repo, page), 'utf8').matchAll(mention)].map((m) => m[1]!);
+      count += named.length;
+      for (const key of named) expect(known.has(key), `${page} names ${key}, which is not a configuration key`).toBe(true);
+    }
+    expect(count).toBeGreaterThan(10);
   });
 
   it('is the table scripts/config-reference.mjs generates (needs a build)', () => {

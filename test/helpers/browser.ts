@@ -1,7 +1,7 @@
 /**
  * Headless Chromium for the page tests (Debian's /usr/bin/chromium driven by playwright-core,
  * the same flags as test/http/status-page.test.ts), and where their screenshots go:
- * `AER1_SCREENSHOT_DIR` when set, else a temp folder that is kept (its paths are printed).
+ * `AER1_SCREENSHOT_DIR` when set (kept), else a temp folder removed after the test file (its paths are printed).
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { REPO_ROOT } from './harness.js';
+import { ownTempDir } from './temp-registry.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -44,11 +45,12 @@ export async function openBrowser(viewport = { width: 1280, height: 1000 }): Pro
 
 let shotDir: string | null = null;
 
-/** Saves a screenshot named `name`.png (the whole page unless `fullPage: false`) and prints where it went. */
+/** Saves a screenshot named `name`.png (the whole page unless `fullPage: false`) and prints where it went (set AER1_SCREENSHOT_DIR to keep them). */
 export async function screenshot(page: Page, name: string, opts: { fullPage?: boolean } = {}): Promise<string> {
   if (shotDir === null) {
     const wanted = process.env.AER1_SCREENSHOT_DIR;
-    shotDir = wanted ? resolve(wanted) : mkdtempSync(join(tmpdir(), 'aer1-screens-'));
+    // kept only in AER1_SCREENSHOT_DIR; otherwise removed with the test file's temp folders
+    shotDir = wanted ? resolve(wanted) : ownTempDir(mkdtempSync(join(tmpdir(), 'aer1-screens-')));
     mkdirSync(shotDir, { recursive: true });
   }
   const path = join(shotDir, `${name}.png`);

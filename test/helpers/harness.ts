@@ -26,9 +26,11 @@ import { startDevCalendar, type DevCalendar, type DevCalendarBehaviour } from '.
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 export { SHARED_REDIS_URL, deletePrefix, uniquePrefix } from './shared-redis.js';
 import { SHARED_REDIS_URL, uniquePrefix } from './shared-redis.js';
+import { ownTempDir } from './temp-registry.js';
 
+/** A fresh temp folder, removed after the test file (test/helpers/temp-folders.ts). */
 export function tempDir(label = 'aer1'): string {
-  return mkdtempSync(join(tmpdir(), `${label}-`));
+  return ownTempDir(mkdtempSync(join(tmpdir(), `${label}-`)));
 }
 
 /** Polls `check` until it returns a truthy value; throws with `what` after `timeoutMs`. */

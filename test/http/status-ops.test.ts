@@ -127,7 +127,8 @@ describe('the status page with a relay down', () => {
 
     await rows.first().locator(`a[data-key="${rejectedKey}"]`).click();
     await expect.poll(() => page.locator('#lookup-result h3 .badge').textContent(), { timeout: 15_000 }).toBe('rejected');
-    expect(page.url()).toBe(`${s.http.url}/#/subject/${rejectedKey}`);
+    // the subject in the fragment, the list it was picked from kept in the query
+    expect(page.url()).toBe(`${s.http.url}/?status=rejected#/subject/${rejectedKey}`);
     expect(await page.locator('#lookup-result .proof-link').count()).toBe(0);
     expect(await page.locator('#lookup-result .no-proof').textContent()).toBe('Rejected: no proof exists for this subject.');
   });

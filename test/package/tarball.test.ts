@@ -4,7 +4,9 @@
  * TypeScript imports the producer helper with its types (`tsc --noEmit`), a JavaScript
  * issuer enqueues a receipt on the real Redis, a daemon from this repository anchors it
  * on a dev relay, and an auditor script verifies the exported proof with
- * `aer1-anchor/verify`. Prints one line: tarball size, files, installed packages.
+ * `aer1-anchor/verify`. bullmq and ioredis are peer dependencies: the demo runs from the
+ * installed package on the majors npm put beside it. Prints one line: tarball size, files,
+ * installed packages and peer versions.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -145,7 +147,10 @@ describe('the packed tarball, installed into an empty project', () => {
     // node-gyp leaves build/config.gypi behind when it compiles an addon
     const compiled = installed.filter(([p]) => existsSync(join(project, p, 'build/config.gypi'))).map(([p]) => p);
     const mb = (n: number): string => (n / 1e6).toFixed(2);
-    console.log(`package: tarball ${mb(packed.size)} MB (${mb(packed.unpackedSize)} MB unpacked, ${packed.entryCount} files); installed ${installed.length} packages (${optional} optional), node_modules ${mb(folderBytes(join(project, 'node_modules')))} MB; install scripts: ${scripts.join(', ') || 'none'}; compiled: ${compiled.join(', ') || 'nothing'}`);
+    // bullmq and ioredis are peer dependencies: npm installs the current majors beside the package
+    const peers = ['bullmq', 'ioredis'].map((n) => `${n} ${(JSON.parse(readFileSync(join(project, 'node_modules', n, 'package.json'), 'utf8')) as { version: string }).version}`);
+    expect(installed.filter(([p]) => /node_modules\/aer1-anchor\/node_modules\/(bullmq|ioredis)$/.test(p))).toEqual([]);
+    console.log(`package: tarball ${mb(packed.size)} MB (${mb(packed.unpackedSize)} MB unpacked, ${packed.entryCount} files); installed ${installed.length} packages (${optional} optional), node_modules ${mb(folderBytes(join(project, 'node_modules')))} MB; peers: ${peers.join(', ')}; install scripts: ${scripts.join(', ') || 'none'}; compiled: ${compiled.join(', ') || 'nothing'}`);
     expect(installed.some(([p]) => p === 'node_modules/aer1-anchor')).toBe(true);
     expect(compiled).toEqual([]);
   });
@@ -164,6 +169,14 @@ describe('the packed tarball, installed into an empty project', () => {
       (err: { stdout?: string }) => err.stdout ?? String(err),
     );
     expect(result).toBe('ok');
+  }, 60_000);
+
+  it('runs the whole product from the installed package on the bullmq and ioredis npm installed beside it (the demo)', async () => {
+    const { stdout } = await run(process.execPath, [join(project, 'node_modules/aer1-anchor/bin/aer1-anchor.js'), 'demo', '--json', '--out', join(project, 'demo')], { cwd: project, timeout: 60_000, maxBuffer: 16 << 20 });
+    const summary = JSON.parse(stdout) as { ok: boolean; error: string | null; services: { ports_closed: boolean } };
+    expect(summary.error).toBeNull();
+    expect(summary.ok).toBe(true);
+    expect(summary.services.ports_closed).toBe(true);
   }, 60_000);
 
   it('enqueues a receipt from a JavaScript issuer; a daemon anchors it; the installed verifier passes its proof', async () => {

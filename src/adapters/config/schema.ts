@@ -2,7 +2,7 @@
  * Every configuration key the daemon reads, as one table: key, environment variable,
  * default, meaning, and its zod schema. Everything else is derived from it: the `Config`
  * type (the schemas' output types), the validation of files, the environment and
- * overrides (config.ts), the defaults (here, nowhere else), and the README's reference
+ * overrides (config.ts), the defaults (here, nowhere else), and the reference in docs/configuration.md
  * table (scripts/config-reference.mjs).
  *
  * Adding a key: one row in CONFIG_KEYS with a schema built by the helpers below, then
@@ -11,7 +11,7 @@
  * int(min, max) → int(min, max), 'bool' → bool(), { kind: 'enum', values } → oneOf(values),
  * 'url-list' → urlList(protocols), 'optional-url' → optionalUrl(protocols), 'host-list' →
  * hostList(), 'webhooks' → webhooks(). The helper also says how the environment variable
- * is read (settingMeta) and gives the README its constraint text.
+ * is read (settingMeta) and gives docs/configuration.md its constraint text.
  */
 import { z } from 'zod';
 import { DEFAULT_LIMITS } from '../../core/aer1/limits.js';
@@ -25,7 +25,7 @@ export type EnvForm = 'text' | 'optional-text' | 'int' | 'bool' | 'list' | 'json
 export interface SettingMeta {
   /** How the value is read from its environment variable. */
   env: EnvForm;
-  /** The constraint in words, for the README reference ('' when the meaning says it all). */
+  /** The constraint in words, for docs/configuration.md ('' when the meaning says it all). */
   constraint: string;
 }
 

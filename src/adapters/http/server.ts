@@ -116,19 +116,21 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   const gauges = { ...gaugeSource(view), redisWritable: async () => (await readiness.redisProblem()) === null };
   const live = new LiveClients(cfg.maxLiveClients, daemon.metrics.registry);
 
-  const staticRoute = (path: string): Route => ({
+  const staticRoute = (path: string, query: readonly string[] = []): Route => ({
     method: 'GET',
     path,
     access: 'public',
+    query,
     handler: async ({ req }) => serveStatic(req, files.get(path)!),
   });
 
   const routes: Route[] = [
-    staticRoute('/'),
+    // the pages read these in the browser: the list's tab and filters, the subject /verify loads
+    staticRoute('/', ['status', 'witness', 'limit']),
     staticRoute('/app.js'),
     staticRoute('/style.css'),
     staticRoute('/openapi.json'),
-    staticRoute('/verify'),
+    staticRoute('/verify', ['key', 'pubkey', 'network']),
     staticRoute('/verify.js'),
     staticRoute('/verify.bundle.js'),
     { method: 'GET', path: '/livez', access: 'public', handler: async () => json(200, { status: 'ok' }) },

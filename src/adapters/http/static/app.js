@@ -1,6 +1,7 @@
 // The status page: reads /v1/info, /v1/stats, /v1/timeline and /v1/anchors, follows /v1/events,
-// shows one subject at #/subject/KEY. Plain script, no build. Text from the API is only ever set
-// as textContent. Times are shown in UTC, with the zone.
+// shows one subject at #/subject/KEY, keeps the list's tab and filters in ?status=&witness=&limit=.
+// Plain script, no build. Text from the API is only ever set as textContent. Times are shown in
+// UTC, with the zone.
 'use strict';
 
 (() => {
@@ -359,7 +360,37 @@
   function setList(change) {
     Object.assign(list, change, { cursors: [null] });
     if (list.witness && (list.status === 'rejected' || list.status === '')) list.status = 'pending';
+    showListInAddress();
     void refreshList();
+  }
+
+  // The tab and filters an operator picked are in the address (?status=&witness=&limit=), so a
+  // copied link opens the same list; values the page does not offer are ignored.
+  const STATUS_TABS = [...document.querySelectorAll('#status-tabs [data-status]')].map((t) => t.getAttribute('data-status'));
+  const offered = (select, value) => [...$(select).options].some((o) => o.value === value);
+
+  function listFromAddress() {
+    const q = new URLSearchParams(location.search);
+    const change = {};
+    const status = q.get('status') === 'all' ? '' : q.get('status');
+    if (status !== null && STATUS_TABS.includes(status)) change.status = status;
+    if (q.get('witness') !== null && offered('#list-witness', q.get('witness'))) change.witness = q.get('witness');
+    if (q.get('limit') !== null && offered('#list-limit', q.get('limit'))) change.limit = Number(q.get('limit'));
+    if (Object.keys(change).length > 0) change.picked = true;
+    return change;
+  }
+
+  function showListInAddress() {
+    $('#list-witness').value = list.witness;
+    $('#list-limit').value = String(list.limit);
+    const q = new URLSearchParams();
+    if (list.picked) {
+      q.set('status', list.status || 'all');
+      if (list.witness) q.set('witness', list.witness);
+      if (list.limit !== 20) q.set('limit', String(list.limit));
+    }
+    const search = q.toString() ? `?${q}` : '';
+    if (search !== location.search) history.replaceState(null, '', `${location.pathname}${search}${location.hash}`);
   }
 
   // ---- latest confirmations
@@ -467,12 +498,20 @@
       const path = `v1/anchors/${encodeURIComponent(a.key)}/proof`;
       parts.push(el('p', { class: 'proof-links' },
         el('a', { href: path, download: `${a.key}.proof.json`, class: 'proof-link', onclick: (e) => downloadWithToken(e, path, `${a.key}.proof.json`) }, `proof (aer1-anchor-proof-v1${a.status === 'confirmed' ? '' : `, ${a.status} so far`})`),
-        ' · ', el('a', { href: 'verify' }, 'verify it in the browser')));
+        ' · ', el('a', { href: verifyHref(a.key), class: 'verify-link' }, 'verify it in the browser')));
     } else {
       parts.push(el('p', { class: 'muted no-proof' }, a.status === 'rejected' ? 'Rejected: no proof exists for this subject.' : 'No proof yet.'));
     }
     box.replaceChildren(...parts);
     box.hidden = false;
+  }
+
+  /** /verify loads the subject's proof from this daemon and fills in its signer and network (the trust stays the reader's to change). */
+  function verifyHref(key) {
+    const q = new URLSearchParams({ key });
+    if (info?.nostr?.pubkey) q.set('pubkey', info.nostr.pubkey);
+    if (info?.ots?.network) q.set('network', info.ots.network);
+    return `verify?${q}`;
   }
 
   /** With a token, the proof is fetched with it (never put in a URL) and saved from memory. */
@@ -615,6 +654,9 @@
   });
   $('#ttc-series').addEventListener('change', renderTtc);
   window.addEventListener('hashchange', route);
+
+  Object.assign(list, listFromAddress());
+  showListInAddress();
 
   async function start() {
     await Promise.all([refreshInfo(), refreshStats(), refreshLatest(), refreshList(), refreshTimeline()]);

@@ -1,5 +1,6 @@
 // /verify: runs the verifier bundle (verify.bundle.js, global aer1Verify: the CLI's code) on
-// files dropped here. Nothing is uploaded; only an Esplora URL the user types is fetched.
+// files dropped here. Nothing is uploaded; only an Esplora URL the user types is fetched, and
+// the proof of the subject a link names (?key=) from this daemon.
 // Plain script; text from files is only ever set as textContent.
 'use strict';
 
@@ -159,6 +160,38 @@
   });
   $('#esplora').addEventListener('input', noteNetwork);
   $('#run').addEventListener('click', () => void run());
+
+  // /verify?key=KEY[&pubkey=HEX][&network=NET], the status page's "verify it in the browser": the
+  // subject's proof from this daemon (with the status page's token, never in a URL) and the signer
+  // the link names, in the fields the reader can still change.
+  async function loadFromAddress() {
+    const q = new URLSearchParams(location.search);
+    if (q.get('pubkey')) $('#pubkeys').value = q.get('pubkey');
+    if ([...$('#network').options].some((o) => o.value === q.get('network'))) $('#network').value = q.get('network');
+    const key = q.get('key');
+    if (!key) return;
+    const say = (text) => {
+      $('#load-error').textContent = text;
+      $('#load-error').hidden = false;
+    };
+    const headers = { Accept: 'application/json' };
+    const token = sessionStorage.getItem('aer1-anchor-token');
+    if (token) headers.Authorization = `Bearer ${token}`;
+    try {
+      const res = await fetch(`v1/anchors/${encodeURIComponent(key)}/proof`, { headers, cache: 'no-store' });
+      if (!res.ok) {
+        const body = await res.json().catch(() => null);
+        return say(`Could not load the proof of ${key} from this daemon: ${body?.error?.message ?? `HTTP ${res.status}`}`);
+      }
+      place({ name: `${key}.proof.json`, bytes: new Uint8Array(await res.arrayBuffer()) });
+    } catch (err) {
+      return say(`Could not load the proof of ${key} from this daemon: ${err.message}`);
+    }
+    renderFiles();
+    await run();
+  }
+
   document.body.dataset.ready = 'true';
   noteNetwork();
+  void loadFromAddress();
 })();
