@@ -107,7 +107,7 @@ export async function startDevWitness(options: DevWitnessOptions): Promise<DevWi
     if (monitor && (req.method === 'GET' || req.method === 'HEAD')) {
       done(
         (async () => {
-          const record = store.readHash(monitor[1]!);
+          const record = await store.readHash(monitor[1]!);
           if (record === null) send(res, 404, 'text/plain; charset=utf-8', 'never cosigned a checkpoint of this log\n');
           else send(res, 200, 'text/plain; charset=utf-8', record.checkpoint);
         })(),

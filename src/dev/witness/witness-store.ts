@@ -6,10 +6,11 @@
  * read-check-write under that origin's lock, so two requests never both pass the check
  * on the same old size (tlog-witness: the check and the update are atomic).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { open, readFile, rename } from 'node:fs/promises';
+import { join } from 'node:path';
 import { decodeBase64Strict } from '../../core/aer1/base64.js';
-import { readOptional, writeReplacing } from '../../adapters/log/tile-files.js';
 import type { OriginRecord } from './witness-decision.js';
 
 export interface StoredOrigin extends OriginRecord {
@@ -28,16 +29,21 @@ export class WitnessStore {
   }
 
   /** The record for an origin, read from its file; null when never cosigned. A damaged file throws. */
-  read(origin: string): StoredOrigin | null {
+  read(origin: string): Promise<StoredOrigin | null> {
     return this.readHash(originHash(origin), origin);
   }
 
   /** By the origin's hash (the monitoring path); null when never cosigned. */
-  readHash(hash: string, origin?: string): StoredOrigin | null {
+  async readHash(hash: string, origin?: string): Promise<StoredOrigin | null> {
     if (!/^[0-9a-f]{64}$/.test(hash)) return null;
-    const bytes = readOptional(this.dir, `${hash}.json`);
-    if (bytes === null) return null;
-    const file = `${this.dir}/${hash}.json`;
+    const file = join(this.dir, `${hash}.json`);
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
     let v: { origin?: unknown; size?: unknown; root?: unknown; checkpoint?: unknown };
     try {
       v = JSON.parse(bytes.toString('utf8')) as typeof v;
@@ -55,11 +61,11 @@ export class WitnessStore {
   /** Runs `fn` with the origin's record under its lock; `fn` returns the record to persist (or null) and its answer. */
   async update<T>(origin: string, fn: (record: StoredOrigin | null) => { persist: StoredOrigin | null; answer: T }): Promise<T> {
     const prior = this.locks.get(origin) ?? Promise.resolve();
-    const run = prior.then(() => {
-      const { persist, answer } = fn(this.read(origin));
+    const run = prior.then(async () => {
+      const { persist, answer } = fn(await this.read(origin));
       if (persist !== null) {
         const body = JSON.stringify({ origin: persist.origin, size: persist.size, root: persist.root.toString('base64'), checkpoint: persist.checkpoint });
-        writeReplacing(this.dir, `${originHash(origin)}.json`, Buffer.from(`${body}\n`, 'utf8'));
+        await this.replace(`${originHash(origin)}.json`, Buffer.from(`${body}\n`, 'utf8'));
       }
       return answer;
     });
@@ -69,5 +75,25 @@ export class WitnessStore {
       if (this.locks.get(origin) === settled) this.locks.delete(origin);
     });
     return run;
+  }
+
+  /** Write aside, fsync, rename over, fsync the folder: a crash leaves the old file or the new one. */
+  private async replace(name: string, bytes: Buffer): Promise<void> {
+    const path = join(this.dir, name);
+    const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+    const fh = await open(tmp, 'wx', 0o600);
+    try {
+      await fh.writeFile(bytes);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+    const dir = await open(this.dir, 'r');
+    try {
+      await dir.sync();
+    } finally {
+      await dir.close();
+    }
   }
 }
