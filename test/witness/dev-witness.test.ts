@@ -5,7 +5,7 @@
  * mismatch, 422 on a bad proof or a fork, 200 with a cosignature/v1 line; its state
  * survives a restart, and two racing requests on one old size cannot both be cosigned.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateSignerKey, signNote } from '../../src/core/log/note.js';
@@ -184,6 +184,22 @@ describe('state', () => {
       const lost = answers.find((a) => a.status === 409)!;
       const won = answers.findIndex((a) => a.status === 200);
       expect(lost.text).toBe(won === 0 ? '9\n' : '12\n');
+    } finally {
+      await w.close();
+    }
+  });
+});
+
+describe('damaged state', () => {
+  it('a state file that is not JSON is a 500 naming the file, never a cosignature over unknown state', async () => {
+    const dir = join(tmp.dir, 'w-damaged');
+    const l = openLog(join(tmp.dir, 'log-damaged'));
+    const w = await startWitness(dir, [l.signer.verifierKey]);
+    try {
+      writeFileSync(join(dir, `${originHash(ORIGIN)}.json`), '{"origin": ');
+      const r = await post(req(0, [], l.grow(1)), w.url);
+      expect(r.status).toBe(500);
+      expect(r.text).toMatch(/is not JSON: the witness state is damaged/);
     } finally {
       await w.close();
     }
