@@ -146,6 +146,9 @@ describe('add-checkpoint on the dev witness', () => {
     expect(res.status).toBe(200);
     const body = await res.text();
     expect(noteText(body)).toBe(noteText(log.writer.checkpointed.note));
+    // the log's signature it verified and its own cosignature; the impostor's line sent beside them is not kept
+    expect(body.slice(body.lastIndexOf('\n\n') + 2).split('\n').filter(Boolean).map((l) => l.split(' ')[1])).toEqual([ORIGIN, 'witness.test/w']);
+    expect(body.startsWith(log.writer.checkpointed.note)).toBe(true);
     expect(checkCosignatures(body, [parseWitnessKey(witness.verifierKey)], 1, { now: NOW }).ok).toBe(true);
     expect((await fetch(`${witness.url}/${originHash('nobody')}/checkpoint`, { signal: AbortSignal.timeout(5000) })).status).toBe(404);
   });

@@ -18,6 +18,7 @@ export interface OriginRecord {
 }
 
 export type Decision =
+  /** `note`: the checkpoint with the trusted log signatures only. */
   | { readonly status: 200; readonly checkpoint: Checkpoint; readonly noteText: string; readonly note: string }
   | { readonly status: 409; readonly knownSize: number; readonly reason: string }
   | { readonly status: 400 | 403 | 404 | 422; readonly reason: string; readonly origin?: string };
@@ -62,5 +63,13 @@ export function decideAddCheckpoint(body: Buffer, logKeys: ReadonlyMap<string, r
   } else if (!verifyConsistency(req.oldSize, checkpoint.size, record!.root, checkpoint.root, req.proof)) {
     return { status: 422, reason: `the consistency proof from ${req.oldSize} to ${checkpoint.size} does not verify against the cosigned root`, origin };
   }
-  return { status: 200, checkpoint, noteText: text, note: req.note.toString('utf8') };
+  // kept and served with the log signatures it verified only, not whatever else came along
+  const logLines = parsedNote.signatures
+    .filter((sig) => signed.signedBy.some((k) => k.name === sig.name && k.keyId === sig.keyId))
+    .map((sig) => {
+      const id = Buffer.alloc(4);
+      id.writeUInt32BE(sig.keyId, 0);
+      return `\u2014 ${sig.name} ${Buffer.concat([id, sig.signature]).toString('base64')}\n`;
+    });
+  return { status: 200, checkpoint, noteText: text, note: `${text}\n${logLines.join('')}` };
 }
