@@ -179,6 +179,13 @@ describe('WitnessClient.addCheckpoint', () => {
     type = 'text/x.tlog.size';
     expect(await rejection(new WitnessClient(fake.url, key).addCheckpoint(note, () => []))).toMatchObject({ code: 'witness_bad_response' });
     expect(fake.requests()).toBe(2);
+    // an older witness's answer to a same-size fork: 409 naming that very size
+    const older = await fakeWitness((_req, res) => {
+      res.writeHead(409, { 'Content-Type': 'text/x.tlog.size' });
+      res.end('4\n');
+    });
+    expect(await rejection(new WitnessClient(older.url, key).addCheckpoint(note, () => [], 4))).toMatchObject({ code: 'witness_inconsistent', knownSize: 4 });
+    expect(older.requests()).toBe(1);
   });
 });
 

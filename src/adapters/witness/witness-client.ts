@@ -100,6 +100,8 @@ export class WitnessClient {
         if (known > checkpoint.size) {
           throw new WitnessError('witness_ahead', this.url, `it cosigned size ${known}, past this checkpoint's ${checkpoint.size}: the log went back or forked`, { status, knownSize: known });
         }
+        // witnesses on tlog-witness before its July 2026 revision answered a same-size fork with 409
+        if (known === old && old === checkpoint.size) throw new WitnessError('witness_inconsistent', this.url, `${detail} (it cosigned size ${known} with another root: a fork)`, { status, knownSize: known });
         if (known === old) throw new WitnessError('witness_bad_response', this.url, `${detail} (a 409 naming the old size sent, ${old})`, { status, knownSize: known });
         if (attempt > this.maxResends) throw new WitnessError('witness_conflict', this.url, `still a conflict after ${attempt} requests (it now says ${known})`, { status, knownSize: known });
         old = known;
