@@ -11,7 +11,7 @@ import { verifyConsistency } from '../../core/log/proof.js';
 import { EMPTY_ROOT } from '../../core/log/rfc6962.js';
 import { parseAddCheckpointRequest } from '../../core/witness/add-checkpoint.js';
 
-/** What the witness keeps per origin: the latest cosigned size and root hash, and that checkpoint as served. */
+/** What the witness checks against per origin: the latest cosigned size and root hash. */
 export interface OriginRecord {
   readonly size: number;
   readonly root: Buffer;
