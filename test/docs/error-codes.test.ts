@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HTTP_ERROR_CODES } from '../../src/adapters/http/respond.js';
 import { CALENDAR_ERROR_CODES } from '../../src/adapters/ots/calendar/calendar-error.js';
+import { WITNESS_ERROR_CODES } from '../../src/adapters/witness/witness-error.js';
 import { BITCOIN_ERROR_CODES } from '../../src/core/bitcoin/errors.js';
 import { INPUT_ERROR_CODES, USAGE_ERROR_CODES } from '../../src/core/errors/errors.js';
 import { LOG_ERROR_CODES } from '../../src/core/log/errors.js';
@@ -57,6 +58,7 @@ describe('error codes', () => {
       LogFormatError: LOG_ERROR_CODES,
       BitcoinVerificationError: BITCOIN_ERROR_CODES,
       CalendarError: CALENDAR_ERROR_CODES,
+      WitnessError: WITNESS_ERROR_CODES,
       UsageError: USAGE_ERROR_CODES,
       ConflictError: ['conflict'],
       DemoError: DEMO_ERROR_CODES,
