@@ -16,6 +16,7 @@ const COMMANDS: Record<string, Loader> = {
   log: () => import('./commands/log.js'),
   'dev-relay': () => import('./commands/dev-relay.js'),
   'dev-calendar': () => import('./commands/dev-calendar.js'),
+  'dev-tsa': () => import('./commands/dev-tsa.js'),
   demo: () => import('./commands/demo.js'),
   'dev-stack': () => import('./commands/dev-stack.js'),
 };
