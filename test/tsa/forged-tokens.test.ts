@@ -106,7 +106,7 @@ describe('forged and misapplied tokens', () => {
 
   it('a tampered signature: FAIL', async () => {
     const token = good.slice();
-    token[token.length - 1] ^= 0x01; // the SignerInfo's signature is the token's last field
+    token[token.length - 1]! ^= 0x01; // the SignerInfo's signature is the token's last field
     expect(await check(token)).toMatchObject({ status: 'FAIL', detail: 'the CMS signature does not verify with the signer certificate' });
   });
 

@@ -28,7 +28,7 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   const port = values.port ?? '0';
-  if (!/^[0-9]{1,5}$/.test(port) || Number(port) > 65535) throw new UsageError(`--port must be an integer in 0..65535, got ${JSON.stringify(port)}\n${USAGE}`);
+  if (!/^[0-9]{1,5}$/.test(port) || Number(port) > 65535) throw new UsageError(`--port must be an integer in 0..65535, got ${JSON.stringify(port)}`);
   const outDir = values.out ?? './var/dev-tsa';
 
   let tsa: DevTsa;
