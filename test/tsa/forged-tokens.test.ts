@@ -104,6 +104,23 @@ describe('forged and misapplied tokens', () => {
     expect((await check(good, bodyA, { certificates: [] })).status).toBe('untrusted');
   });
 
+  it('a TSA certificate issued by a certificate that is not a CA (another TSA\'s): untrusted, and openssl refuses it too', async () => {
+    const notACa = await makeDevTsaCertificate(ca, { name: 'a TSA posing as a CA' });
+    const tsa = await makeDevTsaCertificate(notACa);
+    // the token carries the whole path: TSA ← the non-CA ← the CA the caller gave
+    const answer = decodeTimeStampResponse(await new TsaResponder(tsa, { chain: [notACa] }).respond(encodeTimeStampRequest(bytes(bodyA), NONCE)));
+    if (!answer.granted) throw new Error(answer.failure);
+    const r = await checkTimeStampToken(answer.token, { data: bytes(bodyA), trustAnchors: anchors });
+    expect(r.status).toBe('untrusted');
+    expect(r.detail).toMatch(/does not chain to a TSA CA given at genTime \(.*not a CA certificate.*\)/);
+    expect((await opensslVerifyToken(dir, answer.token, bytes(bodyA), join(dir, 'ca.pem'), 'not-a-ca')).ok).toBe(false);
+  });
+
+  it('bytes after the token: FAIL (one token, one reading)', async () => {
+    const r = await check(new Uint8Array([...good, 0x00]));
+    expect(r).toMatchObject({ status: 'FAIL', detail: 'anchor_proof.log.timestamps[0].token: 1 bytes after the ContentInfo' });
+  });
+
   it('a tampered signature: FAIL', async () => {
     const token = good.slice();
     token[token.length - 1]! ^= 0x01; // the SignerInfo's signature is the token's last field

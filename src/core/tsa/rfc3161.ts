@@ -7,7 +7,7 @@
 import { sha256 } from '@noble/hashes/sha2.js';
 import * as asn1js from 'asn1js';
 import { AlgorithmIdentifier, ContentInfo, MessageImprint, TimeStampReq, TimeStampResp } from 'pkijs';
-import { TsaFormatError } from './errors.js';
+import { TsaFormatError, type TsaFormatErrorCode } from './errors.js';
 
 export const OID_SHA256 = '2.16.840.1.101.3.4.2.1';
 /** A `TimeStampResp` larger than this is refused before parsing (a token with a chain is a few KiB). */
@@ -26,6 +26,17 @@ const FAILURE_BITS: Record<number, string> = {
 /** Bytes as a fresh ArrayBuffer (pkijs and asn1js read ArrayBuffers); a Buffer's `.buffer` may be Node's shared pool. */
 export function toArrayBuffer(bytes: Uint8Array): ArrayBuffer {
   return new Uint8Array(bytes).buffer;
+}
+
+/**
+ * One BER/DER element filling `der` exactly: bytes after it are refused (pkijs's `fromBER`
+ * would ignore them), so a token or answer has one reading.
+ */
+export function parseWhole(der: Uint8Array, what: string, code: TsaFormatErrorCode, field: string): asn1js.AsnType {
+  const asn1 = asn1js.fromBER(toArrayBuffer(der));
+  if (asn1.offset === -1) throw new TsaFormatError(code, `not a DER ${what} (${asn1.result.error})`, field);
+  if (asn1.offset !== der.length) throw new TsaFormatError(code, `${der.length - asn1.offset} bytes after the ${what}`, field);
+  return asn1.result;
 }
 
 /**
@@ -63,9 +74,10 @@ export interface TimeStampRequestFields {
 
 /** Reads a DER `TimeStampReq` (what a TSA receives). */
 export function decodeTimeStampRequest(der: Uint8Array, field = 'request'): TimeStampRequestFields {
+  const schema = parseWhole(der, 'TimeStampReq', 'tsa_bad_request', field);
   let req: TimeStampReq;
   try {
-    req = TimeStampReq.fromBER(toArrayBuffer(der));
+    req = new TimeStampReq({ schema });
   } catch (err) {
     throw new TsaFormatError('tsa_bad_request', `not a DER TimeStampReq (${(err as Error).message})`, field);
   }
@@ -86,9 +98,10 @@ export type TimeStampAnswer =
 /** Reads a DER `TimeStampResp`: a granted status with its token, or why the TSA refused. */
 export function decodeTimeStampResponse(der: Uint8Array, field = 'response'): TimeStampAnswer {
   if (der.length > MAX_RESPONSE_BYTES) throw new TsaFormatError('tsa_too_large', `${der.length} bytes is over ${MAX_RESPONSE_BYTES}`, field);
+  const schema = parseWhole(der, 'TimeStampResp', 'tsa_bad_response', field);
   let resp: TimeStampResp;
   try {
-    resp = TimeStampResp.fromBER(toArrayBuffer(der));
+    resp = new TimeStampResp({ schema });
   } catch (err) {
     throw new TsaFormatError('tsa_bad_response', `not a DER TimeStampResp (${(err as Error).message})`, field);
   }
@@ -115,8 +128,9 @@ function failureNames(bits: asn1js.BitString): string[] {
 
 /** Parses a DER `ContentInfo` (the token's outer layer), for the checker. */
 export function decodeContentInfo(der: Uint8Array, field: string): ContentInfo {
+  const schema = parseWhole(der, 'ContentInfo', 'tsa_bad_token', field);
   try {
-    return ContentInfo.fromBER(toArrayBuffer(der));
+    return new ContentInfo({ schema });
   } catch (err) {
     throw new TsaFormatError('tsa_bad_token', `not a DER ContentInfo (${(err as Error).message})`, field);
   }

@@ -12,7 +12,7 @@ import {
   Certificate, CertificateChainValidationEngine, GeneralNames, IssuerAndSerialNumber, SignedData, SignerInfo, TSTInfo, getCrypto,
 } from 'pkijs';
 import { TsaFormatError } from './errors.js';
-import { OID_SHA256, decodeContentInfo, toArrayBuffer } from './rfc3161.js';
+import { OID_SHA256, decodeContentInfo, parseWhole } from './rfc3161.js';
 import type { TsaTrustAnchors } from './trust-anchors.js';
 
 const OID_SIGNED_DATA = '1.2.840.113549.1.7.2';
@@ -118,8 +118,9 @@ async function runChecks(
   if (!eContent) return fail(`${field}: no TSTInfo in the token`);
   let tst: TSTInfo;
   try {
-    tst = TSTInfo.fromBER(eContent.getValue());
+    tst = new TSTInfo({ schema: parseWhole(new Uint8Array(eContent.getValue()), 'TSTInfo', 'tsa_bad_token', field) });
   } catch (err) {
+    if (err instanceof TsaFormatError) throw err;
     return fail(`${field}: the TSTInfo does not parse (${(err as Error).message})`);
   }
   seen.genTime = tst.genTime.toISOString();

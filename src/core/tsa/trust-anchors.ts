@@ -2,10 +2,9 @@
  * The TSA trust anchors a caller gives (`--tsa-ca FILE`): a PEM bundle of CA certificates.
  * Parsed once at the edge into certificates the checker trusts; the proof never brings its own.
  */
-import * as asn1js from 'asn1js';
 import { Certificate } from 'pkijs';
 import { TsaFormatError } from './errors.js';
-import { toArrayBuffer } from './rfc3161.js';
+import { parseWhole } from './rfc3161.js';
 
 /** A bundle with more certificates than this is refused (a CA list, not a trust store dump). */
 export const MAX_TRUST_ANCHORS = 256;
@@ -37,11 +36,9 @@ export function parseTsaTrustAnchors(pem: string, field = 'tsa-ca'): TsaTrustAnc
 
 /** A DER X.509 certificate; trailing bytes or another structure are refused. */
 export function parseCertificate(der: Uint8Array, field: string): Certificate {
-  const asn1 = asn1js.fromBER(toArrayBuffer(der));
-  if (asn1.offset === -1) throw new TsaFormatError('tsa_bad_pem', `not DER (${asn1.result.error})`, field);
-  if (asn1.offset !== der.length) throw new TsaFormatError('tsa_bad_pem', `${der.length - asn1.offset} bytes after the certificate`, field);
+  const schema = parseWhole(der, 'X.509 certificate', 'tsa_bad_pem', field);
   try {
-    return new Certificate({ schema: asn1.result });
+    return new Certificate({ schema });
   } catch (err) {
     throw new TsaFormatError('tsa_bad_pem', `not an X.509 certificate (${(err as Error).message})`, field);
   }

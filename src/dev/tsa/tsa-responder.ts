@@ -25,6 +25,8 @@ export interface ResponderOptions {
   readonly now?: () => Date;
   /** `v2` (default), `v1` (ESSCertID, SHA-1), or `none`: which attribute binds the certificate. */
   readonly essCertId?: 'v1' | 'v2' | 'none';
+  /** Certificates attached after the TSA's (a chain's intermediates), when the request asks for certificates. */
+  readonly chain?: readonly DevCertificate[];
 }
 
 const ab = (b: Uint8Array): ArrayBuffer => new Uint8Array(b).buffer;
@@ -108,7 +110,7 @@ export class TsaResponder {
           signedAttrs: new SignedAndUnsignedAttributes({ type: 0, attributes }),
         }),
       ],
-      ...(req.certReq ? { certificates: [this.tsa.certificate] } : {}),
+      ...(req.certReq ? { certificates: [this.tsa.certificate, ...(this.opts.chain ?? []).map((c) => c.certificate)] } : {}),
     });
     await signed.sign(this.tsa.privateKey, 0, 'SHA-256');
     const token = new ContentInfo({ contentType: OID_SIGNED_DATA, content: signed.toSchema(true) });
