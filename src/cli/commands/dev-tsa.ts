@@ -4,6 +4,7 @@
  * `--out DIR/tsa-ca.pem` for verifiers' `--tsa-ca`. It runs until SIGINT or SIGTERM.
  */
 import { parseArgs } from 'node:util';
+import { formatName } from '../../core/tsa/index.js';
 import { startDevTsa, type DevTsa } from '../../dev/tsa/index.js';
 import { UsageError } from '../shared/run.js';
 
@@ -41,7 +42,7 @@ export async function run(argv: string[]): Promise<number> {
     throw err;
   }
   process.stdout.write(tsa.url + '\n');
-  process.stderr.write(`dev TSA: CA certificate ${tsa.caFile} (give it as --tsa-ca); TSA ${tsa.tsa.certificate.subject.typesAndValues.map((t) => String((t.value.valueBlock as { value?: unknown }).value)).join(', ')}\n`);
+  process.stderr.write(`dev TSA: CA certificate ${tsa.caFile} (give it as --tsa-ca); TSA ${formatName(tsa.tsa.certificate.subject)}\n`);
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));

@@ -1,12 +1,11 @@
 /**
- * The one error RFC 3161 parsing throws (requests, responses, tokens, PEM trust anchors,
+ * The one error RFC 3161 parsing throws (responses, tokens, PEM trust anchors,
  * the proof's `timestamps` list): a stable `tsa_*` code and a message naming the field.
  * A token that parses but fails a check is not an error: it is a FAIL result.
  */
 import { Aer1Error } from '../errors/errors.js';
 
 export const TSA_FORMAT_ERROR_CODES = [
-  'tsa_bad_request',
   'tsa_bad_response',
   'tsa_bad_token',
   'tsa_bad_pem',

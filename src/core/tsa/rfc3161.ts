@@ -64,33 +64,6 @@ export function encodeTimeStampRequest(data: Uint8Array, nonce: Uint8Array): Uin
   return new Uint8Array(req.toSchema().toBER(false));
 }
 
-export interface TimeStampRequestFields {
-  readonly hashAlgorithm: string;
-  readonly imprint: Uint8Array;
-  readonly nonce: Uint8Array | undefined;
-  readonly certReq: boolean;
-  readonly policy: string | undefined;
-}
-
-/** Reads a DER `TimeStampReq` (what a TSA receives). */
-export function decodeTimeStampRequest(der: Uint8Array, field = 'request'): TimeStampRequestFields {
-  const schema = parseWhole(der, 'TimeStampReq', 'tsa_bad_request', field);
-  let req: TimeStampReq;
-  try {
-    req = new TimeStampReq({ schema });
-  } catch (err) {
-    throw new TsaFormatError('tsa_bad_request', `not a DER TimeStampReq (${(err as Error).message})`, field);
-  }
-  if (req.version !== 1) throw new TsaFormatError('tsa_bad_request', `version ${req.version}, expected 1`, field);
-  return {
-    hashAlgorithm: req.messageImprint.hashAlgorithm.algorithmId,
-    imprint: new Uint8Array(req.messageImprint.hashedMessage.valueBlock.valueHexView),
-    nonce: req.nonce ? new Uint8Array(req.nonce.valueBlock.valueHexView) : undefined,
-    certReq: req.certReq === true,
-    policy: req.reqPolicy,
-  };
-}
-
 export type TimeStampAnswer =
   | { readonly granted: true; readonly status: string; readonly token: Uint8Array }
   | { readonly granted: false; readonly status: string; readonly failure: string };
