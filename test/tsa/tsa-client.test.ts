@@ -139,6 +139,17 @@ describe('TsaClient bounds', () => {
     expect(err.message).toMatch(/answered rejection: badDataFormat: not a DER TimeStampReq/);
   });
 
+  it('refuses a token whose genTime is an hour before the request (a TSA clock behind ours)', async () => {
+    const late = await startDevTsa({ now: () => new Date(Date.now() - 3_600_000) });
+    try {
+      const err = await refusal(new TsaClient(late.url).timestamp(body));
+      expect(err.code).toBe('bad_token');
+      expect(err.message).toMatch(/genTime \S+ is before the request was sent .*the TSA's clock is behind$/);
+    } finally {
+      await late.close();
+    }
+  });
+
   it('refuses a URL that is not http(s) or carries credentials', () => {
     expect(() => new TsaClient('ftp://127.0.0.1/')).toThrow(/http or https/);
     expect(() => new TsaClient('http://u:p@127.0.0.1/')).toThrow(/no credentials/);

@@ -5,13 +5,13 @@
  * redirects are never followed (a TSA must not send our request to a host nobody
  * configured, and a timestamp request has no reason to move). The token is checked before
  * it is returned: status granted, our imprint and our nonce, the CMS signature, the
- * ESSCertID(v2) binding, the TSA certificate's EKU and validity, and the chain to the trust
- * anchors given (none given: the token is kept as "untrusted", as the verifier would say).
+ * ESSCertID(v2) binding, the TSA certificate's EKU and validity, a genTime not before the
+ * request (beyond clock skew), and the chain to the trust anchors given (none given: the token is kept as "untrusted", as the verifier would say).
  */
 import { randomBytes } from 'node:crypto';
 import { VERSION } from '../../version.js';
 import {
-  MAX_RESPONSE_BYTES, NONCE_BYTES, NO_TSA_TRUST_ANCHORS, TsaFormatError, checkTimeStampToken, decodeTimeStampResponse,
+  MAX_CLOCK_SKEW_MS, MAX_RESPONSE_BYTES, NONCE_BYTES, NO_TSA_TRUST_ANCHORS, TsaFormatError, checkTimeStampToken, decodeTimeStampResponse,
   encodeTimeStampRequest, nonceFromRandom, type TimestampCheck, type TsaTrustAnchors,
 } from '../../core/tsa/index.js';
 import { TsaError } from './tsa-error.js';
@@ -77,6 +77,7 @@ export class TsaClient {
   /** Time-stamps `data` (for a checkpoint: its note body); a token that does not check is a `bad_token` error. */
   async timestamp(data: Uint8Array): Promise<TimestampToken> {
     const nonce = nonceFromRandom(randomBytes(NONCE_BYTES));
+    const sentAt = Date.now();
     const body = await this.post(encodeTimeStampRequest(data, nonce));
     let answer;
     try {
@@ -88,6 +89,10 @@ export class TsaClient {
     if (!answer.granted) throw new TsaError('refused', this.url, `the TSA answered ${answer.status}: ${answer.failure}`);
     const check = await checkTimeStampToken(answer.token, { data, nonce, trustAnchors: this.trustAnchors }, 'token');
     if (check.status === 'FAIL') throw new TsaError('bad_token', this.url, check.detail);
+    // A TSA clock behind ours would date the checkpoint before it existed: refused on receipt.
+    if (check.genTime !== null && Date.parse(check.genTime) < sentAt - MAX_CLOCK_SKEW_MS) {
+      throw new TsaError('bad_token', this.url, `genTime ${check.genTime} is before the request was sent (${new Date(sentAt).toISOString()}): the TSA's clock is behind`);
+    }
     return { url: this.url, token: answer.token, check };
   }
 
