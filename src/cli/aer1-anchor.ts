@@ -14,9 +14,11 @@ const COMMANDS: Record<string, Loader> = {
   'verify-anchor': () => import('./commands/verify-anchor.js'),
   audit: () => import('./commands/audit.js'),
   log: () => import('./commands/log.js'),
+  tsa: () => import('./commands/tsa.js'),
   'dev-relay': () => import('./commands/dev-relay.js'),
   'dev-calendar': () => import('./commands/dev-calendar.js'),
   'dev-witness': () => import('./commands/dev-witness.js'),
+  'dev-tsa': () => import('./commands/dev-tsa.js'),
   demo: () => import('./commands/demo.js'),
   'dev-stack': () => import('./commands/dev-stack.js'),
 };
