@@ -13,6 +13,8 @@ import { BITCOIN_ERROR_CODES } from '../../src/core/bitcoin/errors.js';
 import { INPUT_ERROR_CODES, USAGE_ERROR_CODES } from '../../src/core/errors/errors.js';
 import { LOG_ERROR_CODES } from '../../src/core/log/errors.js';
 import { OTS_ERROR_CODES } from '../../src/core/ots/errors.js';
+import { TSA_FORMAT_ERROR_CODES } from '../../src/core/tsa/errors.js';
+import { TSA_ERROR_CODES } from '../../src/adapters/tsa/tsa-error.js';
 import { DEMO_ERROR_CODES } from '../../src/dev/demo/demo.js';
 import { openapi } from '../helpers/openapi.js';
 
@@ -59,6 +61,8 @@ describe('error codes', () => {
       BitcoinVerificationError: BITCOIN_ERROR_CODES,
       CalendarError: CALENDAR_ERROR_CODES,
       WitnessError: WITNESS_ERROR_CODES,
+      TsaFormatError: TSA_FORMAT_ERROR_CODES,
+      TsaError: TSA_ERROR_CODES,
       UsageError: USAGE_ERROR_CODES,
       ConflictError: ['conflict'],
       DemoError: DEMO_ERROR_CODES,
