@@ -26,18 +26,13 @@ export async function subjectEventIds(store: AnchorStore, batchId: string): Prom
 
 /**
  * The event ids the batch commits to, fixing them on the first call (idempotent: a retry or a
- * second daemon gets the list in force). The late ids it took leave the waiting set, and its
- * own subjects' events linked after the list was fixed join it.
+ * second daemon gets the list in force). The late ids it took leave the waiting set in the same
+ * script call, so no two batches commit one; its own subjects' events linked after the list was
+ * fixed join the set.
  */
 export async function fixBatchEventIds(store: AnchorStore, batchId: string): Promise<string[]> {
-  let ids = await store.otsEventIds(batchId);
-  if (!ids) {
-    const own = await subjectEventIds(store, batchId);
-    const mine = new Set(own);
-    const late = (await store.lateNip03Events(MAX_LATE_PER_BATCH)).filter((e) => !mine.has(e));
-    ids = await store.fixOtsEventIds(batchId, [...own, ...late]);
-  }
-  await store.removeLateNip03Events(ids);
+  // one script call fixes the list and takes the late ids it commits out of the waiting set
+  const ids = (await store.otsEventIds(batchId)) ?? (await store.fixOtsEventIds(batchId, await subjectEventIds(store, batchId), MAX_LATE_PER_BATCH));
   const committed = new Set(ids);
   await store.addLateNip03Events((await subjectEventIds(store, batchId)).filter((e) => !committed.has(e)));
   return ids;

@@ -11,7 +11,7 @@ import type { RedisClient as Redis } from '../redis/connection.js';
 import { StateKeys, WITNESSES, type WitnessName } from './keys.js';
 import { digestToken, keyToken } from './stream-entries.js';
 import { decodeCursor, encodeCursor, listOrder, type Position } from './list-position.js';
-import { ACCEPT, CUT_BATCH, DROP_BATCH, FORGET, LIST_PAGE, MARK_SENT, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
+import { ACCEPT, CUT_BATCH, DROP_BATCH, FIX_EVENT_IDS, FORGET, LIST_PAGE, MARK_SENT, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
@@ -1043,9 +1043,14 @@ export class AnchorStore {
     return packed === null ? null : splitIds(packed);
   }
 
-  /** NIP-03: fixes the batch's event ids (64 hex each, in tree order) unless fixed already; returns the list in force. */
-  async fixOtsEventIds(id: string, eventIds: readonly string[]): Promise<string[]> {
-    return splitIds(await this.setBatchFieldOnce('ots', id, OTS_FIELD.eventIds, eventIds.join('')));
+  /**
+   * NIP-03: fixes the batch's event ids once, in one script call: its own subjects' `ownIds`,
+   * then up to `maxLate` late ones, which leave the waiting set in the same call. Returns the
+   * list in force (the first call's, for a retry or a second daemon).
+   */
+  async fixOtsEventIds(id: string, ownIds: readonly string[], maxLate: number): Promise<string[]> {
+    const fixed = await scriptCommand(this.redis, FIX_EVENT_IDS)('2', this.keys.batch('ots', id), this.keys.nip03Late, OTS_FIELD.eventIds, String(maxLate), ...ownIds);
+    return splitIds(String(fixed));
   }
 
   /** NIP-03: the oldest `limit` event ids waiting for a later batch to commit them. */
@@ -1058,11 +1063,6 @@ export class AnchorStore {
     if (eventIds.length === 0) return;
     const now = Date.now();
     await this.redis.zadd(this.keys.nip03Late, 'NX', ...eventIds.flatMap((e) => [now, e]));
-  }
-
-  /** NIP-03: event ids a batch has committed to leave the waiting set. */
-  async removeLateNip03Events(eventIds: readonly string[]): Promise<void> {
-    for (let i = 0; i < eventIds.length; i += 1000) await this.redis.zrem(this.keys.nip03Late, ...eventIds.slice(i, i + 1000));
   }
 
   /** Nostr: the batch's signed event (JSON) and the mode decided for it (auto mode), null while none. */

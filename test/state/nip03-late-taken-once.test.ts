@@ -1,0 +1,45 @@
+/**
+ * NIP-03: a late event id (its subject got its event after its own OTS batch fixed its list)
+ * is committed by exactly one later batch. Two batches fixing their lists at once (two
+ * daemons, or one daemon's OTS worker running two jobs) both read the waiting set before
+ * either took from it, and each attestation was published twice (seen in the suite: 1,684
+ * attestations of 1,620 events after a full Redis, and after daemon kills). The list is now
+ * fixed and the late ids taken in one script call.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { fixBatchEventIds } from '../../src/adapters/ots/event-ids.js';
+import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
+import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
+import { privateRedis } from '../helpers/harness.js';
+
+let server: EmbeddedRedis;
+let redis: Redis;
+
+beforeAll(async () => {
+  server = await privateRedis(false);
+  redis = new Redis(server.url, { maxRetriesPerRequest: null });
+}, 30_000);
+
+afterAll(async () => {
+  await redis?.quit().catch(() => undefined);
+  await server?.stop();
+});
+
+const eventId = (): string => randomBytes(32).toString('hex');
+
+it('batches fixing their lists at the same time commit each late event once, and the waiting set empties', async () => {
+  const store = new AnchorStore(redis, 'late');
+  const late = Array.from({ length: 50 }, eventId);
+  await store.addLateNip03Events(late);
+  const lists = await Promise.all(['b1', 'b2', 'b3', 'b4'].map((b) => fixBatchEventIds(store, b)));
+  const committed = lists.flat();
+  expect(new Set(committed).size).toBe(committed.length);
+  expect([...committed].sort()).toEqual([...late].sort());
+  expect(await store.lateNip03Events(100)).toEqual([]);
+  // a retry of a batch gets its list in force, and takes nothing more
+  await store.addLateNip03Events([eventId()]);
+  expect(await fixBatchEventIds(store, 'b1')).toEqual(lists[0]);
+  expect(await store.lateNip03Events(100)).toHaveLength(1);
+});
