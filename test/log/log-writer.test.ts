@@ -168,7 +168,7 @@ describe('log key file', () => {
     expect(loadLogKeyFile(file).verifierKey).toBe(written.verifierKey);
     expect(() => writeLogKeyFile(file, ORIGIN)).toThrow(/exists; refusing to overwrite a signing key/);
     chmodSync(file, 0o644);
-    expect(() => loadLogKeyFile(file)).toThrow(/readable or writable by group or others \(mode 0644\); run: chmod 600/);
+    expect(() => loadLogKeyFile(file)).toThrow(/^log key file .*log\.key is readable by group or others \(mode 0644\); run: chmod 600/);
     chmodSync(file, 0o600);
     writeFileSync(file, 'PRIVATE+KEY+x+00000000+AAAA\n', { mode: 0o600 });
     expect(() => loadLogKeyFile(file)).toThrow(/^log key file .*log\.key: /);

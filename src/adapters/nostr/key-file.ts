@@ -2,10 +2,9 @@
  * The signing key's file and environment variable: loaded with the permission checks ssh
  * makes, written atomically with mode 0600. The key itself is `SigningKey` (src/core).
  */
-import { chmodSync, closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
-import { dirname, basename, join } from 'node:path';
-import { InputError, UsageError } from '../../core/errors/errors.js';
+import { existsSync } from 'node:fs';
+import { UsageError } from '../../core/errors/errors.js';
+import { readSecretFile, writeSecretFile } from '../key-file/secret-file.js';
 import { generateSecretKey, keyFileText, SigningKey } from '../../core/nostr/keys.js';
 
 export interface LoadSigningKeyOptions {
@@ -56,39 +55,7 @@ export function loadSigningKey(options: LoadSigningKeyOptions): LoadedSigningKey
 }
 
 function loadKeyFile(file: string, allowReadableByOthers: boolean): LoadedSigningKey {
-  const warnings: string[] = [];
-  let text: string;
-  let fd: number;
-  try {
-    fd = openSync(file, 'r');
-  } catch (err) {
-    throw new UsageError(`cannot read key file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, 'unreadable');
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new UsageError(`key file ${file} is not a regular file`, 'unreadable');
-    if (process.platform !== 'win32') {
-      const mode = st.mode & 0o777;
-      const modeText = mode.toString(8).padStart(4, '0');
-      if ((mode & 0o022) !== 0) {
-        throw new UsageError(
-          `key file ${file} is writable by group or others (mode ${modeText}); run: chmod 600 ${file}`,
-          'key_file_permissions',
-        );
-      }
-      if ((mode & 0o044) !== 0) {
-        const message = `key file ${file} is readable by group or others (mode ${modeText}); run: chmod 600 ${file}`;
-        if (!allowReadableByOthers) throw new UsageError(message, 'key_file_permissions');
-        warnings.push(message);
-      }
-    }
-    if (st.size > 4096) throw new InputError('bad_signing_key', 'is too long to be a key (over 4096 bytes)', `key file ${file}`);
-    const buf = readFileSync(fd);
-    text = buf.toString('utf8');
-    buf.fill(0);
-  } finally {
-    closeSync(fd);
-  }
+  const { text, warnings } = readSecretFile(file, { what: 'key file', maxBytes: 4096, allowReadableByOthers });
   return { key: SigningKey.parse(text, `key file ${file}`), source: `file:${file}`, warnings };
 }
 
@@ -112,50 +79,6 @@ export interface WrittenKeyFile {
  */
 export function writeKeyFile(path: string, options: WriteKeyFileOptions = {}): WrittenKeyFile {
   const key = options.key ?? generateSecretKey();
-  const dir = dirname(path);
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-  } catch (err) {
-    throw new UsageError(`cannot create folder ${dir}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, 'unwritable');
-  }
-  const body = Buffer.from(keyFileText(key), 'utf8');
-  try {
-    if (!options.force) {
-      writeNew(path, body);
-    } else {
-      const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
-      try {
-        writeNew(tmp, body);
-        renameSync(tmp, path);
-      } catch (err) {
-        try {
-          unlinkSync(tmp);
-        } catch {
-          // already gone
-        }
-        throw err;
-      }
-    }
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') {
-      throw new UsageError(`${path} exists; refusing to overwrite a signing key (use --force)`, 'key_file_exists');
-    }
-    throw new UsageError(`cannot write key file ${path}: ${code ?? 'error'}`, 'unwritable');
-  } finally {
-    body.fill(0);
-  }
+  writeSecretFile(path, Buffer.from(keyFileText(key), 'utf8'), options.force === true);
   return { path, publicKey: key.publicKey, npub: key.npub };
-}
-
-function writeNew(path: string, body: Buffer): void {
-  const fd = openSync(path, 'wx', 0o600);
-  try {
-    // the umask can only narrow the mode; make it exactly 0600 whatever it is
-    chmodSync(path, 0o600);
-    writeSync(fd, body);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }

@@ -15,6 +15,7 @@ import {
   encodeTimeStampRequest, nonceFromRandom, type TimestampCheck, type TsaTrustAnchors,
 } from '../../core/tsa/index.js';
 import { TsaError } from './tsa-error.js';
+import { readBoundedBody } from '../fetch/bounded-body.js';
 
 export const TIMESTAMP_QUERY = 'application/timestamp-query';
 export const TIMESTAMP_REPLY = 'application/timestamp-reply';
@@ -132,31 +133,7 @@ export class TsaClient {
       await res.body?.cancel().catch(() => undefined);
       throw new TsaError('bad_response', this.url, `Content-Type ${JSON.stringify(type ?? null)}, expected ${TIMESTAMP_REPLY}`);
     }
-    const declared = res.headers.get('content-length');
-    if (declared !== null && Number(declared) > this.maxResponseBytes) {
-      await res.body?.cancel().catch(() => undefined);
-      throw tooLarge(`(Content-Length ${declared})`);
-    }
-    const chunks: Buffer[] = [];
-    let total = 0;
-    if (res.body) {
-      const reader = res.body.getReader();
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          total += value.length;
-          if (total > this.maxResponseBytes) {
-            const err = tooLarge('(streamed)');
-            await reader.cancel().catch(() => undefined);
-            throw err;
-          }
-          chunks.push(Buffer.from(value));
-        }
-      } catch (err) {
-        throw fail(err, 'reading the body');
-      }
-    }
-    return Buffer.concat(chunks);
+    const body = await readBoundedBody(res, this.maxResponseBytes, tooLarge, (err) => fail(err, 'reading the body'));
+    return body;
   }
 }

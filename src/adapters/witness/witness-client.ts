@@ -14,6 +14,7 @@ import { parseSignatureLines, parseWitnessKey, verifyCosignature, type WitnessKe
 import { InputError } from '../../core/errors/errors.js';
 import { VERSION } from '../../version.js';
 import { WitnessError } from './witness-error.js';
+import { readBoundedBody } from '../fetch/bounded-body.js';
 
 /** A consistency proof (RFC 6962 2.1.2) from `oldSize` to `newSize` of the caller's log. */
 export type ProofFor = (oldSize: number, newSize: number) => readonly Uint8Array[] | Promise<readonly Uint8Array[]>;
@@ -165,31 +166,7 @@ export class WitnessClient {
       over.abort();
       return new WitnessError('witness_too_large', this.url, `answer ${what} exceeds ${this.maxResponseBytes} bytes`, { status: res.status });
     };
-    const declared = res.headers.get('content-length');
-    if (declared !== null && Number(declared) > this.maxResponseBytes) {
-      await res.body?.cancel().catch(() => undefined);
-      throw tooLarge(`(Content-Length ${declared})`);
-    }
-    const chunks: Buffer[] = [];
-    let total = 0;
-    if (res.body) {
-      const reader = res.body.getReader();
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          total += value.length;
-          if (total > this.maxResponseBytes) {
-            const err = tooLarge('(streamed)');
-            await reader.cancel().catch(() => undefined);
-            throw err;
-          }
-          chunks.push(Buffer.from(value));
-        }
-      } catch (err) {
-        throw fail(err, 'reading the body');
-      }
-    }
-    return { status: res.status, type: res.headers.get('content-type'), body: Buffer.concat(chunks, total) };
+    const answer = await readBoundedBody(res, this.maxResponseBytes, tooLarge, (err) => fail(err, 'reading the body'));
+    return { status: res.status, type: res.headers.get('content-type'), body: answer };
   }
 }

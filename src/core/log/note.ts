@@ -5,11 +5,12 @@
  * writes them: verifier `<name>+<8 hex>+base64(0x01 || public key)`, signer
  * `PRIVATE+KEY+<name>+<8 hex>+base64(0x01 || 32-byte seed)`.
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import { createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { decodeBase64Strict, decodeUtf8Strict } from '../aer1/base64.js';
-import { sha256 } from '../aer1/hash.js';
-import { InputError } from '../errors/errors.js';
 import { LogFormatError } from './errors.js';
+import { badKey, chop, decodeKeyData, formatNoteKey, generateNoteSignerKey, hex8, isValidKeyName, noteKeyId, parseNoteSignerKey, SPKI_ED25519, type NoteSigner } from './signer-key.js';
+
+export { isValidKeyName } from './signer-key.js';
 
 const ALG_ED25519 = 0x01;
 const SIG_PREFIX = '\u2014 ';
@@ -19,19 +20,11 @@ export const MAX_NOTE_SIGNATURES = 100;
 export const MAX_NOTE_BYTES = 64 * 1024;
 
 // RFC 8410 DER wrappers around a raw Ed25519 seed / public key, for node:crypto.
-const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
-const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
 
 /** Non-empty, no Unicode space (Go: unicode.IsSpace, the White_Space property), no '+'. */
-export function isValidKeyName(name: string): boolean {
-  return name !== '' && !/[\p{White_Space}+]/u.test(name) && Buffer.from(name, 'utf8').toString('utf8') === name;
-}
-
 export function keyId(name: string, publicKey: Uint8Array): number {
-  return sha256(Buffer.concat([Buffer.from(name, 'utf8'), Buffer.from([0x0a, ALG_ED25519]), publicKey])).readUInt32BE(0);
+  return noteKeyId(name, ALG_ED25519, publicKey);
 }
-
-const hex8 = (id: number): string => id.toString(16).padStart(8, '0');
 
 export interface VerifierKey {
   readonly name: string;
@@ -42,33 +35,7 @@ export interface VerifierKey {
 }
 
 export function formatVerifierKey(name: string, publicKey: Uint8Array): string {
-  return `${name}+${hex8(keyId(name, publicKey))}+${Buffer.concat([Buffer.from([ALG_ED25519]), publicKey]).toString('base64')}`;
-}
-
-/** Splits at the first `count - 1` '+' (as Go's chop): the base64 key at the end may hold '+'. */
-function chop(text: string, count: number): string[] | null {
-  const parts: string[] = [];
-  let rest = text;
-  for (let i = 0; i < count - 1; i++) {
-    const at = rest.indexOf('+');
-    if (at < 0) return null;
-    parts.push(rest.slice(0, at));
-    rest = rest.slice(at + 1);
-  }
-  parts.push(rest);
-  return parts;
-}
-
-function badKey(message: string, field: string): LogFormatError {
-  return new LogFormatError('log_bad_key', message, field);
-}
-
-function decodeKeyData(b64: string, field: string): Buffer {
-  try {
-    return decodeBase64Strict(b64, field);
-  } catch (err) {
-    throw badKey((err as Error).message.replace(`${field}: `, ''), field);
-  }
+  return formatNoteKey(name, ALG_ED25519, publicKey);
 }
 
 /** Parses `<name>+<hash>+<base64(0x01 || 32-byte key)>`; only Ed25519 keys (type 0x01). */
@@ -89,55 +56,16 @@ export function parseVerifierKey(text: string, field = 'verifier key'): Verifier
 }
 
 /** A log's signing key: its name, key ID and public key; the seed stays inside `sign`. */
-export interface LogSigner {
-  readonly name: string;
-  readonly keyId: number;
-  readonly publicKey: Buffer;
-  readonly verifierKey: string;
-  sign(message: Uint8Array): Buffer;
-}
-
-function signerOf(name: string, privateKey: KeyObject): LogSigner {
-  const spki = createPublicKey(privateKey).export({ type: 'spki', format: 'der' });
-  const publicKey = Buffer.from(spki.subarray(SPKI_ED25519.length));
-  return {
-    name,
-    keyId: keyId(name, publicKey),
-    publicKey,
-    verifierKey: formatVerifierKey(name, publicKey),
-    sign: (message) => sign(null, message, privateKey),
-  };
-}
+export type LogSigner = NoteSigner;
 
 /** Parses `PRIVATE+KEY+<name>+<hash>+<base64(0x01 || seed)>` (Go's note.NewSigner format). */
 export function parseSignerKey(text: string, field = 'log key'): LogSigner {
-  if (text.length > 1024) throw badKey('longer than 1024 characters', field);
-  const parts = chop(text.trim(), 5);
-  if (parts === null || parts[0] !== 'PRIVATE' || parts[1] !== 'KEY') throw badKey('not PRIVATE+KEY+<name>+<hash>+<base64 key>', field);
-  const [, , name, hash, b64] = parts as [string, string, string, string, string];
-  if (!isValidKeyName(name)) throw badKey('the name is empty or holds a space', field);
-  if (!/^[0-9a-fA-F]{8}$/.test(hash)) throw badKey('the hash is not 8 hex digits', field);
-  const data = decodeKeyData(b64, field);
-  if (data[0] !== ALG_ED25519 || data.length !== 33) throw badKey('not an Ed25519 seed (0x01 and 32 bytes)', field);
-  const der = Buffer.concat([PKCS8_ED25519, data.subarray(1)]);
-  data.fill(0);
-  const signer = signerOf(name, createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }));
-  der.fill(0);
-  if (signer.keyId !== parseInt(hash, 16)) throw badKey('the hash does not match the name and key', field);
-  return signer;
+  return parseNoteSignerKey(text, field, ALG_ED25519, 'an Ed25519 seed (0x01 and 32 bytes)');
 }
 
 /** A fresh Ed25519 log key: the signer key text (secret) and its signer. */
 export function generateSignerKey(name: string): { signerKeyText: string; signer: LogSigner } {
-  if (!isValidKeyName(name)) throw new InputError('bad_option', 'a key name is non-empty, with no spaces and no "+"', 'name');
-  const { privateKey } = generateKeyPairSync('ed25519');
-  const signer = signerOf(name, privateKey);
-  const pkcs8 = privateKey.export({ type: 'pkcs8', format: 'der' });
-  const seed = Buffer.concat([Buffer.from([ALG_ED25519]), pkcs8.subarray(PKCS8_ED25519.length)]);
-  const signerKeyText = `PRIVATE+KEY+${name}+${hex8(signer.keyId)}+${seed.toString('base64')}`;
-  seed.fill(0);
-  pkcs8.fill(0);
-  return { signerKeyText, signer };
+  return generateNoteSignerKey(name, ALG_ED25519);
 }
 
 function publicKeyObject(raw: Uint8Array): KeyObject {

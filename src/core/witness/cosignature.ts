@@ -5,31 +5,25 @@
  * SHA-256(name ‖ 0x0A ‖ 0x04 ‖ public key)[:4]. Witness keys are vkeys with type 0x04:
  * `<name>+<8 hex>+base64(0x04 ‖ public key)`; signer keys `PRIVATE+KEY+<name>+<8 hex>+base64(0x04 ‖ seed)`.
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
-import { decodeBase64Strict } from '../aer1/base64.js';
-import { sha256 } from '../aer1/hash.js';
-import { InputError } from '../errors/errors.js';
+import { createPublicKey, verify } from 'node:crypto';
 import { LogFormatError } from '../log/errors.js';
-import { isValidKeyName, MAX_NOTE_SIGNATURES, parseNote, type NoteSignature } from '../log/note.js';
+import { MAX_NOTE_SIGNATURES, parseNote, type NoteSignature } from '../log/note.js';
+import { badKey, chop, decodeKeyData, formatNoteKey, generateNoteSignerKey, hex8, isValidKeyName, noteKeyId, parseNoteSignerKey, SPKI_ED25519, type NoteSigner } from '../log/signer-key.js';
 
 /** signed-note's signature type for timestamped Ed25519 checkpoint cosignatures. */
 export const COSIGNATURE_V1_TYPE = 0x04;
 /** tlog-cosignature: `timestamp` MUST NOT exceed 2^63 - 1. */
 export const MAX_COSIGNATURE_TIME = 2n ** 63n - 1n;
 const SIG_PREFIX = '\u2014 ';
-const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
-const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
 /** 8-byte timestamp + 64-byte Ed25519 signature, after the 4-byte key ID. */
 const TIMESTAMPED_SIGNATURE_BYTES = 72;
 
-const hex8 = (id: number): string => id.toString(16).padStart(8, '0');
-
 export function cosignerKeyId(name: string, publicKey: Uint8Array): number {
-  return sha256(Buffer.concat([Buffer.from(name, 'utf8'), Buffer.from([0x0a, COSIGNATURE_V1_TYPE]), publicKey])).readUInt32BE(0);
+  return noteKeyId(name, COSIGNATURE_V1_TYPE, publicKey);
 }
 
 export function formatWitnessKey(name: string, publicKey: Uint8Array): string {
-  return `${name}+${hex8(cosignerKeyId(name, publicKey))}+${Buffer.concat([Buffer.from([COSIGNATURE_V1_TYPE]), publicKey]).toString('base64')}`;
+  return formatNoteKey(name, COSIGNATURE_V1_TYPE, publicKey);
 }
 
 /** A witness's cosignature/v1 verifier key, as the caller gives it. */
@@ -41,30 +35,6 @@ export interface WitnessKey {
   readonly text: string;
 }
 
-/** Splits at the first `count - 1` '+': the base64 at the end may hold '+'. */
-function chop(text: string, count: number): string[] | null {
-  const parts: string[] = [];
-  let rest = text;
-  for (let i = 0; i < count - 1; i++) {
-    const at = rest.indexOf('+');
-    if (at < 0) return null;
-    parts.push(rest.slice(0, at));
-    rest = rest.slice(at + 1);
-  }
-  parts.push(rest);
-  return parts;
-}
-
-const badKey = (message: string, field: string): LogFormatError => new LogFormatError('log_bad_key', message, field);
-
-function keyData(b64: string, field: string): Buffer {
-  try {
-    return decodeBase64Strict(b64, field);
-  } catch (err) {
-    throw badKey((err as Error).message.replace(`${field}: `, ''), field);
-  }
-}
-
 /** Parses `<name>+<hash>+<base64(0x04 ‖ 32-byte key)>`; a log key (0x01) is refused by its type. */
 export function parseWitnessKey(text: string, field = 'witness key'): WitnessKey {
   if (text.length > 1024) throw badKey('longer than 1024 characters', field);
@@ -73,7 +43,7 @@ export function parseWitnessKey(text: string, field = 'witness key'): WitnessKey
   const [name, hash, b64] = parts as [string, string, string];
   if (!isValidKeyName(name)) throw badKey('the name is empty or holds a space or "+"', field);
   if (!/^[0-9a-fA-F]{8}$/.test(hash)) throw badKey(`the hash ${JSON.stringify(hash.slice(0, 20))} is not 8 hex digits`, field);
-  const data = keyData(b64, field);
+  const data = decodeKeyData(b64, field);
   const type = data[0] ?? 0;
   if (type !== COSIGNATURE_V1_TYPE) {
     const what = type === 0x01 ? ' (0x01 is a log key: a witness key has type 0x04)' : '';
@@ -87,49 +57,17 @@ export function parseWitnessKey(text: string, field = 'witness key'): WitnessKey
 }
 
 /** A witness's signing key; the seed stays inside `sign`. */
-export interface CosignerKey {
-  readonly name: string;
-  readonly keyId: number;
-  readonly publicKey: Buffer;
-  readonly verifierKey: string;
-  sign(message: Uint8Array): Buffer;
-}
-
-function cosignerOf(name: string, privateKey: KeyObject): CosignerKey {
-  const spki = createPublicKey(privateKey).export({ type: 'spki', format: 'der' });
-  const publicKey = Buffer.from(spki.subarray(SPKI_ED25519.length));
-  return { name, keyId: cosignerKeyId(name, publicKey), publicKey, verifierKey: formatWitnessKey(name, publicKey), sign: (m) => sign(null, m, privateKey) };
-}
+export type CosignerKey = NoteSigner;
 
 /** Parses `PRIVATE+KEY+<name>+<hash>+<base64(0x04 ‖ 32-byte seed)>`. */
 export function parseCosignerKey(text: string, field = 'witness key'): CosignerKey {
-  if (text.length > 1024) throw badKey('longer than 1024 characters', field);
-  const parts = chop(text.trim(), 5);
-  if (parts === null || parts[0] !== 'PRIVATE' || parts[1] !== 'KEY') throw badKey('not PRIVATE+KEY+<name>+<hash>+<base64 key>', field);
-  const [, , name, hash, b64] = parts as [string, string, string, string, string];
-  if (!isValidKeyName(name)) throw badKey('the name is empty or holds a space or "+"', field);
-  if (!/^[0-9a-fA-F]{8}$/.test(hash)) throw badKey('the hash is not 8 hex digits', field);
-  const data = keyData(b64, field);
-  if (data[0] !== COSIGNATURE_V1_TYPE || data.length !== 33) throw badKey('not a cosignature/v1 Ed25519 seed (0x04 and 32 bytes)', field);
-  const der = Buffer.concat([PKCS8_ED25519, data.subarray(1)]);
-  data.fill(0);
-  const key = cosignerOf(name, createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }));
-  der.fill(0);
-  if (key.keyId !== parseInt(hash, 16)) throw badKey('the hash does not match the name and key', field);
-  return key;
+  return parseNoteSignerKey(text, field, COSIGNATURE_V1_TYPE, 'a cosignature/v1 Ed25519 seed (0x04 and 32 bytes)');
 }
 
 /** A fresh witness key: its secret text and the key. */
 export function generateCosignerKey(name: string): { signerKeyText: string; key: CosignerKey } {
-  if (!isValidKeyName(name)) throw new InputError('bad_option', 'a key name is non-empty, with no spaces and no "+"', 'name');
-  const { privateKey } = generateKeyPairSync('ed25519');
-  const key = cosignerOf(name, privateKey);
-  const pkcs8 = privateKey.export({ type: 'pkcs8', format: 'der' });
-  const seed = Buffer.concat([Buffer.from([COSIGNATURE_V1_TYPE]), pkcs8.subarray(PKCS8_ED25519.length)]);
-  const signerKeyText = `PRIVATE+KEY+${name}+${hex8(key.keyId)}+${seed.toString('base64')}`;
-  seed.fill(0);
-  pkcs8.fill(0);
-  return { signerKeyText, key };
+  const { signerKeyText, signer } = generateNoteSignerKey(name, COSIGNATURE_V1_TYPE);
+  return { signerKeyText, key: signer };
 }
 
 /** The signed message: `cosignature/v1\ntime <ts>\n` then the note text (with its final newline, no signatures). */

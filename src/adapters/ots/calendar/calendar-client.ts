@@ -13,6 +13,7 @@ import { VERSION } from '../../../version.js';
 import { configDefault } from '../../config/schema.js';
 import { CalendarError } from './calendar-error.js';
 import { calendarEndpoint, parseCalendarUrl } from './calendar-url.js';
+import { readBoundedBody } from '../../fetch/bounded-body.js';
 
 export const OTS_ACCEPT = 'application/vnd.opentimestamps.v1';
 /** `ots.timeoutMs`'s default, for clients made without a configuration (the verifier's upgrade). */
@@ -182,31 +183,7 @@ export class CalendarClient {
     if (!res) throw new CalendarError('network', this.url, `${method} ${endpoint}: no answer`);
 
     encoding = res.headers.get('content-encoding');
-    const declared = res.headers.get('content-length');
-    if (declared !== null && Number(declared) > this.maxResponseBytes) {
-      await res.body?.cancel().catch(() => undefined);
-      throw tooLarge(`(Content-Length ${declared})`);
-    }
-    const chunks: Buffer[] = [];
-    let total = 0;
-    if (res.body) {
-      const reader = res.body.getReader();
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          total += value.length;
-          if (total > this.maxResponseBytes) {
-            const err = tooLarge('(streamed)');
-            await reader.cancel().catch(() => undefined);
-            throw err;
-          }
-          chunks.push(Buffer.from(value));
-        }
-      } catch (err) {
-        throw fail(err, 'reading the body');
-      }
-    }
-    return { status: res.status, body: Buffer.concat(chunks), endpoint: target };
+    const answer = await readBoundedBody(res, this.maxResponseBytes, tooLarge, (err) => fail(err, 'reading the body'));
+    return { status: res.status, body: answer, endpoint: target };
   }
 }
