@@ -9,11 +9,12 @@
  * NUL survives the encoding, and names are bounded.
  * Writes are atomic: a temporary file in the same folder, fsync, rename, fsync of the folder.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import type { AnchorProof } from '../../core/proof/format.js';
 import { subjectKey, type Envelope } from '../../core/envelope/envelope.js';
+import { replaceFile } from '../files/replace-file.js';
 
 /** Longest file name (without `.json`) made from a key; longer keys are named by their hash. */
 export const NAME_MAX = 128;
@@ -78,26 +79,7 @@ export class ProofArchive {
       throw new Error(`archive: ${path} holds the proof of another key; keep archive.dir on a case-sensitive file system`);
     }
     await mkdir(folder, { recursive: true });
-    const tmp = join(folder, `.tmp-${randomBytes(8).toString('hex')}`);
-    try {
-      const fh = await open(tmp, 'wx', 0o644);
-      try {
-        await fh.writeFile(bytes);
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      await rename(tmp, path);
-    } catch (err) {
-      await rm(tmp, { force: true });
-      throw err;
-    }
-    const dirHandle = await open(folder, 'r');
-    try {
-      await dirHandle.sync();
-    } finally {
-      await dirHandle.close();
-    }
+    await replaceFile(path, bytes, 0o644);
     const back = await this.read(key);
     if (!back || !back.bytes.equals(bytes) || back.proof.digest !== proof.digest) {
       throw new Error(`archive: ${path} did not read back as the proof just written`);

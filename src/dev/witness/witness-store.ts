@@ -6,11 +6,12 @@
  * read-check-write under that origin's lock, so two requests never both pass the check
  * on the same old size (tlog-witness: the check and the update are atomic).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { open, readFile, rename } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { decodeBase64Strict } from '../../core/aer1/base64.js';
+import { replaceFile } from '../../adapters/files/replace-file.js';
 import type { OriginRecord } from './witness-decision.js';
 
 export interface StoredOrigin extends OriginRecord {
@@ -77,23 +78,8 @@ export class WitnessStore {
     return run;
   }
 
-  /** Write aside, fsync, rename over, fsync the folder: a crash leaves the old file or the new one. */
+  /** A crash leaves the old file or the new one (replaceFile). */
   private async replace(name: string, bytes: Buffer): Promise<void> {
-    const path = join(this.dir, name);
-    const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-    const fh = await open(tmp, 'wx', 0o600);
-    try {
-      await fh.writeFile(bytes);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, path);
-    const dir = await open(this.dir, 'r');
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
-    }
+    await replaceFile(join(this.dir, name), bytes, 0o600);
   }
 }
