@@ -10,6 +10,7 @@ import { parseCheckpointText } from '../../core/log/checkpoint.js';
 import { parseNote } from '../../core/log/note.js';
 import { inclusionProof } from '../../core/log/proof.js';
 import { TILE_WIDTH, TileHashes, tilePath, type TileRef } from '../../core/log/tiles.js';
+import { CheckpointHistory } from './checkpoint-history.js';
 import { CHECKPOINT_FILE, readOptional } from './tile-files.js';
 
 export interface FolderCheckpoint {
@@ -18,16 +19,28 @@ export interface FolderCheckpoint {
   readonly size: number;
 }
 
+function described(note: string, field: string): FolderCheckpoint {
+  const cp = parseCheckpointText(parseNote(note, field).text, field);
+  return { note, origin: cp.origin, size: cp.size };
+}
+
 export class LogFolder {
-  constructor(readonly dir: string) {}
+  private readonly history: CheckpointHistory;
+
+  constructor(readonly dir: string) {
+    this.history = new CheckpointHistory(dir);
+  }
 
   /** The checkpoint the folder holds now (its signature is the reader's to check), or null before the first. */
   checkpoint(): FolderCheckpoint | null {
     const bytes = readOptional(this.dir, CHECKPOINT_FILE);
-    if (bytes === null) return null;
-    const note = bytes.toString('utf8');
-    const cp = parseCheckpointText(parseNote(note, `${this.dir}/${CHECKPOINT_FILE}`).text, `${this.dir}/${CHECKPOINT_FILE}`);
-    return { note, origin: cp.origin, size: cp.size };
+    return bytes === null ? null : described(bytes.toString('utf8'), `${this.dir}/${CHECKPOINT_FILE}`);
+  }
+
+  /** The first checkpoint whose tree holds entry `index` (the one its witnesses attested soonest), or null. */
+  checkpointCovering(index: number): FolderCheckpoint | null {
+    const kept = this.history.covering(index);
+    return kept === null ? null : described(kept.note, `${this.dir}/checkpoints/${kept.size}`);
   }
 
   /** The bytes of a tile or bundle a checkpoint of `size` covers (immutable from then on), or null. */

@@ -34,6 +34,22 @@ export interface LogServiceOptions {
 
 type Script = (...args: (string | number)[]) => Promise<unknown>;
 
+/** A checkpoint just written to the folder (and kept under checkpoints/<size>). */
+export interface NewCheckpoint {
+  readonly origin: string;
+  readonly size: number;
+  readonly root: Buffer;
+  readonly note: string;
+}
+
+/**
+ * Told of each new checkpoint, after it is in the folder. A notice, not a queue: a listener
+ * that must not miss one keeps its own durable cursor and catches up from the folder's
+ * kept checkpoints (CheckpointHistory.sizesAfter) on start and after an error. It runs
+ * inside the log's tick, so slow work (network) belongs in the listener's own loop.
+ */
+export type CheckpointListener = (checkpoint: NewCheckpoint) => Promise<void>;
+
 export class LogService {
   readonly keys: LogKeys;
   readonly sequencer: LogSequencer;
@@ -44,6 +60,7 @@ export class LogService {
   private running: Promise<unknown> | null = null;
   private stopped = false;
   private lastError = '';
+  private readonly listeners: CheckpointListener[] = [];
 
   constructor(
     private readonly redis: RedisClient,
@@ -59,6 +76,21 @@ export class LogService {
 
   get leaseKey(): string {
     return `${this.options.base}:log:lease`;
+  }
+
+  /** Adds a listener told of every checkpoint this service writes; its errors are logged, never thrown. */
+  onCheckpoint(listener: CheckpointListener): void {
+    this.listeners.push(listener);
+  }
+
+  private async tell(checkpoint: NewCheckpoint): Promise<void> {
+    for (const listener of this.listeners) {
+      try {
+        await listener(checkpoint);
+      } catch (err) {
+        this.log.error({ err, size: checkpoint.size }, 'anchor log: a checkpoint listener failed (it catches up from the folder)');
+      }
+    }
   }
 
   /** Opens the folder (refusing one that is not this log's) and starts the ticks. */
@@ -91,7 +123,10 @@ export class LogService {
       const out = await new LogPublisher(this.sequencer, this.writer).publish();
       if (out.resequenced > 0) this.log.warn({ resequenced: out.resequenced }, 'anchor log: Redis was behind the log folder; settled from the files');
       this.lastError = '';
-      return out.checkpoint ? { size: out.checkpoint.size } : null;
+      if (!out.checkpoint) return null;
+      const { checkpoint } = this.writer.checkpointed;
+      await this.tell({ origin: checkpoint.origin, size: checkpoint.size, root: checkpoint.root, note: out.checkpoint.note });
+      return { size: out.checkpoint.size };
     } catch (err) {
       // the writer may hold entries no checkpoint covers: reopen it from the files next tick
       this.writer = null;

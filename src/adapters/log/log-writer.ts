@@ -14,6 +14,7 @@ import { parseVerifierKey, type LogSigner } from '../../core/log/note.js';
 import { consistencyProof, inclusionProof, treeHash } from '../../core/log/proof.js';
 import { CompactRange, leafHash } from '../../core/log/rfc6962.js';
 import { decodeBundle, encodeBundle, splitTile, TILE_HEIGHT, TILE_WIDTH, TileHashes, tileInTree, tilePath, type TileRef } from '../../core/log/tiles.js';
+import { CheckpointHistory } from './checkpoint-history.js';
 import { CHECKPOINT_FILE, readOptional, syncFolder, writeReplacing, writeTile } from './tile-files.js';
 
 export interface LogWriterOptions {
@@ -32,8 +33,11 @@ export class LogWriter {
   private readonly finished: { tile: TileRef; bytes: Buffer }[] = [];
   private published: Checkpoint;
   private note: string;
+  /** Every checkpoint written, by size (checkpoints/). */
+  readonly history: CheckpointHistory;
 
   private constructor(private readonly options: LogWriterOptions, start: { checkpoint: Checkpoint; note: string; subtrees: Buffer[]; tails: Buffer[][]; bundle: Buffer[] }) {
+    this.history = new CheckpointHistory(options.dir);
     this.range = CompactRange.fromSubtrees(start.checkpoint.size, start.subtrees, (height, index, hash) => this.completed(height, index, hash));
     this.tails = start.tails;
     this.bundle = start.bundle;
@@ -85,6 +89,8 @@ export class LogWriter {
     });
     const writer = new LogWriter(options, { checkpoint: cp, note: existing.toString('utf8'), subtrees, tails, bundle });
     if (!writer.range.root().equals(cp.root)) throw new LogFormatError('log_bad_checkpoint', `the tiles under ${options.dir} do not hash to the checkpoint's root`, `${field}.root`);
+    // a crash between keeping the checkpoint and listing its size: list it now
+    if (writer.history.last() !== cp.size) writer.history.record(cp.size, existing.toString('utf8'));
     return writer;
   }
 
@@ -167,6 +173,8 @@ export class LogWriter {
     for (const folder of folders) syncFolder(folder);
     const checkpoint: Checkpoint = { origin: this.options.origin, size, root: this.range.root(), extensions: [] };
     const note = signCheckpoint(checkpoint, this.options.signer);
+    // kept first, so the live checkpoint never names a size the history lacks
+    this.history.record(size, note);
     writeReplacing(dir, CHECKPOINT_FILE, Buffer.from(note, 'utf8'));
     this.published = checkpoint;
     this.note = note;

@@ -78,8 +78,8 @@ export class ProofExporter {
     const raw = await this.store.redis.hget(new LogKeys(this.store.keys.base).index, record.key);
     if (raw === null) return null;
     const index = Number(raw);
-    const cp = this.logFolder.checkpoint();
-    if (cp === null || index >= cp.size) return null;
+    const cp = this.logFolder.checkpointCovering(index);
+    if (cp === null) return null;
     const ref = { ...tileInTree(cp.size, 0, Math.floor(index / TILE_WIDTH)), level: 'entries' as const };
     const bundle = this.logFolder.tile(ref, cp.size);
     const entry = bundle === null ? null : decodeBundle(bundle, ref)[index % TILE_WIDTH];

@@ -9,6 +9,8 @@ import { canonicalJson } from '../aer1/canonical-json.js';
 import { isHex64, sha256Hex } from '../aer1/hash.js';
 import { InputError } from '../errors/errors.js';
 import type { SignedEvent, SigningKey } from './keys.js';
+import { parseCheckpointText, type Checkpoint } from '../log/checkpoint.js';
+import { parseNote } from '../log/note.js';
 
 export type { SignedEvent } from './keys.js';
 
@@ -163,6 +165,51 @@ export function batchEvent(input: BatchEventInput, key: SigningKey): SignedEvent
     ],
     content: batchContent(input.anchoredAt, input.batchRootHex, input.leafCount),
   });
+}
+
+/**
+ * A checkpoint event (SPEC §4.4, docs/log.md): the anchor log's signed checkpoint note as
+ * the content, byte for byte; tags `alt`, `x` = the root in hex and the marker
+ * `["t", "aer1-checkpoint"]`, so a monitor lists a signer's checkpoints with
+ * `{"authors": [...], "#t": ["aer1-checkpoint"]}`. The Nostr signature says who published
+ * it; the note's own signature (the log key) is what a verifier trusts it by.
+ */
+export const CHECKPOINT_MARKER_TAG: readonly [string, string] = ['t', 'aer1-checkpoint'];
+
+export interface CheckpointEventInput {
+  /** The signed checkpoint note (C2SP tlog-checkpoint), as the log folder holds it. */
+  note: string;
+  /** Unix seconds: when the checkpoint was written. */
+  createdAt: number;
+  kind?: number;
+}
+
+export function checkpointEvent(input: CheckpointEventInput, key: SigningKey): SignedEvent {
+  const { checkpoint } = readCheckpointNote(input.note, 'note');
+  return key.sign({
+    kind: checkKind(input.kind),
+    created_at: checkCreatedAt(input.createdAt, 'createdAt'),
+    tags: [
+      ['alt', checkSummary(`AER-1 anchor log checkpoint: ${checkpoint.origin.slice(0, 200)}, size ${checkpoint.size}`)],
+      ['x', checkpoint.root.toString('hex')],
+      [...CHECKPOINT_MARKER_TAG],
+    ],
+    content: input.note,
+  });
+}
+
+/** Whether an event says it is a checkpoint event (its marker tag); its content is still to be read. */
+export function isCheckpointEvent(event: Pick<SignedEvent, 'tags'>): boolean {
+  return event.tags.some((t) => t[0] === CHECKPOINT_MARKER_TAG[0] && t[1] === CHECKPOINT_MARKER_TAG[1]);
+}
+
+/**
+ * The checkpoint a checkpoint event's content holds (format errors throw LogFormatError
+ * naming `field`). Its signature is not checked here: that is openCheckpoint's, against
+ * the log keys the caller trusts.
+ */
+export function readCheckpointNote(note: string, field = 'content'): { note: string; checkpoint: Checkpoint } {
+  return { note, checkpoint: parseCheckpointText(parseNote(note, field).text, field) };
 }
 
 /** JSON text of an event with NIP-01 field order (what relays send back). */
