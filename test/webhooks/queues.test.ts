@@ -11,8 +11,8 @@ import { createLogger } from '../../src/daemon/logger.js';
 import { enqueueChanges, FANOUT_GROUP, WebhookDeliverer, type DeliveryJob, type WebhookDelivererOptions } from '../../src/adapters/webhooks/deliverer.js';
 import { hookId, WebhookLog } from '../../src/adapters/webhooks/delivery-log.js';
 import { verifySignature } from '../../src/adapters/webhooks/signature.js';
-import { webhookQueueName } from '../../src/adapters/queue/names.js';
-import { stalledJobOptions } from '../../src/adapters/queue/stalled.js';
+import { webhookQueueName } from '../../src/adapters/bullmq/names.js';
+import { stalledJobOptions } from '../../src/adapters/bullmq/stalled.js';
 import { SHARED_REDIS_URL, uniquePrefix, waitFor } from '../helpers/harness.js';
 import { startReceiver, type Receiver } from './receiver.js';
 
