@@ -9,8 +9,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { messageText, type FeedMessage } from './event-feed.js';
-import type { Feed, Subscription } from './live-feed.js';
+import { messageText, type FeedMessage } from '../feed/event-feed.js';
+import type { Feed, Subscription } from '../feed/live-feed.js';
 import { MAX_BUFFERED_BYTES, roomIn, type ReplayFailure } from './live-clients.js';
 
 const HEARTBEAT_MS = 15_000;

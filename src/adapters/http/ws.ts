@@ -11,8 +11,8 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { messageText } from './event-feed.js';
-import type { Feed, Subscription } from './live-feed.js';
+import { messageText } from '../feed/event-feed.js';
+import type { Feed, Subscription } from '../feed/live-feed.js';
 import { MAX_BUFFERED_BYTES, roomIn, type ReplayFailure } from './live-clients.js';
 
 const PING_MS = 30_000;
