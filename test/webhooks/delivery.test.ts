@@ -245,6 +245,40 @@ describe('WebhookDeliverer', () => {
     }
   });
 
+  it('adds a live burst larger than it holds to the queue whole, once each, in order, by replaying from its cursor', { timeout: 60_000 }, async () => {
+    const sp = space();
+    const receiver = await startReceiver(() => 503);
+    // one try, then a long pause: the changes stay in the hook's queue to be counted; it holds 500 live changes at most
+    const d = deliverer(sp, receiver, { backoffMs: 60_000, backoffMaxMs: 60_000, maxPending: 500 });
+    await d.start();
+    const queue = d.queueOf(hookId(receiver.url))!;
+    try {
+      // one change first: once it is tried the fan-out follows live
+      const [first] = await emit(sp.stream, 1, 'before-burst');
+      await waitFor('the first change tried', () => receiver.requests.length === 1);
+      const at = new Date().toISOString();
+      const perEntry = 300;
+      const entries = 20;
+      // one transaction: the live reader gets the whole burst in one read
+      const pipeline = redis.multi();
+      for (let e = 0; e < entries; e++) {
+        const keys = Array.from({ length: perEntry }, (_, i) => `burst-${e}-${i}`);
+        pipeline.xadd(sp.stream, '*', 'data', JSON.stringify({ type: 'state', witness: 'ots', to: 'partial', at, detail: '', runs: [['pending', 'pending', 'partial', ...keys]] }));
+      }
+      const ids = ((await pipeline.exec()) ?? []).map(([, id]) => id as string);
+      const eventIds = [first!.id, ...ids.flatMap((id) => Array.from({ length: perEntry }, (_, i) => `${id}.${i}`))];
+      await waitFor('the cursor past the burst', async () => (await cursorOf(sp)) === eventIds.at(-1), 45_000);
+      const jobs = await queue.getJobs(['waiting', 'active', 'delayed', 'prioritized', 'paused', 'completed', 'failed'], 0, -1, true);
+      expect(jobs.map((j) => j.id).sort()).toEqual([...eventIds].sort());
+      // in the order of the stream: each job's timestamp is not before the one of the change before it
+      const byId = new Map(jobs.map((j) => [j.id!, j.timestamp]));
+      for (let i = 1; i < eventIds.length; i++) expect(byId.get(eventIds[i]!)!).toBeGreaterThanOrEqual(byId.get(eventIds[i - 1]!)!);
+    } finally {
+      await d.stop();
+      await receiver.close();
+    }
+  });
+
   it('starts a new hook at the end of the stream and resumes an existing one where it stopped', async () => {
     const sp = space();
     await emit(sp.stream, 2, 'before-first-start');

@@ -70,6 +70,8 @@ export interface WebhookDelivererOptions {
   eventIdPrefix?: string;
   /** XREAD BLOCK timeout of the fan-out's live reader (default 5000 ms). */
   blockMs?: number;
+  /** Live changes the fan-out holds before it replays from its cursor instead (default 5000). */
+  maxPending?: number;
   /** How soon a dead daemon's in-flight delivery is handed back (queue.stalledIntervalMs; default 30 000 ms). */
   stalledIntervalMs?: number;
   /** The daemon's shared backoff while Redis refuses writes (the hooks' workers pause with the rest). */
@@ -339,6 +341,7 @@ export class WebhookDeliverer {
       eventIdPrefix: opts.eventIdPrefix ?? '',
       leaseMs,
       ...(opts.blockMs !== undefined ? { blockMs: opts.blockMs } : {}),
+      ...(opts.maxPending !== undefined ? { maxPending: opts.maxPending } : {}),
       add: async (changes) => {
         await Promise.all(this.hooks.map((h) => enqueueChanges(h.queue, changes)));
       },

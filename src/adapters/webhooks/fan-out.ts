@@ -56,6 +56,8 @@ export interface FanOutOptions {
   leaseMs?: number;
   /** XREAD BLOCK timeout of the live reader (default 5000 ms). */
   blockMs?: number;
+  /** Live changes held before it replays from its cursor instead (default MAX_PENDING). */
+  maxPending?: number;
 }
 
 export class FanOut {
@@ -127,7 +129,7 @@ export class FanOut {
     };
     const sub = await this.feed.subscribe(
       (m) => {
-        if (overflow || pending.length >= MAX_PENDING) overflow = true;
+        if (overflow || pending.length >= (this.o.maxPending ?? MAX_PENDING)) overflow = true;
         else pending.push(m);
         this.wake?.();
       },
