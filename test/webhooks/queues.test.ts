@@ -146,7 +146,7 @@ describe('a daemon that dies between adding changes to the queues and moving the
 });
 
 describe('a daemon that dies while adding a packed entry\'s changes to the queues', () => {
-  it('leaves no subject event lost or repeated: the survivor expands the entry into the same event ids', { timeout: 30_000 }, async () => {
+  it('leaves no subject event lost or repeated: the survivor expands the entry into the same event ids', { timeout: 90_000 }, async () => {
     const sp = space();
     const a = await startReceiver(() => 200);
     const b = await startReceiver(() => 200);
@@ -166,7 +166,7 @@ describe('a daemon that dies while adding a packed entry\'s changes to the queue
     const d = deliverer(sp, [a, b], { leaseMs: 300 });
     await d.start();
     try {
-      await waitFor('both got all 300', () => a.delivered().length === 300 && b.delivered().length === 300, 20_000);
+      await waitFor('both got all 300', () => a.delivered().length === 300 && b.delivered().length === 300, 60_000);
       await waitFor('the cursor past the entry', async () => (await redis.get(fanOutKeys(sp.base).cursor)) === ids.at(-1));
       for (const r of [a, b]) {
         expect(r.requests.map((q) => q.eventId)).toEqual(ids);

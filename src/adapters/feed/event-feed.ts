@@ -12,6 +12,7 @@
 import { duplicateClient, type RedisClient as Redis } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import { backoffDelay } from '../../core/retry/backoff.js';
+import { Pause } from '../../core/retry/pause.js';
 import { compareEventIds, expandEntry, formatEventId, parseEventId, type RawEntry, type StateEvent } from '../state/stream-entries.js';
 
 export type { StateEvent } from '../state/stream-entries.js';
@@ -120,7 +121,7 @@ export class EventFeed {
   private closed = false;
   private loop: Promise<void> | null = null;
   /** Ends the live reader's wait before a retry (on close). */
-  private wake: (() => void) | null = null;
+  private readonly pause = new Pause();
 
   constructor(redis: Redis, stream: string, log: Logger, options: EventFeedOptions = {}) {
     this.redis = options.reads ?? redis;
@@ -201,15 +202,7 @@ export class EventFeed {
         const fields = { stream: this.stream, cause: (err as Error).message, failures, retryInMs };
         if (failures === 1) this.log.warn(fields, 'event feed read failed; retrying');
         else this.log.debug(fields, 'event feed read failed again; retrying');
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
-            clearTimeout(timer);
-            this.wake = null;
-            resolve();
-          };
-          const timer = setTimeout(done, retryInMs);
-          this.wake = done;
-        });
+        await this.pause.for(retryInMs);
       }
     }
   }
@@ -236,7 +229,7 @@ export class EventFeed {
     this.closed = true;
     this.listeners.clear();
     this.reader.disconnect();
-    this.wake?.();
+    this.pause.end();
     // a cluster client may never settle the XREAD it had in flight to a lost master: shutdown waits a bounded time, the loop ends when it does
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.loop, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);

@@ -21,6 +21,7 @@ import type { Logger } from 'pino';
 import type { RedisClient as Redis } from '../redis/connection.js';
 import { Lease } from '../redis/lease.js';
 import { backoffDelay } from '../../core/retry/backoff.js';
+import { Pause } from '../../core/retry/pause.js';
 import { EventFeed, eventBody, type FeedMessage } from '../feed/event-feed.js';
 import { LiveFeed } from '../feed/live-feed.js';
 
@@ -67,7 +68,8 @@ export class FanOut {
   private readonly feed: LiveFeed;
   private stopped = false;
   private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
+  /** The loop's wait: ended early by a stop, and by a live change while it follows. */
+  private readonly pause = new Pause();
 
   constructor(private readonly o: FanOutOptions) {
     this.keys = fanOutKeys(o.base);
@@ -88,14 +90,14 @@ export class FanOut {
     while (!this.stopped) {
       try {
         if (await this.lease.hold()) await this.follow();
-        else await this.sleep(this.renewEveryMs);
+        else await this.pause.for(this.renewEveryMs);
         errors = 0;
       } catch (err) {
         if (this.stopped) break;
         errors += 1;
         const delay = backoffDelay(errors, 500, 10_000);
         this.o.log.warn({ err, retryInMs: delay }, 'webhook fan-out failed; retrying from its cursor');
-        await this.sleep(delay);
+        await this.pause.for(delay);
       }
     }
   }
@@ -131,7 +133,7 @@ export class FanOut {
       (m) => {
         if (overflow || pending.length >= (this.o.maxPending ?? MAX_PENDING)) overflow = true;
         else pending.push(m);
-        this.wake?.();
+        this.pause.end();
       },
       cursor,
       async () => !this.stopped && (await flush()),
@@ -144,7 +146,7 @@ export class FanOut {
       }
       let renewed = Date.now();
       while (!this.stopped && !overflow) {
-        if (pending.length === 0) await this.sleep(this.renewEveryMs);
+        if (pending.length === 0) await this.pause.for(this.renewEveryMs);
         if (!(await flush())) return;
         if (Date.now() - renewed >= this.renewEveryMs) {
           if (!(await this.lease.hold())) return;
@@ -162,22 +164,10 @@ export class FanOut {
     await this.o.redis.set(this.keys.cursor, await this.events.end(), 'NX');
   }
 
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.wake = null;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wake = done;
-    });
-  }
-
   /** Stops following and lets the lease go, so another daemon takes over at once. */
   async stop(): Promise<void> {
     this.stopped = true;
-    this.wake?.();
+    this.pause.end();
     await this.loop;
     await this.lease.release().catch(() => undefined);
     await this.events.close();
