@@ -1,8 +1,8 @@
 /**
  * The layout's rules, checked in `npm test` (test/docs/dependency-rules.test.ts):
  * src/core is pure (no adapter, no I/O module, no Redis/queue/socket library), src/dev
- * (dev witnesses, demo stack) is reached only from the CLI and tests, and no two folders
- * depend on each other.
+ * (dev witnesses, demo stack) is reached only from the CLI and tests, the witnesses know
+ * neither the issuers' queue nor the intake stage, and no two folders depend on each other.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -34,6 +34,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/(cli|dev)/' },
       to: { path: '^src/dev/' },
+    },
+    {
+      name: 'witnesses-import-no-queue-or-intake',
+      comment: 'The stages run job → intake → envelope → witnesses → state: a witness (nostr, ots, witness) takes its subjects from state, never from the issuers\' queue or the intake stage.',
+      severity: 'error',
+      from: { path: '^src/adapters/(nostr|ots|witness)/' },
+      to: { path: '^src/adapters/(queue|intake)/' },
     },
     {
       name: 'no-folder-cycles',

@@ -12,7 +12,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { Queue } from 'bullmq';
-import { ANCHOR_JOB } from '../src/adapters/queue/names.js';
+import { ANCHOR_JOB } from '../src/adapters/bullmq/names.js';
 import { ANCHOR_JOB_OPTIONS } from '../src/adapters/queue/producer.js';
 import { StateKeys } from '../src/adapters/state/keys.js';
 import { shardOf } from '../src/core/shard/shard.js';

@@ -14,7 +14,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ANCHOR_JOB } from '../src/adapters/queue/names.js';
+import { ANCHOR_JOB } from '../src/adapters/bullmq/names.js';
 import { ANCHOR_JOB_OPTIONS, enqueueAnchors } from '../src/adapters/queue/producer.js';
 import { AnchorStore, type BatchInfo } from '../src/adapters/state/anchor-store.js';
 import type { WitnessName } from '../src/adapters/state/keys.js';

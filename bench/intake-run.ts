@@ -12,7 +12,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ANCHOR_JOB } from '../src/adapters/queue/names.js';
+import { ANCHOR_JOB } from '../src/adapters/bullmq/names.js';
 import { ANCHOR_JOB_OPTIONS, bulkJobId } from '../src/adapters/queue/producer.js';
 import { StateKeys } from '../src/adapters/state/keys.js';
 import type { PeersInfo } from './peers.js';

@@ -5,7 +5,7 @@
  * A subject counts when all relays accepted its event and m calendars answered.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readSubject } from '../src/adapters/queue/job-data.js';
+import { readSubject } from '../src/adapters/intake/job-data.js';
 import { envelopeEvent, DEFAULT_EVENT_KIND } from '../src/core/nostr/events.js';
 import { generateSecretKey } from '../src/core/nostr/keys.js';
 import { RelayClient } from '../src/adapters/nostr/relay-client.js';

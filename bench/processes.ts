@@ -14,7 +14,7 @@ import type { Redis } from 'ioredis';
 import type { RedisClient } from '../src/adapters/redis/connection.js';
 import { loadConfig, type Config } from '../src/adapters/config/config.js';
 import { startEmbeddedRedis, stopChild, type EmbeddedRedis } from '../src/daemon/embedded-redis.js';
-import { nostrBatchQueueName, otsQueueName } from '../src/adapters/queue/names.js';
+import { nostrBatchQueueName, otsQueueName } from '../src/adapters/bullmq/names.js';
 import { StateKeys } from '../src/adapters/state/keys.js';
 import type { PeersInfo } from './peers.js';
 

@@ -10,7 +10,7 @@ import { nostrQuorum, retentionAfterMs, type Config } from '../adapters/config/c
 import { AnchorStore, STATE_SCHEMA } from '../adapters/state/anchor-store.js';
 import type { WitnessName } from '../adapters/state/keys.js';
 import { Batcher } from '../adapters/batch/batcher.js';
-import { IntakeProcessor, intakeWorkerOptions, startIntakeWorker, type BulkIntakeResult } from '../adapters/queue/intake.js';
+import { IntakeProcessor, intakeWorkerOptions, startIntakeWorker, type BulkIntakeResult } from '../adapters/intake/intake.js';
 import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
 import { OtsWitness } from '../adapters/ots/ots-witness.js';

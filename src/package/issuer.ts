@@ -15,9 +15,9 @@ export {
 } from '../adapters/queue/producer.js';
 export { enqueueAnchorRouted, enqueueAnchorsRouted, shardTargets, type ShardTarget } from '../adapters/queue/routed-producer.js';
 export { shardOf, shardPrefix, MAX_SHARDS } from '../core/shard/shard.js';
-export type { BulkIntakeResult, BulkSubjectResult } from '../adapters/queue/intake.js';
-export { ANCHOR_JOB } from '../adapters/queue/names.js';
-export type { JobLimits } from '../adapters/queue/job-data.js';
+export type { BulkIntakeResult, BulkSubjectResult } from '../adapters/intake/intake.js';
+export { ANCHOR_JOB } from '../adapters/bullmq/names.js';
+export type { JobLimits } from '../adapters/intake/job-data.js';
 export { AnchorStore } from '../adapters/state/anchor-store.js';
 export { StateKeys } from '../adapters/state/keys.js';
 export { Aer1Error, ConflictError, InputError } from '../core/errors/errors.js';

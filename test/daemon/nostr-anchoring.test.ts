@@ -3,7 +3,7 @@
  */
 import { QueueEvents } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
+import { ANCHOR_JOB } from '../../src/adapters/bullmq/names.js';
 import { ANCHOR_JOB_OPTIONS } from '../../src/adapters/queue/producer.js';
 import { verifySignedEvent } from '../../src/core/nostr/events.js';
 import { BatchTree } from '../../src/core/batch/batch-tree.js';

@@ -21,7 +21,7 @@ import { autoBudget } from '../../src/core/nostr/auto-mode.js';
 import { envelopeEvent, serializeEvent } from '../../src/core/nostr/events.js';
 import { buildEnvelope, envelopeCanonical } from '../../src/core/envelope/envelope.js';
 import { sha256Hex } from '../../src/core/aer1/hash.js';
-import { rootFingerprint } from '../../src/adapters/queue/intake.js';
+import { rootFingerprint } from '../../src/adapters/intake/intake.js';
 import { Issuer, receiptFields, startDaemon, startRelays, testConfig, waitFor } from '../helpers/harness.js';
 
 const BURST = Number(process.env.AER1_AUTO_BURST ?? 500);

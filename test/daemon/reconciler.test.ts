@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { Reconciler } from '../../src/daemon/reconciler.js';
-import { otsQueueName } from '../../src/adapters/queue/names.js';
+import { otsQueueName } from '../../src/adapters/bullmq/names.js';
 import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
 import { Issuer, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 

@@ -49,7 +49,7 @@ describe('aer1-anchord on redis.cluster', () => {
     const N = 30;
     const receiver = await startReceiver(() => 200);
     const s = await startStack({ relays: 2, redisUrl: { cluster: cluster.urls }, overrides: { redis: { cluster: cluster.urls }, webhooks: [{ url: receiver.url, secret: 'cluster-hook-secret-0123456789' }] } });
-    // the webhook fan-out blocks on the events stream (XREADGROUP) and delivers from BullMQ queues, all on the cluster
+    // the webhook fan-out blocks on the events stream (XREAD), keeps its cursor under a lease and delivers from BullMQ queues, all on the cluster
     const hooks = await startWebhooks({ daemon: s.daemon, log: s.log, tuning: { backoffMs: 50, backoffMaxMs: 200, blockMs: 200 } });
     try {
       expect(isCluster(s.daemon.redis)).toBe(true);

@@ -20,7 +20,7 @@ describe('dependency rules', () => {
   const bad = tempDir('aer1-deprules');
   afterAll(() => rmSync(bad, { recursive: true, force: true }));
 
-  it('hold for src/: the core is pure, src/dev is reached only from the CLI, no folder cycles', () => {
+  it('hold for src/: the core is pure, src/dev is reached only from the CLI, witnesses import neither queue nor intake, no folder cycles', () => {
     const r = cruise(REPO_ROOT);
     expect(r.out).toMatch(/no dependency violations found/);
     expect(r.code).toBe(0);
@@ -34,6 +34,10 @@ describe('dependency rules', () => {
       'src/adapters/b/uses-dev.ts': "import { y } from '../../dev/c/dev.js';\nimport { w } from '../d/w.js';\nexport const z = y + w;\n",
       'src/adapters/d/w.ts': "import { z } from '../b/uses-dev.js';\nexport const w = 2;\nexport const zz = z;\n",
       'src/dev/c/dev.ts': 'export const y = 1;\n',
+      'src/adapters/queue/producer.ts': 'export const p = 1;\n',
+      'src/adapters/intake/intake.ts': 'export const i = 1;\n',
+      'src/adapters/ots/ots-witness.ts': "import { p } from '../queue/producer.js';\nexport const o = p;\n",
+      'src/adapters/nostr/nostr-witness.ts': "import { i } from '../intake/intake.js';\nexport const n = i;\n",
       'tsconfig.json': JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true } }),
     };
     for (const [name, text] of Object.entries(files)) {
@@ -47,6 +51,8 @@ describe('dependency rules', () => {
     expect(r.out).toMatch(/error core-uses-no-service-client: src\/core\/a\/redis\.ts → \S*node_modules\/ioredis\//);
     expect(r.out).toContain('error core-imports-no-adapter: src/core/a/adapter.ts → src/adapters/b/uses-dev.ts');
     expect(r.out).toContain('error dev-only-from-cli: src/adapters/b/uses-dev.ts → src/dev/c/dev.ts');
+    expect(r.out).toContain('error witnesses-import-no-queue-or-intake: src/adapters/ots/ots-witness.ts → src/adapters/queue/producer.ts');
+    expect(r.out).toContain('error witnesses-import-no-queue-or-intake: src/adapters/nostr/nostr-witness.ts → src/adapters/intake/intake.ts');
     expect(r.out).toMatch(/error no-folder-cycles: src\/adapters\/[bd] →/);
   });
 });

@@ -15,7 +15,7 @@ import { Daemon } from '../../src/daemon/daemon.js';
 import { logSignerFor } from '../../src/daemon/main.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { startEmbeddedRedis, stopChild, type EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
-import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
+import { ANCHOR_JOB } from '../../src/adapters/bullmq/names.js';
 import { ANCHOR_JOB_OPTIONS } from '../../src/adapters/queue/producer.js';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import { ShardedStore } from '../../src/adapters/state/sharded-store.js';

@@ -7,7 +7,7 @@ import { Readable, Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
 import { startHttpServer, type HttpServer } from '../../src/adapters/http/server.js';
-import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
+import { ANCHOR_JOB } from '../../src/adapters/bullmq/names.js';
 import { receiptFields, waitFor } from '../helpers/harness.js';
 import { checkedFetch, expectUndocumented } from '../helpers/openapi.js';
 import { TOKEN, startStack, withHttp, type Stack } from './fixture.js';

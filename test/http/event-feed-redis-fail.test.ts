@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { connectRedis, duplicateClient, failFastOptions, type RedisClient } from '../../src/adapters/redis/connection.js';
-import { EventFeed, type FeedMessage } from '../../src/adapters/http/event-feed.js';
-import { LiveFeed } from '../../src/adapters/http/live-feed.js';
+import { EventFeed, type FeedMessage } from '../../src/adapters/feed/event-feed.js';
+import { LiveFeed } from '../../src/adapters/feed/live-feed.js';
 import { privateRedis, waitFor } from '../helpers/harness.js';
 import { startLocalCluster, type LocalCluster } from '../helpers/redis-cluster.js';
 

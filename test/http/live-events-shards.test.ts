@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { shardOf } from '../../src/core/shard/shard.js';
-import { decodeEntry } from '../../src/adapters/http/event-feed.js';
+import { decodeEntry } from '../../src/adapters/feed/event-feed.js';
 import { compareEventIds, parseEventId, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import { startHttpServer } from '../../src/adapters/http/server.js';
 import { cutReason } from '../../src/adapters/http/ws.js';

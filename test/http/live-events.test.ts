@@ -4,8 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { EventFeed, compareStreamIds } from '../../src/adapters/http/event-feed.js';
-import { LiveFeed } from '../../src/adapters/http/live-feed.js';
+import { EventFeed, compareStreamIds } from '../../src/adapters/feed/event-feed.js';
+import { LiveFeed } from '../../src/adapters/feed/live-feed.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { receiptFields, waitFor } from '../helpers/harness.js';
 import { checkedFetch } from '../helpers/openapi.js';

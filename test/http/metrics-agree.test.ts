@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
+import { ANCHOR_JOB } from '../../src/adapters/bullmq/names.js';
 import type { Stats } from '../../src/adapters/http/stats.js';
 import { receiptFields, waitFor } from '../helpers/harness.js';
 import { startStack, type Stack } from './fixture.js';

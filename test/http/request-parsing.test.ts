@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { TokenAuth, bearerToken } from '../../src/adapters/http/auth.js';
 import { checkCursor, parseLimit, subjectsOf } from '../../src/adapters/http/anchors.js';
-import { compareStreamIds, decodeEntry, normalizeStreamId, parseStreamId } from '../../src/adapters/http/event-feed.js';
+import { compareStreamIds, decodeEntry, normalizeStreamId, parseStreamId } from '../../src/adapters/feed/event-feed.js';
 import { HttpError } from '../../src/adapters/http/respond.js';
 import { checkQuery, findRoute, splitUrl, type Route } from '../../src/adapters/http/router.js';
 import { sseFrame } from '../../src/adapters/http/sse.js';

@@ -8,7 +8,7 @@
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
+import { ANCHOR_JOB } from '../../src/adapters/bullmq/names.js';
 import type { Stats } from '../../src/adapters/http/stats.js';
 import { receiptFields, waitFor } from '../helpers/harness.js';
 import { openBrowser, screenshot, type Browser } from '../helpers/browser.js';

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.js';
-import { MAX_ERROR_TEXT } from '../../src/adapters/queue/failed-attempts.js';
+import { MAX_ERROR_TEXT } from '../../src/adapters/bullmq/failed-attempts.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import { Issuer, receiptFields, startDaemon, startRelays, testConfig, waitFor } from '../helpers/harness.js';
 

@@ -8,8 +8,8 @@
 import { afterAll, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
 import { connectRedis } from '../../src/adapters/redis/connection.js';
-import { IntakeProcessor } from '../../src/adapters/queue/intake.js';
-import { ShardRouter } from '../../src/adapters/queue/shard-router.js';
+import { IntakeProcessor } from '../../src/adapters/intake/intake.js';
+import { ShardRouter } from '../../src/adapters/intake/shard-router.js';
 import { ShardedStore } from '../../src/adapters/state/sharded-store.js';
 import { shardOf } from '../../src/core/shard/shard.js';
 import { SHARED_REDIS_URL, receiptFields, uniquePrefix } from '../helpers/harness.js';

@@ -13,7 +13,7 @@
  */
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Job } from 'bullmq';
-import type { IntakeResult, BulkIntakeResult } from '../../src/adapters/queue/intake.js';
+import type { IntakeResult, BulkIntakeResult } from '../../src/adapters/intake/intake.js';
 
 const count = vi.hoisted(() => ({ reads: 0, claimChecks: 0, canonical: 0, envelopeReparses: 0 }));
 

@@ -11,7 +11,7 @@ import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
-import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
+import { ANCHOR_JOB } from '../../src/adapters/bullmq/names.js';
 import { ANCHOR_JOB_OPTIONS } from '../../src/adapters/queue/producer.js';
 import { Issuer, REPO_ROOT, privateRedis, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 import { audit, confirmAll, report, statusCounts, tapRelay, anchorEventCount } from './audit.js';

@@ -12,7 +12,7 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
-import { ANCHOR_JOB } from '../../src/adapters/queue/names.js';
+import { ANCHOR_JOB } from '../../src/adapters/bullmq/names.js';
 import { ANCHOR_JOB_OPTIONS } from '../../src/adapters/queue/producer.js';
 import { Issuer, privateRedis, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 import { audit, confirmAll, report, statusCounts, tapRelay, anchorEventCount } from './audit.js';

@@ -2,8 +2,8 @@
  * The state-change stream keeps about its length in *subject events* (stream-lib.lua's
  * add_events), whatever each entry holds. Found in review: packed entries were added with
  * MAXLEN ~ floor(100000 / n) entries, so one packed entry trimmed away the one-subject entries
- * before it that a lagging webhook fan-out, a crashed daemon's pending entries or a feed client
- * resuming had not read yet, although the stream held far fewer than 100,000 subject events.
+ * before it that a lagging webhook fan-out, a crashed daemon's fan-out behind its cursor or a
+ * feed client resuming had not read yet, although the stream held far fewer than 100,000 subject events.
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
@@ -35,7 +35,7 @@ function subject(): AcceptSubject {
 
 it('a bulk accept after 1,000 lone accepts keeps every subject event for a consumer that has not read them yet', async () => {
   const store = new AnchorStore(redis, `trim-${randomBytes(3).toString('hex')}`);
-  // a consumer group that has read nothing yet (the webhook fan-out lagging behind)
+  // a consumer group that has read nothing yet (a reader lagging behind, as the webhook fan-out's cursor may)
   await redis.xgroup('CREATE', store.keys.events, 'lagging', '0', 'MKSTREAM');
   const lone = Array.from({ length: 1000 }, () => subject());
   for (const s of lone) await store.acceptMany(TARGETS, [s]);
@@ -58,13 +58,14 @@ it('a bulk accept after 1,000 lone accepts keeps every subject event for a consu
 it('retention: the proofs it offers the webhooks stay on the stream while its forget of 100 subjects writes one retired entry', async () => {
   const { WebhookHandover } = await import('../../src/adapters/retention/handover.js');
   const store = new AnchorStore(redis, `trim-${randomBytes(3).toString('hex')}`);
-  await redis.xgroup('CREATE', store.keys.events, 'aer1-webhook-fanout', '$', 'MKSTREAM');
+  // a reader where the webhook fan-out's cursor would be: past last pass's changes
+  await redis.xgroup('CREATE', store.keys.events, 'fan-out', '$', 'MKSTREAM');
   // last pass's 100 subjects, acknowledged by every hook: confirmed, ready to be forgotten
   const ready = Array.from({ length: 100 }, () => subject());
   await store.acceptMany({ witnesses: ['nostr'], inboxes: ['nostr'] }, ready);
   await store.setWitnessMany(ready.map((s) => s.key), 'nostr', 'confirmed', 1e12, '1 of 1 relays');
   const lastId = (await redis.xrevrange(store.keys.events, '+', '-', 'COUNT', 1))[0]![0];
-  await redis.xgroup('SETID', store.keys.events, 'aer1-webhook-fanout', lastId);
+  await redis.xgroup('SETID', store.keys.events, 'fan-out', lastId);
   // this pass (retention.limit 5,000): 5,000 proofs offered (one entry each), then the forget
   const handover = new WebhookHandover(redis, store.keys.base, ['hook']);
   const offered = Array.from({ length: 5000 }, (_, i) => `offered-${i}`);
@@ -73,7 +74,7 @@ it('retention: the proofs it offers the webhooks stay on the stream while its fo
   // the fan-out then reads what it has not read yet
   const proofs: string[] = [];
   for (let i = 0; i < 100; i++) {
-    const res = (await redis.xreadgroup('GROUP', 'aer1-webhook-fanout', 'c', 'COUNT', 1000, 'STREAMS', store.keys.events, '>')) as Array<[string, RawEntry[]]> | null;
+    const res = (await redis.xreadgroup('GROUP', 'fan-out', 'c', 'COUNT', 1000, 'STREAMS', store.keys.events, '>')) as Array<[string, RawEntry[]]> | null;
     const entries = res?.[0]?.[1] ?? [];
     if (entries.length === 0) break;
     for (const e of entries) for (const { event } of expandEntry(e)) if (event.type === 'proof') proofs.push(event.key);

@@ -1,17 +1,18 @@
 /**
  * WebhookDeliverer on a real Redis stream and real BullMQ queues: retries with backoff,
- * gives up after its attempts (recorded, acknowledged), and delivers at least once across a
- * stop and another daemon taking over; two daemons sharing a hook split the work without
- * repeats.
+ * gives up after its attempts (recorded, the cursor past it), and delivers at least once
+ * across a stop and another daemon taking over; two daemons sharing a hook deliver each
+ * change once.
  */
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
-import { enqueueChanges, FANOUT_GROUP, WebhookDeliverer, type WebhookDelivererOptions } from '../../src/adapters/webhooks/deliverer.js';
+import { enqueueChanges, WebhookDeliverer, type WebhookDelivererOptions } from '../../src/adapters/webhooks/deliverer.js';
+import { fanOutKeys } from '../../src/adapters/webhooks/fan-out.js';
 import { hookId, WebhookLog } from '../../src/adapters/webhooks/delivery-log.js';
 import { verifySignature } from '../../src/adapters/webhooks/signature.js';
-import { webhookQueueName } from '../../src/adapters/queue/names.js';
+import { webhookQueueName } from '../../src/adapters/bullmq/names.js';
 import { SHARED_REDIS_URL, uniquePrefix, waitFor } from '../helpers/harness.js';
 import { startReceiver, type Receiver } from './receiver.js';
 
@@ -57,9 +58,9 @@ function deliverer(sp: { base: string; stream: string }, receiver: Receiver, opt
   });
 }
 
-async function pendingCount(stream: string, group = FANOUT_GROUP): Promise<number> {
-  const summary = (await redis.xpending(stream, group)) as [number, ...unknown[]];
-  return Number(summary[0]);
+/** The event id every hook's queue has up to (the fan-out's cursor). */
+function cursorOf(sp: { base: string }): Promise<string | null> {
+  return redis.get(fanOutKeys(sp.base).cursor);
 }
 
 describe('WebhookDeliverer', () => {
@@ -72,6 +73,7 @@ describe('WebhookDeliverer', () => {
       const events = await emit(sp.stream, 3, 'retry');
       await waitFor('three deliveries', () => receiver.delivered().length === 3);
       expect(receiver.delivered().map((r) => r.eventId)).toEqual(events.map((e) => e.id));
+      await waitFor('the cursor past them', async () => (await cursorOf(sp)) === events.at(-1)!.id);
       for (const r of receiver.delivered()) {
         const e = events.find((x) => x.id === r.eventId)!;
         expect(r.body).toBe(e.body);
@@ -82,7 +84,6 @@ describe('WebhookDeliverer', () => {
       }
       expect(receiver.requests.map((r) => r.attempt)).toEqual([1, 2, 3, 1, 2, 3, 1, 2, 3]);
       const id = hookId(receiver.url);
-      await waitFor('acknowledged', async () => (await pendingCount(sp.stream)) === 0);
       const recent = await new WebhookLog(redis, sp.base).recent(id, 10);
       expect(recent.map((r) => [r.eventId, r.outcome, r.attempts, r.httpStatus])).toEqual(events.map((e) => [e.id, 'delivered', 3, 200]).reverse());
     } finally {
@@ -113,7 +114,7 @@ describe('WebhookDeliverer', () => {
       const [overview] = await log.overview([receiver.url]);
       expect(overview).toMatchObject({ delivered: 1, failed: 1, url: receiver.url, lastFailedAt: expect.any(String) });
       expect(overview!.recent[1]).toMatchObject({ eventId: first, outcome: 'failed', attempts: 3, httpStatus: 500, error: 'HTTP 500: receiver says no' });
-      expect(await pendingCount(sp.stream)).toBe(0);
+      await waitFor('the cursor past them', async () => (await cursorOf(sp)) === events.at(-1)!.id);
     } finally {
       await d.stop();
       await receiver.close();
@@ -198,13 +199,13 @@ describe('WebhookDeliverer', () => {
   it('delivers at least once across a stop: another daemon takes over the change left in flight, then what came meanwhile', async () => {
     const sp = space();
     const receiver = await startReceiver(() => 500);
-    const a = deliverer(sp, receiver, { consumer: 'daemon-a', maxAttempts: 1000, backoffMs: 50, backoffMaxMs: 50 });
+    const a = deliverer(sp, receiver, { maxAttempts: 1000, backoffMs: 50, backoffMaxMs: 50 });
     await a.start();
     const [stuck] = await emit(sp.stream, 1, 'restart');
     await waitFor('a tried', () => receiver.requests.length >= 2);
     await a.stop();
-    // fanned out and acknowledged; the change waits in the hook's queue, first in line
-    expect(await pendingCount(sp.stream)).toBe(0);
+    // fanned out, the cursor past it; the change waits in the hook's queue, first in line
+    expect(await cursorOf(sp)).toBe(stuck!.id);
     const queue = new Queue(webhookQueueName('aer1-anchor', hookId(receiver.url)), { connection: redis, prefix: sp.base });
     expect(await queue.getJobState(stuck!.id)).toBe('waiting');
     expect(await queue.getWaitingCount()).toBe(1);
@@ -212,25 +213,25 @@ describe('WebhookDeliverer', () => {
 
     const meanwhile = await emit(sp.stream, 2, 'meanwhile');
     receiver.policy = () => 200;
-    const b = deliverer(sp, receiver, { consumer: 'daemon-b', claimIdleMs: 300 });
+    const b = deliverer(sp, receiver);
     await b.start();
     try {
       await waitFor('all three delivered', () => receiver.delivered().length === 3);
       expect(receiver.delivered().map((r) => r.eventId)).toEqual([stuck!.id, ...meanwhile.map((m) => m.id)]);
       // the attempt count goes on where daemon a stopped
       expect(receiver.delivered()[0]!.attempt).toBeGreaterThan(2);
-      await waitFor('acknowledged', async () => (await pendingCount(sp.stream)) === 0);
+      await waitFor('the cursor past them', async () => (await cursorOf(sp)) === meanwhile.at(-1)!.id);
     } finally {
       await b.stop();
       await receiver.close();
     }
   });
 
-  it('shares one hook between two consumers without delivering a change twice', async () => {
+  it('shares one hook between two daemons without delivering a change twice', async () => {
     const sp = space();
     const receiver = await startReceiver(() => 200);
-    const a = deliverer(sp, receiver, { consumer: 'daemon-a' });
-    const b = deliverer(sp, receiver, { consumer: 'daemon-b' });
+    const a = deliverer(sp, receiver);
+    const b = deliverer(sp, receiver);
     await Promise.all([a.start(), b.start()]);
     try {
       const events = await emit(sp.stream, 40, 'shared');
@@ -240,6 +241,40 @@ describe('WebhookDeliverer', () => {
       expect([...ids].sort()).toEqual(events.map((e) => e.id).sort());
     } finally {
       await Promise.all([a.stop(), b.stop()]);
+      await receiver.close();
+    }
+  });
+
+  it('adds a live burst larger than it holds to the queue whole, once each, in order, by replaying from its cursor', { timeout: 60_000 }, async () => {
+    const sp = space();
+    const receiver = await startReceiver(() => 503);
+    // one try, then a long pause: the changes stay in the hook's queue to be counted; it holds 500 live changes at most
+    const d = deliverer(sp, receiver, { backoffMs: 60_000, backoffMaxMs: 60_000, maxPending: 500 });
+    await d.start();
+    const queue = d.queueOf(hookId(receiver.url))!;
+    try {
+      // one change first: once it is tried the fan-out follows live
+      const [first] = await emit(sp.stream, 1, 'before-burst');
+      await waitFor('the first change tried', () => receiver.requests.length === 1);
+      const at = new Date().toISOString();
+      const perEntry = 300;
+      const entries = 20;
+      // one transaction: the live reader gets the whole burst in one read
+      const pipeline = redis.multi();
+      for (let e = 0; e < entries; e++) {
+        const keys = Array.from({ length: perEntry }, (_, i) => `burst-${e}-${i}`);
+        pipeline.xadd(sp.stream, '*', 'data', JSON.stringify({ type: 'state', witness: 'ots', to: 'partial', at, detail: '', runs: [['pending', 'pending', 'partial', ...keys]] }));
+      }
+      const ids = ((await pipeline.exec()) ?? []).map(([, id]) => id as string);
+      const eventIds = [first!.id, ...ids.flatMap((id) => Array.from({ length: perEntry }, (_, i) => `${id}.${i}`))];
+      await waitFor('the cursor past the burst', async () => (await cursorOf(sp)) === eventIds.at(-1), 45_000);
+      const jobs = await queue.getJobs(['waiting', 'active', 'delayed', 'prioritized', 'paused', 'completed', 'failed'], 0, -1, true);
+      expect(jobs.map((j) => j.id).sort()).toEqual([...eventIds].sort());
+      // in the order of the stream: each job's timestamp is not before the one of the change before it
+      const byId = new Map(jobs.map((j) => [j.id!, j.timestamp]));
+      for (let i = 1; i < eventIds.length; i++) expect(byId.get(eventIds[i]!)!).toBeGreaterThanOrEqual(byId.get(eventIds[i - 1]!)!);
+    } finally {
+      await d.stop();
       await receiver.close();
     }
   });

@@ -1,18 +1,19 @@
 /**
  * The per-hook queues on a real Redis stream and real HTTP receivers on loopback: a
- * receiver that hangs does not delay a healthy one; a daemon dying between reading the
- * stream and acknowledging it neither loses nor repeats a delivery, nor does one dying
- * mid-delivery.
+ * receiver that hangs does not delay a healthy one; a daemon dying between adding changes
+ * to the queues and moving the fan-out's cursor neither loses nor repeats a delivery, nor
+ * does one dying mid-delivery.
  */
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/daemon/logger.js';
-import { enqueueChanges, FANOUT_GROUP, WebhookDeliverer, type DeliveryJob, type WebhookDelivererOptions } from '../../src/adapters/webhooks/deliverer.js';
+import { enqueueChanges, WebhookDeliverer, type DeliveryJob, type WebhookDelivererOptions } from '../../src/adapters/webhooks/deliverer.js';
+import { fanOutKeys } from '../../src/adapters/webhooks/fan-out.js';
 import { hookId, WebhookLog } from '../../src/adapters/webhooks/delivery-log.js';
 import { verifySignature } from '../../src/adapters/webhooks/signature.js';
-import { webhookQueueName } from '../../src/adapters/queue/names.js';
-import { stalledJobOptions } from '../../src/adapters/queue/stalled.js';
+import { webhookQueueName } from '../../src/adapters/bullmq/names.js';
+import { stalledJobOptions } from '../../src/adapters/bullmq/stalled.js';
 import { SHARED_REDIS_URL, uniquePrefix, waitFor } from '../helpers/harness.js';
 import { startReceiver, type Receiver } from './receiver.js';
 
@@ -102,27 +103,32 @@ describe('a receiver that hangs', () => {
   });
 });
 
-describe('a daemon that dies between reading the stream and acknowledging it', () => {
-  it('leaves nothing lost or repeated: another daemon adds the entries again, ignored where they were added already', { timeout: 30_000 }, async () => {
+/** The fan-out's lease held by a daemon that died: it ends in `ms`. */
+async function deadHolder(sp: { base: string }, ms: number): Promise<void> {
+  await redis.set(fanOutKeys(sp.base).lease, 'dead-daemon', 'PX', ms);
+}
+
+describe('a daemon that dies between adding changes to the queues and moving the cursor', () => {
+  it('leaves nothing lost or repeated: the next fan-out adds them again, ignored where they were added already', { timeout: 30_000 }, async () => {
     const sp = space();
     const a = await startReceiver(() => 200);
     const b = await startReceiver(() => 200);
-    // creates the fan-out group at the end of the stream
+    // sets the fan-out's cursor at the end of the stream
     const first = deliverer(sp, [a, b]);
     await first.start();
     await first.stop();
 
     const events = await emit(sp.stream, 3, 'crash');
-    // The dead daemon read the entries and added them to hook a's queue, not yet to b's, nor acknowledged.
-    await redis.xreadgroup('GROUP', FANOUT_GROUP, 'dead-daemon', 'COUNT', 10, 'STREAMS', sp.stream, '>');
+    // The dead daemon held the lease and added the changes to hook a's queue, not yet to b's, nor moved the cursor.
+    await deadHolder(sp, 300);
     const qa = queueFor(sp, a);
     await enqueueChanges(qa, events.map((e) => ({ eventId: e.id, body: e.body })));
 
-    const d = deliverer(sp, [a, b], { consumer: 'survivor', claimIdleMs: 300 });
+    const d = deliverer(sp, [a, b], { leaseMs: 300 });
     await d.start();
     try {
       await waitFor('b got all three', () => b.delivered().length === 3);
-      await waitFor('the entries acknowledged', async () => Number(((await redis.xpending(sp.stream, FANOUT_GROUP)) as [number])[0]) === 0);
+      await waitFor('the cursor past them', async () => (await redis.get(fanOutKeys(sp.base).cursor)) === events.at(-1)!.id);
       await waitFor('hook a idle', async () => {
         const c = await qa.getJobCounts('waiting', 'active', 'delayed');
         return (c.waiting ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) === 0;
@@ -139,8 +145,8 @@ describe('a daemon that dies between reading the stream and acknowledging it', (
   });
 });
 
-describe('a daemon that dies between reading a packed entry and acknowledging it', () => {
-  it('leaves no subject event lost or repeated: the survivor expands the entry into the same event ids', { timeout: 30_000 }, async () => {
+describe('a daemon that dies while adding a packed entry\'s changes to the queues', () => {
+  it('leaves no subject event lost or repeated: the survivor expands the entry into the same event ids', { timeout: 90_000 }, async () => {
     const sp = space();
     const a = await startReceiver(() => 200);
     const b = await startReceiver(() => 200);
@@ -152,16 +158,16 @@ describe('a daemon that dies between reading a packed entry and acknowledging it
     const keys = Array.from({ length: 300 }, (_, i) => `packed-crash-${i}`);
     const id = (await redis.xadd(sp.stream, '*', 'data', JSON.stringify({ type: 'state', witness: 'ots', to: 'partial', at, detail: '', runs: [['pending', 'pending', 'partial', ...keys]] })))!;
     const ids = keys.map((_, i) => `${id}.${i}`);
-    // the dead daemon read the entry and added its first 120 events to hook a's queue only
-    await redis.xreadgroup('GROUP', FANOUT_GROUP, 'dead-daemon', 'COUNT', 10, 'STREAMS', sp.stream, '>');
+    // the dead daemon held the lease and added the entry's first 120 events to hook a's queue only
+    await deadHolder(sp, 300);
     const qa = queueFor(sp, a);
     await enqueueChanges(qa, keys.slice(0, 120).map((key, i) => ({ eventId: ids[i]!, body: JSON.stringify({ type: 'state', key, witness: 'ots', from: 'pending', to: 'partial', status: 'partial', previous: 'pending', at, detail: '' }) })));
 
-    const d = deliverer(sp, [a, b], { consumer: 'survivor', claimIdleMs: 300 });
+    const d = deliverer(sp, [a, b], { leaseMs: 300 });
     await d.start();
     try {
-      await waitFor('both got all 300', () => a.delivered().length === 300 && b.delivered().length === 300, 20_000);
-      await waitFor('the entry acknowledged', async () => Number(((await redis.xpending(sp.stream, FANOUT_GROUP)) as [number])[0]) === 0);
+      await waitFor('both got all 300', () => a.delivered().length === 300 && b.delivered().length === 300, 60_000);
+      await waitFor('the cursor past the entry', async () => (await redis.get(fanOutKeys(sp.base).cursor)) === ids.at(-1));
       for (const r of [a, b]) {
         expect(r.requests.map((q) => q.eventId)).toEqual(ids);
         expect(r.requests.map((q) => (JSON.parse(q.body) as { key: string }).key)).toEqual(keys);

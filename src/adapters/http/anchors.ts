@@ -8,7 +8,7 @@ import { ProofExporter } from '../proof/export.js';
 import { ProofArchive, archivedSummary } from '../archive/proof-archive.js';
 import { type BulkEnqueueOutcome, type EnqueueOutcome } from '../queue/producer.js';
 import { enqueueSubjectRouted, enqueueSubjectsRouted } from '../queue/routed-producer.js';
-import { readSubject, type JobLimits, type SubjectInput } from '../queue/job-data.js';
+import { readSubject, type JobLimits, type SubjectInput } from '../intake/job-data.js';
 import { SUBJECT_STATUSES } from '../state/anchor-store.js';
 import { WITNESSES, type WitnessName } from '../state/keys.js';
 import { anchorDetail, configuredSources, summarize } from '../state/subject-view.js';

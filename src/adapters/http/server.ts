@@ -12,8 +12,8 @@ import { ConflictError, InputError, UsageError } from '../../core/errors/errors.
 import { AnchorRoutes, parseLimit } from './anchors.js';
 import { TokenAuth } from './auth.js';
 import type { DaemonView } from '../view/daemon-view.js';
-import { EventFeed, normalizeStreamId } from './event-feed.js';
-import { LiveFeed, parseFeedPosition, type Feed } from './live-feed.js';
+import { EventFeed, normalizeStreamId } from '../feed/event-feed.js';
+import { LiveFeed, parseFeedPosition, type Feed } from '../feed/live-feed.js';
 import { ANY_HOST_PATHS, HostCheck } from './host-check.js';
 import { LiveClients, liveFailure, type ReplayFailure } from './live-clients.js';
 import { Readiness } from './readiness.js';

@@ -1,7 +1,7 @@
 /**
  * `GET /v1/events`: server-sent events. Each subject's state change is one event whose `id:`
  * is its event id (the stream id, or `<stream id>.<i>` inside a packed entry, or on the feed of
- * K shards every shard's, comma-separated: src/adapters/http/live-feed.ts; so EventSource
+ * K shards every shard's, comma-separated: src/adapters/feed/live-feed.ts; so EventSource
  * resumes with `Last-Event-ID`, from the middle of an entry too) and whose `data:` is the change as
  * one line of JSON. A comment line every 15 s keeps proxies from closing an idle stream.
  * A replay cut at `http.maxReplay` ends the response; so does one Redis fails under (a comment
@@ -9,8 +9,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { messageText, type FeedMessage } from './event-feed.js';
-import type { Feed, Subscription } from './live-feed.js';
+import { messageText, type FeedMessage } from '../feed/event-feed.js';
+import type { Feed, Subscription } from '../feed/live-feed.js';
 import { MAX_BUFFERED_BYTES, roomIn, type ReplayFailure } from './live-clients.js';
 
 const HEARTBEAT_MS = 15_000;

@@ -1,7 +1,7 @@
 /**
  * `/v1/ws`: the same state changes as `/v1/events`, one JSON text frame each (the event
  * id in `id`: the stream id, or `<stream id>.<i>` inside a packed entry; every shard's,
- * comma-separated, on the feed of K shards: src/adapters/http/live-feed.ts). `?since=<id>`
+ * comma-separated, on the feed of K shards: src/adapters/feed/live-feed.ts). `?since=<id>`
  * replays what came after it; a replay cut at
  * `http.maxReplay` closes with code 4000 and a reason naming the id to resume from; one that
  * Redis fails under (away, timing out, refusing the read) closes with 1011 and the cause.
@@ -11,8 +11,8 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { messageText } from './event-feed.js';
-import type { Feed, Subscription } from './live-feed.js';
+import { messageText } from '../feed/event-feed.js';
+import type { Feed, Subscription } from '../feed/live-feed.js';
 import { MAX_BUFFERED_BYTES, roomIn, type ReplayFailure } from './live-clients.js';
 
 const PING_MS = 30_000;

@@ -6,22 +6,13 @@
  * renewed each tick); another daemon takes over only once the lease has expired, and then
  * reopens the folder (which must be the same log: a folder behind Redis is refused).
  */
-import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { RedisClient } from '../redis/connection.js';
+import { Lease } from '../redis/lease.js';
 import type { LogSigner } from '../../core/log/note.js';
 import { LogPublisher } from './log-publisher.js';
 import { LogKeys, LogSequencer } from './log-sequencer.js';
 import { LogWriter } from './log-writer.js';
-
-/** Takes or renews the lease: KEYS[1] the lease, ARGV[1] holder, ARGV[2] ms. 1 when held. */
-const LEASE = `local v = redis.call('GET', KEYS[1])
-if v and v ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', tonumber(ARGV[2]))
-return 1`;
-/** Lets the lease go when still ours. */
-const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
 
 export interface LogServiceOptions {
   readonly dir: string;
@@ -31,8 +22,6 @@ export interface LogServiceOptions {
   /** The shard's key base (`{prefix}`), the hash tag the log's keys share. */
   readonly base: string;
 }
-
-type Script = (...args: (string | number)[]) => Promise<unknown>;
 
 /** A checkpoint just written to the folder (and kept under checkpoints/<size>). */
 export interface NewCheckpoint {
@@ -53,7 +42,7 @@ export type CheckpointListener = (checkpoint: NewCheckpoint) => Promise<void>;
 export class LogService {
   readonly keys: LogKeys;
   readonly sequencer: LogSequencer;
-  private readonly holder = randomBytes(12).toString('hex');
+  private readonly lease: Lease;
   private writer: LogWriter | null = null;
   private held = false;
   private timer: NodeJS.Timeout | null = null;
@@ -63,19 +52,17 @@ export class LogService {
   private readonly listeners: CheckpointListener[] = [];
 
   constructor(
-    private readonly redis: RedisClient,
+    redis: RedisClient,
     readonly options: LogServiceOptions,
     private readonly log: Logger,
   ) {
     this.keys = new LogKeys(options.base);
     this.sequencer = new LogSequencer(redis as never, this.keys);
-    const commands = redis as unknown as Record<string, unknown>;
-    if (typeof commands.aer1_log_lease !== 'function') redis.defineCommand('aer1_log_lease', { lua: LEASE, numberOfKeys: 1 });
-    if (typeof commands.aer1_log_release !== 'function') redis.defineCommand('aer1_log_release', { lua: RELEASE, numberOfKeys: 1 });
+    this.lease = new Lease(redis, `${options.base}:log:lease`, Math.max(10_000, 5 * options.intervalMs));
   }
 
   get leaseKey(): string {
-    return `${this.options.base}:log:lease`;
+    return this.lease.key;
   }
 
   /** Adds a listener told of every checkpoint this service writes; its errors are logged, never thrown. */
@@ -113,8 +100,7 @@ export class LogService {
   /** One tick: take or renew the lease, then publish what is new. Errors are logged once per kind, never thrown. */
   async tick(): Promise<{ size: number } | null> {
     try {
-      const lease = (this.redis as unknown as Record<string, Script>).aer1_log_lease!.bind(this.redis);
-      const got = Number(await lease(this.leaseKey, this.holder, Math.max(10_000, 5 * this.options.intervalMs))) === 1;
+      const got = await this.lease.hold();
       // a lease newly taken: another daemon may have written the folder meanwhile
       if (got && !this.held) this.writer = null;
       this.held = got;
@@ -141,9 +127,6 @@ export class LogService {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     await this.running;
-    if (this.held) {
-      const release = (this.redis as unknown as Record<string, Script>).aer1_log_release!.bind(this.redis);
-      await release(this.leaseKey, this.holder).catch(() => undefined);
-    }
+    if (this.held) await this.lease.release().catch(() => undefined);
   }
 }

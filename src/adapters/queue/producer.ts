@@ -9,8 +9,8 @@ import { createHash } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { Aer1Error, ConflictError, InputError } from '../../core/errors/errors.js';
 import type { AnchorStore } from '../state/anchor-store.js';
-import { readSubject, readSubjects, type JobLimits, type ReadOutcome, type SubjectInput } from './job-data.js';
-import { ANCHOR_JOB } from './names.js';
+import { readSubject, readSubjects, type JobLimits, type ReadOutcome, type SubjectInput } from '../intake/job-data.js';
+import { ANCHOR_JOB } from '../bullmq/names.js';
 
 export interface EnqueueOutcome {
   key: string;

@@ -11,7 +11,7 @@ import { Aer1Error } from '../../core/errors/errors.js';
 import { groupByShard, shardOf, shardPrefix } from '../../core/shard/shard.js';
 import { AnchorStore } from '../state/anchor-store.js';
 import type { RedisClient as Redis } from '../redis/connection.js';
-import { readSubject, readSubjects, type JobLimits, type ReadOutcome, type SubjectInput } from './job-data.js';
+import { readSubject, readSubjects, type JobLimits, type ReadOutcome, type SubjectInput } from '../intake/job-data.js';
 import { enqueueSubject, enqueueSubjects, type BulkEnqueueOptions, type BulkEnqueueOutcome, type EnqueueOutcome } from './producer.js';
 
 /** Shard i's intake queue and state, at index i. */

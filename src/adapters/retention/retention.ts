@@ -21,8 +21,8 @@ import type { AnchorStore } from '../state/anchor-store.js';
 import type { ProofArchive } from '../archive/proof-archive.js';
 import type { WebhookHandover } from './handover.js';
 import type { ProofExporter } from '../proof/export.js';
-import { retentionQueueName } from '../queue/names.js';
-import { PeriodicPass } from '../queue/periodic-pass.js';
+import { retentionQueueName } from '../bullmq/names.js';
+import { PeriodicPass } from '../bullmq/periodic-pass.js';
 import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 
 export interface RetentionDeps {

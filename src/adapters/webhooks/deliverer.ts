@@ -1,14 +1,14 @@
 /**
  * Webhook delivery on BullMQ, at least once, one queue per hook (docs/http.md, Webhooks).
  *
- * - **Fan-out**: one consumer group (`aer1-webhook-fanout`) reads the events stream; every
- *   daemon is a consumer of it. A batch of entries is expanded into subject events (a packed
- *   entry holds a whole call's) and added to every hook's queue, one job per subject event
- *   with its event id (`<stream id>` or `<stream id>.<i>`) as job id, then acknowledged. A daemon that dies between the two leaves the
- *   entries pending; another takes them over (XAUTOCLAIM, once idle `claimIdleMs`) and adds
- *   them again, which BullMQ ignores for a job id it still holds (finished jobs are kept
- *   `DEDUPE_KEEP_S` for that), so no change is lost or delivered twice by such a crash
- *   (unless no daemon claims them for longer than that: then a batch may be sent again).
+ * - **Fan-out** (fan-out.ts): one daemon at a time per shard follows the live feed (the
+ *   engine behind SSE and WebSocket) from a durable cursor and adds each change to every
+ *   hook's queue, one job per subject event with its event id (`<stream id>` or
+ *   `<stream id>.<i>`) as job id, before it moves the cursor past them. A daemon that dies in
+ *   between leaves the cursor behind; the next fan-out adds those changes again, which BullMQ
+ *   ignores for a job id it still holds (finished jobs are kept `DEDUPE_KEEP_S` for that),
+ *   so no change is lost or delivered twice by such a crash (unless no daemon takes the
+ *   fan-out over for longer than that: then a page of changes may be sent again).
  * - **Delivery**: each hook has its own Worker (its own concurrency and blocking
  *   connection), so a slow or dead receiver holds up only its own queue. A failed POST
  *   pauses that hook's queue for the shared backoff (`backoffDelay`) and puts the change
@@ -21,25 +21,25 @@
  * - **BullMQ's own retries** (the processor failing: Redis refusing the outcome write)
  *   use the same backoff as its custom strategy.
  */
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import { Queue, Worker, type Job } from 'bullmq';
-import { duplicateClient, type RedisClient as Redis } from '../redis/connection.js';
+import type { RedisClient as Redis } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import type { WebhookConfig } from '../config/config.js';
 import { scrubUrl } from '../config/display-url.js';
 import { attemptsForHorizon, backoffDelay } from '../../core/retry/backoff.js';
 import { VERSION } from '../../version.js';
-import { boundedFailures } from '../queue/failed-attempts.js';
-import { webhookQueueName } from '../queue/names.js';
-import { stalledJobOptions } from '../queue/stalled.js';
+import { boundedFailures } from '../bullmq/failed-attempts.js';
+import { webhookQueueName } from '../bullmq/names.js';
+import { stalledJobOptions } from '../bullmq/stalled.js';
 import { displayUrl, hookId, WebhookLog, type DeliveryRecord } from './delivery-log.js';
 import { ATTEMPT_HEADER, EVENT_ID_HEADER, EVENT_TYPE_HEADER, SIGNATURE_HEADER, signBody } from './signature.js';
-import { expandEntry, type RawEntry } from '../state/stream-entries.js';
+import { FanOut, type DeliveryJob } from './fan-out.js';
 import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 
+export type { DeliveryJob } from './fan-out.js';
+
 export interface WebhookDelivererOptions {
-  /** Connection for the fan-out's acknowledgements and claims, the queues and the delivery log (blocking reads use duplicates). */
+  /** Connection for the fan-out's reads, cursor and lease, the queues and the delivery log (blocking reads use duplicates). */
   redis: Redis;
   /** The events stream key (`StateKeys.events`). */
   stream: string;
@@ -61,17 +61,17 @@ export interface WebhookDelivererOptions {
   timeoutMs?: number;
   /** POSTs in flight per hook, across every daemon (BullMQ global concurrency; default 1: in order). */
   concurrency?: number;
-  /** A fan-out batch pending this long at another consumer is taken over (default 60 000 ms). */
-  claimIdleMs?: number;
+  /** A fan-out whose daemon stopped renewing its lease is taken over after this long (default 30 000 ms). */
+  leaseMs?: number;
   /**
    * Put before every event id (job id and `X-Aer1-Event-Id`): with redis.shards K > 1 each
    * shard's stream has its own ids, so its deliverer names them `<shard>/<id>` (default '').
    */
   eventIdPrefix?: string;
-  /** XREADGROUP BLOCK timeout of the fan-out (default 5000 ms). */
+  /** XREAD BLOCK timeout of the fan-out's live reader (default 5000 ms). */
   blockMs?: number;
-  /** This process's consumer name in the fan-out group (default host:pid:random). */
-  consumer?: string;
+  /** Live changes the fan-out holds before it replays from its cursor instead (default 5000). */
+  maxPending?: number;
   /** How soon a dead daemon's in-flight delivery is handed back (queue.stalledIntervalMs; default 30 000 ms). */
   stalledIntervalMs?: number;
   /** The daemon's shared backoff while Redis refuses writes (the hooks' workers pause with the rest). */
@@ -86,32 +86,17 @@ export interface WebhookDelivererOptions {
   onDelivered?: (hook: string, job: DeliveryJob) => Promise<void>;
 }
 
-/**
- * What a hook's queue holds per subject event: its event id (the stream id, or `<stream
- * id>.<i>` inside a packed entry) and its JSON (a one-subject entry's byte for byte).
- */
-export interface DeliveryJob {
-  eventId: string;
-  body: string;
-}
-
-
-export const FANOUT_GROUP = 'aer1-webhook-fanout';
 export const DELIVERY_JOB = 'deliver';
 export const DEFAULT_RETRY_HORIZON_MS = 3 * 86_400_000;
 /**
- * Finished delivery jobs are kept at least this long (and 5 × claimIdleMs), so a fan-out
- * redone after a crash (claimed once idle claimIdleMs) finds their ids. About 1.4 KB per
- * change and hook while kept (docs/reliability.md, Sizing).
+ * Finished delivery jobs are kept at least this long (and 5 × leaseMs), so a fan-out redone
+ * after a crash (taken over once the lease ends) finds their ids. About 1.4 KB per change
+ * and hook while kept (docs/reliability.md, Sizing).
  */
 export const DEDUPE_KEEP_S = 600;
-/** Consumers idle this long with nothing pending are removed from the fan-out group at start. */
-const STALE_CONSUMER_MS = 24 * 3_600_000;
 const MAX_RESPONSE_PREVIEW = 200;
-const CLAIM_PAGE = 100;
 /** Delivery jobs per addBulk (one MULTI). */
 const ENQUEUE_PAGE = 500;
-const READ_COUNT = 100;
 function errorText(err: unknown): string {
   const e = err as Error & { cause?: { code?: string; message?: string } };
   if (e?.name === 'TimeoutError') return 'timed out';
@@ -317,40 +302,25 @@ class HookDelivery {
 }
 
 export class WebhookDeliverer {
-  readonly consumer: string;
   readonly log: WebhookLog;
   /** Attempts per change (from the horizon unless given). */
   readonly maxAttempts: number;
   private readonly hooks: HookDelivery[];
-  private readonly redis: Redis;
-  private readonly reader: Redis;
-  private readonly stream: string;
-  private readonly claimIdleMs: number;
-  private readonly eventIdPrefix: string;
-  private readonly blockMs: number;
-  private readonly plog: Logger;
+  private readonly fanOut: FanOut;
   private started = false;
-  private stopped = false;
-  private loop: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
 
   constructor(opts: WebhookDelivererOptions) {
-    this.consumer = opts.consumer ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.log = new WebhookLog(opts.redis, opts.base);
-    this.redis = opts.redis;
-    this.stream = opts.stream;
-    this.claimIdleMs = opts.claimIdleMs ?? 60_000;
-    this.eventIdPrefix = opts.eventIdPrefix ?? '';
-    this.blockMs = opts.blockMs ?? 5000;
-    this.plog = opts.log.child({ part: 'webhooks' });
+    const leaseMs = opts.leaseMs ?? 30_000;
+    const plog = opts.log.child({ part: 'webhooks' });
     const backoffMs = opts.backoffMs ?? 1000;
     const backoffMaxMs = Math.max(backoffMs, opts.backoffMaxMs ?? 60_000);
     const retryHorizonMs = opts.retryHorizonMs ?? DEFAULT_RETRY_HORIZON_MS;
     this.maxAttempts = Math.max(1, opts.maxAttempts ?? attemptsForHorizon(retryHorizonMs, backoffMs, backoffMaxMs));
     const tuning: Tuning = {
       redis: opts.redis,
-      keepS: Math.max(DEDUPE_KEEP_S, Math.ceil((5 * this.claimIdleMs) / 1000)),
-      log: this.plog,
+      keepS: Math.max(DEDUPE_KEEP_S, Math.ceil((5 * leaseMs) / 1000)),
+      log: plog,
       retryHorizonMs,
       maxAttempts: this.maxAttempts,
       backoffMs,
@@ -363,9 +333,18 @@ export class WebhookDeliverer {
       refusals: opts.refusals,
     };
     this.hooks = opts.hooks.map((hook) => new HookDelivery(hook, opts.queueBase ?? 'aer1-anchor', opts.base, tuning, this.log));
-    this.reader = duplicateClient(opts.redis);
-    this.reader.on('error', (err: Error) => {
-      if (!this.stopped) this.plog.warn({ err }, 'webhook fan-out connection error');
+    this.fanOut = new FanOut({
+      redis: opts.redis,
+      stream: opts.stream,
+      base: opts.base,
+      log: plog,
+      eventIdPrefix: opts.eventIdPrefix ?? '',
+      leaseMs,
+      ...(opts.blockMs !== undefined ? { blockMs: opts.blockMs } : {}),
+      ...(opts.maxPending !== undefined ? { maxPending: opts.maxPending } : {}),
+      add: async (changes) => {
+        await Promise.all(this.hooks.map((h) => enqueueChanges(h.queue, changes)));
+      },
     });
   }
 
@@ -382,107 +361,14 @@ export class WebhookDeliverer {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    await this.ensureGroup();
-    await this.removeStaleConsumers();
     await Promise.all(this.hooks.map((h) => h.start()));
     await Promise.all(this.hooks.map((h) => h.waitUntilReady()));
-    this.loop = this.run();
-  }
-
-  /** Creates the fan-out group at the end of the stream unless it is there (every daemon of the shard shares it). */
-  private async ensureGroup(): Promise<void> {
-    try {
-      await this.redis.xgroup('CREATE', this.stream, FANOUT_GROUP, '$', 'MKSTREAM');
-    } catch (err) {
-      if (!/BUSYGROUP/.test((err as Error).message)) throw err;
-    }
-  }
-
-  private async removeStaleConsumers(): Promise<void> {
-    const rows = (await this.redis.xinfo('CONSUMERS', this.stream, FANOUT_GROUP)) as Array<Array<string | number>>;
-    for (const row of rows) {
-      const info: Record<string, string | number> = {};
-      for (let i = 0; i + 1 < row.length; i += 2) info[String(row[i])] = row[i + 1]!;
-      if (info.name !== this.consumer && Number(info.pending) === 0 && Number(info.idle) > STALE_CONSUMER_MS) {
-        await this.redis.xgroup('DELCONSUMER', this.stream, FANOUT_GROUP, String(info.name));
-      }
-    }
-  }
-
-  private async run(): Promise<void> {
-    let lastClaim = 0;
-    let errors = 0;
-    while (!this.stopped) {
-      try {
-        if (Date.now() - lastClaim >= Math.min(this.claimIdleMs, 30_000)) {
-          lastClaim = Date.now();
-          const claimed = await this.claimStale();
-          await this.fanOut(claimed);
-          // a full page may mean more are waiting: claim again at once
-          if (claimed.length >= CLAIM_PAGE) lastClaim = 0;
-          if (claimed.length > 0) continue;
-        }
-        const res = (await this.reader.xreadgroup(
-          'GROUP', FANOUT_GROUP, this.consumer,
-          'COUNT', READ_COUNT, 'BLOCK', this.blockMs,
-          'STREAMS', this.stream, '>',
-        )) as Array<[string, RawEntry[]]> | null;
-        for (const [, entries] of res ?? []) await this.fanOut(entries);
-        errors = 0;
-      } catch (err) {
-        if (this.stopped) break;
-        errors += 1;
-        const message = (err as Error).message;
-        if (/NOGROUP/.test(message)) await this.ensureGroup().catch(() => undefined);
-        const delay = backoffDelay(errors, 500, 10_000);
-        this.plog.warn({ err, retryInMs: delay }, 'webhook fan-out failed; retrying');
-        await this.sleep(delay);
-      }
-    }
-  }
-
-  /** Takes over entries another consumer (a dead daemon) read but never fanned out. */
-  private async claimStale(): Promise<RawEntry[]> {
-    const res = (await this.redis.xautoclaim(this.stream, FANOUT_GROUP, this.consumer, this.claimIdleMs, '0-0', 'COUNT', CLAIM_PAGE)) as [
-      string,
-      Array<RawEntry | null>,
-      string[]?,
-    ];
-    const entries = res[1].filter((e): e is RawEntry => e !== null);
-    // Entries trimmed from the stream while pending cannot be delivered any more.
-    const gone = res[2] ?? [];
-    if (gone.length > 0) await this.redis.xack(this.stream, FANOUT_GROUP, ...gone);
-    return entries;
-  }
-
-  /** Every hook's queue gets the entries (idempotently), then they are acknowledged. */
-  private async fanOut(entries: readonly RawEntry[]): Promise<void> {
-    if (entries.length === 0) return;
-    const changes: DeliveryJob[] = [];
-    // one job per subject event: a packed entry gives one per subject it holds
-    for (const entry of entries) for (const { id, text } of expandEntry(entry)) changes.push({ eventId: this.eventIdPrefix + id, body: text });
-    await Promise.all(this.hooks.map((h) => enqueueChanges(h.queue, changes)));
-    await this.redis.xack(this.stream, FANOUT_GROUP, ...entries.map(([id]) => id));
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.wake = null;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wake = done;
-    });
+    await this.fanOut.start();
   }
 
   /** Stops fanning out and delivering; a change in flight goes back to its queue and is delivered later. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake?.();
-    this.reader.disconnect();
-    await this.loop;
+    await this.fanOut.stop();
     await Promise.all(this.hooks.map((h) => h.stop()));
   }
 }

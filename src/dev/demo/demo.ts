@@ -14,7 +14,7 @@ import { Aer1Error } from '../../core/errors/errors.js';
 import { ProofExporter } from '../../adapters/proof/export.js';
 import type { AnchorProof } from '../../core/proof/format.js';
 import { parseVerifierKey } from '../../core/log/note.js';
-import { ANCHOR_JOB } from '../../adapters/queue/names.js';
+import { ANCHOR_JOB } from '../../adapters/bullmq/names.js';
 import { ANCHOR_JOB_OPTIONS } from '../../adapters/queue/producer.js';
 import { subjectDetail, type AnchorDetail as SubjectView } from '../../adapters/state/subject-view.js';
 import { BitcoinCheckCache } from '../../core/verify/bitcoin.js';

@@ -1,21 +1,23 @@
 /**
- * One shard's events stream, read live: one reader per stream and HTTP server blocks on it
- * (XREAD BLOCK on its own connection), expands each entry into its subject events (a packed
- * entry holds a whole call's: src/adapters/state/stream-entries.ts) and hands them to its
- * listeners; `end` and `entries` read the stream for replays through `reads`, a connection
- * whose commands fail rather than wait (the server's: src/adapters/http/request-redis.ts). The
- * live reader waits out an outage, retrying with a bounded backoff, and goes on from the last
- * id it read. Clients do not subscribe here: LiveFeed (live-feed.ts) is the one engine that
- * replays and follows one shard or K.
+ * One shard's events stream, read live: one reader per stream blocks on it for the HTTP
+ * server and one for the webhook fan-out (XREAD BLOCK on its own connection), expands each
+ * entry into its subject events (a packed entry holds a whole call's:
+ * src/adapters/state/stream-entries.ts) and hands them to its listeners; `end` and `entries`
+ * read the stream for replays through `reads` (the server's is a connection whose commands
+ * fail rather than wait: src/adapters/http/request-redis.ts). The live reader waits out an
+ * outage, retrying with a bounded backoff, and goes on from the last id it read. Nobody
+ * subscribes here: LiveFeed (live-feed.ts) is the one engine that replays and follows one
+ * shard or K, for SSE and WebSocket clients and the webhook fan-out.
  */
 import { duplicateClient, type RedisClient as Redis } from '../redis/connection.js';
 import type { Logger } from 'pino';
 import { backoffDelay } from '../../core/retry/backoff.js';
+import { Pause } from '../../core/retry/pause.js';
 import { compareEventIds, expandEntry, formatEventId, parseEventId, type RawEntry, type StateEvent } from '../state/stream-entries.js';
 
 export type { StateEvent } from '../state/stream-entries.js';
 
-/** What SSE and WebSocket clients receive: one subject's event plus its event id (docs/http.md, Event ids). */
+/** What SSE and WebSocket clients receive (and webhooks send, without the id): one subject's event plus its event id (docs/http.md, Event ids). */
 export type FeedMessage = { id: string } & StateEvent;
 
 export type Listener = (message: FeedMessage) => void;
@@ -39,9 +41,26 @@ export function normalizeStreamId(text: string): string | null {
 /** Event ids in stream order (a plain entry id after every subject event of its entry). */
 export const compareStreamIds = compareEventIds;
 
+/** Each message's event as its own JSON, without the id: what a webhook sends. */
+const bodies = new WeakMap<FeedMessage, string>();
+
 /** The subject events of one stream entry, in order (none for an entry without a JSON `data` field of ours). */
 export function decodeEntry(entry: RawEntry): FeedMessage[] {
-  return expandEntry(entry).map(({ id, event }) => ({ id, ...event }));
+  return expandEntry(entry).map(({ id, event, text }) => {
+    const message = { id, ...event };
+    bodies.set(message, text);
+    return message;
+  });
+}
+
+/** The event without its id: for a one-subject entry the stream's JSON byte for byte, in a packed entry the subject's own event. */
+export function eventBody(message: FeedMessage): string {
+  let body = bodies.get(message);
+  if (body === undefined) {
+    const { id: _, ...event } = message;
+    body = JSON.stringify(event);
+  }
+  return body;
 }
 
 /**
@@ -81,6 +100,8 @@ export function messageText(message: FeedMessage): string {
 /** The message under another id (a position over K shards); its JSON is the original's with the id swapped. */
 export function withId(message: FeedMessage, id: string): FeedMessage {
   const out = { ...message, id };
+  const body = bodies.get(message);
+  if (body !== undefined) bodies.set(out, body);
   // decodeEntry puts `id` first: the text is `{"id":<id>` and then the rest, made once
   texts.set(out, `{"id":${JSON.stringify(id)}${messageText(message).slice(6 + JSON.stringify(message.id).length)}`);
   return out;
@@ -100,7 +121,7 @@ export class EventFeed {
   private closed = false;
   private loop: Promise<void> | null = null;
   /** Ends the live reader's wait before a retry (on close). */
-  private wake: (() => void) | null = null;
+  private readonly pause = new Pause();
 
   constructor(redis: Redis, stream: string, log: Logger, options: EventFeedOptions = {}) {
     this.redis = options.reads ?? redis;
@@ -181,15 +202,7 @@ export class EventFeed {
         const fields = { stream: this.stream, cause: (err as Error).message, failures, retryInMs };
         if (failures === 1) this.log.warn(fields, 'event feed read failed; retrying');
         else this.log.debug(fields, 'event feed read failed again; retrying');
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
-            clearTimeout(timer);
-            this.wake = null;
-            resolve();
-          };
-          const timer = setTimeout(done, retryInMs);
-          this.wake = done;
-        });
+        await this.pause.for(retryInMs);
       }
     }
   }
@@ -216,7 +229,7 @@ export class EventFeed {
     this.closed = true;
     this.listeners.clear();
     this.reader.disconnect();
-    this.wake?.();
+    this.pause.end();
     // a cluster client may never settle the XREAD it had in flight to a lost master: shutdown waits a bounded time, the loop ends when it does
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.loop, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);

@@ -1,7 +1,8 @@
 /**
- * The live feed, the one engine behind `/v1/events` (SSE) and `/v1/ws` (WebSocket) for one
- * shard or K: it replays what a client missed and then follows the shards' readers
- * (EventFeed, event-feed.ts, one per events stream). A message's id is a *position*: every
+ * The live feed, the one engine behind `/v1/events` (SSE), `/v1/ws` (WebSocket) and the
+ * webhook fan-out (src/adapters/webhooks/fan-out.ts), for one shard or K: it replays what a
+ * client missed and then follows the shards' readers (EventFeed, event-feed.ts, one per
+ * events stream). A message's id is a *position*: every
  * shard's event id, shard 0's first, comma-separated (`1700000000000-3.17,1700000000002-0,0-0`),
  * the last event of that shard the client was sent (or where it started). Over one shard (K = 1,
  * or `?shard=i`) a position is that shard's event id itself. Resuming from it replays each shard
@@ -27,7 +28,7 @@ export interface Subscription {
   readonly resumeFrom: string | null;
 }
 
-/** What SSE and WebSocket clients follow: a LiveFeed over one shard's reader or K. */
+/** What SSE and WebSocket clients and the webhook fan-out follow: a LiveFeed over one shard's reader or K. */
 export interface Feed {
   subscribe(listener: Listener, since?: string | null, room?: () => Promise<boolean>): Promise<Subscription>;
 }
