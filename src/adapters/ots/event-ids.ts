@@ -18,9 +18,12 @@ import type { AnchorStore } from '../state/anchor-store.js';
 /** Most late event ids one batch takes (the rest wait for the next). */
 export const MAX_LATE_PER_BATCH = 10_000;
 
-/** The envelope event ids of the batch's subjects that have one, in batch order. */
+/**
+ * The envelope event ids of the batch's subjects that have one, in batch order: one read of
+ * each subject hash, no envelope (the event id is a field of the hash).
+ */
 export async function subjectEventIds(store: AnchorStore, batchId: string): Promise<string[]> {
-  const records = await store.getRecords(await store.batchKeys('ots', batchId));
+  const records = await store.getRecords(await store.batchKeys('ots', batchId), { envelopes: false });
   return records.flatMap((r) => (r?.nostrEventId ? [r.nostrEventId] : []));
 }
 
@@ -41,7 +44,7 @@ export async function fixBatchEventIds(store: AnchorStore, batchId: string): Pro
 /** The Nostr side, after linking events to subjects: each one whose OTS batch fixed its list without it waits for a later batch. */
 export async function noteLateEvents(store: AnchorStore, linked: ReadonlyArray<{ key: string; eventId: string }>): Promise<void> {
   if (linked.length === 0) return;
-  const records = await store.getRecords(linked.map((l) => l.key));
+  const records = await store.getRecords(linked.map((l) => l.key), { envelopes: false });
   const lists = new Map<string, Set<string> | null>();
   const late: string[] = [];
   for (let i = 0; i < linked.length; i++) {
