@@ -17,14 +17,16 @@
  * each key once, when it is made: a probe signature verified by nostr-tools (a key whose
  * signatures relays would refuse never signs anything).
  */
-import { createECDH, createHash, randomBytes } from 'node:crypto';
+// a namespace import, made use of only when signing: the verifier's browser bundle reaches this
+// module (through keys.ts) with a node:crypto shim that has hashes only
+import * as crypto from 'node:crypto';
 
 /** The order of secp256k1's group. */
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 
 /** SHA-256(tag) || SHA-256(tag): the prefix of a BIP-340 tagged hash. */
 function tagPrefix(tag: string): Buffer {
-  const t = createHash('sha256').update(tag).digest();
+  const t = crypto.createHash('sha256').update(tag).digest();
   return Buffer.concat([t, t]);
 }
 
@@ -33,7 +35,7 @@ const NONCE = tagPrefix('BIP0340/nonce');
 const CHALLENGE = tagPrefix('BIP0340/challenge');
 
 function tagged(prefix: Buffer, ...parts: Uint8Array[]): Buffer {
-  const h = createHash('sha256').update(prefix);
+  const h = crypto.createHash('sha256').update(prefix);
   for (const p of parts) h.update(p);
   return h.digest();
 }
@@ -46,10 +48,11 @@ function to32(x: bigint): Buffer {
   return Buffer.from(x.toString(16).padStart(64, '0'), 'hex');
 }
 
-/** One ECDH context, used synchronously: k·G as its public key (x and the parity of y). */
-const ecdh = createECDH('secp256k1');
+/** One ECDH context, made at the first use and used synchronously: k·G as its public key (x and the parity of y). */
+let ecdh: crypto.ECDH | null = null;
 
 function timesG(k: bigint): { x: Buffer; oddY: boolean } {
+  ecdh ??= crypto.createECDH('secp256k1');
   ecdh.setPrivateKey(to32(k));
   const point = ecdh.getPublicKey(null, 'compressed');
   return { x: point.subarray(1), oddY: point[0] === 3 };
@@ -72,7 +75,7 @@ export function bip340Key(secret: Uint8Array): Bip340Key {
 }
 
 /** The 64-byte BIP-340 signature of a 32-byte message (an event id), with fresh auxiliary randomness unless given. */
-export function bip340Sign(message: Uint8Array, key: Bip340Key, aux: Uint8Array = randomBytes(32)): Buffer {
+export function bip340Sign(message: Uint8Array, key: Bip340Key, aux: Uint8Array = crypto.randomBytes(32)): Buffer {
   if (message.length !== 32 || aux.length !== 32) throw new RangeError('BIP-340 signs 32 bytes with 32 bytes of auxiliary randomness');
   const t = to32(key.d ^ toBig(tagged(AUX, aux)));
   const k0 = toBig(tagged(NONCE, t, key.px, message)) % N;
