@@ -18,30 +18,40 @@ import type { AnchorStore } from '../state/anchor-store.js';
 /** Most late event ids one batch takes (the rest wait for the next). */
 export const MAX_LATE_PER_BATCH = 10_000;
 
-/** The envelope event ids of the batch's subjects that have one, in batch order. */
-export async function subjectEventIds(store: AnchorStore, batchId: string): Promise<string[]> {
-  const records = await store.getRecords(await store.batchKeys('ots', batchId));
-  return records.flatMap((r) => (r?.nostrEventId ? [r.nostrEventId] : []));
+/** Each subject's envelope event id, null for one without (yet): one read of each subject hash, no envelope. */
+async function eventIdsOf(store: AnchorStore, keys: readonly string[]): Promise<Array<string | null>> {
+  return (await store.getRecords(keys, { envelopes: false })).map((r) => r?.nostrEventId ?? null);
 }
 
 /**
  * The event ids the batch commits to, fixing them on the first call (idempotent: a retry or a
  * second daemon gets the list in force). The late ids it took leave the waiting set in the same
  * script call, so no two batches commit one; its own subjects' events linked after the list was
- * fixed join the set.
+ * fixed join the set. That second read is of the subjects that had no event at the first (an
+ * event once linked stays: the ones read are in the list), all of them when the list in force
+ * is not the one this call proposed (another daemon's, or one fixed before).
  */
 export async function fixBatchEventIds(store: AnchorStore, batchId: string): Promise<string[]> {
-  // one script call fixes the list and takes the late ids it commits out of the waiting set
-  const ids = (await store.otsEventIds(batchId)) ?? (await store.fixOtsEventIds(batchId, await subjectEventIds(store, batchId), MAX_LATE_PER_BATCH));
+  const keys = await store.batchKeys('ots', batchId);
+  let ids = await store.otsEventIds(batchId);
+  let again: readonly string[] = keys;
+  if (ids === null) {
+    const first = await eventIdsOf(store, keys);
+    const own = first.filter((e): e is string => e !== null);
+    // one script call fixes the list and takes the late ids it commits out of the waiting set
+    ids = await store.fixOtsEventIds(batchId, own, MAX_LATE_PER_BATCH);
+    if (own.every((e, i) => ids![i] === e)) again = keys.filter((_k, i) => first[i] === null);
+  }
   const committed = new Set(ids);
-  await store.addLateNip03Events((await subjectEventIds(store, batchId)).filter((e) => !committed.has(e)));
+  const linked = await eventIdsOf(store, again);
+  await store.addLateNip03Events(linked.filter((e): e is string => e !== null && !committed.has(e)));
   return ids;
 }
 
 /** The Nostr side, after linking events to subjects: each one whose OTS batch fixed its list without it waits for a later batch. */
 export async function noteLateEvents(store: AnchorStore, linked: ReadonlyArray<{ key: string; eventId: string }>): Promise<void> {
   if (linked.length === 0) return;
-  const records = await store.getRecords(linked.map((l) => l.key));
+  const records = await store.getRecords(linked.map((l) => l.key), { envelopes: false });
   const lists = new Map<string, Set<string> | null>();
   const late: string[] = [];
   for (let i = 0; i < linked.length; i++) {

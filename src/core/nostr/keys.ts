@@ -5,10 +5,11 @@
  * error message quotes the key's text.
  */
 import { inspect } from 'node:util';
-import { finalizeEvent, getPublicKey, generateSecretKey as nostrGenerateSecretKey } from 'nostr-tools/pure';
+import { getEventHash, verifyEvent, generateSecretKey as nostrGenerateSecretKey } from 'nostr-tools/pure';
 import type { EventTemplate } from 'nostr-tools/core';
 import { decode as nip19Decode, npubEncode } from 'nostr-tools/nip19';
 import { InputError } from '../errors/errors.js';
+import { bip340Key, bip340Sign, type Bip340Key } from './bip340.js';
 
 const REDACTED = '[signing key redacted]';
 const HEX64_ANY_CASE = /^[0-9a-fA-F]{64}$/;
@@ -29,28 +30,39 @@ let secretHex: (key: SigningKey) => string;
 /** A BIP-340 secret key that refuses to be printed. */
 export class SigningKey {
   readonly #secret: Uint8Array;
+  /** The secret prepared for signing (bip340.ts): its public key derived once, not per event. */
+  readonly #prepared: Bip340Key;
   /** x-only public key, 64 lowercase hex characters. */
   readonly publicKey: string;
 
-  private constructor(secret: Uint8Array, publicKey: string) {
+  private constructor(secret: Uint8Array, prepared: Bip340Key) {
     this.#secret = secret;
-    this.publicKey = publicKey;
+    this.#prepared = prepared;
+    this.publicKey = prepared.px.toString('hex');
   }
 
-  /** Takes a copy of 32 secret bytes; refuses zero or out-of-range scalars. */
+  /**
+   * Takes a copy of 32 secret bytes; refuses zero or out-of-range scalars. The key signs a
+   * probe event that nostr-tools verifies (independently of bip340.ts) before it is handed
+   * out: the one verification a key's signatures get (see bip340.ts for why not per event).
+   */
   static fromBytes(secret: Uint8Array, source = 'signing key'): SigningKey {
     if (!(secret instanceof Uint8Array) || secret.length !== 32) {
       throw new InputError('bad_signing_key', 'a secret key is 32 bytes', source);
     }
     const copy = Uint8Array.from(secret);
-    let publicKey: string;
+    let prepared: Bip340Key;
     try {
-      publicKey = getPublicKey(copy);
+      prepared = bip340Key(copy);
     } catch {
-      // the curve library's message could describe the scalar: say only that it is out of range
+      // say only that it is out of range: never describe the scalar
       throw new InputError('bad_signing_key', 'not a valid secp256k1 secret key (zero or not below the curve order)', source);
     }
-    return new SigningKey(copy, publicKey);
+    const key = new SigningKey(copy, prepared);
+    if (!verifyEvent({ ...key.sign({ kind: 27235, created_at: 0, tags: [], content: 'aer1-anchor key check' }) })) {
+      throw new InputError('bad_signing_key', 'its signatures do not verify (secp256k1 signing is broken on this machine)', source);
+    }
+    return key;
   }
 
   /**
@@ -85,19 +97,11 @@ export class SigningKey {
    * so `JSON.stringify` of it is what relays echo back.
    */
   sign(template: EventTemplate): SignedEvent {
-    const signed = finalizeEvent(
-      { kind: template.kind, created_at: template.created_at, tags: template.tags.map((t) => [...t]), content: template.content },
-      this.#secret,
-    );
-    return {
-      id: signed.id,
-      pubkey: signed.pubkey,
-      created_at: signed.created_at,
-      kind: signed.kind,
-      tags: signed.tags,
-      content: signed.content,
-      sig: signed.sig,
-    };
+    const unsigned = { kind: template.kind, created_at: template.created_at, tags: template.tags.map((t) => [...t]), content: template.content, pubkey: this.publicKey };
+    // NIP-01's id (nostr-tools' serialization, which refuses a malformed template)
+    const id = getEventHash(unsigned);
+    const sig = bip340Sign(Buffer.from(id, 'hex'), this.#prepared).toString('hex');
+    return { id, pubkey: this.publicKey, created_at: unsigned.created_at, kind: unsigned.kind, tags: unsigned.tags, content: unsigned.content, sig };
   }
 
   static {

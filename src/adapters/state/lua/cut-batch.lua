@@ -29,8 +29,10 @@ redis.call('LTRIM', KEYS[1], n, -1)
 local live, livePos, digests = {}, {}, {}
 for i = 1, n do
   local s = KEYS[5 + i]
-  local d = redis.call('HGET', s, 'digest')
-  if d and not redis.call('HGET', s, w .. ':batch') then
+  -- one read per subject: its digest, and whether a batch of this witness holds it already
+  local cur = redis.call('HMGET', s, 'digest', w .. ':batch')
+  local d = cur[1]
+  if d and not cur[2] then
     table.insert(live, ARGV[5 + i])
     table.insert(livePos, 5 + i)
     table.insert(digests, d)
