@@ -909,6 +909,23 @@ describe('cut-checkpoint.lua (the anchor log on)', () => {
     }
   });
 
+  it('a subject whose key the log holds already (an acceptance retention forgot) is not logged again: it goes to the inboxes, for a batch of digests', async () => {
+    const { service, cuts } = logged();
+    try {
+      const again = subject();
+      await redis.hset(service.keys.index, again.key, '0');
+      const res = await store.acceptMany(BOTH, [again, subject()]);
+      expect(res.inboxLengths).toEqual({ nostr: 1, ots: 1 });
+      expect(await redis.lrange(store.keys.inbox('ots'), 0, -1)).toEqual([again.key]);
+      const cut = (await store.cutBatch('ots', 10))!;
+      expect((await store.getBatch('ots', cut.id))!.digests.map((d) => d.toString('hex'))).toEqual([again.digest]);
+      await expectKeysDeclared();
+    } finally {
+      await service.stop();
+      store.logKeys = null;
+    }
+  });
+
   it('a batch ends at the largest kept checkpoint within the most it may hold: no two batches share a checkpoint', async () => {
     const { service, cuts } = logged();
     try {
