@@ -44,6 +44,7 @@ export class Batcher {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
+  private stopped = false;
 
   constructor(witness: WitnessName, store: AnchorStore, opts: BatcherOptions, log: Logger) {
     this.witness = witness;
@@ -54,6 +55,7 @@ export class Batcher {
 
   start(): void {
     if (this.timer) return;
+    this.stopped = false;
     this.timer = setInterval(() => void this.tick(true), this.opts.windowMs);
     this.timer.unref();
     void this.tick(true);
@@ -77,7 +79,8 @@ export class Batcher {
       this.again ||= cutPartial;
       return this.running;
     }
-    if (this.opts.refusals?.holding) return Promise.resolve();
+    // stopped: a late poke (a checkpoint written while the daemon stops) cuts nothing
+    if (this.stopped || this.opts.refusals?.holding) return Promise.resolve();
     this.running = this.pass(cutPartial)
       .catch((err: unknown) => {
         if (!this.opts.refusals?.refused(err)) this.log.warn({ err }, 'batch pass failed; retrying next tick');
@@ -109,6 +112,7 @@ export class Batcher {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.running;
