@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { nostrQuorum, retentionAfterMs, type Config } from '../adapters/config/config.js';
 import { AnchorStore, STATE_SCHEMA } from '../adapters/state/anchor-store.js';
 import type { WitnessName } from '../adapters/state/keys.js';
-import { Batcher } from '../adapters/batch/batcher.js';
+import { Batcher, type CutSource } from '../adapters/batch/batcher.js';
 import { IntakeProcessor, intakeWorkerOptions, startIntakeWorker, type BulkIntakeResult } from '../adapters/queue/intake.js';
 import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
@@ -108,8 +108,7 @@ export class ShardEngine {
       this.checkpointCuts = new CheckpointCuts(this.store, new LogFolder(deps.anchorLog.dir), this.anchorLog.keys);
     }
     const cuts = this.checkpointCuts;
-    const fromLog = (w: WitnessName): { fromLog?: { waiting: () => Promise<number>; cut: (max: number) => Promise<{ id: string; size: number } | null> } } =>
-      cuts ? { fromLog: { waiting: () => cuts.waiting(w), cut: (max) => cuts.cut(w, max) } } : {};
+    const fromLog = (w: WitnessName): { fromLog?: CutSource } => (cuts ? { fromLog: { waiting: () => cuts.waiting(w), cut: (max) => cuts.cut(w, max) } } : {});
     const bullPrefix = this.store.keys.bullPrefix;
     this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: bullPrefix });
     const health = deps.health;
