@@ -3,7 +3,8 @@
  * bounded pass walks the subjects whose witnesses are not finished (the per-witness status
  * indexes, oldest first, resuming where the last pass stopped) and re-creates, idempotently,
  * every job their next step needs and no longer has:
- *   - accepted, batched witness, neither batched nor in the inbox → back into the inbox;
+ *   - accepted, batched witness, neither batched nor in the inbox (nor, with the anchor log
+ *     on, still ahead of the witness's checkpoint cuts) → back into the inbox;
  *   - a Nostr batch without its batch event, or decided `envelope` with subjects not yet
  *     signed, whose batch job died → the job again (the decision recorded on the batch stands);
  *   - signed, a relay without a final answer and without a publish job → the job again;
@@ -46,6 +47,8 @@ export interface ReconcilerDeps {
   now?: () => number;
   /** The daemon's shared backoff while Redis refuses writes. */
   refusals?: RefusalBackoff;
+  /** With the anchor log on: true when a checkpoint cut of the witness is still to take the subject (it stays out of the inbox). */
+  onTheirWay?: (witness: WitnessName, key: string) => Promise<boolean>;
 }
 
 const SCHEDULER_ID = 'reconcile';
@@ -172,6 +175,7 @@ export class Reconciler {
   private async reinbox(witness: WitnessName, key: string, repairs: Repairs): Promise<void> {
     const { store } = this.deps;
     if (await store.inInbox(witness, key)) return;
+    if (await this.deps.onTheirWay?.(witness, key)) return;
     // Batched since the scan read it: nothing to do.
     if ((await store.batchOf(key, witness)) !== null) return;
     await store.addToInbox(witness, key);

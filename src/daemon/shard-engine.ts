@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { nostrQuorum, retentionAfterMs, type Config } from '../adapters/config/config.js';
 import { AnchorStore, STATE_SCHEMA } from '../adapters/state/anchor-store.js';
 import type { WitnessName } from '../adapters/state/keys.js';
-import { Batcher } from '../adapters/batch/batcher.js';
+import { Batcher, type CutSource } from '../adapters/batch/batcher.js';
 import { IntakeProcessor, intakeWorkerOptions, startIntakeWorker, type BulkIntakeResult } from '../adapters/intake/intake.js';
 import { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import { autoBudget } from '../core/nostr/auto-mode.js';
@@ -33,6 +33,8 @@ import { Retention, type RetentionDeps } from '../adapters/retention/retention.j
 import { WebhookHandover } from '../adapters/retention/handover.js';
 import { hookId } from '../adapters/webhooks/delivery-log.js';
 import { LogService } from '../adapters/log/log-service.js';
+import { LogFolder } from '../adapters/log/log-folder.js';
+import { CheckpointCuts } from '../adapters/state/checkpoint-cuts.js';
 import type { LogSigner } from '../core/log/note.js';
 
 /** Relay answers that say the relay has the event; any other outcome is a failed attempt. */
@@ -75,6 +77,8 @@ export class ShardEngine {
   readonly retention: Retention | null;
   /** The shard's anchor log publisher (log.enabled), null when off. */
   readonly anchorLog: LogService | null = null;
+  /** With the anchor log on: the witnesses' batches cut from its checkpoints. */
+  readonly checkpointCuts: CheckpointCuts | null = null;
   private readonly redis: RedisClient;
   private readonly log: Logger;
   private readonly witnesses: readonly WitnessName[];
@@ -100,7 +104,11 @@ export class ShardEngine {
       this.anchorLog = new LogService(deps.storeRedis, { ...deps.anchorLog, intervalMs: config.log.checkpointIntervalMs, base: this.store.keys.base }, log);
       // accept.lua sequences each subject it creates into the log, in the same script call
       this.store.logKeys = this.anchorLog.keys;
+      // and the witnesses cut those subjects from the log's checkpoints (docs/log.md)
+      this.checkpointCuts = new CheckpointCuts(this.store, new LogFolder(deps.anchorLog.dir), this.anchorLog.keys);
     }
+    const cuts = this.checkpointCuts;
+    const fromLog = (w: WitnessName): { fromLog?: CutSource } => (cuts ? { fromLog: { waiting: () => cuts.waiting(w), cut: (max) => cuts.cut(w, max) } } : {});
     const bullPrefix = this.store.keys.bullPrefix;
     this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: bullPrefix });
     const health = deps.health;
@@ -147,6 +155,8 @@ export class ShardEngine {
           maxSize: config.nostr.batchMaxSize,
           windowMs: config.nostr.batchWindowMs,
           handOver: (id) => nostr.enqueueBatch(id),
+          // envelope mode signs each subject at intake: the log's checkpoints are not its cuts
+          ...(config.nostr.mode !== 'envelope' ? fromLog('nostr') : {}),
           // Auto mode: subjects that would get their own events anyway are cut at once, so a
           // quiet issuer waits no window (the cut's batch job still decides, by the same rule).
           ...(config.nostr.mode === 'auto'
@@ -175,7 +185,7 @@ export class ShardEngine {
       }, nip03 ? { nip03: (batchId) => nip03.publishBatch(batchId).then(() => undefined) } : {});
       const ots = this.ots;
       this.batchers.push(
-        new Batcher('ots', this.store, { ...refusalsOpt, maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id) }, log),
+        new Batcher('ots', this.store, { ...refusalsOpt, maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id), ...fromLog('ots') }, log),
       );
     }
     this.reconciler = new Reconciler({
@@ -185,6 +195,7 @@ export class ShardEngine {
       ots: this.ots,
       connection: this.redis,
       log,
+      ...(cuts ? { onTheirWay: (w: WitnessName, key: string) => (w === 'nostr' && config.nostr.mode === 'envelope' ? Promise.resolve(false) : cuts.ahead(w, key)) } : {}),
       onRepair: (kind, n) => this.metrics.reconcilerRepairs(kind, n),
       ...refusalsOpt,
     });
@@ -255,6 +266,10 @@ export class ShardEngine {
   }
 
   async start(): Promise<void> {
+    // a new checkpoint may fill a batch (or, in auto mode, be worth cutting at once)
+    this.anchorLog?.onCheckpoint(async () => {
+      await Promise.all(this.batchers.map((b) => b.poke()));
+    });
     this.anchorLog?.start();
     this.nostr?.start();
     this.ots?.start();

@@ -23,6 +23,8 @@ import { verifyAnchor } from '../../src/core/verify/pipeline.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { Daemon } from '../../src/daemon/daemon.js';
+import { loadLogKeyFile } from '../../src/adapters/log/key-file.js';
+import { parseVerifierKey } from '../../src/core/log/note.js';
 import { Issuer, REPO_ROOT, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 const PYTHON = '/usr/bin/python3';
@@ -32,12 +34,12 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
 
-async function stack(nip03: boolean): Promise<{ relays: DevRelay[]; calendar: DevCalendar; headersFile: string; daemon: Daemon; key: SigningKey; issuer: Issuer; config: ReturnType<typeof testConfig> }> {
+async function stack(nip03: boolean, log: Record<string, unknown> = {}): Promise<{ relays: DevRelay[]; calendar: DevCalendar; headersFile: string; daemon: Daemon; key: SigningKey; issuer: Issuer; config: ReturnType<typeof testConfig> }> {
   const headersFile = join(tempDir('headers'), 'headers.json');
   const relays = await startRelays(2);
   const [calendar] = await startCalendars(1, headersFile);
   cleanups.push(() => Promise.all([...relays.map((r) => r.close()), calendar!.close()]));
-  const config = testConfig({ relays, calendars: [calendar!], headersFile, overrides: { nostr: { mode: 'envelope', nip03 }, ots: { batchWindowMs: 500, upgradeInitialMs: 200, upgradeMaxMs: 400 } } });
+  const config = testConfig({ relays, calendars: [calendar!], headersFile, overrides: { nostr: { mode: 'envelope', nip03 }, ots: { batchWindowMs: 500, upgradeInitialMs: 200, upgradeMaxMs: 400 }, log } });
   const key = generateSecretKey();
   const daemon = await startDaemon(config, undefined, key);
   cleanups.push(() => daemon.stop());
@@ -143,6 +145,42 @@ print(json.dumps(out))
     for (const relay of relays) {
       expect(attestations(relay)).toHaveLength(subjects.length);
       expect(new Set(attestations(relay).map((e) => e.id))).toEqual(before);
+    }
+  });
+
+  it('with the anchor log on: the OTS batch is a checkpoint, the event ids join its root, and every envelope event still gets its attestation', { timeout: 120_000 }, async () => {
+    const dir = tempDir('nip03-log');
+    const { relays, calendar, headersFile, issuer, config, key } = await stack(true, { enabled: true, dir: join(dir, 'log'), keyFile: join(dir, 'log.key'), origin: 'example.test/nip03', checkpointIntervalMs: 100 });
+    const subjects = Array.from({ length: 4 }, () => receiptFields());
+    await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
+    const records = await waitFor('all submitted to the calendar, nostr confirmed', async () => {
+      const rs = await issuer.store.getRecords(subjects.map((s) => s.receipt_uuid));
+      for (const r of rs) {
+        if (!r?.nostrEventId || r.witnesses.nostr?.status !== 'confirmed' || !r.batches.ots) return null;
+        if ((await issuer.store.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
+      }
+      return rs;
+    }, 60_000, 100);
+    for (const id of new Set(records.map((r) => r!.batches.ots!.id))) {
+      expect(await issuer.store.batchField('ots', id, 'cp')).toMatch(/^[0-9]+$/);
+      expect(await issuer.store.batchField('ots', id, 'events_root')).toMatch(/^[0-9a-f]{64}$/);
+    }
+    const block = await calendar.mine();
+    await waitFor('all confirmed', async () => (await issuer.count('confirmed')) === subjects.length, 60_000, 100);
+    for (const relay of relays) await waitFor(`4 attestations on ${relay.url}`, () => attestations(relay).length === subjects.length, 60_000, 100);
+    const byTarget = new Map(attestations(relays[0]!).map((e) => [e.tags.find((t) => t[0] === 'e')?.[1], e]));
+    const vkey = parseVerifierKey(loadLogKeyFile(config.log.keyFile).verifierKey);
+    const exporter = new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: config.ots.calendars }, { dir: config.log.dir });
+    for (const r of records) {
+      const file = parseDetached(Buffer.from(byTarget.get(r!.nostrEventId!)!.content, 'base64'));
+      expect(file.digest.toString('hex')).toBe(r!.nostrEventId);
+      const [btc] = bitcoinAttestations(file.timestamp);
+      expect(btc!.height).toBe(block.height);
+      await verifyBitcoinAttestation(btc!.merkleRoot, btc!.height, new HeadersFileSource(headersFile), 'regtest');
+      const report = await verifyAnchor({ value: await exporter.export(r!.key) }, { expectedPubkeys: [key.publicKey], logKeys: [vkey], headerSource: new HeadersFileSource(headersFile), network: 'regtest', requireConfirmed: true });
+      expect(report.verdict, JSON.stringify(report.checks)).toBe('PASS');
+      expect(report.witnesses.ots?.verified).toBe('confirmed');
+      expect(report.checks.find((c) => c.name === 'log')?.status).toBe('PASS');
     }
   });
 

@@ -6,9 +6,11 @@
  * time (a restart waits out the dead daemon's publisher lease). Afterwards: the folder's log
  * passes `log verify`; it holds every accepted subject exactly once, each entry with the
  * subject's own digest; Redis's index names each key at the index the files hold it; no
- * index was handed out twice (size = entries = subjects).
+ * index was handed out twice (size = entries = subjects). The OpenTimestamps witness cuts its
+ * batches from the log's checkpoints (docs/log.md, "Witnessing checkpoints"): every subject
+ * ends confirmed, each in exactly one batch, every batch rooted in a checkpoint the log kept.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -101,6 +103,12 @@ describe('the anchor log with the daemon SIGKILLed three times', () => {
       child = spawn();
       // the dead daemon's lease runs out (10 s) before the new one publishes
       await waitFor('every subject accepted and in a checkpoint', async () => (await accepted()) === N && (await published()) === N, 120_000, 100).catch(withStderr);
+      // the checkpoints are what the calendar was given: every subject ends confirmed once it mines
+      await waitFor('every subject confirmed', async () => {
+        if ((await issuer.count('confirmed')) === N) return true;
+        await calendars[0]!.mine();
+        return false;
+      }, 120_000, 500).catch(withStderr);
       await stopChild(child);
       child = null;
       console.log(`log-kill: ${kills.join('; ')}; all logged after ${Date.now() - started} ms`);
@@ -125,6 +133,16 @@ describe('the anchor log with the daemon SIGKILLed three times', () => {
         return problems;
       });
       expect(wrong.slice(0, 10)).toEqual([]);
+      // each subject in one OTS batch, each batch's keys its own, each batch rooted in a kept checkpoint
+      const batchIds = new Set(records.map((r) => r!.batches.ots!.id));
+      const batched: string[] = [];
+      for (const id of batchIds) {
+        const batch = (await issuer.store.getBatch('ots', id))!;
+        expect(batch.fields.note, `batch ${id}`).toBe(readFileSync(join(logDir, 'checkpoints', batch.fields.cp!), 'utf8'));
+        batched.push(...(await issuer.store.batchKeys('ots', id)));
+      }
+      expect(batched.length).toBe(N);
+      expect(new Set(batched).size).toBe(N);
     } finally {
       await issuer.close();
     }

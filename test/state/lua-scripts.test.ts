@@ -5,14 +5,23 @@
  * declared in KEYS, which is what lets a Redis Cluster route the call.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AnchorStore, type AcceptSubject, type AcceptTargets } from '../../src/adapters/state/anchor-store.js';
-import { CUT_BATCH, MARK_SENT, SET_SUBJECT_EVENT } from '../../src/adapters/state/scripts.js';
+import { CUT_BATCH, CUT_CHECKPOINT, MARK_SENT, SET_SUBJECT_EVENT } from '../../src/adapters/state/scripts.js';
 import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { privateRedis, waitFor } from '../helpers/harness.js';
 import { sha256Hex } from '../../src/core/aer1/hash.js';
+import { LogService } from '../../src/adapters/log/log-service.js';
+import { LogFolder } from '../../src/adapters/log/log-folder.js';
+import { CheckpointCuts } from '../../src/adapters/state/checkpoint-cuts.js';
+import { generateSignerKey } from '../../src/core/log/note.js';
+import { readCheckpointNote } from '../../src/core/nostr/events.js';
+import { createLogger } from '../../src/daemon/logger.js';
+import { tempDir } from '../helpers/harness.js';
 
 let server: EmbeddedRedis;
 let redis: Redis;
@@ -853,6 +862,112 @@ describe('cut-batch.lua', () => {
       await other.redis.quit();
     }
     seen.splice(0);
+  });
+});
+
+describe('cut-checkpoint.lua (the anchor log on)', () => {
+  /** A store whose accepts are logged, its log's service (ticked by hand) and the witnesses' checkpoint cuts. */
+  function logged() {
+    const dir = tempDir('cut-checkpoint');
+    const service = new LogService(redis as never, { dir, origin: 'example.test/cut', signer: generateSignerKey('example.test/cut').signer, intervalMs: 1_000_000, base: store.keys.base }, createLogger('silent'));
+    store.logKeys = service.keys;
+    service.start();
+    const cuts = new CheckpointCuts(store, new LogFolder(dir), service.keys);
+    return { service, cuts };
+  }
+
+  it('logged subjects skip the inboxes; a cut takes the entries up to a checkpoint, once, with its note as the batch root, the log index as each place', async () => {
+    const { service, cuts } = logged();
+    try {
+      const first = [subject(), subject(), subject()];
+      const res = await store.acceptMany(BOTH, first);
+      expect(res.inboxLengths).toEqual({});
+      expect(await store.inboxLength('ots')).toBe(0);
+      expect(await cuts.cut('ots', 10)).toBeNull(); // no checkpoint yet
+      expect(await service.tick()).toEqual({ size: 3 });
+      const later = subject();
+      await store.acceptMany(BOTH, [later]); // sequenced after the checkpoint: not in this cut
+      expect(await cuts.waiting('ots')).toBe(3);
+      const cut = (await cuts.cut('ots', 10))!;
+      expect(cut).toMatchObject({ size: 3 });
+      const batch = (await store.getBatch('ots', cut.id))!;
+      expect(batch.digests).toEqual([]);
+      expect(readCheckpointNote(batch.fields.note!).checkpoint.size).toBe(3);
+      expect(batch.fields.cp).toBe('3');
+      expect(await store.batchKeys('ots', cut.id)).toEqual(first.map((s) => s.key));
+      expect((await store.getRecord(first[2]!.key))?.batches.ots).toEqual({ id: cut.id, index: 2 });
+      expect(await store.openBatchIds('ots')).toEqual([cut.id]);
+      expect(await cuts.cut('ots', 10)).toBeNull(); // a range is cut once
+      expect(await cuts.ahead('ots', later.key)).toBe(true);
+      expect(await cuts.ahead('ots', first[0]!.key)).toBe(false);
+      // the other witness has its own cursor
+      expect((await cuts.cut('nostr', 10))?.size).toBe(3);
+      expect(await expectKeysDeclared()).toBeGreaterThan(0);
+    } finally {
+      await service.stop();
+      store.logKeys = null;
+    }
+  });
+
+  it('a subject whose key the log holds already (an acceptance retention forgot) is not logged again: it goes to the inboxes, for a batch of digests', async () => {
+    const { service, cuts } = logged();
+    try {
+      const again = subject();
+      await redis.hset(service.keys.index, again.key, '0');
+      const res = await store.acceptMany(BOTH, [again, subject()]);
+      expect(res.inboxLengths).toEqual({ nostr: 1, ots: 1 });
+      expect(await redis.lrange(store.keys.inbox('ots'), 0, -1)).toEqual([again.key]);
+      const cut = (await store.cutBatch('ots', 10))!;
+      expect((await store.getBatch('ots', cut.id))!.digests.map((d) => d.toString('hex'))).toEqual([again.digest]);
+      await expectKeysDeclared();
+    } finally {
+      await service.stop();
+      store.logKeys = null;
+    }
+  });
+
+  it('a batch ends at the largest kept checkpoint within the most it may hold: no two batches share a checkpoint', async () => {
+    const { service, cuts } = logged();
+    try {
+      for (const n of [2, 2, 3]) {
+        await store.acceptMany(BOTH, Array.from({ length: n }, () => subject()));
+        await service.tick();
+      }
+      const sizes: number[] = [];
+      for (let c = await cuts.cut('ots', 4); c; c = await cuts.cut('ots', 4)) sizes.push(Number((await store.getBatch('ots', c.id))!.fields.cp));
+      // 4 fits sizes 2 and 4; then 7 alone (3 more)
+      expect(sizes).toEqual([4, 7]);
+      await expectKeysDeclared();
+    } finally {
+      await service.stop();
+      store.logKeys = null;
+    }
+  });
+
+  it('skips a subject already batched, gone, or (Nostr) with its own event; a proposal from a moved cursor writes nothing', async () => {
+    const { service, cuts } = logged();
+    try {
+      const [x, y, z] = [subject(), subject(), subject()];
+      await store.acceptMany(BOTH, [x, y, z]);
+      await service.tick();
+      const batchNote = (): string => readFileSync(join(service.options.dir, 'checkpoint'), 'utf8');
+      await redis.hset(store.keys.subject(x.key), 'ots:batch', 'elsewhere');
+      await redis.del(store.keys.subject(y.key));
+      const cut = (await cuts.cut('ots', 10))!;
+      expect(await store.batchKeys('ots', cut.id)).toEqual([z.key]);
+      for (const k of [x.key, z.key]) await redis.hset(store.keys.subject(k), 'nostr:event', randomBytes(32));
+      // a proposal from a cursor that moved (another daemon's cut landed) is refused
+      const k = store.keys;
+      const stale = await redis.eval(CUT_CHECKPOINT.lua, 6, k.checkpointCut('nostr'), k.batchSeq('nostr'), k.openBatches('nostr'), k.batch('nostr', '1-0'), k.batchKeys('nostr', '1-0'), k.subject(z.key), 'nostr', '1', 'now', '1-0', '1', '2', '3', batchNote(), z.key, Buffer.from(z.digest, 'hex'), '2');
+      expect(stale).toEqual(['retry']);
+      expect(await redis.exists(k.batch('nostr', '1-0'), k.checkpointCut('nostr'))).toBe(0);
+      expect(await cuts.cut('nostr', 10)).toBeNull();
+      expect(await cuts.cursor('nostr')).toBe(3);
+      await expectKeysDeclared();
+    } finally {
+      await service.stop();
+      store.logKeys = null;
+    }
   });
 });
 

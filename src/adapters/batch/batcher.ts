@@ -3,7 +3,9 @@
  * wait) or by time (every `windowMs`). The cut itself is one Lua script, so several
  * daemons may cut the same inbox safely; every cut batch stays "open" in Redis until
  * its witness job has taken it, and open batches are handed over again on every tick,
- * which is what resumes them after a crash.
+ * which is what resumes them after a crash. With the anchor log on, the subjects the log
+ * sequenced are cut from its signed checkpoints (`fromLog`, checkpoint-cuts.ts), and the
+ * inbox keeps only those it did not (docs/log.md, "Witnessing checkpoints").
  */
 import type { Logger } from 'pino';
 import type { AnchorStore } from '../state/anchor-store.js';
@@ -22,6 +24,14 @@ export interface BatcherOptions {
    * next tick (Nostr auto mode, while they would get their own events anyway).
    */
   cutEarly?: (waiting: number) => Promise<boolean>;
+  /** The anchor log's checkpoints as a second source of cuts, taken before the inbox. */
+  fromLog?: CutSource;
+}
+
+/** Where a batcher cuts from besides the inbox: what waits there, and the next cut. */
+export interface CutSource {
+  waiting(): Promise<number>;
+  cut(max: number): Promise<{ id: string; size: number } | null>;
 }
 
 const MAX_CUTS_PER_TICK = 1000;
@@ -34,6 +44,7 @@ export class Batcher {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
+  private stopped = false;
 
   constructor(witness: WitnessName, store: AnchorStore, opts: BatcherOptions, log: Logger) {
     this.witness = witness;
@@ -44,6 +55,7 @@ export class Batcher {
 
   start(): void {
     if (this.timer) return;
+    this.stopped = false;
     this.timer = setInterval(() => void this.tick(true), this.opts.windowMs);
     this.timer.unref();
     void this.tick(true);
@@ -56,7 +68,7 @@ export class Batcher {
    */
   async poke(waiting?: number | null): Promise<void> {
     if (waiting === null) return;
-    const n = waiting ?? (await this.store.inboxLength(this.witness));
+    const n = waiting ?? (await this.store.inboxLength(this.witness)) + ((await this.opts.fromLog?.waiting()) ?? 0);
     if (n >= this.opts.maxSize) await this.tick(false);
     else if (n > 0 && this.opts.cutEarly && (await this.opts.cutEarly(n))) await this.tick(true);
   }
@@ -67,7 +79,8 @@ export class Batcher {
       this.again ||= cutPartial;
       return this.running;
     }
-    if (this.opts.refusals?.holding) return Promise.resolve();
+    // stopped: a late poke (a checkpoint written while the daemon stops) cuts nothing
+    if (this.stopped || this.opts.refusals?.holding) return Promise.resolve();
     this.running = this.pass(cutPartial)
       .catch((err: unknown) => {
         if (!this.opts.refusals?.refused(err)) this.log.warn({ err }, 'batch pass failed; retrying next tick');
@@ -84,18 +97,22 @@ export class Batcher {
 
   private async pass(cutPartial: boolean): Promise<void> {
     for (const id of await this.store.openBatchIds(this.witness)) await this.opts.handOver(id);
-    for (let i = 0; i < MAX_CUTS_PER_TICK; i++) {
-      // A timer tick cuts one partial batch; beyond that, and on pokes, only full ones.
-      const partialAllowed = cutPartial && i === 0;
-      if (!partialAllowed && (await this.store.inboxLength(this.witness)) < this.opts.maxSize) break;
-      const batch = await this.store.cutBatch(this.witness, this.opts.maxSize);
-      if (!batch) break;
-      this.log.debug({ batch: batch.id, size: batch.size }, 'batch cut');
-      await this.opts.handOver(batch.id);
+    const inbox: CutSource = { waiting: () => this.store.inboxLength(this.witness), cut: (max) => this.store.cutBatch(this.witness, max) };
+    for (const source of this.opts.fromLog ? [this.opts.fromLog, inbox] : [inbox]) {
+      for (let i = 0; i < MAX_CUTS_PER_TICK; i++) {
+        // A timer tick cuts one partial batch; beyond that, and on pokes, only full ones.
+        const partialAllowed = cutPartial && i === 0;
+        if (!partialAllowed && (await source.waiting()) < this.opts.maxSize) break;
+        const batch = await source.cut(this.opts.maxSize);
+        if (!batch) break;
+        this.log.debug({ batch: batch.id, size: batch.size }, 'batch cut');
+        await this.opts.handOver(batch.id);
+      }
     }
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.running;

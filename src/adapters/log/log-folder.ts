@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { parseCheckpointText } from '../../core/log/checkpoint.js';
 import { parseNote } from '../../core/log/note.js';
 import { inclusionProof } from '../../core/log/proof.js';
-import { TILE_WIDTH, TileHashes, tilePath, type TileRef } from '../../core/log/tiles.js';
+import { decodeBundle, TILE_WIDTH, TileHashes, tileInTree, tilePath, type TileRef } from '../../core/log/tiles.js';
 import { CheckpointHistory } from './checkpoint-history.js';
 import { CHECKPOINT_FILE, readOptional } from './tile-files.js';
 
@@ -43,11 +43,29 @@ export class LogFolder {
     return kept === null ? null : described(kept.note, `${this.dir}/checkpoints/${kept.size}`);
   }
 
+  /** Up to `limit` kept checkpoint sizes above `after`, in order. */
+  sizesAfter(after: number, limit: number): number[] {
+    return this.history.sizesAfter(after, limit);
+  }
+
   /** The bytes of a tile or bundle a checkpoint of `size` covers (immutable from then on), or null. */
   tile(tile: TileRef, size: number): Buffer | null {
     const level = tile.level === 'entries' ? 0 : tile.level;
     if ((tile.index * TILE_WIDTH + tile.width) * TILE_WIDTH ** level > size) return null;
     return readOptional(this.dir, tilePath(tile));
+  }
+
+  /** The entries of indexes `from` … `to` − 1 (encoded), as the bundles of the checkpointed size `to` hold them. */
+  entries(from: number, to: number): Buffer[] {
+    const out: Buffer[] = [];
+    for (let n = Math.floor(from / TILE_WIDTH); n * TILE_WIDTH < to; n++) {
+      const ref = { ...tileInTree(to, 0, n), level: 'entries' as const };
+      const bytes = this.tile(ref, to);
+      if (bytes === null) throw new RangeError(`${tilePath(ref)}: missing from ${this.dir}`);
+      const bundle = decodeBundle(bytes, ref);
+      for (let i = Math.max(from, n * TILE_WIDTH); i < Math.min(to, (n + 1) * TILE_WIDTH); i++) out.push(bundle[i - n * TILE_WIDTH]!);
+    }
+    return out;
   }
 
   /** The RFC 6962 inclusion path of `index` in the tree of `size` (a checkpointed size), leaf upward. */

@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import type { AnchorStore } from '../state/anchor-store.js';
 import type { NostrWitness } from './nostr-witness.js';
 import { BatchTree } from '../../core/batch/batch-tree.js';
+import { batchRoot } from '../batch/batch-root.js';
 import { parseTimestamp, serializeDetached } from '../../core/ots/codec.js';
 import { eventIdProof, eventsRootOf, findNode, joinedRoot, prunedTo } from '../../core/ots/event-tree.js';
 import { nip03Event } from '../../core/nostr/nip03.js';
@@ -39,7 +40,7 @@ export class Nip03Publisher {
     const batch = await this.store.getBatch('ots', batchId);
     if (!batch) return 0;
     const bitcoin = JSON.parse(fields.bitcoin) as { height: number; time?: number };
-    const subjectsRoot = new BatchTree(batch.digests).root;
+    const subjectsRoot = batchRoot(batch);
     // the list fixed with events_root (event_ids is written with it, so one without the other is a hand edit)
     const eventIds = (await this.store.otsEventIds(batchId)) ?? [];
     const ids = eventIds.map((e) => Buffer.from(e, 'hex'));

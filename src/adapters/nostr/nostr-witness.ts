@@ -17,9 +17,9 @@ import { backoffDelay } from '../../core/retry/backoff.js';
 import { nostrBatchQueueName } from '../bullmq/names.js';
 import { boundErrorText, boundedFailures } from '../bullmq/failed-attempts.js';
 import { stalledJobOptions } from '../bullmq/stalled.js';
-import { BatchTree } from '../../core/batch/batch-tree.js';
+import { batchCheckpoint, batchRoot } from '../batch/batch-root.js';
 import { autoMode, type NostrEventMode } from '../../core/nostr/auto-mode.js';
-import { batchEvent, envelopeEvent, serializeEvent, sameSignedEvent, type SignedEvent } from '../../core/nostr/events.js';
+import { batchEvent, checkpointEvent, envelopeEvent, serializeEvent, sameSignedEvent, type SignedEvent } from '../../core/nostr/events.js';
 import type { SigningKey } from '../../core/nostr/keys.js';
 import { RelayClient } from './relay-client.js';
 import { PolicyPublisher } from './relay-policy.js';
@@ -377,8 +377,11 @@ export class NostrWitness {
       await this.store.closeBatch('nostr', batchId);
       return;
     }
-    const root = new BatchTree(batch.digests).root.toString('hex');
-    const candidate = batchEvent({ anchoredAt: batch.anchoredAt, batchRootHex: root, leafCount: batch.size, kind: this.opts.kind }, this.key);
+    // cut from the anchor log: the batch event is the checkpoint's (its note, byte for byte)
+    const cp = batchCheckpoint(batch.fields);
+    const candidate = cp
+      ? checkpointEvent({ note: cp.note, createdAt: Math.floor(Date.parse(batch.anchoredAt) / 1000), kind: this.opts.kind }, this.key)
+      : batchEvent({ anchoredAt: batch.anchoredAt, batchRootHex: batchRoot(batch).toString('hex'), leafCount: batch.size, kind: this.opts.kind }, this.key);
     // Two daemons may race here: the first event stored for the batch is the one published.
     const json = await this.store.fixNostrBatchEvent(batchId, serializeEvent(candidate));
     const event = JSON.parse(json) as SignedEvent;

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
 import type { AnchorStore, OtsBatchState, OtsBatchUpdate } from '../state/anchor-store.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
-import { BatchTree } from '../../core/batch/batch-tree.js';
+import { batchRoot } from '../batch/batch-root.js';
 import { backoffDelay } from '../../core/retry/backoff.js';
 import { otsQueueName } from '../bullmq/names.js';
 import { boundedFailures } from '../bullmq/failed-attempts.js';
@@ -252,7 +252,7 @@ export class OtsWitness {
       await this.store.closeBatch('ots', batchId);
       return;
     }
-    const root = new BatchTree(batch.digests).root;
+    const root = batchRoot(batch);
     const round = batch.state.round;
     if (batch.state.submitted) {
       const foreign = this.foreignAnswers(batch.state, root);
@@ -372,7 +372,7 @@ export class OtsWitness {
   private async upgrade(batchId: string, poll: number): Promise<void> {
     const batch = await this.store.otsBatch(batchId);
     if (!batch || !batch.state.submitted) return;
-    const root = new BatchTree(batch.digests).root;
+    const root = batchRoot(batch);
     const round = batch.state.round;
     const foreign = this.foreignAnswers(batch.state, root);
     if (foreign) {

@@ -2,9 +2,12 @@
  * Builds a subject's `aer1-anchor-proof-v1` from the daemon's state: its envelope, the
  * signed Nostr event (its own envelope event, or its batch's event with the inclusion path;
  * `nostr.mode` says which, as recorded on its batch in auto mode), and its own detached
- * `.ots` (file digest = the envelope digest) assembled from the batch's root timestamp.
+ * `.ots` (file digest = the envelope digest) assembled from the batch's root timestamp. A
+ * batch cut from the anchor log has a checkpoint's root: its event is the checkpoint event,
+ * and the path runs from the subject's log entry through the log's tree (docs/log.md).
  */
 import { BatchTree } from '../../core/batch/batch-tree.js';
+import { batchCheckpoint, type BatchCheckpoint } from '../batch/batch-root.js';
 import type { AnchorStore, ProofBatchFields, SubjectRecord } from '../state/anchor-store.js';
 import type { WitnessName } from '../state/keys.js';
 import { parseTimestamp, serializeDetached } from '../../core/ots/codec.js';
@@ -29,8 +32,16 @@ export interface ProofSources {
   calendars: readonly string[];
 }
 
+/**
+ * What a proof takes from a subject's batch: the tree the witnesses attest (the batch's tree
+ * over its digests, or, for a batch cut from the anchor log, the log's tree at its
+ * checkpoint's size, in which a subject's place is its log index), and the batch's fields.
+ */
 interface CachedBatch {
-  tree: BatchTree;
+  size: number;
+  root: Buffer;
+  path: (index: number) => Buffer[];
+  checkpoint: BatchCheckpoint | null;
   fields: ProofBatchFields;
 }
 
@@ -106,11 +117,15 @@ export class ProofExporter {
 
   /** The batch's tree (cached) and its current fields (read fresh: answers and upgrades change them). */
   private async tree(witness: WitnessName, id: string): Promise<CachedBatch | null> {
-    const [tree, fields] = await Promise.all([
-      this.trees.get(`${witness}:${id}`, async () => (await this.store.getBatch(witness, id))?.digests ?? null),
-      this.store.proofBatchFields(witness, id),
-    ]);
-    return tree ? { tree, fields } : null;
+    const [own, fields] = await Promise.all([this.store.batchFields(witness, id, ['cp', 'note']), this.store.proofBatchFields(witness, id)]);
+    const checkpoint = batchCheckpoint(own);
+    if (checkpoint) {
+      const folder = this.logFolder;
+      if (!folder) return null;
+      return { size: checkpoint.size, root: checkpoint.root, path: (index) => folder.inclusion(index, checkpoint.size), checkpoint, fields };
+    }
+    const tree = await this.trees.get(`${witness}:${id}`, async () => (await this.store.getBatch(witness, id))?.digests ?? null);
+    return tree ? { size: tree.size, root: tree.root, path: (index) => tree.path(index), checkpoint: null, fields } : null;
   }
 
   private async nostr(record: SubjectRecord, status: WitnessStatus): Promise<NostrProof> {
@@ -128,7 +143,7 @@ export class ProofExporter {
       else if (b && (b.fields.mode === 'batch' || b.fields.event)) {
         mode = 'batch';
         eventJson = b.fields.event ?? null;
-        batch = { index: link.index, size: b.tree.size, path: b.tree.path(link.index).map((h) => h.toString('hex')) };
+        batch = { index: link.index, size: b.size, path: b.path(link.index).map((h) => h.toString('hex')) };
       }
     }
     const event = eventJson ? (JSON.parse(eventJson) as NostrEventJson) : null;
@@ -158,8 +173,12 @@ export class ProofExporter {
     });
     const out: OtsProof = { status, proof: null, calendars };
     if (!b || !link || !b.fields.ts || !record.digest) return out;
-    const rootTs = parseTimestamp(Buffer.from(b.fields.ts, 'base64'), b.tree.root);
-    const file = proofForSubject(Buffer.from(record.digest, 'hex'), link.index, b.tree.size, b.tree.path(link.index), rootTs);
+    const rootTs = parseTimestamp(Buffer.from(b.fields.ts, 'base64'), b.root);
+    // a log batch's leaf is the subject's entry, d ‖ kind ‖ key: the .ots appends kind ‖ key to d
+    const kind = record.kind === null ? undefined : entryKindOfSubject(record.kind);
+    const suffix = b.checkpoint && kind !== undefined ? encodeEntry({ digest: Buffer.from(record.digest, 'hex'), kind, key: record.key }).subarray(32) : undefined;
+    if (b.checkpoint && suffix === undefined) return out;
+    const file = proofForSubject(Buffer.from(record.digest, 'hex'), link.index, b.size, b.path(link.index), rootTs, suffix);
     out.proof = serializeDetached(file).toString('base64');
     if (b.fields.bitcoin && status === 'confirmed') out.bitcoin = JSON.parse(b.fields.bitcoin) as OtsProof['bitcoin'] & object;
     return out;

@@ -105,6 +105,13 @@ export class StateKeys {
   batchesWithWork(witness: WitnessName): string {
     return `${this.base}:bwork:${witness}`;
   }
+  /**
+   * With the anchor log on: the log size up to which a witness's batches were cut from the
+   * log's checkpoints (cut-checkpoint.lua); entries from here on wait for the next cut.
+   */
+  checkpointCut(witness: WitnessName): string {
+    return `${this.base}:bcut:${witness}`;
+  }
   /** Batches cut but not yet handed to their witness (resumed on restart). */
   openBatches(witness: WitnessName): string {
     return `${this.base}:bopen:${witness}`;

@@ -51,6 +51,8 @@ export const SET_RELAY = load(DIR, 'set-relay');
 export const MARK_SENT = load(DIR, 'mark-sent');
 /** Cuts a batch from the head of a witness's inbox. */
 export const CUT_BATCH = load(DIR, 'cut-batch');
+/** With the anchor log on: cuts a batch whose root is a signed checkpoint's, from the log's entries (checkpoint-cuts.ts). */
+export const CUT_CHECKPOINT = load(DIR, 'cut-checkpoint');
 /** Auto mode: links a subject's own event, first stored copy wins. */
 export const SET_SUBJECT_EVENT = load(DIR, 'set-subject-event');
 
@@ -71,4 +73,4 @@ export const DROP_BATCH = load(DIR, 'drop-batch');
 /** NIP-03: fixes the event ids an OTS batch commits to and takes the late ones it commits out of the waiting set. */
 export const FIX_EVENT_IDS = load(DIR, 'fix-event-ids');
 
-export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, LIST_PAGE, FORGET, DROP_BATCH, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, FIX_EVENT_IDS];
+export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, CUT_CHECKPOINT, SET_SUBJECT_EVENT, LIST_PAGE, FORGET, DROP_BATCH, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, FIX_EVENT_IDS];

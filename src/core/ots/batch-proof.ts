@@ -18,11 +18,16 @@ import { Timestamp } from './timestamp.js';
 const LEAF_PREFIX = prepend(Uint8Array.of(0x00));
 const NODE_PREFIX = prepend(Uint8Array.of(0x01));
 
-/** The ops from `d` to the batch root for leaf `index` of `size`, given its inclusion path. */
-export function subjectOps(index: number, size: number, path: readonly Uint8Array[]): Op[] {
+/**
+ * The ops from `d` to the batch root for leaf `index` of `size`, given its inclusion path.
+ * `leafSuffix`: what the leaf holds after `d`, for a leaf that is an anchor log entry
+ * (`d ‖ kind ‖ key`, docs/log.md): leaf = SHA-256(0x00 ‖ d ‖ suffix) → prepend 00, append
+ * the suffix, sha256.
+ */
+export function subjectOps(index: number, size: number, path: readonly Uint8Array[], leafSuffix?: Uint8Array): Op[] {
   const steps = pathSteps(index, size, path);
   if (!steps) throw new RangeError(`inclusion path of ${path.length} hashes does not fit leaf ${index} of ${size}`);
-  const ops: Op[] = [LEAF_PREFIX, SHA256];
+  const ops: Op[] = leafSuffix && leafSuffix.length > 0 ? [LEAF_PREFIX, append(leafSuffix), SHA256] : [LEAF_PREFIX, SHA256];
   for (const step of steps) {
     if (step.side === 'right') ops.push(NODE_PREFIX, append(step.hash), SHA256);
     else ops.push(prepend(step.hash), NODE_PREFIX, SHA256);
@@ -49,7 +54,7 @@ function checkDigest(digest: Uint8Array): void {
 /**
  * The detached proof for one subject: file digest `digest` (sha256), the ops of its
  * inclusion path, then `rootTimestamp` (shared by reference). Throws when the path does
- * not lead to `rootTimestamp.msg`.
+ * not lead to `rootTimestamp.msg`. `leafSuffix` as for subjectOps (a log entry's kind ‖ key).
  */
 export function proofForSubject(
   digest: Uint8Array,
@@ -57,9 +62,10 @@ export function proofForSubject(
   size: number,
   path: readonly Uint8Array[],
   rootTimestamp: Timestamp,
+  leafSuffix?: Uint8Array,
 ): DetachedTimestampFile {
   checkDigest(digest);
-  const ops = subjectOps(index, size, path);
+  const ops = subjectOps(index, size, path, leafSuffix);
   const head = new Timestamp(digest);
   let node = head;
   for (let i = 0; i < ops.length - 1; i++) node = node.addOp(ops[i]!);

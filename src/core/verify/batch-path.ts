@@ -1,14 +1,21 @@
 /**
  * Stage `batch-path` (batch mode, SPEC §4.1, §5, §6.5): the event content is the canonical
  * batch JSON; the RFC 9162 inclusion path leads from d to its `batch_root`; its
- * `leaf_count` is the path's batch size; an `x` tag names the batch root.
+ * `leaf_count` is the path's batch size; an `x` tag names the batch root. A checkpoint
+ * event (the anchor log on, docs/log.md) carries a signed checkpoint note instead: the
+ * subject's log entry, rebuilt from the envelope, leads by the path (at its log index, in
+ * the tree of the note's size) to the note's root, the `x` tag names that root, and the
+ * note's signature is held against the log keys the caller trusts (`--log-key`).
  */
 import { isObject } from '../aer1/fields.js';
 import { isHex64 } from '../aer1/hash.js';
 import { jsonTextDepth, listBounded, MAX_JSON_DEPTH, quoteBounded } from '../aer1/json-limits.js';
 import { rootFromPath } from '../batch/batch-tree.js';
 import type { BatchInclusion, NostrEventJson } from '../proof/format.js';
-import { BATCH_CONTENT_TYPE, BATCH_TREE, batchContent } from '../nostr/events.js';
+import { BATCH_CONTENT_TYPE, BATCH_TREE, batchContent, isCheckpointEvent } from '../nostr/events.js';
+import type { Envelope } from '../envelope/envelope.js';
+import type { VerifierKey } from '../log/note.js';
+import { checkEntryInCheckpoint } from './log.js';
 import { xTags } from './nostr.js';
 import { fail, pass, skip, type CheckResult } from './types.js';
 
@@ -42,9 +49,16 @@ function readBatchContent(content: string): BatchContent | string {
   return c;
 }
 
-export function checkBatchPath(event: NostrEventJson | null, batch: BatchInclusion, digest: Buffer | null): CheckResult {
+/** What a checkpoint event's path is checked with: the envelope its entry is rebuilt from, and the log keys the caller trusts. */
+export interface CheckpointPathContext {
+  envelope: Envelope | null;
+  logKeys: readonly VerifierKey[];
+}
+
+export function checkBatchPath(event: NostrEventJson | null, batch: BatchInclusion, digest: Buffer | null, log: CheckpointPathContext = { envelope: null, logKeys: [] }): CheckResult {
   if (!event) return skip('batch-path', 'no event');
   if (digest === null) return skip('batch-path', 'no envelope digest to start from (see digest)');
+  if (isCheckpointEvent(event)) return checkCheckpointPath(event, batch, digest, log);
   const content = readBatchContent(event.content);
   if (typeof content === 'string') return fail('batch-path', content);
   const { index, size, path } = batch;
@@ -62,4 +76,17 @@ export function checkBatchPath(event: NostrEventJson | null, batch: BatchInclusi
     return fail('batch-path', x.length ? `the x tag ${listBounded(x)} is not the batch root ${content.batch_root}` : 'the event has no x tag naming the batch root');
   }
   return pass('batch-path', `leaf ${index} of ${size}: the path leads from d to batch_root ${content.batch_root}; x tag = batch root`);
+}
+
+/** A checkpoint event: the subject's log entry leads by the path to the root of the note the event carries. */
+function checkCheckpointPath(event: NostrEventJson, batch: BatchInclusion, digest: Buffer, log: CheckpointPathContext): CheckResult {
+  if (!log.envelope) return skip('batch-path', 'checkpoint event: no envelope to rebuild the log entry from (see envelope)');
+  const result = checkEntryInCheckpoint('batch-path', { note: event.content, field: 'nostr.event.content', index: batch.index, path: batch.path }, log.envelope, digest, log.logKeys, (cp) => {
+    if (cp.size !== batch.size) return `checkpoint event: the path is for a tree of ${batch.size}, the checkpoint's size is ${cp.size}`;
+    const x = xTags(event);
+    const root = cp.root.toString('hex');
+    if (!x.includes(root)) return x.length ? `checkpoint event: the x tag ${listBounded(x)} is not the checkpoint's root ${root}` : 'checkpoint event: no x tag naming the checkpoint\'s root';
+    return null;
+  });
+  return { ...result, detail: result.status === 'FAIL' && result.detail.startsWith('checkpoint event') ? result.detail : `checkpoint event: ${result.detail}${result.status === 'PASS' ? '; x tag = its root' : ''}` };
 }

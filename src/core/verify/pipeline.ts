@@ -104,7 +104,7 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
   const event = checkEvent(prepared, eventCache);
   const batch = nostrProof?.batch;
   const content = batch
-    ? checkBatchPath(event.event, batch, digest.digest)
+    ? checkBatchPath(event.event, batch, digest.digest, { envelope: envelope.envelope ?? null, logKeys: options.logKeys ?? [] })
     : prepared
       ? checkEnvelopeContent(event.event, digest.text, digest.digest)
       : skip('nostr-content', 'no usable proof (see input)');

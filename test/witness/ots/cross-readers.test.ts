@@ -14,7 +14,10 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BatchTree } from '../../../src/core/batch/batch-tree.js';
 import { type Attestation, bitcoinAttestation, pendingAttestation } from '../../../src/core/ots/attestations.js';
-import { batchProofs } from '../../../src/core/ots/batch-proof.js';
+import { batchProofs, proofForSubject } from '../../../src/core/ots/batch-proof.js';
+import { encodeEntry } from '../../../src/core/log/entry.js';
+import { inclusionProof, treeHash } from '../../../src/core/log/proof.js';
+import { leafHash, rootOfHashes } from '../../../src/core/log/rfc6962.js';
 import { DetachedTimestampFile, parseDetached, serializeDetached } from '../../../src/core/ots/codec.js';
 import { type Op, KECCAK256, HEXLIFY, REVERSE, RIPEMD160, SHA1, SHA256, append, prepend } from '../../../src/core/ots/ops.js';
 import { Timestamp, allAttestations } from '../../../src/core/ots/timestamp.js';
@@ -257,6 +260,40 @@ describe.runIf(pythonHasOts)('batch proofs we write, read by python-opentimestam
       }
     });
   }
+});
+
+describe.runIf(pythonHasOts)('anchor log proofs (docs/log.md): from d through the subject\'s log entry and inclusion path to a checkpoint root', () => {
+  it('python-opentimestamps and npm opentimestamps read each with file digest d and reach the root the calendars hold', () => {
+    const n = 300;
+    const entries = Array.from({ length: n }, (_, i) => ({ digest: createHash('sha256').update(`log subject ${i}`).digest(), kind: (['receipt', 'workflow_close', 'job_timeline'] as const)[i % 3]!, key: `subject-${i}-ключ` }));
+    const leaves = entries.map((e) => leafHash(encodeEntry(e)));
+    const hashes = { hashAt: (h: number, i: number) => rootOfHashes(leaves.slice(i * 2 ** h, (i + 1) * 2 ** h)) };
+    const written: Array<{ file: string; bytes: Buffer; ours: Described[]; digest: string }> = [];
+    for (const size of [1, 7, 256, 300]) {
+      const root = rootTimestamp(Buffer.from(treeHash(size, hashes)), size === 300);
+      for (const i of new Set([0, Math.floor(size / 2), size - 1])) {
+        const e = entries[i]!;
+        const proof = proofForSubject(e.digest, i, size, inclusionProof(size, i, hashes), root, encodeEntry(e).subarray(32));
+        const bytes = serializeDetached(proof);
+        const file = path.join(dir, `log-${size}-${i}.ots`);
+        writeFileSync(file, bytes);
+        written.push({ file, bytes, ours: describeOurs(proof), digest: e.digest.toString('hex') });
+      }
+    }
+    const python = pythonRead(written.map((w) => w.file));
+    for (const w of written) {
+      const py = python.get(w.file)!;
+      expect(py.ok, `${w.file}: ${py.error}`).toBe(true);
+      expect(py.roundtrip, w.file).toBe(true);
+      expect(py.digest).toBe(w.digest);
+      // the same attestations on the same messages: python ran our ops from d to the calendars' commitments
+      expect(py.attestations).toEqual(w.ours);
+      const js = OTS.DetachedTimestampFile.deserialize(w.bytes);
+      expect(Buffer.from(js.serializeToBytes()).equals(w.bytes), w.file).toBe(true);
+      expect(Buffer.from(js.fileDigest()).toString('hex')).toBe(w.digest);
+      expect(describeJs(js.timestamp)).toEqual(w.ours);
+    }
+  });
 });
 
 describe.runIf(pythonHasOts)('random trees', () => {

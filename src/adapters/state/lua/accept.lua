@@ -1,7 +1,9 @@
 -- accept: takes one or many subjects into state in one call (intake of a single-subject
 -- job and of a bulk job alike). Per subject: a new subject is stored pending with its
 -- envelope (in its own Nostr event when it has one, else as its claims in the subject hash
--- when they fit, else under e:<key>), indexed, put in the witness inboxes and announced on the events stream; the
+-- when they fit, else under e:<key>), indexed, put in the witness inboxes (with the anchor
+-- log on, only when it is not logged here: the witnesses cut logged subjects from the log's
+-- checkpoints, cut-checkpoint.lua) and announced on the events stream; the
 -- same key with the same root fingerprint is a duplicate (nothing written); the same key
 -- with another root is a conflict, recorded in that subject's history and on the stream,
 -- never re-anchored. A subject refused earlier (status rejected) is replaced.
@@ -65,7 +67,7 @@ local function unframe(p, into)
     i = i + 1 + vl
   end
 end
-local out, added, unrejected = {}, {}, 0
+local out, added, inboxed, unrejected = {}, {}, {}, 0
 -- The anchor log (docs/log.md): each subject created is appended in acceptance order, its
 -- entry d || kind byte || key; a key already logged (accepted before, since forgotten) keeps
 -- its index. A duplicate or a conflict is never logged.
@@ -73,11 +75,12 @@ local logKinds = {['receipt'] = 1, ['workflow-close'] = 2, ['chain-head'] = 3}
 local logSize, logEntries = nil, {}
 local function log_append(key, kind, digestBin)
   local lk = kbase + 4 * n
-  if redis.call('HEXISTS', KEYS[lk + 2], key) == 1 then return end
+  if redis.call('HEXISTS', KEYS[lk + 2], key) == 1 then return false end
   logSize = logSize or tonumber(redis.call('GET', KEYS[lk + 1]) or '0')
   redis.call('HSET', KEYS[lk + 2], key, logSize)
   table.insert(logEntries, digestBin .. string.char(logKinds[kind]) .. key)
   logSize = logSize + 1
+  return true
 end
 if logOn then
   for i = 0, n - 1 do
@@ -147,7 +150,7 @@ for i = 0, n - 1 do
     end
     redis.call('HSET', s, unpack(fields))
     table.insert(added, key)
-    if logOn then log_append(key, kind, digestBin) end
+    if not (logOn and log_append(key, kind, digestBin)) then table.insert(inboxed, key) end
     -- the acceptance is derived from the hash when read, unless refusals came before it
     if existing[1] == 'rejected' and redis.call('EXISTS', h) == 1 then
       redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'accepted', status = 'pending', digest = digest}))
@@ -160,14 +163,15 @@ announce()
 -- The indexes and inboxes take every new subject in one command each (500 at a time: Lua's stack).
 local lens = {}
 for j = 1, #added, 500 do
-  local z, l = {}, {}
+  local z = {}
   for m = j, math.min(j + 499, #added) do
     table.insert(z, now); table.insert(z, added[m])
-    table.insert(l, added[m])
   end
   redis.call('ZADD', KEYS[3], unpack(z))
   for wi = 1, nw do redis.call('ZADD', KEYS[4 + wi], unpack(z)) end
-  for ii = 1, ni do lens[ii] = redis.call('RPUSH', KEYS[4 + nw + ii], unpack(l)) end
+end
+for j = 1, #inboxed, 500 do
+  for ii = 1, ni do lens[ii] = redis.call('RPUSH', KEYS[4 + nw + ii], unpack(inboxed, j, math.min(j + 499, #inboxed))) end
 end
 if logSize then
   local lk = kbase + 4 * n
@@ -180,6 +184,6 @@ if #added > 0 then
   for _, w in ipairs(witnesses) do redis.call('HINCRBY', KEYS[2], 'w:' .. w .. ':pending', #added) end
 end
 if unrejected > 0 then redis.call('HINCRBY', KEYS[2], 'st:rejected', -unrejected) end
--- -1: nothing was added, so no batcher needs a poke
+-- -1: nothing went into the inboxes, so no batcher needs a poke
 for ii = 1, ni do table.insert(out, lens[ii] or -1) end
 return out
