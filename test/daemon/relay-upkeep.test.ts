@@ -15,54 +15,59 @@ import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
 import { UpkeepState } from '../../src/adapters/nostr/upkeep-state.js';
 import { displayUrl } from '../../src/adapters/config/display-url.js';
 import { serializeEvent, verifySignedEvent } from '../../src/core/nostr/events.js';
-import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
+import { startDevRelay, type DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { Stats } from '../../src/adapters/http/stats.js';
 import { Issuer, SHARED_REDIS_URL, deletePrefix, receiptFields, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 const SUBJECTS = 40;
+/** One upkeep period: short, so a test sees passes; long beside the drain's re-publish of 20 events on loopback. */
 const INTERVAL_MS = 4000;
 
 let relays: DevRelay[] = [];
 let running: RunningDaemon;
 let issuer: Issuer;
-let prefix: string;
+const cleanup: Array<() => Promise<unknown>> = [];
+
+/** The daemon on `on` (envelope mode, HTTP on, upkeep every INTERVAL_MS), and an issuer on its state. */
+async function startUpkeepDaemon(on: DevRelay[], nostr: Record<string, unknown> = {}): Promise<{ running: RunningDaemon; issuer: Issuer }> {
+  const keyFile = join(tempDir('key'), 'nostr.key');
+  writeKeyFile(keyFile);
+  const config = testConfig({
+    relays: on,
+    overrides: {
+      redis: { url: SHARED_REDIS_URL },
+      nostr: { keyFile, mode: 'envelope', quorum: on.length, ...nostr },
+      relayUpkeep: { intervalMs: INTERVAL_MS, perPass: 1000, idsPerRequest: 7, timeoutMs: 2000 },
+      http: { enabled: true, port: 0 },
+    },
+  });
+  const daemon = await runDaemon(config, createLogger(process.env.AER1_TEST_LOG ?? 'silent'));
+  const reader = new Issuer(config);
+  cleanup.push(() => daemon.stop(), () => deletePrefix(reader.redis, `{${config.redis.prefix}}`), () => reader.close());
+  return { running: daemon, issuer: reader };
+}
 
 /** A counter or gauge of /metrics for one relay (0 when the series is absent). */
-async function metric(name: string, relay: DevRelay): Promise<number> {
-  const text = await (await fetch(`${running.httpUrl}/metrics`)).text();
+async function metric(name: string, relay: DevRelay, on: RunningDaemon = running): Promise<number> {
+  const text = await (await fetch(`${on.httpUrl}/metrics`)).text();
   const url = displayUrl(relay.url).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
   return Number(new RegExp(`^${name}\\{url="${url}"\\} ([0-9.e+]+)$`, 'm').exec(text)?.[1] ?? 0);
 }
 
 /** The anchor event ids of the subjects, from the state. */
-async function eventIds(keys: readonly string[]): Promise<string[]> {
-  const records = await issuer.store.getRecords(keys);
+async function eventIds(keys: readonly string[], from: Issuer = issuer): Promise<string[]> {
+  const records = await from.store.getRecords(keys);
   return records.map((r) => r!.nostrEventId!);
 }
 
 beforeAll(async () => {
   relays = await startRelays(2);
-  const keyFile = join(tempDir('key'), 'nostr.key');
-  writeKeyFile(keyFile);
-  const config = testConfig({
-    relays,
-    overrides: {
-      redis: { url: SHARED_REDIS_URL },
-      nostr: { keyFile, mode: 'envelope', quorum: 2 },
-      relayUpkeep: { intervalMs: INTERVAL_MS, perPass: 1000, idsPerRequest: 7, timeoutMs: 2000 },
-      http: { enabled: true, port: 0 },
-    },
-  });
-  prefix = config.redis.prefix;
-  running = await runDaemon(config, createLogger(process.env.AER1_TEST_LOG ?? 'silent'));
-  issuer = new Issuer(config);
+  cleanup.push(() => Promise.all(relays.map((r) => r.close())));
+  ({ running, issuer } = await startUpkeepDaemon(relays));
 });
 
 afterAll(async () => {
-  await running?.stop();
-  await deletePrefix(issuer.redis, `{${prefix}}`);
-  await issuer?.close();
-  await Promise.all(relays.map((r) => r.close()));
+  for (const f of cleanup.reverse()) await f().catch(() => undefined);
 });
 
 describe('relay upkeep', () => {
@@ -132,4 +137,30 @@ describe('relay upkeep', () => {
     }
     expect(await new UpkeepState(issuer.store).size()).toBe(SUBJECTS);
   }, 60_000);
+});
+
+describe('relay upkeep on a relay that asks for proof of work', () => {
+  it('sends the relay the same mined copy it was sent before, not a new one', async () => {
+    const pow = await startDevRelay({ profile: 'pow', profileOptions: { powDifficulty: 8 } });
+    cleanup.push(() => pow.close());
+    const own = await startUpkeepDaemon([pow]);
+    const subjects = Array.from({ length: 6 }, () => receiptFields());
+    await own.issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
+    await waitFor('6 confirmed', async () => (await own.issuer.count('confirmed')) === 6, 60_000);
+    const ids = await eventIds(subjects.map((s) => s.receipt_uuid), own.issuer);
+    const copies = await Promise.all(ids.map(async (id) => (await own.issuer.store.relayCopy(id, pow.url))!));
+    const copyIds = copies.map((c) => (JSON.parse(c) as { id: string }).id);
+    expect(copyIds.every((c, i) => c !== ids[i])).toBe(true);
+    await waitFor('a pass checked the copies', async () => (await metric('aer1_relay_upkeep_checked_total', pow, own.running)) >= 6, 30_000);
+    expect(await metric('aer1_relay_upkeep_missing_total', pow, own.running)).toBe(0);
+
+    // the relay drops half of its stored events (the mined copies it was sent)
+    expect(pow.loseEvents(copyIds.slice(0, 3))).toBe(3);
+    await waitFor('the relay holds every copy again', () => copyIds.every((id) => pow.events().some((e) => e.id === id)), 30_000);
+    for (const [i, id] of copyIds.slice(0, 3).entries()) expect(serializeEvent(pow.events().find((e) => e.id === id)!)).toBe(copies[i]);
+    await waitFor('the re-publishes counted', async () => (await metric('aer1_relay_upkeep_republished_total', pow, own.running)) === 3);
+    expect(await metric('aer1_relay_upkeep_missing_total', pow, own.running)).toBe(3);
+    // no new copy was mined or stored
+    expect(await Promise.all(ids.map((id) => own.issuer.store.relayCopy(id, pow.url)))).toEqual(copies);
+  }, 120_000);
 });
