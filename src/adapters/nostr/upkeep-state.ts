@@ -59,17 +59,18 @@ export class UpkeepState {
     await this.store.redis.zadd(this.keptKey, 'NX', ...ids.flatMap((id, i) => [first + i, id]));
   }
 
-  /** The next `most` events after the cursor; `end` when the round reaches its newest. */
+  /** The next `most` events after the cursor; `end` when they include the round's newest. */
   async next(most: number): Promise<{ ids: string[]; cursor: number; end: boolean }> {
     const from = Number((await this.store.redis.hget(this.stateKey, 'cursor')) ?? '0');
-    const rows = await this.store.redis.zrangebyscore(this.keptKey, `(${from}`, '+inf', 'WITHSCORES', 'LIMIT', 0, most);
+    // one more than asked: whether any is left after these
+    const rows = await this.store.redis.zrangebyscore(this.keptKey, `(${from}`, '+inf', 'WITHSCORES', 'LIMIT', 0, most + 1);
     const ids: string[] = [];
     let cursor = from;
-    for (let i = 0; i < rows.length; i += 2) {
+    for (let i = 0; i < rows.length && ids.length < most; i += 2) {
       ids.push(rows[i]!);
       cursor = Number(rows[i + 1]);
     }
-    return { ids, cursor, end: ids.length < most };
+    return { ids, cursor, end: rows.length <= 2 * most };
   }
 
   /** For each event: its JSON and, per relay, its report and copy (one pipelined HMGET each). */
