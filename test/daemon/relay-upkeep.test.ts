@@ -117,6 +117,7 @@ describe('relay upkeep', () => {
     const shown = stats.health.find((h) => h.kind === 'relay' && h.url === displayUrl(dropper.url))!;
     expect(shown.upkeep).not.toBeNull();
     expect(shown.upkeep!.oldestHeldAt).not.toBeNull();
+    expect(shown.upkeep!.republished).toBe(SUBJECTS / 2);
     expect(Date.parse(shown.upkeep!.oldestHeldAt!) / 1000).toBeLessThanOrEqual(oldest + 1);
     expect(stats.health.filter((h) => h.kind === 'calendar').every((h) => h.upkeep === null)).toBe(true);
   }, 120_000);

@@ -57,7 +57,7 @@ describe('relay upkeep state', () => {
     expect(next).toMatchObject({ ids: [id(1), id(2)], end: true });
   });
 
-  it('drops events retention forgot, and reads the shards\' records as one relay\'s', async () => {
+  it('drops events retention forgot, and reads the shards\' records and re-publish counts as one relay\'s', async () => {
     const a = state();
     const b = state();
     await a.upkeep.note([id(1), id(2)]);
@@ -67,12 +67,15 @@ describe('relay upkeep state', () => {
     const rec = (checked: number, oldestHeld: number | null, last: RelayUpkeepRecord['last']): RelayUpkeepRecord => ({ checked, missing: 1, unknown: 0, oldestHeld, last, at: '2026-01-01T00:00:00.000Z', error: null });
     await a.upkeep.finish(new Map([[url, rec(3, 1_700_000_100, null)]]), 7);
     await b.upkeep.finish(new Map([[url, rec(4, null, { checked: 9, missing: 2, unknown: 1, oldestHeld: 1_700_000_050, at: '2026-01-01T00:00:00.000Z' })]]), 0);
+    await a.upkeep.countRepublished(url, 2);
+    await b.upkeep.countRepublished(url, 3);
     const [sum] = await readRelayUpkeep([a.store, b.store], [url]);
     expect(sum).toEqual({
       url,
       checked: 7,
       missing: 2,
       unknown: 0,
+      republished: 5,
       oldestHeld: 1_700_000_050,
       lastRound: { checked: 9, missing: 2, unknown: 1, at: '2026-01-01T00:00:00.000Z' },
       at: '2026-01-01T00:00:00.000Z',

@@ -53,6 +53,8 @@ export interface RelayUpkeepView {
   checked: number;
   missing: number;
   unknown: number;
+  /** Events sent again that the relay accepted, ever. */
+  republished: number;
   oldestHeldAt: string | null;
   oldestHeldAgeSeconds: number | null;
   lastRound: { checked: number; missing: number; unknown: number; at: string } | null;
@@ -73,6 +75,7 @@ function upkeepView(s: RelayUpkeepSummary, nowMs: number): RelayUpkeepView {
     checked: s.checked,
     missing: s.missing,
     unknown: s.unknown,
+    republished: s.republished,
     oldestHeldAt: s.oldestHeld === null ? null : isoSeconds(s.oldestHeld * 1000),
     oldestHeldAgeSeconds: s.oldestHeld === null ? null : age(s.oldestHeld * 1000, nowMs),
     lastRound: s.lastRound,

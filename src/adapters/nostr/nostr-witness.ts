@@ -538,7 +538,10 @@ export class NostrWitness {
       if (pauses.length > 0) await this.outbox.pause(url, Math.max(...pauses.map((a) => a.pauseMs!)));
       await this.outbox.later(url, attempts.filter((a) => a.againAtMs !== undefined).map((a) => ({ id: a.id, atMs: a.againAtMs! })));
       await this.outbox.done(url, [...finished, ...redo, ...attempts.filter((a) => a.report.final).map((a) => a.id)]);
-      if (republished > 0) this.hooks.onRepublished?.(url, republished);
+      if (republished > 0) {
+        await this.kept?.countRepublished(url, republished);
+        this.hooks.onRepublished?.(url, republished);
+      }
       if (this.stopped || pausedUntil > 0) {
         // the events not tried: due again when the pause ends, or now when stopping (for another daemon or the next start)
         const handled = new Set([...finished, ...redo, ...attempts.map((a) => a.id)]);

@@ -6,7 +6,9 @@
  *   from a cursor, a bounded slice at a time, and a new event never moves the ones before it.
  *   An event retention forgot (its `:ev:<id>` gone) leaves it when a pass meets it.
  * - `:nostr:upkeep`: the pass's cursor (`cursor`, the last sequence number checked; 0 starts
- *   a new round) and, per relay, what the round found (`r:<url>`, JSON `RelayUpkeepRecord`).
+ *   a new round), per relay what the round found (`r:<url>`, JSON `RelayUpkeepRecord`), and
+ *   per relay the events sent again that it accepted, ever (`republished:<url>`, a counter
+ *   the relays' drains add to).
  *
  * Passes run one at a time per shard (PeriodicPass), so the cursor and records need no script.
  */
@@ -103,6 +105,18 @@ export class UpkeepState {
     return new Map(relays.map((u, i) => [u, values[i] ? (JSON.parse(values[i]!) as RelayUpkeepRecord) : null]));
   }
 
+  /** Counts events sent again that `url` accepted (its drain, after recording them). */
+  async countRepublished(url: string, n: number): Promise<void> {
+    if (n > 0) await this.store.redis.hincrby(this.stateKey, `republished:${url}`, n);
+  }
+
+  /** Events sent again that each relay accepted, ever. */
+  async republished(relays: readonly string[]): Promise<Map<string, number>> {
+    if (relays.length === 0) return new Map();
+    const values = await this.store.redis.hmget(this.stateKey, ...relays.map((u) => `republished:${u}`));
+    return new Map(relays.map((u, i) => [u, Number(values[i] ?? 0)]));
+  }
+
   /** Ends a pass: the relays' records and the cursor (0 after the round's newest: the next pass starts over). */
   async finish(records: ReadonlyMap<string, RelayUpkeepRecord>, cursor: number): Promise<void> {
     const fields = [...records].flatMap(([u, r]) => [`r:${u}`, JSON.stringify(r)]);
@@ -121,6 +135,8 @@ export interface RelayUpkeepSummary {
   checked: number;
   missing: number;
   unknown: number;
+  /** Events sent again that the relay accepted, ever. */
+  republished: number;
   /** How far back the relay holds events: this round's oldest held once found, else the last round's (s; null: not known). */
   oldestHeld: number | null;
   lastRound: { checked: number; missing: number; unknown: number; at: string } | null;
@@ -131,8 +147,10 @@ export interface RelayUpkeepSummary {
 /** Every relay's upkeep summed over the shards' records. */
 export async function readRelayUpkeep(stores: readonly AnchorStore[], relays: readonly string[]): Promise<RelayUpkeepSummary[]> {
   const all = await Promise.all(stores.map((s) => new UpkeepState(s).records(relays)));
+  const counts = await Promise.all(stores.map((s) => new UpkeepState(s).republished(relays)));
   return relays.map((url) => {
-    const out: RelayUpkeepSummary = { url, checked: 0, missing: 0, unknown: 0, oldestHeld: null, lastRound: null, at: null, error: null };
+    const republished = counts.reduce((n, c) => n + (c.get(url) ?? 0), 0);
+    const out: RelayUpkeepSummary = { url, checked: 0, missing: 0, unknown: 0, republished, oldestHeld: null, lastRound: null, at: null, error: null };
     for (const records of all) {
       const r = records.get(url);
       if (!r) continue;

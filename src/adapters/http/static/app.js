@@ -184,7 +184,7 @@
   function upkeepCell(u) {
     if (!u) return el('td', { 'data-upkeep': '' }, '–');
     const round = u.lastRound ?? u;
-    const found = `${round.checked} checked, ${round.missing} lost and sent again${round.unknown ? `, ${round.unknown} unknown` : ''}${u.lastRound ? ' (last round)' : ' (this round)'}`;
+    const found = `${round.checked} checked, ${round.missing} lost and sent again${round.unknown ? `, ${round.unknown} unknown` : ''}${u.lastRound ? ' (last round)' : ' (this round)'}; ${u.republished} taken again in all`;
     return el('td', { 'data-upkeep': u.oldestHeldAt ?? '' },
       u.oldestHeldAt ? el('span', {}, timeEl(u.oldestHeldAt), el('span', { class: 'muted' }, ` (${age(u.oldestHeldAgeSeconds)})`)) : el('span', { class: 'muted' }, 'not checked yet'),
       el('div', { class: 'muted small' }, found),
