@@ -127,6 +127,7 @@ export class Daemon {
     if (config.ots.enabled) for (const url of config.ots.calendars) this.health.register('calendar', url);
     this.metrics.known({
       relays: config.nostr.enabled ? config.nostr.relays : [],
+      upkeepRelays: config.nostr.enabled && config.relayUpkeep.enabled ? config.nostr.relays : [],
       calendars: config.ots.enabled ? config.ots.calendars : [],
       repairKinds: REPAIR_KINDS,
       nostrModes: config.nostr.enabled ? (['envelope', 'batch'] satisfies NostrEventMode[]) : [],

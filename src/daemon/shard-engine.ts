@@ -16,6 +16,7 @@ import { autoBudget } from '../core/nostr/auto-mode.js';
 import { OtsWitness } from '../adapters/ots/ots-witness.js';
 import { noteLateEvents } from '../adapters/ots/event-ids.js';
 import { Nip03Publisher } from '../adapters/nostr/nip03-publisher.js';
+import { RelayUpkeep } from '../adapters/nostr/relay-upkeep.js';
 import { headerSourceFromConfig } from '../adapters/bitcoin/index.js';
 import { serializeEvent } from '../core/nostr/events.js';
 import type { SigningKey } from '../core/nostr/keys.js';
@@ -75,6 +76,8 @@ export class ShardEngine {
   readonly intakeQueue: Queue;
   readonly reconciler: Reconciler;
   readonly retention: Retention | null;
+  /** Relay upkeep (relayUpkeep.enabled with nostr on), null when off. */
+  readonly upkeep: RelayUpkeep | null = null;
   /** The shard's anchor log publisher (log.enabled), null when off. */
   readonly anchorLog: LogService | null = null;
   /** With the anchor log on: the witnesses' batches cut from its checkpoints. */
@@ -128,6 +131,7 @@ export class ShardEngine {
           bullPrefix,
           connection: this.redis,
           stalledIntervalMs: config.queue.stalledIntervalMs,
+          upkeep: config.relayUpkeep.enabled,
           ...refusalsOpt,
         },
         this.store,
@@ -142,6 +146,7 @@ export class ShardEngine {
           },
           onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('nostr', status, createdMs),
           onModeDecision: (mode, subjects) => this.metrics.nostrModeDecision(mode, subjects),
+          onRepublished: (relay, n) => this.metrics.relayUpkeep(relay, { republished: n }),
           ...(nip03On ? { onSubjectEvents: (linked: Array<{ key: string; eventId: string }>) => noteLateEvents(this.store, linked) } : {}),
         },
       );
@@ -170,6 +175,17 @@ export class ShardEngine {
             : {}),
         }, log),
       );
+    }
+    if (this.nostr && signingKey && config.relayUpkeep.enabled) {
+      this.upkeep = new RelayUpkeep({
+        config,
+        store: this.store,
+        key: signingKey,
+        connection: this.redis,
+        log,
+        onChecked: (r) => this.metrics.relayUpkeep(r.url, { checked: r.checked, missing: r.missing, unknown: r.unknown }),
+        ...refusalsOpt,
+      });
     }
     const nip03 = this.nostr && signingKey && nip03On
       ? new Nip03Publisher(this.store, this.nostr, signingKey, log.child({ part: 'nip03' }), headerSourceFromConfig(config.ots), config.ots.network)
@@ -277,6 +293,7 @@ export class ShardEngine {
     this.intakeWorker = startIntakeWorker(intakeWorkerOptions(this.config.queue, this.store.keys.bullPrefix, this.redis, this.refusals), this.intakeProcessor(), this.log);
     await this.reconciler.start();
     await this.retention?.start();
+    await this.upkeep?.start();
     countIntake(this.intakeWorker, this.metrics);
     await Promise.all([this.intakeWorker.waitUntilReady(), this.intakeQueue.waitUntilReady(), this.nostr?.waitUntilReady(), this.ots?.waitUntilReady()]);
   }
@@ -299,6 +316,7 @@ export class ShardEngine {
   async closeRest(): Promise<void> {
     await this.reconciler.close();
     await this.retention?.close();
+    await this.upkeep?.close();
     for (const b of this.batchers) await b.stop();
     await this.nostr?.close();
     await this.ots?.close();

@@ -25,7 +25,8 @@ let downUrl: string;
 beforeAll(async () => {
   // envelope mode, no NIP-03: one event per subject, so the stopped relay has exactly 25 waiting
   // (auto mode would decide per cut from the budget and the load, one event or 25)
-  s = await startStack({ relays: 2, overrides: { nostr: { mode: 'envelope', nip03: false } } });
+  // relay upkeep every second: the page shows how far back the relay that is up holds events
+  s = await startStack({ relays: 2, overrides: { nostr: { mode: 'envelope', nip03: false }, relayUpkeep: { intervalMs: 1000 } } });
   expect((await s.post('/v1/anchors', { subjects: confirmed }, { auth: true })).status).toBe(202);
   await s.confirm(confirmed.map((x) => x.receipt_uuid));
   // a job the intake worker refuses (no output_sha256): status rejected, with its reason
@@ -68,6 +69,9 @@ describe('the status page with a relay down', () => {
     const upRow = page.locator(`#endpoints tr[data-endpoint="${s.relays[0]!.url}/"]`);
     expect(await upRow.getAttribute('data-state')).toBe('ok');
     expect(await upRow.locator('[data-waiting]').textContent()).toBe('0');
+    // relay upkeep asked the relay that is up again for the events it accepted: it holds them since the first
+    await expect.poll(() => upRow.locator('[data-upkeep]').getAttribute('data-upkeep'), { timeout: 15_000 }).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(await upRow.locator('[data-upkeep]').textContent()).toMatch(/\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC.*\d+ checked, 0 lost and sent again/);
     expect(await page.locator('#failing').isVisible()).toBe(true);
     expect(await page.locator('#failing').textContent()).toContain(`relay ${downUrl} is failing`);
 

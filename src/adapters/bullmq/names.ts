@@ -25,3 +25,8 @@ export function webhookQueueName(base: string, hookId: string): string {
 export function retentionQueueName(base: string): string {
   return `${base}-retention`;
 }
+
+/** Relay upkeep's queue: one job scheduler, one pass at a time across daemons. */
+export function upkeepQueueName(base: string): string {
+  return `${base}-upkeep`;
+}

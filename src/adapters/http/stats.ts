@@ -9,6 +9,7 @@ import type { DaemonView } from '../view/daemon-view.js';
 import type { EndpointHealth } from '../health/witness-health.js';
 import { displayUrl } from '../config/display-url.js';
 import { RelayOutbox } from '../nostr/relay-outbox.js';
+import { readRelayUpkeep, type RelayUpkeepSummary } from '../nostr/upkeep-state.js';
 
 export interface QueueCounts {
   waiting: number;
@@ -41,7 +42,47 @@ export interface Stats {
  * in batch mode); for a calendar, the subjects whose OTS witness is pending or partial (the
  * calendars hold the batches together, m of n). Null when it could not be counted.
  */
-export type EndpointWaiting = EndpointHealth & { waiting: number | null };
+export type EndpointWaiting = EndpointHealth & { waiting: number | null; upkeep: RelayUpkeepView | null };
+
+/**
+ * Relay upkeep on one relay (docs/evidence.md), every shard's: the round under way (events
+ * checked, missing and handed back, unknown), the last round finished, and how far back the
+ * relay still holds anchor events (the oldest it held on its own when checked).
+ */
+export interface RelayUpkeepView {
+  checked: number;
+  missing: number;
+  unknown: number;
+  /** Events sent again that the relay accepted, ever. */
+  republished: number;
+  oldestHeldAt: string | null;
+  oldestHeldAgeSeconds: number | null;
+  lastRound: { checked: number; missing: number; unknown: number; at: string } | null;
+  at: string | null;
+  error: string | null;
+}
+
+function upkeepOn(daemon: DaemonView): boolean {
+  return daemon.config.nostr.enabled && daemon.config.relayUpkeep.enabled;
+}
+
+async function relayUpkeep(daemon: DaemonView): Promise<RelayUpkeepSummary[]> {
+  return upkeepOn(daemon) ? readRelayUpkeep(daemon.state.shards, daemon.config.nostr.relays) : [];
+}
+
+function upkeepView(s: RelayUpkeepSummary, nowMs: number): RelayUpkeepView {
+  return {
+    checked: s.checked,
+    missing: s.missing,
+    unknown: s.unknown,
+    republished: s.republished,
+    oldestHeldAt: s.oldestHeld === null ? null : isoSeconds(s.oldestHeld * 1000),
+    oldestHeldAgeSeconds: s.oldestHeld === null ? null : age(s.oldestHeld * 1000, nowMs),
+    lastRound: s.lastRound,
+    at: s.at,
+    error: s.error,
+  };
+}
 
 /** Events a relay's outbox still holds (every shard's): events that relay has not answered for good. */
 async function relayWaiting(daemon: DaemonView): Promise<Map<string, number>> {
@@ -64,13 +105,15 @@ async function oldestOverall(daemon: DaemonView): Promise<{ key: string; ms: num
 
 export async function collectStats(daemon: DaemonView, now: () => number = Date.now): Promise<Stats> {
   const store = daemon.state;
-  const [byStatus, byWitness, queue, oldest, relays] = await Promise.all([
+  const [byStatus, byWitness, queue, oldest, relays, upkeep] = await Promise.all([
     store.countByStatus(),
     store.countByWitness(daemon.witnesses),
     daemon.queueCounts(),
     oldestOverall(daemon),
     relayWaiting(daemon),
+    relayUpkeep(daemon),
   ]);
+  const upkeepByUrl = new Map(upkeep.map((u) => [displayUrl(u.url), u]));
   const at = now();
   const witnesses: Stats['witnesses'] = {};
   for (const w of daemon.witnesses) {
@@ -90,6 +133,7 @@ export async function collectStats(daemon: DaemonView, now: () => number = Date.
     health: daemon.health.snapshot().map((h) => ({
       ...h,
       waiting: h.kind === 'relay' ? (relays.get(h.url) ?? null) : byWitness.ots ? (byWitness.ots.pending ?? 0) + (byWitness.ots.partial ?? 0) : null,
+      upkeep: h.kind === 'relay' && upkeepByUrl.has(h.url) ? upkeepView(upkeepByUrl.get(h.url)!, at) : null,
     })),
   };
 }
@@ -108,5 +152,6 @@ export function gaugeSource(daemon: DaemonView, now: () => number = Date.now): G
       return out;
     },
     queueCounts: () => daemon.queueCounts(),
+    ...(upkeepOn(daemon) ? { relayUpkeep: async () => (await relayUpkeep(daemon)).map((u) => ({ url: u.url, oldestHeld: u.oldestHeld })) } : {}),
   };
 }

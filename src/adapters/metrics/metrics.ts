@@ -12,6 +12,8 @@ import type { EndpointHealth } from '../health/witness-health.js';
 /** The label values known at start, each counter's series created at 0. */
 export interface KnownLabels {
   relays: readonly string[];
+  /** The relays upkeep checks (relayUpkeep.enabled). */
+  upkeepRelays?: readonly string[];
   calendars: readonly string[];
   repairKinds: readonly string[];
   nostrModes: readonly string[];
@@ -22,6 +24,8 @@ export interface GaugeSource {
   countByStatus(): Promise<Record<string, number>>;
   oldestUnconfirmedSeconds(): Promise<Record<string, number>>;
   queueCounts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }>;
+  /** Relay upkeep: per relay, the oldest `created_at` (s) it held on its own when last checked (null: not known yet). Absent: upkeep off. */
+  relayUpkeep?(): Promise<Array<{ url: string; oldestHeld: number | null }>>;
   /** Does Redis take writes now (the `/readyz` probe)? Absent: the gauge is not reported. */
   redisWritable?(): Promise<boolean>;
 }
@@ -35,6 +39,8 @@ export class DaemonMetrics {
   private readonly repairsTotal: Counter<'kind'>;
   private readonly nostrModeSubjects: Counter<'mode'>;
   private readonly retiredTotal: Counter;
+  /** Relay upkeep per relay: events checked, found missing (handed back), unknown (relay not asked), published again and accepted. */
+  private readonly upkeepTotals: Record<'checked' | 'missing' | 'unknown' | 'republished', Counter<'url'>>;
   private source: GaugeSource | null = null;
   private health: (() => EndpointHealth[]) | null = null;
 
@@ -82,6 +88,13 @@ export class DaemonMetrics {
       help: 'Confirmed subjects removed from Redis by retention after their proof was handed over (archive and/or every webhook).',
       registers: [this.registry],
     });
+    const upkeepCounter = (name: string, help: string): Counter<'url'> => new Counter({ name, help, labelNames: ['url'], registers: [this.registry] });
+    this.upkeepTotals = {
+      checked: upkeepCounter('aer1_relay_upkeep_checked_total', 'Relay upkeep: anchor events a relay (url) accepted that were asked of it again.'),
+      missing: upkeepCounter('aer1_relay_upkeep_missing_total', 'Relay upkeep: of those, events the relay answered without (lost): handed back to its outbox to be sent again.'),
+      unknown: upkeepCounter('aer1_relay_upkeep_unknown_total', 'Relay upkeep: of those, events not known because the relay could not be asked or did not reach EOSE in time (never counted lost).'),
+      republished: upkeepCounter('aer1_relay_upkeep_republished_total', 'Relay upkeep: lost events published again (the same signed event) and accepted by the relay.'),
+    };
     const self = this;
     new Gauge({
       name: 'aer1_anchor_subjects',
@@ -152,6 +165,19 @@ export class DaemonMetrics {
         for (const e of self.health()) this.set({ kind: e.kind, url: e.url }, e.consecutiveFailures);
       },
     });
+    const upkeepGauge = (name: string, help: string, value: (oldestHeld: number) => number): void => void new Gauge({
+      name,
+      help,
+      labelNames: ['url'],
+      registers: [this.registry],
+      async collect() {
+        if (!self.source?.relayUpkeep) return;
+        this.reset();
+        for (const r of await self.source.relayUpkeep()) if (r.oldestHeld !== null) this.set({ url: displayUrl(r.url) }, value(r.oldestHeld));
+      },
+    });
+    upkeepGauge('aer1_relay_upkeep_oldest_held_timestamp_seconds', 'Relay upkeep: created_at (Unix seconds) of the oldest anchor event the relay (url) still held on its own when last checked: how far back it keeps events.', (t) => t);
+    upkeepGauge('aer1_relay_upkeep_oldest_held_age_seconds', 'Relay upkeep: the age of that event now, in seconds.', (t) => Math.max(0, Date.now() / 1000 - t));
     new Gauge({
       name: 'aer1_redis_writable',
       help: 'Whether Redis takes writes (1) or refuses them (0: OOM at maxmemory, READONLY replica, MISCONF, a refusal still within its Retry-After); the /readyz probe.',
@@ -176,6 +202,7 @@ export class DaemonMetrics {
   /** Creates each counter's series at 0 for the label values known at start. */
   known(labels: KnownLabels): void {
     for (const url of labels.relays) this.relayPublishTotal.inc({ url: displayUrl(url), result: 'accepted' }, 0);
+    for (const url of labels.upkeepRelays ?? []) for (const c of Object.values(this.upkeepTotals)) c.inc({ url: displayUrl(url) }, 0);
     for (const url of labels.calendars) this.calendarRequestsTotal.inc({ url: displayUrl(url), result: 'submitted' }, 0);
     for (const kind of labels.repairKinds) this.repairsTotal.inc({ kind }, 0);
     for (const mode of labels.nostrModes) this.nostrModeSubjects.inc({ mode }, 0);
@@ -184,6 +211,11 @@ export class DaemonMetrics {
 
   relayPublish(relay: string, result: string): void {
     this.relayPublishTotal.inc({ url: displayUrl(relay), result });
+  }
+
+  /** One upkeep pass's share on one relay, or (`republished`) events accepted again. */
+  relayUpkeep(relay: string, counts: Partial<Record<'checked' | 'missing' | 'unknown' | 'republished', number>>): void {
+    for (const [k, n] of Object.entries(counts) as Array<[keyof DaemonMetrics['upkeepTotals'], number]>) if (n > 0) this.upkeepTotals[k].inc({ url: displayUrl(relay) }, n);
   }
 
   calendarRequest(calendar: string, result: string): void {

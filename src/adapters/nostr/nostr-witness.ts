@@ -25,6 +25,7 @@ import { RelayClient } from './relay-client.js';
 import { PolicyPublisher } from './relay-policy.js';
 import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 import { RelayOutbox, type RecordedReports } from './relay-outbox.js';
+import { UpkeepState } from './upkeep-state.js';
 
 /** An idle drain looks for events other daemons queued this often (its own wake it at once). */
 const IDLE_POLL_MS = 500;
@@ -47,6 +48,8 @@ export type NostrWitnessOptions = Omit<Config['nostr'], 'enabled' | 'keyFile' | 
   stalledIntervalMs: number;
   /** The daemon's shared backoff while Redis refuses writes. */
   refusals?: RefusalBackoff;
+  /** relayUpkeep.enabled: note every event handed to the relays for upkeep's rounds (upkeep-state.ts). */
+  upkeep?: boolean;
 };
 
 export interface NostrWitnessHooks {
@@ -56,6 +59,8 @@ export interface NostrWitnessHooks {
   onWitnessChange?: (key: string, status: WitnessStatus, createdMs: number) => void;
   /** Called once per batch when its kind of event is decided (metrics). */
   onModeDecision?: (mode: NostrEventMode, subjects: number) => void;
+  /** Called when relays accepted events relay upkeep found lost and handed back (metrics). */
+  onRepublished?: (relay: string, n: number) => void;
   /** Awaited after a batch job links envelope events to its subjects (NIP-03 notes the ones late for their OTS batch). */
   onSubjectEvents?: (linked: Array<{ key: string; eventId: string }>) => Promise<void>;
 }
@@ -135,6 +140,8 @@ export class NostrWitness {
   private readonly log: Logger;
   private readonly hooks: NostrWitnessHooks;
   private readonly outbox: RelayOutbox;
+  /** Relay upkeep's walk of every event handed to the relays (null: relayUpkeep off). */
+  private readonly kept: UpkeepState | null;
   private readonly drains = new Map<string, Drain>();
   private readonly workers: Worker[] = [];
   private stopped = false;
@@ -157,6 +164,7 @@ export class NostrWitness {
     this.hooks = hooks;
     this.policy = new PolicyPublisher(store, key, opts);
     this.outbox = new RelayOutbox(store, opts.relays);
+    this.kept = opts.upkeep ? new UpkeepState(store) : null;
     // In every mode: batches cut under auto or batch mode are finished after a switch to envelope.
     this.batchQueue = new Queue(nostrBatchQueueName(opts.queueBase), { connection: opts.connection, prefix: opts.bullPrefix });
   }
@@ -242,6 +250,8 @@ export class NostrWitness {
       const res = await this.store.redis.multi().zadd(k, 'NX', ...eventIds.flatMap((id) => [now, id])).zremrangebyscore(k, '-inf', `(${now - this.opts.autoHorizonMs}`).exec();
       for (const [err] of res ?? []) if (err) throw err;
     }
+    // noted first: one handed over is then always in upkeep's walk (the reconciler re-adds a lost outbox entry)
+    await this.kept?.note(eventIds);
     await this.outbox.add(eventIds, now);
     for (const d of this.drains.values()) d.wake();
   }
@@ -484,13 +494,13 @@ export class NostrWitness {
         while (next < ids.length && !this.stopped && pausedUntil === 0) {
           const i = next++;
           const id = ids[i]!;
-          const { json, report } = rows[i]!;
+          const { json, report, resend } = rows[i]!;
           if (json === null) {
             this.log.error({ eventId: id, relay: url }, 'event missing from state; nothing to publish');
             finished.push(id);
             continue;
           }
-          if (report?.final) {
+          if (report?.final && resend === null) {
             // A crash between recording the report and moving the witness left the move undone: redo it (idempotent).
             redo.push(id);
             continue;
@@ -504,7 +514,8 @@ export class NostrWitness {
             continue;
           }
           try {
-            const a = await this.attempt(url, id, event, report);
+            // sent again after relay upkeep found it lost: a round of attempts of its own, the acceptance kept
+            const a = await this.attempt(url, id, event, resend !== null && report ? { ...report, final: false, attempts: resend } : report);
             // a relay's reason is its own words, of any length: the report keeps a bounded prefix
             a.report.message = boundErrorText(a.report.message);
             attempts.push(a);
@@ -516,6 +527,9 @@ export class NostrWitness {
         }
       };
       await Promise.all(Array.from({ length: Math.min(this.opts.concurrency, ids.length) }, worker));
+      const resent = new Set(ids.filter((_, i) => rows[i]!.resend !== null));
+      const republished = attempts.filter((a) => resent.has(a.id) && (a.report.status === 'accepted' || a.report.status === 'stored')).length;
+      await this.outbox.resendTried(url, attempts.filter((a) => resent.has(a.id) && !a.report.final).map((a) => ({ id: a.id, attempts: a.report.attempts ?? 0 })));
       const recorded = await this.outbox.record(url, attempts);
       await this.moveWitnesses(attempts.map((a, i) => ({ id: a.id, report: a.report, recorded: recorded[i]! })));
       for (const id of redo) {
@@ -527,6 +541,10 @@ export class NostrWitness {
       if (pauses.length > 0) await this.outbox.pause(url, Math.max(...pauses.map((a) => a.pauseMs!)));
       await this.outbox.later(url, attempts.filter((a) => a.againAtMs !== undefined).map((a) => ({ id: a.id, atMs: a.againAtMs! })));
       await this.outbox.done(url, [...finished, ...redo, ...attempts.filter((a) => a.report.final).map((a) => a.id)]);
+      if (republished > 0) {
+        await this.kept?.countRepublished(url, republished);
+        this.hooks.onRepublished?.(url, republished);
+      }
       if (this.stopped || pausedUntil > 0) {
         // the events not tried: due again when the pause ends, or now when stopping (for another daemon or the next start)
         const handled = new Set([...finished, ...redo, ...attempts.map((a) => a.id)]);

@@ -70,6 +70,13 @@ export interface RelayClientOptions {
    * `auth-required:` answer authenticates and sends the event again.
    */
   signAuth?: (template: EventTemplate) => SignedEvent;
+  /**
+   * Have AbstractRelay check the signature of every event a relay sends (default true).
+   * `fetchById` and `query` return the raw texts either way, for their callers to check;
+   * relay upkeep turns it off, since it compares each text's signed fields with the event it
+   * signed and stored itself, and the check is most of the time a REQ of many events takes.
+   */
+  verifyEvents?: boolean;
 }
 
 
@@ -104,6 +111,7 @@ export class RelayClient {
   readonly #now: () => Date;
   readonly #ping: boolean;
   readonly #signAuth: ((template: EventTemplate) => SignedEvent) | undefined;
+  readonly #verifyEvents: boolean;
   #relay: AbstractRelay | undefined;
   #connecting: Promise<AbstractRelay> | undefined;
   #closed = false;
@@ -134,6 +142,7 @@ export class RelayClient {
     this.#now = options.now ?? (() => new Date());
     this.#ping = options.ping ?? true;
     this.#signAuth = options.signAuth;
+    this.#verifyEvents = options.verifyEvents ?? true;
   }
 
   /** True while a connection is open. */
@@ -362,7 +371,7 @@ export class RelayClient {
     this.#drop();
     this.#lastSocketError = undefined;
     const relay = new AbstractRelay(this.url, {
-      verifyEvent: (event) => verifyEvent(event),
+      verifyEvent: this.#verifyEvents ? (event) => verifyEvent(event) : () => true,
       websocketImplementation: socketClass(timeoutMs, (err) => {
         this.#lastSocketError = err.message;
       }) as typeof globalThis.WebSocket,

@@ -46,6 +46,11 @@ export class RelayOutbox {
     return `${this.store.keys.base}:nostr:rate:${relayTag(url)}`;
   }
 
+  /** Events relay upkeep found lost on `url`, sent again although the relay answered them for good: event id → attempts spent. */
+  private resendKey(url: string): string {
+    return `${this.store.keys.base}:nostr:resend:${relayTag(url)}`;
+  }
+
   /**
    * Hands events to `urls` (every relay by default), each relay only the events it has not
    * answered for good; records the relays on each event (`to`). An event already in an
@@ -59,6 +64,28 @@ export class RelayOutbox {
       queued += Number(await this.store.runScript(OUTBOX_ADD, keys, [urls.length, nowMs, ...urls, ...chunk]));
     }
     return queued;
+  }
+
+  /**
+   * Hands events `url` answered for good (accepted) but no longer holds back to its outbox,
+   * due now, to be sent again as they are (relay upkeep). Returns how many were not already
+   * waiting to be sent again.
+   */
+  async resend(url: string, ids: readonly string[], nowMs: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    const pipe = this.store.redis.multi();
+    for (const id of ids) pipe.hsetnx(this.resendKey(url), id, '0');
+    pipe.zadd(this.key(url), 'NX', ...ids.flatMap((id) => [nowMs, id]));
+    const res = (await pipe.exec()) ?? [];
+    for (const [err] of res) if (err) throw err;
+    // the first ids.length answers are HSETNX's: 1 for an event not already waiting
+    return res.slice(0, ids.length).filter(([, v]) => v === 1).length;
+  }
+
+  /** Records the attempts spent sending events again that are still to be sent (a retry's backoff). */
+  async resendTried(url: string, items: ReadonlyArray<{ id: string; attempts: number }>): Promise<void> {
+    if (items.length === 0) return;
+    await this.store.redis.hset(this.resendKey(url), ...items.flatMap((it) => [it.id, String(it.attempts)]));
   }
 
   /** The next due events on `url`, at most `most`, leased for `leaseMs`, within `ratePerMinute`. */
@@ -81,10 +108,11 @@ export class RelayOutbox {
     await this.store.redis.zadd(this.key(url), 'XX', ...due.flatMap((d) => [d.atMs, d.id]));
   }
 
-  /** Removes events their relay answered for good. */
+  /** Removes events their relay answered for good (and, sent again, answered again). */
   async done(url: string, ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.store.redis.zrem(this.key(url), ...ids);
+    const res = await this.store.redis.multi().zrem(this.key(url), ...ids).hdel(this.resendKey(url), ...ids).exec();
+    for (const [err] of res ?? []) if (err) throw err;
   }
 
   /** Pauses `url` for every daemon (a `rate-limited:` answer). */
@@ -109,15 +137,24 @@ export class RelayOutbox {
     }));
   }
 
-  /** For each event: its json and this relay's report (one pipelined HMGET each). */
-  async read(url: string, ids: readonly string[]): Promise<Array<{ json: string | null; report: RelayReportRecord | undefined }>> {
+  /**
+   * For each event: its json, this relay's report and, when relay upkeep hands it back to be
+   * sent again, the attempts spent on that so far (null: not sent again). One pipelined HMGET
+   * and HMGET of the resend hash.
+   */
+  async read(url: string, ids: readonly string[]): Promise<Array<{ json: string | null; report: RelayReportRecord | undefined; resend: number | null }>> {
     const pipe = this.store.redis.pipeline();
     for (const id of ids) pipe.hmget(this.store.keys.event(id), 'json', `r:${url}`);
+    pipe.hmget(this.resendKey(url), ...ids);
     const res = (await pipe.exec()) ?? [];
-    return res.map(([err, v]) => {
+    const [rerr, resends] = res[ids.length] ?? [null, []];
+    if (rerr) throw rerr;
+    return ids.map((_, i) => {
+      const [err, v] = res[i]!;
       if (err) throw err;
       const [json, report] = v as [string | null, string | null];
-      return { json, report: report ? (JSON.parse(report) as RelayReportRecord) : undefined };
+      const resend = (resends as Array<string | null>)[i] ?? null;
+      return { json, report: report ? (JSON.parse(report) as RelayReportRecord) : undefined, resend: resend === null ? null : Number(resend) };
     });
   }
 

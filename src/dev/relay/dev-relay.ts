@@ -79,6 +79,8 @@ export interface DevRelay {
   eventCount(): number;
   /** Every stored event, oldest first (then by id). */
   events(): SignedEvent[];
+  /** Drops these events from storage silently (a relay pruning its database); returns how many it held. */
+  loseEvents(ids: Iterable<string>): number;
   /** The profile this relay plays. */
   readonly profile: RelayProfileName;
   /** Its counters: refusals by prefix, connections, NIP-42 AUTH successes per connection. */
@@ -286,6 +288,9 @@ function devRelayHandle({ listener, relay, repository, profile, hooks, faults, i
     },
     events() {
       return repository.all().map(toSignedEvent);
+    },
+    loseEvents(ids: Iterable<string>) {
+      return repository.lose(ids);
     },
     profile: profile.name,
     counters() {

@@ -180,6 +180,22 @@ export class MemoryEventRepository extends EventRepository {
     // nothing to release: the file is appended synchronously, line by line
   }
 
+  /**
+   * Loses the events with these ids from storage, as a relay pruning its database does: no
+   * deletion request, nothing told to anyone (an events file still holds them). Returns how
+   * many were held.
+   */
+  lose(ids: Iterable<string>): number {
+    let n = 0;
+    for (const id of ids) {
+      const s = this.byId.get(id);
+      if (!s) continue;
+      this.remove(s);
+      n++;
+    }
+    return n;
+  }
+
   /** True when an event with this id is stored. */
   has(id: string): boolean {
     return this.byId.has(id);

@@ -180,6 +180,17 @@
     return el('span', { class: pct >= 50 ? 'rate bad' : pct > 0 ? 'rate warn' : 'rate' }, `${pct}%`, el('span', { class: 'muted' }, ` (${r.failures} of ${r.attempts}${limited})`));
   }
 
+  // relay upkeep: how far back the relay still holds anchor events, and what the round found
+  function upkeepCell(u) {
+    if (!u) return el('td', { 'data-upkeep': '' }, '–');
+    const round = u.lastRound ?? u;
+    const found = `${round.checked} checked, ${round.missing} lost and sent again${round.unknown ? `, ${round.unknown} unknown` : ''}${u.lastRound ? ' (last round)' : ' (this round)'}; ${u.republished} taken again in all`;
+    return el('td', { 'data-upkeep': u.oldestHeldAt ?? '' },
+      u.oldestHeldAt ? el('span', {}, timeEl(u.oldestHeldAt), el('span', { class: 'muted' }, ` (${age(u.oldestHeldAgeSeconds)})`)) : el('span', { class: 'muted' }, 'not checked yet'),
+      el('div', { class: 'muted small' }, found),
+      u.error ? el('div', { class: 'muted small' }, `could not ask: ${u.error}`) : null);
+  }
+
   function renderEndpoints(health) {
     $('#endpoints tbody').replaceChildren(...health.map((h) =>
       el('tr', { 'data-endpoint': h.url, 'data-kind': h.kind, 'data-state': h.state },
@@ -190,7 +201,8 @@
         el('td', {}, timeEl(h.lastSuccessAt)),
         el('td', { class: 'error-cell' }, h.lastError ? el('span', {}, el('div', { class: 'small muted' }, when(h.lastError.at)), h.lastError.message) : '–'),
         el('td', {}, errorRate(h.recent)),
-        el('td', { 'data-waiting': h.waiting ?? '' }, h.waiting === null || h.waiting === undefined ? '–' : String(h.waiting)))));
+        el('td', { 'data-waiting': h.waiting ?? '' }, h.waiting === null || h.waiting === undefined ? '–' : String(h.waiting)),
+        upkeepCell(h.upkeep))));
     const failing = health.filter((h) => h.state === 'failing');
     const box = $('#failing');
     box.hidden = failing.length === 0;
