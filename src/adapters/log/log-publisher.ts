@@ -29,7 +29,8 @@ export class LogPublisher {
   async publish(): Promise<Published> {
     const files = this.writer.checkpointed.checkpoint.size;
     if (this.writer.size !== files) throw new RangeError(`the writer holds ${this.writer.size - files} entries no checkpoint covers: reopen it`);
-    let state = await this.sequencer.state();
+    const max = this.maxEntriesPerCheckpoint;
+    let { state, tail } = await this.sequencer.read(max);
     if (files < state.published) {
       throw new LogFormatError('log_bad_checkpoint', `the log folder holds ${files} entries, Redis says ${state.published} were published: the folder is behind (restored from an old copy?)`, 'log folder');
     }
@@ -39,10 +40,9 @@ export class LogPublisher {
         throw new LogFormatError('log_too_large', `the log folder is ${files - state.published} entries ahead of Redis, over the ${MAX_SETTLE} one settle takes`, 'log folder');
       }
       resequenced = (await this.sequencer.settle(state.published, this.writer.entries(state.published, files))).resequenced;
-      state = await this.sequencer.state();
+      ({ state, tail } = await this.sequencer.read(max));
     }
     if (state.size === state.published) return { checkpoint: null, resequenced };
-    const tail = await this.sequencer.tail(Math.min(state.size - state.published, this.maxEntriesPerCheckpoint));
     for (const entry of tail) this.writer.appendEncoded(entry);
     const note = this.writer.checkpoint();
     await this.sequencer.markPublished(state.published, state.published + tail.length);

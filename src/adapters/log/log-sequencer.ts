@@ -149,6 +149,15 @@ export class LogSequencer {
     return v === null ? null : Number(v);
   }
 
+  /** The state and up to `max` tail entries from its head (index `published`), read together in one round trip. */
+  async read(max: number): Promise<{ state: SequenceState; tail: Buffer[] }> {
+    const replies = await this.redis.multi().mget(this.keys.size, this.keys.published).lrangeBuffer(this.keys.tail, 0, max - 1).exec();
+    const failed = replies?.find(([err]) => err);
+    if (!replies || failed) throw failed?.[0] ?? new Error('anchor log: the read of the sequence was discarded');
+    const [size, published] = (replies[0]![1] as (string | null)[]).map((v) => Number(v ?? 0)) as [number, number];
+    return { state: { size, published }, tail: (replies[1]![1] as Buffer[]).slice(0, Math.max(0, size - published)) };
+  }
+
   /** Up to `max` tail entries from the head (index `published`). */
   async tail(max: number): Promise<Buffer[]> {
     return this.redis.lrangeBuffer(this.keys.tail, 0, max - 1);

@@ -57,6 +57,8 @@ export class LogService {
   private writer: LogWriter | null = null;
   private held = false;
   private timer: NodeJS.Timeout | null = null;
+  /** When the last tick started (Date.now()). */
+  private lastStart = 0;
   private running: Promise<unknown> | null = null;
   private stopped = false;
   private lastError = '';
@@ -96,17 +98,24 @@ export class LogService {
   /** Opens the folder (refusing one that is not this log's) and starts the ticks. */
   start(): void {
     this.writer = LogWriter.open({ dir: this.options.dir, origin: this.options.origin, signer: this.options.signer });
+    this.lastStart = Date.now();
     this.schedule();
   }
 
+  /**
+   * The next tick one interval after the last one started (at once when that tick took
+   * longer): a subject waits about one interval and one tick for its checkpoint, not one
+   * interval and two ticks.
+   */
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
+      this.lastStart = Date.now();
       this.running = this.tick().finally(() => {
         this.running = null;
         this.schedule();
       });
-    }, this.options.intervalMs);
+    }, Math.max(0, this.lastStart + this.options.intervalMs - Date.now()));
     this.timer.unref();
   }
 
