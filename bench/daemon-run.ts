@@ -439,8 +439,8 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
  * from the mtime of its kept note (`checkpoints/<size>`, written as it was signed).
  */
 async function checkpointLatency(store: AnchorStore, dir: string, keys: readonly string[]): Promise<Omit<LogFigures, 'loggedMs'>> {
-  const sizes = new CheckpointHistory(dir).sizesAfter(-1, 10_000_000);
-  const signedAt = sizes.map((size) => statSync(join(dir, CHECKPOINTS_DIR, String(size))).mtimeMs);
+  const history = new CheckpointHistory(dir);
+  const signedAt = new Map(history.sizesAfter(-1, 10_000_000).map((size) => [size, statSync(join(dir, CHECKPOINTS_DIR, String(size))).mtimeMs]));
   const logKeys = new LogKeys(store.keys.base);
   const waits: number[] = [];
   for (let i = 0; i < keys.length; i += 1000) {
@@ -449,19 +449,13 @@ async function checkpointLatency(store: AnchorStore, dir: string, keys: readonly
     records.forEach((r, j) => {
       const index = idx[j] === null || idx[j] === undefined ? -1 : Number(idx[j]);
       // the first kept size above the index
-      let lo = 0;
-      let hi = sizes.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        if (sizes[mid]! > index) hi = mid;
-        else lo = mid + 1;
-      }
-      if (r && index >= 0 && lo < sizes.length) waits.push(signedAt[lo]! - r.createdMs);
+      const covering = index >= 0 ? history.sizesAfter(index, 1)[0] : undefined;
+      if (r && covering !== undefined) waits.push(signedAt.get(covering)! - r.createdMs);
     });
   }
   waits.sort((a, b) => a - b);
-  const at = (q: number): number => waits[Math.min(waits.length - 1, Math.ceil(q * waits.length) - 1)]!;
-  return { checkpoints: sizes.length, latencyMs: waits.length === 0 ? null : { p50: at(0.5), p95: at(0.95), max: waits.at(-1)! } };
+  const at = (q: number): number => Math.round(waits[Math.min(waits.length - 1, Math.ceil(q * waits.length) - 1)]!);
+  return { checkpoints: signedAt.size, latencyMs: waits.length === 0 ? null : { p50: at(0.5), p95: at(0.95), max: at(1) } };
 }
 
 /** Subjects accepted per second over each tenth of n that was reached. */
