@@ -10,7 +10,7 @@
  * CPU time every process spent, and the Redis commands issued.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -19,6 +19,8 @@ import { ANCHOR_JOB_OPTIONS, enqueueAnchors } from '../src/adapters/queue/produc
 import { AnchorStore, type BatchInfo } from '../src/adapters/state/anchor-store.js';
 import type { WitnessName } from '../src/adapters/state/keys.js';
 import { ProofExporter } from '../src/adapters/proof/export.js';
+import { CHECKPOINTS_DIR, CheckpointHistory } from '../src/adapters/log/checkpoint-history.js';
+import { LogKeys } from '../src/adapters/log/log-sequencer.js';
 import { BENCH_PREFIX, commandStats, mineAll, procCpuMs, sleep, startDaemonChild, startRedis, tempDir, usedMemory, type DaemonChild } from './processes.js';
 import { breakdownOf, keyClassifier, keySpaceUsage, redisInfo, scriptCacheBytes, type KindUsage, type MemoryBreakdown } from './memory.js';
 import type { PeersInfo } from './peers.js';
@@ -44,6 +46,17 @@ export interface DaemonRunOptions {
   confirmBy?: number;
   /** Export every subject's proof into a folder (standalone aer1-anchor-proof-v1 files). */
   exportProofs: boolean;
+  /** The anchor log on: the goal then also asks every subject in a checkpoint. */
+  log?: boolean;
+}
+
+/** With the anchor log on: when every subject was in a checkpoint, and each one's wait for it. */
+export interface LogFigures {
+  /** ms from the first enqueue until every subject was in a checkpoint (null: not reached). */
+  loggedMs: number | null;
+  checkpoints: number;
+  /** Per subject: its acceptance (its record's `created`, ms) to the first checkpoint covering its index (that checkpoint file's mtime). */
+  latencyMs: { p50: number; p95: number; max: number } | null;
 }
 
 /** Milliseconds of CPU per subject, by process. */
@@ -115,6 +128,7 @@ export interface DaemonRunResult {
   proofs: ProofExport | null;
   /** Load average when the clock stopped. */
   load: [number, number, number];
+  log: LogFigures | null;
 }
 
 export interface ProofExport {
@@ -215,7 +229,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
   let daemon: DaemonChild | null = null;
   let queue: Queue | null = null;
   try {
-    daemon = await startDaemonChild({ redisUrl: redisServer.url, peers: o.peers, mode: o.mode, windowMs: o.windowMs, ratePerMinute: o.ratePerMinute }, redis);
+    daemon = await startDaemonChild({ redisUrl: redisServer.url, peers: o.peers, mode: o.mode, windowMs: o.windowMs, ratePerMinute: o.ratePerMinute, log: o.log }, redis);
     const store = new AnchorStore(redis, BENCH_PREFIX);
     const k = store.keys;
     queue = new Queue(daemon.config.queue.name, { connection: redis, prefix: k.bullPrefix });
@@ -268,6 +282,8 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     let acceptedMs: number | null = null;
     let nostrMs: number | null = null;
     let otsMs: number | null = null;
+    let loggedMs: number | null = o.log ? null : 0;
+    const logPublished = new LogKeys(k.base).published;
     let done = 0;
     let accepted = 0;
     let polls = 0;
@@ -277,7 +293,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     const maxPolls = Math.ceil(o.timeoutMs / 20) + 10;
     for (let i = 0; i < maxPolls; i++) {
       // the counts the daemon keeps (two HMGETs, subtracted from the command counts below)
-      const [c, w] = await Promise.all([store.countByStatus(), store.countByWitness(['nostr', 'ots'])]);
+      const [c, w, logged] = await Promise.all([store.countByStatus(), store.countByWitness(['nostr', 'ots']), o.log ? redis.get(logPublished) : null]);
       const nostrOk = w.nostr?.confirmed ?? 0;
       const nostrFailed = w.nostr?.failed ?? 0;
       const otsFailed = w.ots?.failed ?? 0;
@@ -290,20 +306,21 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       if (acceptedMs === null && all! >= o.n) acceptedMs = now;
       if (nostrMs === null && nostrOk! >= o.n) nostrMs = now;
       if (otsMs === null && submitted >= o.n) otsMs = now;
+      if (loggedMs === null && Number(logged ?? 0) >= o.n) loggedMs = now;
       done = Math.min(nostrOk!, submitted);
       progress.push([now, accepted]);
       if (rejected! > 0 || nostrFailed! > 0 || otsFailed! > 0) {
         throw new Error(`subjects refused or failed: rejected ${rejected}, nostr failed ${nostrFailed}, ots failed ${otsFailed}; daemon log: ${daemon.logTail()}`);
       }
       if (enqueueError) throw enqueueError;
-      if (nostrMs !== null && otsMs !== null) break;
+      if (nostrMs !== null && otsMs !== null && loggedMs !== null) break;
       if (performance.now() > deadline) break;
       if (i % 5 === 0) sampleRss();
       await sleep(20);
     }
     const wallMs = at();
     const loadNow = load();
-    const finished = nostrMs !== null && otsMs !== null;
+    const finished = nostrMs !== null && otsMs !== null && loggedMs !== null;
     const rssPending = sampleRss();
     const cpu1 = { daemon: procCpuMs(pids.daemon), redis: procCpuMs(pids.redis), peers: procCpuMs(pids.peers), bench: process.cpuUsage(cpu0.bench) };
     const stats = await commandStats(redis);
@@ -326,7 +343,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       peers: perSubjectCpu(cpu0.peers, cpu1.peers),
       bench: (cpu1.bench.user + cpu1.bench.system) / 1000 / counted,
     };
-    const own: Record<string, number> = { hget: ots.hgets, lrange: ots.lranges, hmget: ots.hmgets + 2 * polls };
+    const own: Record<string, number> = { hget: ots.hgets, lrange: ots.lranges, hmget: ots.hmgets + 2 * polls, ...(o.log ? { get: polls } : {}) };
     const cmds = [...stats]
       .filter(([name]) => !BENCH_ONLY_COMMANDS.has(name))
       .map(([name, v]): [string, { calls: number; usec: number }] => [name, { calls: Math.max(0, v.calls - (own[name] ?? 0)), usec: v.usec }]);
@@ -367,6 +384,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       return null;
     });
 
+    const log = o.log ? { loggedMs, ...(await checkpointLatency(store, daemon.config.log.dir, subjects.map((x) => x.key))) } : null;
     let proofs: ProofExport | null = null;
     if (finished && o.exportProofs) proofs = await exportProofs(redis, daemon, subjects.map((s) => s.key), o.peers, confirmMs !== null);
 
@@ -405,6 +423,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       confirmed,
       proofs,
       load: loadNow,
+      log,
     };
   } finally {
     await queue?.close().catch(() => undefined);
@@ -412,6 +431,31 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     await redis.quit().catch(() => undefined);
     await redisServer.stop();
   }
+}
+
+/**
+ * Each logged subject's wait from acceptance to the first checkpoint covering it: its index
+ * from the log's index in Redis, its acceptance time from its record, the checkpoint's time
+ * from the mtime of its kept note (`checkpoints/<size>`, written as it was signed).
+ */
+async function checkpointLatency(store: AnchorStore, dir: string, keys: readonly string[]): Promise<Omit<LogFigures, 'loggedMs'>> {
+  const history = new CheckpointHistory(dir);
+  const signedAt = new Map(history.sizesAfter(-1, 10_000_000).map((size) => [size, statSync(join(dir, CHECKPOINTS_DIR, String(size))).mtimeMs]));
+  const logKeys = new LogKeys(store.keys.base);
+  const waits: number[] = [];
+  for (let i = 0; i < keys.length; i += 1000) {
+    const chunk = keys.slice(i, i + 1000);
+    const [records, idx] = await Promise.all([store.getRecords(chunk), store.redis.hmget(logKeys.index, ...chunk)]);
+    records.forEach((r, j) => {
+      const index = idx[j] === null || idx[j] === undefined ? -1 : Number(idx[j]);
+      // the first kept size above the index
+      const covering = index >= 0 ? history.sizesAfter(index, 1)[0] : undefined;
+      if (r && covering !== undefined) waits.push(signedAt.get(covering)! - r.createdMs);
+    });
+  }
+  waits.sort((a, b) => a - b);
+  const at = (q: number): number => Math.round(waits[Math.min(waits.length - 1, Math.ceil(q * waits.length) - 1)]!);
+  return { checkpoints: signedAt.size, latencyMs: waits.length === 0 ? null : { p50: at(0.5), p95: at(0.95), max: at(1) } };
 }
 
 /** Subjects accepted per second over each tenth of n that was reached. */

@@ -160,12 +160,14 @@ export interface BenchDaemonOptions {
   nodeOptions?: string;
   /** Extra environment for the daemon child. */
   env?: Record<string, string>;
+  /** The anchor log on (log.enabled, default interval), its folder and key in the daemon's temp folder. */
+  log?: boolean;
 }
 
 export const BENCH_PREFIX = 'bench';
 
 /** The daemon's configuration for a run: local witnesses, short windows and polls, no HTTP. */
-export function benchConfig(o: BenchDaemonOptions & { keyFile: string }): Config {
+export function benchConfig(o: BenchDaemonOptions & { keyFile: string; dir: string }): Config {
   return loadConfig({
     env: {},
     overrides: {
@@ -198,7 +200,7 @@ export function benchConfig(o: BenchDaemonOptions & { keyFile: string }): Config
         esploraUrl: null,
       },
       http: { enabled: false, port: 0 },
-      log: { level: 'warn' },
+      log: { level: 'warn', ...(o.log ? { enabled: true, dir: join(o.dir, 'log'), keyFile: join(o.dir, 'log.key') } : {}) },
       queue: {
         ...(process.env.BENCH_QUEUE_CONCURRENCY ? { concurrency: Number(process.env.BENCH_QUEUE_CONCURRENCY) } : {}),
         ...(process.env.BENCH_MAX_SUBJECTS_IN_FLIGHT ? { maxSubjectsInFlight: Number(process.env.BENCH_MAX_SUBJECTS_IN_FLIGHT) } : {}),
@@ -220,7 +222,7 @@ export interface DaemonChild {
 /** `aer1-anchord --config FILE` as a child; resolves once its workers are registered in Redis. */
 export async function startDaemonChild(o: BenchDaemonOptions, redis: RedisClient): Promise<DaemonChild> {
   const dir = tempDir('daemon');
-  const config = benchConfig({ ...o, keyFile: join(dir, 'nostr.key') });
+  const config = benchConfig({ ...o, keyFile: join(dir, 'nostr.key'), dir });
   const file = join(dir, 'config.json');
   writeFileSync(file, JSON.stringify(config));
   const logFile = join(dir, 'daemon.log');

@@ -32,12 +32,15 @@ const TARGET_COMMANDS = 20;
 const TARGET_BYTES_CONFIRMED = 1_024;
 const TARGET_RSS_MB = 150;
 const TARGET_RSS_AT = 100_000;
+// issue 26: with the anchor log on
+const TARGET_LOG_BULK_PER_S = 5_000;
+const TARGET_CHECKPOINT_P95_MS = 2_000;
 
 // stated in the usage text and docs/performance.md; measured, not hoped for
 const FULL_BUDGET_S = 300;
 const QUICK_BUDGET_S = 60;
 
-const USAGE = `usage: npm run bench [-- [--json] [--quick] [--intake-only] [--intake-large] [--event-path] [--round-ms MS] [--window-ms MS] [--naive-concurrency N]]
+const USAGE = `usage: npm run bench [-- [--json] [--quick] [--intake-only] [--intake-large] [--event-path] [--log] [--round-ms MS] [--window-ms MS] [--naive-concurrency N]]
   --json               one JSON object per figure on stdout, nothing else (progress and the table go
                        to stderr; run it as \`npm run --silent bench -- --json\`, or npm prints its banner first)
   --quick              smaller N and a ${QUICK_BUDGET_S} s budget of measurement, for development; the full run's budget
@@ -46,6 +49,9 @@ const USAGE = `usage: npm run bench [-- [--json] [--quick] [--intake-only] [--in
   --intake-only        only the intake comparison: single-subject jobs against bulk jobs
   --event-path         only the per-subject event path: batch, envelope and auto mode side by side
                        (bulk jobs, N = envelope N), with the signing rate beside them
+  --log                only the anchor log: batch mode, bulk jobs (N = 10,000, quick 2,000) with the log
+                       off and on, alternating, twice each (quick: once); subjects/s (until every subject
+                       is also in a checkpoint) and the wait from acceptance to the first checkpoint
   --intake-large       that comparison at N = 100,000 rather than 10,000 (about a minute more)
   --round-ms MS        dev calendars' aggregation round (default 1000, as the real server)
   --window-ms MS       the tuned batch window, Nostr and OTS (default 250); one run also uses the
@@ -128,6 +134,7 @@ async function main(): Promise<number> {
       'intake-only': { type: 'boolean' },
       'intake-large': { type: 'boolean' },
       'event-path': { type: 'boolean' },
+      log: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -169,6 +176,21 @@ async function main(): Promise<number> {
       }
       const figures = eventPathFigures(side[0]!.result, side[1]!.result, side[2]!.result, signingMs());
       const lines = [`aer1-anchor bench, the per-subject event path — ${new Date().toISOString()}`, `machine: ${mc.cores} cores, ${mc.cpu}, Node ${mc.node}; load average at start ${loadAtStart.join(' ')}`, '', table(figures)];
+      emit(figures, lines, values.json === true);
+      return 0;
+    }
+    if (values.log) {
+      // log off and on alternating, so a change of load falls on both
+      const runs: Record<'off' | 'on', DaemonRunResult[]> = { off: [], on: [] };
+      for (let i = 0; i < (plan.label === 'full' ? 2 : 1); i++) {
+        for (const side of ['off', 'on'] as const) {
+          const t = await timed(() => daemonRun({ ...base, mode: 'batch', intake: 'bulk', n: plan.batchN, timeoutMs: 120_000, confirm: false, exportProofs: false, log: side === 'on' }));
+          describeRun(t);
+          runs[side].push(t.result);
+        }
+      }
+      const figures = logFigures(runs.off, runs.on);
+      const lines = [`aer1-anchor bench, the anchor log — ${new Date().toISOString()}`, `machine: ${mc.cores} cores, ${mc.cpu}, Node ${mc.node}; load average at start ${loadAtStart.join(' ')}`, '', table(figures)];
       emit(figures, lines, values.json === true);
       return 0;
     }
@@ -629,6 +651,30 @@ function signingMs(): number {
 }
 
 /** The per-subject event path (envelope and auto mode) beside batch mode, bulk jobs each, in one run. */
+/** The anchor log off and on, side by side (runs of one N, bulk jobs, batch mode). */
+function logFigures(off: readonly DaemonRunResult[], on: readonly DaemonRunResult[]): Figure[] {
+  const n = on[0]?.n ?? null;
+  const last = on.at(-1)?.load;
+  const rate = (rs: readonly DaemonRunResult[]): number[] => rs.filter((r) => r.finished).map((r) => r.subjectsPerS);
+  const lat = (q: 'p50' | 'p95'): number[] => on.flatMap((r) => (r.log?.latencyMs ? [r.log.latencyMs[q]] : []));
+  const offRate = median(rate(off));
+  const onRate = median(rate(on));
+  const unfinishedNote = [...off, ...on].some((r) => !r.finished) ? `; ${[...off, ...on].filter((r) => !r.finished).length} run(s) NOT FINISHED, left out` : '';
+  const checkpoints = on.map((r) => r.log?.checkpoints ?? 0).join(', ');
+  return [
+    figure('anchor log off: throughput, bulk jobs', 'subjects/s', rate(off), { n, load: off.at(-1)?.load, note: `accepted, on every relay and held by the calendars${unfinishedNote}` }),
+    figure('anchor log on: throughput, bulk jobs', 'subjects/s', rate(on), { n, load: last, target: { op: '>=', bound: TARGET_LOG_BULK_PER_S }, note: 'the same, and every subject in a signed checkpoint' }),
+    figure('anchor log on / off: throughput', '×', offRate && onRate ? [onRate / offRate] : [], { n, digits: 2, note: 'medians, same run' }),
+    figure('anchor log on: throughput to the relays and calendars only', 'subjects/s', on.filter((r) => r.finished).map((r) => r.n / (Math.max(r.nostrMs!, r.otsMs!) / 1000)), {
+      n,
+      load: last,
+      note: 'the goal of the run with the log off (not waiting for the last checkpoint)',
+    }),
+    figure('anchor log: acceptance → first checkpoint covering it, p50', 'ms', lat('p50'), { n, load: last, digits: 0, note: `log.checkpointIntervalMs ${configDefault('log.checkpointIntervalMs')}; ${checkpoints} checkpoints` }),
+    figure('anchor log: acceptance → first checkpoint covering it, p95', 'ms', lat('p95'), { n, load: last, digits: 0, target: { op: '<=', bound: TARGET_CHECKPOINT_P95_MS }, note: `max ${on.map((r) => r.log?.latencyMs?.max ?? '—').join(', ')} ms; the record's created to the kept note's mtime` }),
+  ];
+}
+
 function eventPathFigures(batch: DaemonRunResult, envelope: DaemonRunResult, auto: DaemonRunResult, signMs: number): Figure[] {
   const out: Figure[] = [];
   const row = (label: string, r: DaemonRunResult, targets: boolean): void => {
@@ -742,8 +788,9 @@ function describeRun(t: Timed<DaemonRunResult>): void {
   const conf = r.confirmMs !== null ? `; confirmed ${sec(r.confirmMs)} after mining, ${Math.round(r.memory.perConfirmedSubject ?? 0)} B/confirmed subject` : r.confirmed ? `; ${fmtN(r.confirmed)} confirmed` : '';
   const c = r.cpu;
   const how = r.mode === 'batch' ? `, ${r.intake === 'bulk' ? `bulk (${fmtN(r.jobs)} jobs)` : 'one job per subject'}, window ${r.windows.nostr}/${r.windows.ots} ms` : '';
+  const logged = r.log ? `, logged ${sec(r.log.loggedMs)} (${r.log.checkpoints} checkpoints, acceptance → checkpoint p50 ${r.log.latencyMs?.p50 ?? '—'} p95 ${r.log.latencyMs?.p95 ?? '—'} ms)` : '';
   progress(
-    `${r.mode}${how} N=${fmtN(r.n)}: ${sec(r.wallMs)} = ${Math.round(r.subjectsPerS)} subjects/s (enqueued ${sec(r.enqueuedMs)}, accepted ${sec(r.acceptedMs)}, nostr ${sec(r.nostrMs)}, ots ${sec(r.otsMs)}; ` +
+    `${r.mode}${how} N=${fmtN(r.n)}: ${sec(r.wallMs)} = ${Math.round(r.subjectsPerS)} subjects/s (enqueued ${sec(r.enqueuedMs)}, accepted ${sec(r.acceptedMs)}, nostr ${sec(r.nostrMs)}, ots ${sec(r.otsMs)}${logged}; ` +
       `${r.nostrEvents} events, ${r.otsBatches} calendar batches; CPU ms/subject daemon ${ms1(c.daemon)} redis ${ms1(c.redis)} peers ${ms1(c.peers)} bench ${ms1(c.bench)}; ` +
       `${r.redisCommands.callsPerSubject.toFixed(1)} Redis calls/subject, Redis CPU ${Math.round(r.redisInfoCpuMs * 1000)} µs/subject; Redis ${Math.round(r.memory.perPendingSubject)} B/subject; RSS ${r.daemonRssPendingBytes === null ? '?' : Math.round(r.daemonRssPendingBytes / MB)} MB${conf}; ${sec(t.totalMs)} with setup)${tail}`,
   );

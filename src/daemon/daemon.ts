@@ -80,6 +80,8 @@ export class Daemon {
    * two shards' keys (ioredis refuses a pipeline over two masters).
    */
   private readonly storeRedises: RedisClient[];
+  /** The anchor logs' own connection (log.enabled): a tick's few calls do not queue behind the intake's scripts on the state's. */
+  private readonly logRedis: RedisClient | null;
   /** Shard i's engine at index i (one with redis.shards = 1). */
   readonly engines: readonly ShardEngine[];
   /** Every shard's state read as one (what the HTTP API, stats and metrics read). */
@@ -115,6 +117,8 @@ export class Daemon {
       return c;
     });
     this.storeRedis = this.storeRedises[0]!;
+    this.logRedis = config.log.enabled ? connectRedis(deps.redisUrl) : null;
+    this.logRedis?.on('error', (err) => log.warn({ err }, 'redis connection error (anchor log)'));
     this.witnesses = enabledWitnesses(config);
     this.signerPubkey = config.nostr.enabled ? (deps.signingKey?.publicKey ?? null) : null;
     if (config.nostr.enabled && !deps.signingKey) throw new Error('nostr is enabled but no signing key was given');
@@ -142,6 +146,7 @@ export class Daemon {
       prefix: shardPrefix(config.redis.prefix, i, shards),
       redis: this.redis,
       storeRedis: this.storeRedises[i]!,
+      logRedis: this.logRedis,
       log: shards === 1 ? log : log.child({ shard: i }),
       signingKey: deps.signingKey,
       witnesses: this.witnesses,
@@ -256,11 +261,11 @@ export class Daemon {
         for (const e of this.engines) await e.closeRest();
         if (this.engines.length > 1) await this.intakeQueue.close();
         await this.redis.quit().catch(() => undefined);
-        await Promise.all(this.storeRedises.map((c) => c.quit().catch(() => undefined)));
+        await Promise.all([...this.storeRedises, ...(this.logRedis ? [this.logRedis] : [])].map((c) => c.quit().catch(() => undefined)));
       })();
       if (await settlesWithin(inOrder, STOP_GRACE_MS)) return;
       this.log.warn({ graceMs: STOP_GRACE_MS }, `workers did not close within ${STOP_GRACE_MS} ms; dropping the Redis connections (jobs they held return to their queues)`);
-      for (const c of [this.redis, ...this.storeRedises]) dropConnection(c);
+      for (const c of [this.redis, ...this.storeRedises, ...(this.logRedis ? [this.logRedis] : [])]) dropConnection(c);
       await settlesWithin(inOrder, 1000);
     })();
     return this.stopping;

@@ -54,6 +54,8 @@ export interface ShardEngineDeps {
   /** BullMQ's shared connection and the state's auto-pipelined one (both the daemon's). */
   redis: RedisClient;
   storeRedis: RedisClient;
+  /** The anchor log's connection (default: storeRedis). */
+  logRedis?: RedisClient | null;
   log: Logger;
   signingKey: SigningKey | null;
   witnesses: readonly WitnessName[];
@@ -104,7 +106,7 @@ export class ShardEngine {
     const refusalsOpt = deps.refusals ? { refusals: deps.refusals } : {};
     this.store = new AnchorStore(deps.storeRedis, deps.prefix);
     if (deps.anchorLog) {
-      this.anchorLog = new LogService(deps.storeRedis, { ...deps.anchorLog, intervalMs: config.log.checkpointIntervalMs, base: this.store.keys.base }, log);
+      this.anchorLog = new LogService(deps.logRedis ?? deps.storeRedis, { ...deps.anchorLog, intervalMs: config.log.checkpointIntervalMs, base: this.store.keys.base }, log);
       // accept.lua sequences each subject it creates into the log, in the same script call
       this.store.logKeys = this.anchorLog.keys;
       // and the witnesses cut those subjects from the log's checkpoints (docs/log.md)

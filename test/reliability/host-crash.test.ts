@@ -6,21 +6,14 @@
  * new batch. And a batch whose stored answers commit to another root is a recorded error that
  * sends the batch back to the calendars, never a poll loop.
  */
-import { readdirSync, statSync, truncateSync } from 'node:fs';
+import { statSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmbeddedRedis, type EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import type { Daemon } from '../../src/daemon/daemon.js';
 import { startDevCalendar, type DevCalendar } from '../../src/dev/calendar/index.js';
+import { incrFile } from '../helpers/redis-aof.js';
 import { Issuer, privateRedis, receiptFields, startCalendars, startDaemon, tempDir, testConfig, waitFor } from '../helpers/harness.js';
-
-/** The append-only file Redis 7 appends to (multi-part AOF: the newest `.incr.aof`). */
-function incrFile(dir: string): string {
-  const aofDir = join(dir, 'appendonlydir');
-  const incr = readdirSync(aofDir).filter((f) => f.endsWith('.incr.aof')).sort();
-  if (incr.length === 0) throw new Error(`no .incr.aof in ${aofDir}`);
-  return join(aofDir, incr[incr.length - 1]!);
-}
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {

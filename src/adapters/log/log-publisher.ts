@@ -17,6 +17,12 @@ export interface Published {
   readonly checkpoint: { size: number; note: string } | null;
   /** Entries whose index Redis had handed out again after losing writes, sequenced anew. */
   readonly resequenced: number;
+  /**
+   * Entries of the files whose acceptance Redis had lost (a lost AOF tail after the
+   * checkpoint): each keeps its entry; a subject sent again is accepted with a new
+   * `anchored_at`, so its entry does not hold its new digest (docs/log.md, Proofs).
+   */
+  readonly lost: number;
 }
 
 export class LogPublisher {
@@ -29,23 +35,24 @@ export class LogPublisher {
   async publish(): Promise<Published> {
     const files = this.writer.checkpointed.checkpoint.size;
     if (this.writer.size !== files) throw new RangeError(`the writer holds ${this.writer.size - files} entries no checkpoint covers: reopen it`);
-    let state = await this.sequencer.state();
+    const max = this.maxEntriesPerCheckpoint;
+    let { state, tail } = await this.sequencer.read(max);
     if (files < state.published) {
       throw new LogFormatError('log_bad_checkpoint', `the log folder holds ${files} entries, Redis says ${state.published} were published: the folder is behind (restored from an old copy?)`, 'log folder');
     }
     let resequenced = 0;
+    let lost = 0;
     if (files > state.published) {
       if (files - state.published > MAX_SETTLE) {
         throw new LogFormatError('log_too_large', `the log folder is ${files - state.published} entries ahead of Redis, over the ${MAX_SETTLE} one settle takes`, 'log folder');
       }
-      resequenced = (await this.sequencer.settle(state.published, this.writer.entries(state.published, files))).resequenced;
-      state = await this.sequencer.state();
+      ({ resequenced, lost } = await this.sequencer.settle(state.published, this.writer.entries(state.published, files)));
+      ({ state, tail } = await this.sequencer.read(max));
     }
-    if (state.size === state.published) return { checkpoint: null, resequenced };
-    const tail = await this.sequencer.tail(Math.min(state.size - state.published, this.maxEntriesPerCheckpoint));
+    if (state.size === state.published) return { checkpoint: null, resequenced, lost };
     for (const entry of tail) this.writer.appendEncoded(entry);
     const note = this.writer.checkpoint();
     await this.sequencer.markPublished(state.published, state.published + tail.length);
-    return { checkpoint: { size: this.writer.size, note }, resequenced };
+    return { checkpoint: { size: this.writer.size, note }, resequenced, lost };
   }
 }

@@ -64,17 +64,20 @@ return out`;
  * of their entries keeps its index in idx. The tail is then rebuilt past the files: the
  * entries after them, then those whose index the files took (handed out again after Redis
  * lost writes), each once and only when its key is not in the files, numbered on from the
- * files' end. Returns {published, size, resequenced (tail entries renumbered or dropped)},
- * or an error when published moved.
+ * files' end. Returns {published, size, resequenced (tail entries renumbered or dropped),
+ * lost (file entries idx did not name at their index: acceptances Redis lost after the files
+ * signed them)}, or an error when published moved.
  */
 const SETTLE = `${KEY_OF}
 local published = tonumber(redis.call('GET', KEYS[2]) or '0')
 if published ~= tonumber(ARGV[1]) then return redis.error_reply('settle: published is ' .. published .. ', not ' .. ARGV[1]) end
 local n = #ARGV - 1
 local inFiles = {}
+local lost = 0
 for i = 1, n do
   local key = key_of(ARGV[i + 1])
   inFiles[key] = true
+  if redis.call('HGET', KEYS[3], key) ~= tostring(published + i - 1) then lost = lost + 1 end
   redis.call('HSET', KEYS[3], key, published + i - 1)
 end
 local tail = redis.call('LRANGE', KEYS[4], 0, -1)
@@ -100,7 +103,7 @@ for j, entry in ipairs(order) do
 end
 redis.call('SET', KEYS[1], size)
 redis.call('SET', KEYS[2], published + n)
-return {published + n, size, changed}`;
+return {published + n, size, changed, lost}`;
 
 /** mark: KEYS size, published, idx, tail; ARGV[1] published as read, [2] the new published size. Drops the tail's head up to it. */
 const MARK = `local published = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -149,15 +152,24 @@ export class LogSequencer {
     return v === null ? null : Number(v);
   }
 
+  /** The state and up to `max` tail entries from its head (index `published`), read together in one round trip. */
+  async read(max: number): Promise<{ state: SequenceState; tail: Buffer[] }> {
+    const replies = await this.redis.multi().mget(this.keys.size, this.keys.published).lrangeBuffer(this.keys.tail, 0, max - 1).exec();
+    const failed = replies?.find(([err]) => err);
+    if (!replies || failed) throw failed?.[0] ?? new Error('anchor log: the read of the sequence was discarded');
+    const [size, published] = (replies[0]![1] as (string | null)[]).map((v) => Number(v ?? 0)) as [number, number];
+    return { state: { size, published }, tail: (replies[1]![1] as Buffer[]).slice(0, Math.max(0, size - published)) };
+  }
+
   /** Up to `max` tail entries from the head (index `published`). */
   async tail(max: number): Promise<Buffer[]> {
     return this.redis.lrangeBuffer(this.keys.tail, 0, max - 1);
   }
 
   /** Tells Redis the files hold `filesEntries` from index `published` on (see SETTLE). */
-  async settle(published: number, filesEntries: readonly Buffer[]): Promise<{ published: number; size: number; resequenced: number }> {
-    const [p, size, resequenced] = (await this.scripts.settle(...this.keys.all, published, ...filesEntries)) as [number, number, number];
-    return { published: p, size, resequenced };
+  async settle(published: number, filesEntries: readonly Buffer[]): Promise<{ published: number; size: number; resequenced: number; lost: number }> {
+    const [p, size, resequenced, lost] = (await this.scripts.settle(...this.keys.all, published, ...filesEntries)) as [number, number, number, number];
+    return { published: p, size, resequenced, lost };
   }
 
   /** The files now hold everything below `upto`: the tail's head up to it is dropped. */

@@ -46,6 +46,8 @@ export class LogService {
   private writer: LogWriter | null = null;
   private held = false;
   private timer: NodeJS.Timeout | null = null;
+  /** When the last tick started (Date.now()). */
+  private lastStart = 0;
   private running: Promise<unknown> | null = null;
   private stopped = false;
   private lastError = '';
@@ -83,17 +85,24 @@ export class LogService {
   /** Opens the folder (refusing one that is not this log's) and starts the ticks. */
   start(): void {
     this.writer = LogWriter.open({ dir: this.options.dir, origin: this.options.origin, signer: this.options.signer });
+    this.lastStart = Date.now();
     this.schedule();
   }
 
+  /**
+   * The next tick one interval after the last one started (at once when that tick took
+   * longer): a subject waits about one interval and one tick for its checkpoint, not one
+   * interval and two ticks.
+   */
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
+      this.lastStart = Date.now();
       this.running = this.tick().finally(() => {
         this.running = null;
         this.schedule();
       });
-    }, this.options.intervalMs);
+    }, Math.max(0, this.lastStart + this.options.intervalMs - Date.now()));
     this.timer.unref();
   }
 
@@ -108,6 +117,9 @@ export class LogService {
       this.writer ??= LogWriter.open({ dir: this.options.dir, origin: this.options.origin, signer: this.options.signer });
       const out = await new LogPublisher(this.sequencer, this.writer).publish();
       if (out.resequenced > 0) this.log.warn({ resequenced: out.resequenced }, 'anchor log: Redis was behind the log folder; settled from the files');
+      if (out.lost > 0) {
+        this.log.warn({ lost: out.lost }, 'anchor log: the folder holds subjects whose acceptance Redis lost (its last writes); each keeps its entry, and one sent again is accepted with a new anchored_at, so its proof carries no log');
+      }
       this.lastError = '';
       if (!out.checkpoint) return null;
       const { checkpoint } = this.writer.checkpointed;
