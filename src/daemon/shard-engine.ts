@@ -6,7 +6,7 @@
  */
 import { Queue, type Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { nostrQuorum, retentionAfterMs, type Config } from '../adapters/config/config.js';
+import { logTimeQuorums, nostrQuorum, retentionAfterMs, type Config } from '../adapters/config/config.js';
 import { AnchorStore, STATE_SCHEMA } from '../adapters/state/anchor-store.js';
 import type { WitnessName } from '../adapters/state/keys.js';
 import { Batcher } from '../adapters/batch/batcher.js';
@@ -33,6 +33,9 @@ import { Retention, type RetentionDeps } from '../adapters/retention/retention.j
 import { WebhookHandover } from '../adapters/retention/handover.js';
 import { hookId } from '../adapters/webhooks/delivery-log.js';
 import { LogService } from '../adapters/log/log-service.js';
+import { CheckpointWitnesses } from '../adapters/log/checkpoint-witnesses.js';
+import { TsaClient } from '../adapters/tsa/tsa-client.js';
+import { WitnessClient } from '../adapters/witness/witness-client.js';
 import type { LogSigner } from '../core/log/note.js';
 
 /** Relay answers that say the relay has the event; any other outcome is a failed attempt. */
@@ -75,6 +78,8 @@ export class ShardEngine {
   readonly retention: Retention | null;
   /** The shard's anchor log publisher (log.enabled), null when off. */
   readonly anchorLog: LogService | null = null;
+  /** The anchor log checkpoints' TSAs and witnesses (log.tsaUrls, log.witnesses), null when none. */
+  readonly timeWitnesses: CheckpointWitnesses | null = null;
   private readonly redis: RedisClient;
   private readonly log: Logger;
   private readonly witnesses: readonly WitnessName[];
@@ -100,6 +105,22 @@ export class ShardEngine {
       this.anchorLog = new LogService(deps.storeRedis, { ...deps.anchorLog, intervalMs: config.log.checkpointIntervalMs, base: this.store.keys.base }, log);
       // accept.lua sequences each subject it creates into the log, in the same script call
       this.store.logKeys = this.anchorLog.keys;
+      if (config.log.tsaUrls.length > 0 || config.log.witnesses.length > 0) {
+        const service = this.anchorLog;
+        const quorums = logTimeQuorums(config);
+        const time = new CheckpointWitnesses({
+          dir: deps.anchorLog.dir,
+          tsas: config.log.tsaUrls.map((url) => new TsaClient(url)),
+          tsaQuorum: quorums.tsa,
+          witnesses: config.log.witnesses.map((w) => new WitnessClient(w.url, w.key)),
+          witnessQuorum: quorums.witness,
+          intervalMs: config.log.timeWitnessIntervalMs,
+          maxAttempts: config.log.timeWitnessMaxAttempts,
+          isWriter: () => service.writing,
+        }, deps.health, deps.metrics, log);
+        service.onCheckpoint(async () => time.wake());
+        this.timeWitnesses = time;
+      }
     }
     const bullPrefix = this.store.keys.bullPrefix;
     this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: bullPrefix });
@@ -256,6 +277,7 @@ export class ShardEngine {
 
   async start(): Promise<void> {
     this.anchorLog?.start();
+    this.timeWitnesses?.start();
     this.nostr?.start();
     this.ots?.start();
     for (const b of this.batchers) b.start();
@@ -288,6 +310,7 @@ export class ShardEngine {
     await this.nostr?.close();
     await this.ots?.close();
     await this.intakeQueue.close();
+    await this.timeWitnesses?.stop();
     await this.anchorLog?.stop();
   }
 }

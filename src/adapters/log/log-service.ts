@@ -74,6 +74,11 @@ export class LogService {
     if (typeof commands.aer1_log_release !== 'function') redis.defineCommand('aer1_log_release', { lua: RELEASE, numberOfKeys: 1 });
   }
 
+  /** Does this daemon hold the lease (write the folder) as of its last tick? */
+  get writing(): boolean {
+    return this.held;
+  }
+
   get leaseKey(): string {
     return `${this.options.base}:log:lease`;
   }
