@@ -33,7 +33,7 @@ import { Retention, type RetentionDeps } from '../adapters/retention/retention.j
 import { WebhookHandover } from '../adapters/retention/handover.js';
 import { hookId } from '../adapters/webhooks/delivery-log.js';
 import { LogService } from '../adapters/log/log-service.js';
-import { CheckpointWitnesses } from '../adapters/log/checkpoint-witnesses.js';
+import { CheckpointWitnesses } from '../adapters/time/checkpoint-witnesses.js';
 import { TsaClient } from '../adapters/tsa/tsa-client.js';
 import { WitnessClient } from '../adapters/witness/witness-client.js';
 import type { LogSigner } from '../core/log/note.js';

@@ -9,7 +9,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeLogKeyFile, loadLogKeyFile } from '../../src/adapters/log/key-file.js';
@@ -23,6 +23,13 @@ import { receiptFields, tempDir, waitFor } from '../helpers/harness.js';
 import { startStack, type Stack } from '../http/fixture.js';
 import { opensslVerifyToken, startOpensslTsa, type OpensslTsa } from '../tsa/openssl-tsa-wrapper.js';
 import { startWitness } from '../witness/witness-fixtures.js';
+import { run as verifyAnchorCli } from '../../src/cli/commands/verify-anchor.js';
+
+async function verifyCli(args: string[]): Promise<{ code: number; out: string }> {
+  let out = '';
+  const code = await verifyAnchorCli(args, { stdout: (t) => (out += t), stderr: (t) => (out += t) });
+  return { code, out };
+}
 
 const ORIGIN = 'example.test/aer1/0';
 const PY = join(import.meta.dirname, '..', 'witness', 'py-checker', 'cosignature_v1.py');
@@ -156,6 +163,56 @@ describe('witness cosignatures on each checkpoint', () => {
     const size = Number(body(proofs[0]!.log!.checkpoint).split('\n')[1]);
     await waitFor('the cursor past the checkpoint', () => Number(readFileSync(join(dir, 'log', 'checkpoints', 'witnessed'), 'utf8')) >= size);
     expect(forked.answered.get(422)).toBe(1);
+  });
+});
+
+describe('aer1-verify-anchor on a daemon-made proof', () => {
+  it('reports each TSA\'s and each witness\'s time, with who says so, when the caller trusts them', async () => {
+    const file = join(dir, 'proof.json');
+    writeFileSync(file, JSON.stringify(proofs[0]));
+    const bundle = join(dir, 'cas.pem');
+    writeFileSync(bundle, readFileSync(devTsa.caFile!, 'utf8') + readFileSync(foreignTsa.caFile, 'utf8'));
+    const json = await verifyCli([file, '--json', '--tsa-ca', bundle, '--witness', w1.verifierKey, '--witness', w2.verifierKey, '--require-confirmed']);
+    const report = JSON.parse(json.out) as { verdict: string; checks: Array<{ name: string; status: string; detail: string }>; times: Array<{ kind: string; at: string; by: string; trusted: boolean; statement: string }> };
+    expect(report.verdict, json.out).toBe('PASS');
+    expect(json.code).toBe(0);
+    expect(report.checks.find((c) => c.name === 'tsa')?.status).toBe('PASS');
+    expect(report.checks.find((c) => c.name === 'cosignatures')?.status).toBe('PASS');
+    expect(report.times).toHaveLength(4);
+    expect(report.times.map((t) => [t.kind, t.by, t.trusted])).toEqual(expect.arrayContaining([
+      ['tsa', expect.stringContaining('aer1-anchor dev TSA'), true],
+      ['tsa', expect.stringContaining('openssl test TSA'), true],
+      ['witness', 'witness.test/one', true],
+      ['witness', 'witness.test/two', true],
+    ]));
+    expect(report.times[0]!.statement).toMatch(/^the checkpoint holding d \(example\.test\/aer1\/0, size \d+\) existed at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: TSA genTime, signed by /);
+    const text = await verifyCli([file, '--tsa-ca', bundle, '--witness', w1.verifierKey, '--witness', w2.verifierKey]);
+    expect(text.out).toMatch(/TIME {4}tsa {5}the checkpoint holding d .* existed at .*signed by .*aer1-anchor dev TSA/);
+    expect(text.out).toMatch(/TIME {4}witness {1}the checkpoint holding d .* existed at .*cosigned by witness witness\.test\/two/);
+  });
+
+  it('without --tsa-ca or --witness: "TSA not trusted", cosignatures not checked, and not confirmed by them', async () => {
+    const file = join(dir, 'proof.json');
+    const r = await verifyCli([file, '--json', '--require-confirmed']);
+    const report = JSON.parse(r.out) as { verdict: string; checks: Array<{ name: string; status: string; detail: string }>; times: Array<{ trusted: boolean }> };
+    expect(report.checks.find((c) => c.name === 'tsa')).toMatchObject({ status: 'SKIP', detail: expect.stringContaining('TSA not trusted') });
+    expect(report.checks.find((c) => c.name === 'cosignatures')).toMatchObject({ status: 'SKIP', detail: expect.stringContaining('--witness') });
+    expect(report.times.every((t) => !t.trusted)).toBe(true);
+    expect(report.verdict).toBe('FAIL');
+  });
+
+  it('a CA the caller did not give, or a token moved onto the proof of another checkpoint, is refused', async () => {
+    const onlyDev = join(dir, 'dev-only.pem');
+    writeFileSync(onlyDev, readFileSync(devTsa.caFile!, 'utf8'));
+    const r = await verifyCli([join(dir, 'proof.json'), '--json', '--tsa-ca', onlyDev]);
+    const report = JSON.parse(r.out) as { checks: Array<{ name: string; status: string; detail: string }>; times: Array<{ by: string; trusted: boolean }> };
+    // one token chains to the CA given, the other's CA was not given: no PASS for it
+    expect(report.times.filter((t) => t.trusted).map((t) => t.by)).toEqual([expect.stringContaining('aer1-anchor dev TSA')]);
+    const forged = structuredClone(proofs[0]!);
+    forged.log!.timestamps = forged.log!.timestamps!.map((t) => ({ ...t, token: Buffer.from(Buffer.from(t.token, 'base64').map((b, i) => (i === 60 ? b ^ 1 : b))).toString('base64') }));
+    writeFileSync(join(dir, 'forged.json'), JSON.stringify(forged));
+    const bad = await verifyCli([join(dir, 'forged.json'), '--json', '--tsa-ca', onlyDev]);
+    expect((JSON.parse(bad.out) as { verdict: string }).verdict).toBe('FAIL');
   });
 });
 

@@ -15,7 +15,7 @@ import { fail, pass, type CheckResult, type PreparedInput } from './types.js';
 export const PROOF_MEMBER = 'anchor_proof';
 
 /** The members of an `aer1-anchor-proof-v1` object (SPEC §5); a bare proof carries nothing else. */
-export const PROOF_MEMBERS: readonly string[] = ['version', 'envelope', 'digest', 'status', 'nostr', 'ots'];
+export const PROOF_MEMBERS: readonly string[] = ['version', 'envelope', 'digest', 'status', 'nostr', 'ots', 'log'];
 
 /** A bare proof file: it names a proof version or carries the proof's own members. */
 export function looksLikeProof(value: unknown): value is Record<string, unknown> {

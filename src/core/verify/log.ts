@@ -18,6 +18,8 @@ import { fail, pass, skip, type CheckResult } from './types.js';
 
 export interface LogOutcome {
   readonly check: CheckResult;
+  /** The entry rebuilt from the envelope leads by the path to the checkpoint's root (its signer trusted or not). */
+  readonly included?: boolean;
 }
 
 export function checkLog(log: LogProof | undefined, envelope: Envelope | null, d: Buffer | null, trusted: readonly VerifierKey[]): LogOutcome {
@@ -46,8 +48,8 @@ export function checkLog(log: LogProof | undefined, envelope: Envelope | null, d
   const where = `entry ${log.index} of ${cp.origin} (d, ${kind}, key) is in the tree of size ${cp.size}`;
   if (!opened.ok) {
     if (opened.reason === 'bad_signature') return no(fail('log', `${where}, but the checkpoint's ${opened.message}`));
-    if (trusted.length === 0) return no(skip('log', `${where}; signer not trusted: give --log-key VKEY to check the checkpoint's signature`));
+    if (trusted.length === 0) return { included: true, ...no(skip('log', `${where}; signer not trusted: give --log-key VKEY to check the checkpoint's signature`)) };
     return no(fail('log', `${where}, but the checkpoint is not signed by a log key given (${trusted.map((k) => `${k.name}+${k.keyId.toString(16).padStart(8, '0')}`).join(', ')}): ${opened.message}`));
   }
-  return { check: pass('log', `${where}, whose checkpoint is signed by ${opened.signedBy.map((k) => `${k.name}+${k.keyId.toString(16).padStart(8, '0')}`).join(', ')}`) };
+  return { included: true, check: pass('log', `${where}, whose checkpoint is signed by ${opened.signedBy.map((k) => `${k.name}+${k.keyId.toString(16).padStart(8, '0')}`).join(', ')}`) };
 }

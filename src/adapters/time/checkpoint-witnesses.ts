@@ -19,9 +19,9 @@ import type { TsaClient } from '../tsa/tsa-client.js';
 import { TsaError } from '../tsa/tsa-error.js';
 import type { WitnessClient } from '../witness/witness-client.js';
 import { collectCosignatures } from '../witness/collect-cosignatures.js';
-import { CHECKPOINTS_DIR, CheckpointHistory, type KeptTimestamp } from './checkpoint-history.js';
-import { LogFolder } from './log-folder.js';
-import { CHECKPOINT_FILE, readOptional, writeReplacing } from './tile-files.js';
+import { CHECKPOINTS_DIR, CheckpointHistory, type KeptTimestamp } from '../log/checkpoint-history.js';
+import { LogFolder } from '../log/log-folder.js';
+import { CHECKPOINT_FILE, readOptional, writeReplacing } from '../log/tile-files.js';
 
 /** Most checkpoints one pass works on. */
 export const MAX_PER_PASS = 16;
