@@ -185,6 +185,18 @@ describe('aer1-anchor demo --json (built bin)', () => {
     expect(text.stdout).toMatch(/TIME {4}bitcoin {1}d existed at \S+: Bitcoin block \d+'s time/);
   });
 
+  it('--min-confirmations N: Bitcoin confirms only when the headers show N blocks on the attested one', () => {
+    const s = summary!;
+    const common = [join(out, 'receipt.json'), '--headers', join(out, 'headers.json'), '--network', 'regtest', '--expected-pubkey', s.signer!.pubkey, '--require-confirmed'];
+    const tip = Math.max(...s.blocks.map((b) => b.height));
+    const lowest = Math.min(...(s.subjects[0]!.verify!.checks.find((c) => c.name === 'bitcoin')!.detail.match(/block (\d+) /g) ?? []).map((m) => Number(m.slice(6, -1))));
+    const enough = spawnSync(process.execPath, [verifyBin, ...common, '--min-confirmations', String(tip - lowest + 1)], { encoding: 'utf8', timeout: 30_000 });
+    expect(enough.status, enough.stdout).toBe(0);
+    const tooMany = spawnSync(process.execPath, [verifyBin, ...common, '--min-confirmations', String(tip - lowest + 2)], { encoding: 'utf8', timeout: 30_000 });
+    expect(tooMany.status, tooMany.stdout).toBe(1);
+    expect(tooMany.stdout).toMatch(/SKIP +bitcoin .* of the \d+ confirmations asked \(--min-confirmations\)/);
+  });
+
   it('leaves nothing behind: its process group is gone and none of its ports answers', async () => {
     const s = summary!;
     expect(groupAlive(result!.pid)).toBe(false);

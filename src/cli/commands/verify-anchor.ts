@@ -33,7 +33,7 @@ export const summary = 'verify anchor proofs offline against recomputed roots (s
 const USAGE = `usage: ${TOOL_NAME} FILE... [--dir DIR] [--proof FILE] [--json]
          [--headers FILE | --esplora URL | --bitcoind URL] [--network mainnet|regtest]
          [--expected-pubkey HEX|npub]... [--log-key VKEY]... [--trust-file FILE]...
-         [--tsa-ca FILE] [--witness VKEY]... [--witness-quorum N]
+         [--tsa-ca FILE] [--witness VKEY]... [--witness-quorum N] [--min-confirmations N]
          [--online (--relay URL... | --use-proof-relays)] [--require-confirmed]
          [--require-anchored] [--kind N]... [--max-events N]
 
@@ -52,7 +52,9 @@ The anchor log checkpoint's RFC 3161 tokens count when they chain to a CA in --t
 --witness key (<name>+<hash>+<base64(0x04 ‖ key)>), --witness-quorum N of them (default
 all given). Each time a party vouches for is reported ("the checkpoint holding d existed
 at T", with who says so), and a trusted TSA token or the witness quorum counts as
-confirmed for --require-confirmed (docs/verify.md).
+confirmed for --require-confirmed (docs/verify.md). --min-confirmations N: a Bitcoin
+attestation confirms only when the header source shows N blocks on the attested one's
+chain, it included (default 1).
 
 A document without a proof, with --online --relay URL... --expected-pubkey KEY..., is
 checked against every anchor those signers published on those relays for its key
@@ -84,6 +86,7 @@ function parseFlags(argv: string[]) {
       'tsa-ca': { type: 'string' },
       witness: { type: 'string', multiple: true },
       'witness-quorum': { type: 'string' },
+      'min-confirmations': { type: 'string' },
       online: { type: 'boolean' },
       relay: { type: 'string', multiple: true },
       'use-proof-relays': { type: 'boolean' },
@@ -219,6 +222,8 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   const logKeys = [...(values['log-key'] ?? []).map(parseLogKey), ...trustFiles.flatMap((t) => t.logKeys)];
   const witnessKeys = (values.witness ?? []).map(parseWitness);
   const witnessQuorum = parseWitnessQuorum(values['witness-quorum'], witnessKeys);
+  const minConfirmations = values['min-confirmations'];
+  if (minConfirmations !== undefined && !/^[1-9][0-9]{0,2}$/.test(minConfirmations.trim())) throw new UsageError(`--min-confirmations must be a whole number from 1 to 999, got ${quoteBounded(minConfirmations, 20)}`);
   const kinds = parseKinds(values.kind);
   const maxEvents = parseMaxEvents(values['max-events']);
   const options: VerifyOptions = {
@@ -227,6 +232,7 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
     tsaTrustAnchors: values['tsa-ca'] !== undefined ? anchorsOf(values['tsa-ca']) : null,
     witnessKeys,
     ...(witnessQuorum !== undefined ? { witnessQuorum } : {}),
+    ...(minConfirmations !== undefined ? { minConfirmations: Number(minConfirmations.trim()) } : {}),
     relays,
     useProofRelays,
     kinds,

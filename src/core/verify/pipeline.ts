@@ -73,6 +73,8 @@ export interface VerifyOptions {
   witnessKeys?: readonly WitnessKey[];
   /** `--witness-quorum` (default: every witness key given). */
   witnessQuorum?: number;
+  /** `--min-confirmations N`: a Bitcoin attestation confirms only when the header source shows N blocks on it (default 1). */
+  minConfirmations?: number;
 }
 
 /**
@@ -128,6 +130,7 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
     network,
     cache: bitcoinCache,
     claim: prepared?.proof.ots?.bitcoin,
+    ...(options.minConfirmations !== undefined ? { minConfirmations: options.minConfirmations } : {}),
   });
   const log = checkLog(prepared?.proof.log, envelope.envelope ?? null, digest.digest, options.logKeys ?? []);
   const time = await checkTimeWitnesses(prepared?.proof.log, log.included === true, {
