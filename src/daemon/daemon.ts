@@ -135,6 +135,8 @@ export class Daemon {
       calendars: config.ots.enabled ? config.ots.calendars : [],
       repairKinds: REPAIR_KINDS,
       nostrModes: config.nostr.enabled ? (['envelope', 'batch'] satisfies NostrEventMode[]) : [],
+      tsas: config.log.enabled ? config.log.tsaUrls : [],
+      logWitnesses: config.log.enabled ? config.log.witnesses.map((w) => w.url) : [],
     });
     this.archive = config.archive.dir !== null ? new ProofArchive(config.archive.dir) : null;
     this.refusals = new RefusalBackoff({

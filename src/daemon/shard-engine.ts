@@ -6,7 +6,7 @@
  */
 import { Queue, type Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { nostrQuorum, retentionAfterMs, type Config } from '../adapters/config/config.js';
+import { logTimeQuorums, nostrQuorum, retentionAfterMs, type Config } from '../adapters/config/config.js';
 import { AnchorStore, STATE_SCHEMA } from '../adapters/state/anchor-store.js';
 import type { WitnessName } from '../adapters/state/keys.js';
 import { Batcher, type CutSource } from '../adapters/batch/batcher.js';
@@ -36,6 +36,9 @@ import { hookId } from '../adapters/webhooks/delivery-log.js';
 import { LogService } from '../adapters/log/log-service.js';
 import { LogFolder } from '../adapters/log/log-folder.js';
 import { CheckpointCuts } from '../adapters/state/checkpoint-cuts.js';
+import { CheckpointWitnesses } from '../adapters/time/checkpoint-witnesses.js';
+import { TsaClient } from '../adapters/tsa/tsa-client.js';
+import { WitnessClient } from '../adapters/witness/witness-client.js';
 import type { LogSigner } from '../core/log/note.js';
 
 /** Relay answers that say the relay has the event; any other outcome is a failed attempt. */
@@ -84,6 +87,8 @@ export class ShardEngine {
   readonly anchorLog: LogService | null = null;
   /** With the anchor log on: the witnesses' batches cut from its checkpoints. */
   readonly checkpointCuts: CheckpointCuts | null = null;
+  /** The anchor log checkpoints' TSAs and witnesses (log.tsaUrls, log.witnesses), null when none. */
+  readonly timeWitnesses: CheckpointWitnesses | null = null;
   private readonly redis: RedisClient;
   private readonly log: Logger;
   private readonly witnesses: readonly WitnessName[];
@@ -111,6 +116,22 @@ export class ShardEngine {
       this.store.logKeys = this.anchorLog.keys;
       // and the witnesses cut those subjects from the log's checkpoints (docs/log.md)
       this.checkpointCuts = new CheckpointCuts(this.store, new LogFolder(deps.anchorLog.dir), this.anchorLog.keys);
+      if (config.log.tsaUrls.length > 0 || config.log.witnesses.length > 0) {
+        const service = this.anchorLog;
+        const quorums = logTimeQuorums(config);
+        const time = new CheckpointWitnesses({
+          dir: deps.anchorLog.dir,
+          tsas: config.log.tsaUrls.map((url) => new TsaClient(url)),
+          tsaQuorum: quorums.tsa,
+          witnesses: config.log.witnesses.map((w) => new WitnessClient(w.url, w.key)),
+          witnessQuorum: quorums.witness,
+          intervalMs: config.log.timeWitnessIntervalMs,
+          maxAttempts: config.log.timeWitnessMaxAttempts,
+          isWriter: () => service.writing,
+        }, deps.health, deps.metrics, log);
+        service.onCheckpoint(async () => time.wake());
+        this.timeWitnesses = time;
+      }
     }
     const cuts = this.checkpointCuts;
     const fromLog = (w: WitnessName): { fromLog?: CutSource } => (cuts ? { fromLog: { waiting: () => cuts.waiting(w), cut: (max) => cuts.cut(w, max) } } : {});
@@ -289,6 +310,7 @@ export class ShardEngine {
       await Promise.all(this.batchers.map((b) => b.poke()));
     });
     this.anchorLog?.start();
+    this.timeWitnesses?.start();
     this.nostr?.start();
     this.ots?.start();
     for (const b of this.batchers) b.start();
@@ -323,6 +345,7 @@ export class ShardEngine {
     await this.nostr?.close();
     await this.ots?.close();
     await this.intakeQueue.close();
+    await this.timeWitnesses?.stop();
     await this.anchorLog?.stop();
   }
 }

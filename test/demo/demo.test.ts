@@ -160,10 +160,47 @@ describe('aer1-anchor demo --json (built bin)', () => {
     expect(cut.stdout).toMatch(/VERDICT: FAIL: envelope: truncated: anchored \d+ steps, receipt has \d+/);
   });
 
+  it('its proofs carry the dev TSA\'s token and both dev witnesses\' cosignatures; the built verifier, given tsa_ca and witnesses, shows the three kinds of time', () => {
+    const s = summary!;
+    expect(s.tsa_ca).toBe(join(out, 'tsa-ca.pem'));
+    expect(readFileSync(s.tsa_ca!, 'utf8')).toMatch(/^-----BEGIN CERTIFICATE-----/);
+    expect(s.witnesses).toHaveLength(2);
+    for (const k of s.witnesses) expect(k).toMatch(/^[^+\s]+\+[0-9a-f]{8}\+[A-Za-z0-9+/]+=*$/);
+    for (const name of ['receipt.json', 'workflow.json', 'timeline.json']) {
+      const log = (JSON.parse(readFileSync(join(out, name), 'utf8')) as { anchor_proof: { log: { checkpoint: string; timestamps: Array<{ url: string; token: string }> } } }).anchor_proof.log;
+      expect(log.timestamps.length, name).toBeGreaterThanOrEqual(1);
+      const sigLines = log.checkpoint.slice(log.checkpoint.indexOf('\n\n') + 2).split('\n').filter((l) => l !== '');
+      expect(sigLines.length, name).toBeGreaterThanOrEqual(3);
+    }
+    for (const subject of s.subjects) {
+      expect(subject.verify?.checks.find((c) => c.name === 'tsa')?.status).toBe('PASS');
+      expect(subject.verify?.checks.find((c) => c.name === 'cosignatures')?.status).toBe('PASS');
+    }
+    const args = [join(out, 'receipt.json'), '--headers', join(out, 'headers.json'), '--network', 'regtest', '--expected-pubkey', s.signer!.pubkey, '--tsa-ca', s.tsa_ca!, ...s.witnesses.flatMap((k) => ['--witness', k])];
+    const text = spawnSync(process.execPath, [verifyBin, ...args], { encoding: 'utf8', timeout: 30_000 });
+    expect(text.status, text.stdout + text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/TIME {4}tsa {5}the checkpoint holding d .* existed at \S+: TSA genTime, signed by .*aer1-anchor dev TSA/);
+    expect(text.stdout).toMatch(/TIME {4}witness {1}the checkpoint holding d .* existed at \S+: cosigned by witness aer1-anchor\.dev\/witness-1/);
+    expect(text.stdout).toMatch(/TIME {4}witness {1}.*cosigned by witness aer1-anchor\.dev\/witness-2/);
+    expect(text.stdout).toMatch(/TIME {4}bitcoin {1}d existed at \S+: Bitcoin block \d+'s time/);
+  });
+
+  it('--min-confirmations N: Bitcoin confirms only when the headers show N blocks on the attested one', () => {
+    const s = summary!;
+    const common = [join(out, 'receipt.json'), '--headers', join(out, 'headers.json'), '--network', 'regtest', '--expected-pubkey', s.signer!.pubkey, '--require-confirmed'];
+    const tip = Math.max(...s.blocks.map((b) => b.height));
+    const lowest = Math.min(...(s.subjects[0]!.verify!.checks.find((c) => c.name === 'bitcoin')!.detail.match(/block (\d+) /g) ?? []).map((m) => Number(m.slice(6, -1))));
+    const enough = spawnSync(process.execPath, [verifyBin, ...common, '--min-confirmations', String(tip - lowest + 1)], { encoding: 'utf8', timeout: 30_000 });
+    expect(enough.status, enough.stdout).toBe(0);
+    const tooMany = spawnSync(process.execPath, [verifyBin, ...common, '--min-confirmations', String(tip - lowest + 2)], { encoding: 'utf8', timeout: 30_000 });
+    expect(tooMany.status, tooMany.stdout).toBe(1);
+    expect(tooMany.stdout).toMatch(/SKIP +bitcoin .* of the \d+ confirmations asked \(--min-confirmations\)/);
+  });
+
   it('leaves nothing behind: its process group is gone and none of its ports answers', async () => {
     const s = summary!;
     expect(groupAlive(result!.pid)).toBe(false);
-    expect(s.services.ports.length).toBe(7);
+    expect(s.services.ports.length).toBe(10); // redis, 3 relays, 2 calendars, the TSA, 2 witnesses, http
     expect(s.services.ports_closed).toBe(true);
     for (const port of s.services.ports) expect(await portAnswers(port), `port ${port}`).toBe(false);
   });

@@ -164,6 +164,9 @@ function crossCheck(c: Config, fail: (key: string, message: string) => never): v
     const key = c.retention.confirmedAfterMs > 0 ? 'retention.confirmedAfterMs' : 'retention.confirmedDays';
     fail(key, 'retention is on but there is nowhere to hand proofs to before subjects are removed: set archive.dir, or webhooks (every hook must acknowledge a proof), or both');
   }
+  if (c.log.tsaQuorum > c.log.tsaUrls.length) fail('log.tsaQuorum', `m = ${c.log.tsaQuorum} exceeds the ${c.log.tsaUrls.length} configured TSAs`);
+  if (c.log.witnessQuorum > c.log.witnesses.length) fail('log.witnessQuorum', `quorum ${c.log.witnessQuorum} exceeds the ${c.log.witnesses.length} configured witnesses`);
+  if (!c.log.enabled && (c.log.tsaUrls.length > 0 || c.log.witnesses.length > 0)) fail(c.log.tsaUrls.length > 0 ? 'log.tsaUrls' : 'log.witnesses', 'TSAs and witnesses attest the anchor log\'s checkpoints: set log.enabled');
   if (c.ots.upgradeMaxMs < c.ots.upgradeInitialMs) fail('ots.upgradeMaxMs', 'must be at least ots.upgradeInitialMs');
 }
 
@@ -175,6 +178,14 @@ export function retentionAfterMs(c: Config): number {
 /** The quorum in force: 0 (the default) means a majority of the configured relays, floor(n/2)+1. */
 export function nostrQuorum(c: Config): number {
   return c.nostr.quorum === 0 ? Math.floor(c.nostr.relays.length / 2) + 1 : c.nostr.quorum;
+}
+
+/** m of the configured TSAs / witnesses a checkpoint needs: 0 (the default) means all. */
+export function logTimeQuorums(c: Config): { tsa: number; witness: number } {
+  return {
+    tsa: c.log.tsaQuorum === 0 ? c.log.tsaUrls.length : c.log.tsaQuorum,
+    witness: c.log.witnessQuorum === 0 ? c.log.witnesses.length : c.log.witnessQuorum,
+  };
 }
 
 export function enabledWitnesses(c: Config): Array<'nostr' | 'ots'> {

@@ -18,6 +18,7 @@ import { DEFAULT_LIMITS } from '../../core/aer1/limits.js';
 import { DEFAULT_EVENT_KIND } from '../../core/nostr/events.js';
 import { displayUrl } from './display-url.js';
 import { normalHostName } from './host-names.js';
+import { parseWitnessKey } from '../../core/witness/cosignature.js';
 
 /** How an environment variable's text becomes the value its schema checks. */
 export type EnvForm = 'text' | 'optional-text' | 'int' | 'bool' | 'list' | 'json';
@@ -165,6 +166,32 @@ export function webhooks() {
   return setting(z.array(webhook, { error: `expected a list of ${WEBHOOK_KEYS}` }), { env: 'json', constraint: '' });
 }
 
+const LOG_WITNESS_KEYS = '{"url", "key"}';
+
+/** A C2SP witness of the anchor log: its add-checkpoint prefix and its cosignature/v1 verifier key (`<name>+<hash>+<base64(0x04 ‖ key)>`). */
+const logWitness = z.strictObject(
+  {
+    url: url(['http:', 'https:']),
+    key: z.string({ error: 'expected a witness verifier key <name>+<hash>+<base64(0x04 ‖ key)>' }).superRefine((value, ctx) => {
+      try {
+        parseWitnessKey(value, 'key');
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    }),
+  },
+  { error: (iss) => (iss.code === 'unrecognized_keys' ? 'unknown key' : `expected ${LOG_WITNESS_KEYS}`) },
+);
+
+export type LogWitnessConfig = z.output<typeof logWitness>;
+
+export function logWitnesses() {
+  const schema = z.array(logWitness, { error: `expected a list of ${LOG_WITNESS_KEYS}` }).superRefine((list, ctx) => {
+    if (new Set(list.map((w) => w.url)).size !== list.length) ctx.addIssue({ code: 'custom', message: 'lists a witness URL twice' });
+  });
+  return setting(schema, { env: 'json', constraint: '' });
+}
+
 export interface KeySpec {
   /** Dotted path in the config file: `section.name`, or a top-level name. */
   key: string;
@@ -276,6 +303,12 @@ export const CONFIG_KEYS = [
   { key: 'log.dir', schema: string(), default: './var/log', env: 'AER1_ANCHOR_LOG_DIR', doc: 'Folder of the anchor log\'s static files (checkpoint, tile/…): with one shard the log itself, with K shards one sub-folder per shard (0 … K-1). One daemon writes it at a time (a lease in Redis); any web server can serve it.' },
   { key: 'log.origin', schema: optionalString(), default: null, env: 'AER1_ANCHOR_LOG_ORIGIN', doc: 'The checkpoints\' origin line, a schema-less URL naming the log (example.com/aer1); with K shards shard i\'s is `<origin>/<i>`. Unset: the log key\'s name.' },
   { key: 'log.checkpointIntervalMs', schema: int(100, MS_DAY), default: 1000, env: 'AER1_ANCHOR_LOG_CHECKPOINT_INTERVAL_MS', doc: 'A new signed checkpoint (and the tiles it needs) at most this often while there are new entries.' },
+  { key: 'log.tsaUrls', schema: urlList(['http:', 'https:']), default: [], env: 'AER1_ANCHOR_LOG_TSA_URLS', doc: 'RFC 3161 timestamp authorities asked for a token over each checkpoint\'s note body (docs/time.md); the tokens are kept beside the checkpoint (checkpoints/<size>.tsr.json) and go into proofs as anchor_proof.log.timestamps. Empty: off.' },
+  { key: 'log.tsaQuorum', schema: int(0, 100), default: 0, env: 'AER1_ANCHOR_LOG_TSA_QUORUM', doc: 'm of the n TSAs: a checkpoint is asked again (every log.timeWitnessIntervalMs, at most log.timeWitnessMaxAttempts times) until m tokens are kept. 0: all n.' },
+  { key: 'log.witnesses', schema: logWitnesses(), default: [], env: 'AER1_ANCHOR_LOG_WITNESSES', doc: 'C2SP witnesses sent each checkpoint with add-checkpoint (docs/witnesses.md): [{"url": "<submission prefix>", "key": "<name>+<hash>+<base64(0x04 ‖ key)>"}] (JSON in the environment). Their cosignature/v1 lines, checked against the key, are added to the kept checkpoint and to the live one while it is that size. Empty: off.' },
+  { key: 'log.witnessQuorum', schema: int(0, 100), default: 0, env: 'AER1_ANCHOR_LOG_WITNESS_QUORUM', doc: 'Witnesses whose cosignature a checkpoint needs before it is left (retried like log.tsaQuorum; a witness\'s refusal is recorded, never retried). 0: all.' },
+  { key: 'log.timeWitnessIntervalMs', schema: int(100, MS_DAY), default: 5000, env: 'AER1_ANCHOR_LOG_TIME_WITNESS_INTERVAL_MS', doc: 'How often the checkpoints without their TSA tokens and cosignatures are looked for (each pass takes at most 16 checkpoints, oldest first, from a cursor kept in the log folder).' },
+  { key: 'log.timeWitnessMaxAttempts', schema: int(1, 1000), default: 10, env: 'AER1_ANCHOR_LOG_TIME_WITNESS_MAX_ATTEMPTS', doc: 'Passes one checkpoint is tried in while a TSA or witness fails retryably (timeout, network, 5xx); then it is left below its quorum (logged, counted) and the next is taken.' },
 ] as const satisfies readonly KeySpec[];
 
 type Entry = (typeof CONFIG_KEYS)[number];

@@ -1,5 +1,5 @@
 /**
- * WitnessHealth: what this daemon process saw of each relay and calendar it talks to
+ * WitnessHealth: what this daemon process saw of each relay, calendar, TSA and C2SP witness it talks to
  * (state, last success, last error, consecutive failures), fed by the witnesses' hooks.
  * States: `failing` (failAfter attempts in a row failed), `throttled` (not failing, but it
  * answered `rate-limited:` within the last throttleHoldMs: it is up and asks us to slow
@@ -11,7 +11,9 @@
 import type { Logger } from 'pino';
 import { displayUrl, scrubUrl } from '../config/display-url.js';
 
-export type EndpointKind = 'relay' | 'calendar';
+/** relay, calendar: the subjects' witnesses; tsa, witness: the anchor log checkpoints' time witnesses. */
+export type EndpointKind = 'relay' | 'calendar' | 'tsa' | 'witness';
+const KIND_ORDER: readonly EndpointKind[] = ['relay', 'calendar', 'tsa', 'witness'];
 export type EndpointState = 'ok' | 'throttled' | 'failing' | 'unknown';
 
 export interface EndpointHealth {
@@ -135,11 +137,19 @@ export class WitnessHealth {
     this.settle(e, failures);
   }
 
-  /** The failing endpoints (as configured) nothing was sent to, and none probed, within `idleMs`. */
-  idleFailing(idleMs: number): Array<{ kind: EndpointKind; url: string }> {
+  /**
+   * The failing relays and calendars (as configured) nothing was sent to, and none probed,
+   * within `idleMs`. TSAs and witnesses are not listed: the checkpoint loop asks them again itself.
+   */
+  idleFailing(idleMs: number): Array<{ kind: 'relay' | 'calendar'; url: string }> {
     this.tick();
     const at = this.now();
-    return [...this.entries.values()].filter((e) => e.record.state === 'failing' && at - e.lastContactMs >= idleMs).map((e) => ({ kind: e.record.kind, url: e.configured }));
+    const out: Array<{ kind: 'relay' | 'calendar'; url: string }> = [];
+    for (const e of this.entries.values()) {
+      const { kind } = e.record;
+      if ((kind === 'relay' || kind === 'calendar') && e.record.state === 'failing' && at - e.lastContactMs >= idleMs) out.push({ kind, url: e.configured });
+    }
+    return out;
   }
 
   /** Re-evaluates the time-bound states (a throttle that ended) and logs what changed. */
@@ -147,11 +157,11 @@ export class WitnessHealth {
     for (const e of this.entries.values()) this.settle(e, e.record.consecutiveFailures);
   }
 
-  /** Every endpoint, relays first, in the order they became known. */
+  /** Every endpoint, relays first, then calendars, TSAs and witnesses, each in the order they became known. */
   snapshot(): EndpointHealth[] {
     this.tick();
     const all = [...this.entries.values()].map((e) => ({ ...e.record, lastError: e.record.lastError && { ...e.record.lastError }, recent: this.recent(e) }));
-    return [...all.filter((r) => r.kind === 'relay'), ...all.filter((r) => r.kind === 'calendar')];
+    return KIND_ORDER.flatMap((kind) => all.filter((r) => r.kind === kind));
   }
 
   /** The endpoints in state `failing`. */

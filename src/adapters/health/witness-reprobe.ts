@@ -22,7 +22,7 @@ export interface ReprobeOptions {
 }
 
 /** Does the endpoint answer its protocol now? A reason when it does not. */
-export async function endpointAnswers(kind: EndpointKind, url: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<{ answered: boolean; message?: string }> {
+export async function endpointAnswers(kind: Extract<EndpointKind, 'relay' | 'calendar'>, url: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<{ answered: boolean; message?: string }> {
   try {
     if (kind === 'relay') {
       const client = new RelayClient(url, { connectTimeoutMs: timeoutMs, ping: false });

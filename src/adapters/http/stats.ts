@@ -132,7 +132,7 @@ export async function collectStats(daemon: DaemonView, now: () => number = Date.
     queue,
     health: daemon.health.snapshot().map((h) => ({
       ...h,
-      waiting: h.kind === 'relay' ? (relays.get(h.url) ?? null) : byWitness.ots ? (byWitness.ots.pending ?? 0) + (byWitness.ots.partial ?? 0) : null,
+      waiting: h.kind === 'relay' ? (relays.get(h.url) ?? null) : h.kind === 'calendar' && byWitness.ots ? (byWitness.ots.pending ?? 0) + (byWitness.ots.partial ?? 0) : null,
       upkeep: h.kind === 'relay' && upkeepByUrl.has(h.url) ? upkeepView(upkeepByUrl.get(h.url)!, at) : null,
     })),
   };

@@ -4,7 +4,10 @@
  * signed note, and `checkpoints/sizes` lists the sizes in order, 8 bytes each (big-endian),
  * so the first checkpoint covering an index is a binary search, not a folder listing.
  * Proofs are built against the first checkpoint that covers their entry: the one the
- * witnesses attested soonest after acceptance.
+ * witnesses attested soonest after acceptance. Its time evidence sits beside it:
+ * `checkpoints/<size>.tsr.json` holds its RFC 3161 tokens (`[{"url", "token"}]`, base64 DER,
+ * replaced atomically as tokens come), and the witnesses' cosignature lines are appended to
+ * `checkpoints/<size>` itself.
  */
 import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,6 +16,13 @@ import { readOptional, writeReplacing } from './tile-files.js';
 export const CHECKPOINTS_DIR = 'checkpoints';
 const SIZES_FILE = `${CHECKPOINTS_DIR}/sizes`;
 const SLOT = 8;
+
+/** A TSA's token over a checkpoint's note body, as proofs carry it (anchor_proof.log.timestamps). */
+export interface KeptTimestamp {
+  readonly url: string;
+  /** Base64 of the DER TimeStampToken. */
+  readonly token: string;
+}
 
 export interface KeptCheckpoint {
   readonly size: number;
@@ -40,6 +50,25 @@ export class CheckpointHistory {
     } finally {
       closeSync(fd);
     }
+  }
+
+  /** The TSA tokens kept for `size` (empty when none). */
+  timestamps(size: number): KeptTimestamp[] {
+    const bytes = readOptional(this.dir, `${CHECKPOINTS_DIR}/${size}.tsr.json`);
+    if (bytes === null) return [];
+    const list = JSON.parse(bytes.toString('utf8')) as unknown;
+    if (!Array.isArray(list)) throw new RangeError(`${CHECKPOINTS_DIR}/${size}.tsr.json is not a list`);
+    return list.map((t: { url?: unknown; token?: unknown }) => ({ url: String(t.url), token: String(t.token) }));
+  }
+
+  /** Replaces the tokens kept for `size` (atomically: a reader sees the old list or the new). */
+  keepTimestamps(size: number, list: readonly KeptTimestamp[]): void {
+    writeReplacing(this.dir, `${CHECKPOINTS_DIR}/${size}.tsr.json`, Buffer.from(`${JSON.stringify(list.map(({ url, token }) => ({ url, token })))}\n`, 'utf8'));
+  }
+
+  /** Replaces the kept note of `size` by `note` (the same checkpoint with more cosignature lines). */
+  replaceNote(size: number, note: string): void {
+    writeReplacing(this.dir, `${CHECKPOINTS_DIR}/${size}`, Buffer.from(note, 'utf8'));
   }
 
   /** The largest size kept, or -1 before any. */

@@ -8,9 +8,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseCheckpointText } from '../../core/log/checkpoint.js';
 import { parseNote } from '../../core/log/note.js';
-import { inclusionProof } from '../../core/log/proof.js';
+import { consistencyProof, inclusionProof } from '../../core/log/proof.js';
 import { decodeBundle, TILE_WIDTH, TileHashes, tileInTree, tilePath, type TileRef } from '../../core/log/tiles.js';
-import { CheckpointHistory } from './checkpoint-history.js';
+import { CheckpointHistory, type KeptTimestamp } from './checkpoint-history.js';
 import { CHECKPOINT_FILE, readOptional } from './tile-files.js';
 
 export interface FolderCheckpoint {
@@ -48,6 +48,11 @@ export class LogFolder {
     return this.history.sizesAfter(after, limit);
   }
 
+  /** The TSA tokens kept for the checkpoint of `size` (checkpoints/<size>.tsr.json), empty when none. */
+  timestamps(size: number): KeptTimestamp[] {
+    return this.history.timestamps(size);
+  }
+
   /** The bytes of a tile or bundle a checkpoint of `size` covers (immutable from then on), or null. */
   tile(tile: TileRef, size: number): Buffer | null {
     const level = tile.level === 'entries' ? 0 : tile.level;
@@ -70,7 +75,15 @@ export class LogFolder {
 
   /** The RFC 6962 inclusion path of `index` in the tree of `size` (a checkpointed size), leaf upward. */
   inclusion(index: number, size: number): Buffer[] {
-    const hashes = new TileHashes(size, (tile) => readFileSync(join(this.dir, tilePath(tile))));
-    return inclusionProof(size, index, hashes).map((h) => Buffer.from(h));
+    return inclusionProof(size, index, this.hashes(size)).map((h) => Buffer.from(h));
+  }
+
+  /** The RFC 6962 consistency proof from `oldSize` to `newSize` (a checkpointed size). */
+  consistency(oldSize: number, newSize: number): Buffer[] {
+    return consistencyProof(oldSize, newSize, this.hashes(newSize)).map((h) => Buffer.from(h));
+  }
+
+  private hashes(size: number): TileHashes {
+    return new TileHashes(size, (tile) => readFileSync(join(this.dir, tilePath(tile))));
   }
 }

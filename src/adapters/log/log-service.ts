@@ -63,6 +63,11 @@ export class LogService {
     this.lease = new Lease(redis, `${options.base}:log:lease`, Math.max(10_000, 5 * options.intervalMs));
   }
 
+  /** Does this daemon hold the lease (write the folder) as of its last tick? */
+  get writing(): boolean {
+    return this.held;
+  }
+
   get leaseKey(): string {
     return this.lease.key;
   }

@@ -17,6 +17,9 @@ export interface KnownLabels {
   calendars: readonly string[];
   repairKinds: readonly string[];
   nostrModes: readonly string[];
+  /** The anchor log's TSAs and witnesses (log.tsaUrls, log.witnesses[].url). */
+  tsas?: readonly string[];
+  logWitnesses?: readonly string[];
 }
 
 export interface GaugeSource {
@@ -41,6 +44,9 @@ export class DaemonMetrics {
   private readonly retiredTotal: Counter;
   /** Relay upkeep per relay: events checked, found missing (handed back), unknown (relay not asked), published again and accepted. */
   private readonly upkeepTotals: Record<'checked' | 'missing' | 'unknown' | 'republished', Counter<'url'>>;
+  private readonly tsaRequestsTotal: Counter<'url' | 'result'>;
+  private readonly logWitnessRequestsTotal: Counter<'url' | 'result'>;
+  private readonly checkpointsBelowQuorum: Counter<'kind'>;
   private source: GaugeSource | null = null;
   private health: (() => EndpointHealth[]) | null = null;
 
@@ -56,6 +62,24 @@ export class DaemonMetrics {
       name: 'aer1_calendar_requests_total',
       help: 'Calendar requests (submit, upgrade) per calendar (url) by outcome.',
       labelNames: ['url', 'result'],
+      registers: [this.registry],
+    });
+    this.tsaRequestsTotal = new Counter({
+      name: 'aer1_log_tsa_requests_total',
+      help: 'RFC 3161 time-stamp requests for anchor log checkpoints per TSA (url) by outcome (token, or the TsaError code: timeout, network, http_status, refused, bad_token, …).',
+      labelNames: ['url', 'result'],
+      registers: [this.registry],
+    });
+    this.logWitnessRequestsTotal = new Counter({
+      name: 'aer1_log_witness_requests_total',
+      help: 'add-checkpoint requests for anchor log checkpoints per C2SP witness (url) by outcome (cosigned, or the WitnessError code: witness_inconsistent for a fork, witness_forbidden, witness_unknown_origin, witness_timeout, …).',
+      labelNames: ['url', 'result'],
+      registers: [this.registry],
+    });
+    this.checkpointsBelowQuorum = new Counter({
+      name: 'aer1_log_checkpoints_below_quorum_total',
+      help: 'Anchor log checkpoints left with fewer TSA tokens (kind="tsa") or witness cosignatures (kind="witness") than the quorum, after their attempts or on a refusal.',
+      labelNames: ['kind'],
       registers: [this.registry],
     });
     this.timeToConfirm = new Histogram({
@@ -207,6 +231,22 @@ export class DaemonMetrics {
     for (const kind of labels.repairKinds) this.repairsTotal.inc({ kind }, 0);
     for (const mode of labels.nostrModes) this.nostrModeSubjects.inc({ mode }, 0);
     for (const result of ['accepted', 'refused'] as const) this.intakeTotal.inc({ result }, 0);
+    for (const url of labels.tsas ?? []) this.tsaRequestsTotal.inc({ url: displayUrl(url), result: 'token' }, 0);
+    for (const url of labels.logWitnesses ?? []) this.logWitnessRequestsTotal.inc({ url: displayUrl(url), result: 'cosigned' }, 0);
+    if ((labels.tsas ?? []).length > 0) this.checkpointsBelowQuorum.inc({ kind: 'tsa' }, 0);
+    if ((labels.logWitnesses ?? []).length > 0) this.checkpointsBelowQuorum.inc({ kind: 'witness' }, 0);
+  }
+
+  tsaRequest(url: string, result: string): void {
+    this.tsaRequestsTotal.inc({ url: displayUrl(url), result });
+  }
+
+  logWitnessRequest(url: string, result: string): void {
+    this.logWitnessRequestsTotal.inc({ url: displayUrl(url), result });
+  }
+
+  checkpointBelowQuorum(kind: 'tsa' | 'witness'): void {
+    this.checkpointsBelowQuorum.inc({ kind });
   }
 
   relayPublish(relay: string, result: string): void {

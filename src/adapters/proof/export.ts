@@ -95,7 +95,14 @@ export class ProofExporter {
     const bundle = this.logFolder.tile(ref, cp.size);
     const entry = bundle === null ? null : decodeBundle(bundle, ref)[index % TILE_WIDTH];
     if (!entry?.equals(encodeEntry({ digest: Buffer.from(record.digest, 'hex'), kind, key: record.key }))) return null;
-    return { origin: cp.origin, index, checkpoint: cp.note, path: this.logFolder.inclusion(index, cp.size).map((h) => h.toString('hex')) };
+    const timestamps = this.logFolder.timestamps(cp.size);
+    return {
+      origin: cp.origin,
+      index,
+      checkpoint: cp.note,
+      path: this.logFolder.inclusion(index, cp.size).map((h) => h.toString('hex')),
+      ...(timestamps.length > 0 ? { timestamps } : {}),
+    };
   }
 
   /** The proof for `key`, or null when no accepted subject has that key. */

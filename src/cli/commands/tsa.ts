@@ -36,7 +36,8 @@ function dataOf(values: { checkpoint?: string; data?: string }): Uint8Array {
   }
 }
 
-function anchorsOf(file: string | undefined): TsaTrustAnchors {
+/** `--tsa-ca FILE`: a PEM bundle of the TSA CAs the caller trusts; none: no anchor (tokens are "not trusted"). */
+export function anchorsOf(file: string | undefined): TsaTrustAnchors {
   if (file === undefined) return NO_TSA_TRUST_ANCHORS;
   try {
     return parseTsaTrustAnchors(readInputText(file), file);

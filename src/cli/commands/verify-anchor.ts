@@ -15,6 +15,8 @@ import { BitcoinCheckCache } from '../../core/verify/bitcoin.js';
 import { EventCheckCache, parseExpectedPubkey } from '../../core/verify/nostr.js';
 import { parseTrustKeys, type TrustedKeys } from '../../core/verify/trust.js';
 import { parseVerifierKey } from '../../core/log/note.js';
+import { parseWitnessKey, type WitnessKey } from '../../core/witness/cosignature.js';
+import { anchorsOf } from './tsa.js';
 import { InputError } from '../../core/errors/errors.js';
 import type { RelayFetcher } from '../../core/verify/online.js';
 import { RelayClientFetcher } from '../../adapters/nostr/relay-fetcher.js';
@@ -31,6 +33,7 @@ export const summary = 'verify anchor proofs offline against recomputed roots (s
 const USAGE = `usage: ${TOOL_NAME} FILE... [--dir DIR] [--proof FILE] [--json]
          [--headers FILE | --esplora URL | --bitcoind URL] [--network mainnet|regtest]
          [--expected-pubkey HEX|npub]... [--log-key VKEY]... [--trust-file FILE]...
+         [--tsa-ca FILE] [--witness VKEY]... [--witness-quorum N] [--min-confirmations N]
          [--online (--relay URL... | --use-proof-relays)] [--require-confirmed]
          [--require-anchored] [--kind N]... [--max-events N]
 
@@ -44,6 +47,14 @@ checkpoint only when signed by a log key you name (--log-key <name>+<hash>+<base
 such a line in a --trust-file), else its log check says "signer not trusted"; --online asks
 the relays you name with --relay, and the proof's own relay list only with
 --use-proof-relays. Bitcoin attestations are checked against the header source you give.
+The anchor log checkpoint's RFC 3161 tokens count when they chain to a CA in --tsa-ca FILE
+(a PEM bundle; none: "TSA not trusted"); its witness cosignatures when they verify under a
+--witness key (<name>+<hash>+<base64(0x04 ‖ key)>), --witness-quorum N of them (default
+all given). Each time a party vouches for is reported ("the checkpoint holding d existed
+at T", with who says so), and a trusted TSA token or the witness quorum counts as
+confirmed for --require-confirmed (docs/verify.md). --min-confirmations N: a Bitcoin
+attestation confirms only when the header source shows N blocks on the attested one's
+chain, it included (default 1).
 
 A document without a proof, with --online --relay URL... --expected-pubkey KEY..., is
 checked against every anchor those signers published on those relays for its key
@@ -72,6 +83,10 @@ function parseFlags(argv: string[]) {
       'expected-pubkey': { type: 'string', multiple: true },
       'trust-file': { type: 'string', multiple: true },
       'log-key': { type: 'string', multiple: true },
+      'tsa-ca': { type: 'string' },
+      witness: { type: 'string', multiple: true },
+      'witness-quorum': { type: 'string' },
+      'min-confirmations': { type: 'string' },
       online: { type: 'boolean' },
       relay: { type: 'string', multiple: true },
       'use-proof-relays': { type: 'boolean' },
@@ -145,6 +160,24 @@ function parseLogKey(text: string, i: number): ReturnType<typeof parseVerifierKe
   }
 }
 
+/** `--witness VKEY`: a C2SP witness's cosignature/v1 verifier key; a malformed one is a usage error. */
+function parseWitness(text: string, i: number): WitnessKey {
+  try {
+    return parseWitnessKey(text, `--witness ${i + 1}`);
+  } catch (err) {
+    if (err instanceof InputError) throw new UsageError(err.message);
+    throw err;
+  }
+}
+
+/** `--witness-quorum N`: at most the distinct witness keys given. */
+function parseWitnessQuorum(text: string | undefined, keys: readonly WitnessKey[]): number | undefined {
+  if (text === undefined) return undefined;
+  const distinct = new Set(keys.map((k) => k.text)).size;
+  if (!/^[0-9]{1,3}$/.test(text.trim()) || Number(text) > distinct) throw new UsageError(`--witness-quorum must be a whole number from 0 to ${distinct} (the distinct --witness keys given), got ${quoteBounded(text, 20)}`);
+  return Number(text.trim());
+}
+
 function network(value: string | undefined): BitcoinNetwork {
   if (value === undefined) return 'mainnet';
   if (!(BITCOIN_NETWORKS as readonly string[]).includes(value)) throw new UsageError(`--network must be one of ${BITCOIN_NETWORKS.join('|')}, got ${quoteBounded(value)}`);
@@ -187,11 +220,19 @@ export async function run(argv: string[], io: Io = processIo): Promise<number> {
   const trustFiles = (values['trust-file'] ?? []).map(readTrustFile);
   const trusted = [...(values['expected-pubkey'] ?? []).map(parseExpectedPubkey), ...trustFiles.flatMap((t) => t.pubkeys)];
   const logKeys = [...(values['log-key'] ?? []).map(parseLogKey), ...trustFiles.flatMap((t) => t.logKeys)];
+  const witnessKeys = (values.witness ?? []).map(parseWitness);
+  const witnessQuorum = parseWitnessQuorum(values['witness-quorum'], witnessKeys);
+  const minConfirmations = values['min-confirmations'];
+  if (minConfirmations !== undefined && !/^[1-9][0-9]{0,2}$/.test(minConfirmations.trim())) throw new UsageError(`--min-confirmations must be a whole number from 1 to 999, got ${quoteBounded(minConfirmations, 20)}`);
   const kinds = parseKinds(values.kind);
   const maxEvents = parseMaxEvents(values['max-events']);
   const options: VerifyOptions = {
     expectedPubkeys: [...new Set(trusted)],
     logKeys,
+    tsaTrustAnchors: values['tsa-ca'] !== undefined ? anchorsOf(values['tsa-ca']) : null,
+    witnessKeys,
+    ...(witnessQuorum !== undefined ? { witnessQuorum } : {}),
+    ...(minConfirmations !== undefined ? { minConfirmations: Number(minConfirmations.trim()) } : {}),
     relays,
     useProofRelays,
     kinds,

@@ -41,3 +41,29 @@ export async function verifyBitcoinAttestation(
   }
   return { height, block_hash: displayHex(header.hash), time: header.time };
 }
+
+/**
+ * How many blocks the source's chain holds from the attested one (itself counted), up to
+ * `need`: each following header must meet its proof of work and name the one before as
+ * its parent. A header the source lacks ends the count (not an error: not yet mined).
+ */
+export async function countConfirmations(height: number, blockHash: string, need: number, source: HeaderSource, network: BitcoinNetwork = 'mainnet'): Promise<number> {
+  let parent = blockHash;
+  let count = 1;
+  for (let h = height + 1; count < need; h++) {
+    let raw: Buffer;
+    try {
+      raw = await source.headerAt(h);
+    } catch {
+      return count;
+    }
+    const header = parseBlockHeader(raw);
+    checkProofOfWork(header, network);
+    if (displayHex(header.prevBlock) !== parent) {
+      throw new BitcoinVerificationError('bitcoin_bad_header', `block ${h} (${displayHex(header.hash)}) does not follow block ${h - 1} ${parent} in ${source.name}`);
+    }
+    parent = displayHex(header.hash);
+    count++;
+  }
+  return count;
+}

@@ -4,6 +4,8 @@
  * cryptographic checks live in src/core/verify/.
  */
 import { InputError } from '../errors/errors.js';
+import { TsaFormatError } from '../tsa/errors.js';
+import { parseCheckpointTimestamps } from '../tsa/checkpoint-timestamps.js';
 import type { SignedEvent } from '../nostr/keys.js';
 import { quoteBounded } from '../aer1/json-limits.js';
 
@@ -76,9 +78,11 @@ export interface OtsProof {
 export interface LogProof {
   origin: string;
   index: number;
-  /** The signed note (C2SP tlog-checkpoint). */
+  /** The signed note (C2SP tlog-checkpoint), with any witness cosignature/v1 lines. */
   checkpoint: string;
   path: string[];
+  /** RFC 3161 tokens over the checkpoint's note body (docs/time.md): checked by the verifier's `tsa` stage. */
+  timestamps?: Array<{ url: string; token: string }>;
 }
 
 export interface AnchorProof {
@@ -95,12 +99,12 @@ export interface AnchorProof {
 const MAX_LOG_PATH = 64;
 /** Longest checkpoint note read (the log's MAX_NOTE_BYTES). */
 const MAX_CHECKPOINT_CHARS = 64 * 1024;
-const LOG_MEMBERS = new Set(['origin', 'index', 'checkpoint', 'path']);
+const LOG_MEMBERS = new Set(['origin', 'index', 'checkpoint', 'path', 'timestamps']);
 
 function parseLog(v: unknown): LogProof {
   const f = 'anchor_proof.log';
   if (!isObject(v)) fail(f, 'expected an object');
-  for (const k of Object.keys(v)) if (!LOG_MEMBERS.has(k)) fail(f, `unknown member ${quoteBounded(k)} (a log proof has origin, index, checkpoint and path)`);
+  for (const k of Object.keys(v)) if (!LOG_MEMBERS.has(k)) fail(f, `unknown member ${quoteBounded(k)} (a log proof has origin, index, checkpoint, path and timestamps)`);
   const origin = str(v.origin, `${f}.origin`);
   if (origin === '' || origin.length > 1024 || origin.includes('\n')) fail(`${f}.origin`, 'expected one non-empty line of at most 1024 characters');
   const checkpoint = str(v.checkpoint, `${f}.checkpoint`);
@@ -108,7 +112,17 @@ function parseLog(v: unknown): LogProof {
   if (!Array.isArray(v.path) || v.path.length > MAX_LOG_PATH || !v.path.every((p) => typeof p === 'string' && HEX64.test(p))) {
     fail(`${f}.path`, `expected a list of at most ${MAX_LOG_PATH} 64-hex hashes`);
   }
-  return { origin, index: nonNegInt(v.index, `${f}.index`), checkpoint, path: v.path as string[] };
+  const out: LogProof = { origin, index: nonNegInt(v.index, `${f}.index`), checkpoint, path: v.path as string[] };
+  if (v.timestamps !== undefined) {
+    try {
+      out.timestamps = parseCheckpointTimestamps(v.timestamps, `${f}.timestamps`);
+    } catch (err) {
+      if (!(err instanceof TsaFormatError)) throw err;
+      const field = err.field ?? `${f}.timestamps`;
+      fail(field, err.message.startsWith(`${field}: `) ? err.message.slice(field.length + 2) : err.message);
+    }
+  }
+  return out;
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;

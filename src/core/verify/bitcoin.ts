@@ -10,7 +10,7 @@ import type { BitcoinConfirmation } from '../proof/format.js';
 import { BitcoinVerificationError } from '../bitcoin/errors.js';
 import type { BitcoinNetwork } from '../bitcoin/header.js';
 import type { HeaderSource } from '../bitcoin/header-source.js';
-import { verifyBitcoinAttestation, type VerifiedBlock } from '../bitcoin/verify.js';
+import { countConfirmations, verifyBitcoinAttestation, type VerifiedBlock } from '../bitcoin/verify.js';
 import type { AttestationSummary } from './ots.js';
 import { fail, pass, skip, type CheckResult } from './types.js';
 
@@ -55,6 +55,8 @@ export interface BitcoinCheckOptions {
   cache: BitcoinCheckCache;
   /** The proof's own `ots.bitcoin` claim, held to what the header source says. */
   claim: BitcoinConfirmation | undefined;
+  /** `--min-confirmations N`: the source must show N blocks on the attested one's chain, it included (default 1). */
+  minConfirmations?: number;
 }
 
 export async function checkBitcoin(summary: AttestationSummary | null, opts: BitcoinCheckOptions): Promise<BitcoinOutcome> {
@@ -94,5 +96,21 @@ export async function checkBitcoin(summary: AttestationSummary | null, opts: Bit
   }
   const said = verified.map((b) => `block ${b.height} ${b.block_hash} (time ${new Date(b.time * 1000).toISOString().replace('.000Z', 'Z')})`).join('; ');
   const rest = transient.length ? `; not checked: ${transient.join('; ')}` : '';
-  return { check: pass('bitcoin', `${said}: proof of work and merkle root check out against ${source.name} (${opts.network})${rest}`), blocks, confirmed: true, unchecked: transient.length > 0 };
+  const need = opts.minConfirmations ?? 1;
+  if (need > 1) {
+    let deepest = 0;
+    for (const b of verified) {
+      try {
+        deepest = Math.max(deepest, await countConfirmations(b.height, b.block_hash, need, source, opts.network));
+      } catch (err) {
+        if (!(err instanceof BitcoinVerificationError)) throw err;
+        return { check: fail('bitcoin', `${said}: ${err.message}`), blocks, confirmed: false, unchecked: false };
+      }
+    }
+    if (deepest < need) {
+      return { check: skip('bitcoin', `${said} check out against ${source.name}, but it shows ${deepest} of the ${need} confirmations asked (--min-confirmations)${rest}`), blocks, confirmed: false, unchecked: true };
+    }
+  }
+  const depth = need > 1 ? `, with at least ${need} confirmations` : '';
+  return { check: pass('bitcoin', `${said}: proof of work and merkle root check out against ${source.name} (${opts.network})${depth}${rest}`), blocks, confirmed: true, unchecked: transient.length > 0 };
 }

@@ -19,6 +19,8 @@ import { fail, pass, skip, type CheckName, type CheckResult } from './types.js';
 
 export interface LogOutcome {
   readonly check: CheckResult;
+  /** The entry rebuilt from the envelope leads by the path to the checkpoint's root (its signer trusted or not). */
+  readonly included?: boolean;
 }
 
 /** One subject's entry at `index` in a signed checkpoint, as a proof states it. */
@@ -75,5 +77,7 @@ function keyName(k: VerifierKey): string {
 export function checkLog(log: LogProof | undefined, envelope: Envelope | null, d: Buffer | null, trusted: readonly VerifierKey[]): LogOutcome {
   if (!log) return { check: skip('log', 'the proof carries no anchor log inclusion') };
   if (!envelope || !d) return { check: skip('log', 'no envelope or digest to rebuild the log entry from (see envelope, digest)') };
-  return { check: checkEntryInCheckpoint('log', { note: log.checkpoint, field: 'anchor_proof.log.checkpoint', index: log.index, path: log.path, origin: log.origin }, envelope, d, trusted) };
+  const check = checkEntryInCheckpoint('log', { note: log.checkpoint, field: 'anchor_proof.log.checkpoint', index: log.index, path: log.path, origin: log.origin }, envelope, d, trusted);
+  // past the envelope's own checks, the one SKIP left is a path that holds under a signer not trusted
+  return { check, included: check.status !== 'FAIL' };
 }

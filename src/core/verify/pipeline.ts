@@ -21,12 +21,15 @@ import { checkOnline, type RelayFetcher } from './online.js';
 import { checkOtsAttestations, checkOtsDigest } from './ots.js';
 import { recompute } from './recompute.js';
 import {
-  skip, type CheckResult, type NostrWitnessReport, type OtsWitnessReport, type SubjectReport, type WitnessReports,
+  skip, type CheckResult, type NostrWitnessReport, type OtsWitnessReport, type SubjectReport, type TimeEvidence, type WitnessReports,
 } from './types.js';
 import { npub } from '../nostr/keys.js';
 import { nostrStatement, otsStatement } from './statements.js';
 import { checkKeyAnchors } from './key-anchors.js';
 import { checkLog } from './log.js';
+import { bitcoinTimes, checkTimeWitnesses } from './time-witnesses.js';
+import type { TsaTrustAnchors } from '../tsa/trust-anchors.js';
+import type { WitnessKey } from '../witness/cosignature.js';
 import type { VerifierKey } from '../log/note.js';
 import type { PageBound } from './relay-pages.js';
 
@@ -64,6 +67,14 @@ export interface VerifyOptions {
   keyAnchorsRead?: boolean;
   /** The anchor log keys the caller trusts (`--log-key`, a trust file's log keys): a checkpoint signed by another proves nothing. */
   logKeys?: readonly VerifierKey[];
+  /** `--tsa-ca`: the CAs TSA certificates must chain to; none: TSA tokens are "not trusted". */
+  tsaTrustAnchors?: TsaTrustAnchors | null;
+  /** `--witness`: the C2SP witness keys the caller trusts. */
+  witnessKeys?: readonly WitnessKey[];
+  /** `--witness-quorum` (default: every witness key given). */
+  witnessQuorum?: number;
+  /** `--min-confirmations N`: a Bitcoin attestation confirms only when the header source shows N blocks on it (default 1). */
+  minConfirmations?: number;
 }
 
 /**
@@ -82,6 +93,8 @@ export interface VerifyReport {
   checks: CheckResult[];
   subject: SubjectReport;
   witnesses: WitnessReports;
+  /** The independent times for the subject (TSA, witness cosignature, Bitcoin), with who says so. */
+  times: TimeEvidence[];
 }
 
 /**
@@ -117,8 +130,14 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
     network,
     cache: bitcoinCache,
     claim: prepared?.proof.ots?.bitcoin,
+    ...(options.minConfirmations !== undefined ? { minConfirmations: options.minConfirmations } : {}),
   });
   const log = checkLog(prepared?.proof.log, envelope.envelope ?? null, digest.digest, options.logKeys ?? []);
+  const time = await checkTimeWitnesses(prepared?.proof.log, log.included === true, {
+    tsaTrustAnchors: options.tsaTrustAnchors ?? null,
+    witnessKeys: options.witnessKeys ?? [],
+    ...(options.witnessQuorum !== undefined ? { witnessQuorum: options.witnessQuorum } : {}),
+  });
   const proofRelays = options.useProofRelays === true ? proofRelayUrls(nostrProof?.relays.map((r) => r.url) ?? []) : { urls: [], notUrl: 0, past: 0 };
   const online = await checkOnline(event.event, {
     named: options.relays ?? [],
@@ -148,7 +167,7 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
   const checks: CheckResult[] = [
     inputOutcome.check, recomputed.check, envelope.check, digest.check,
     event.check, content, signer.check,
-    otsDigest.check, attestations.check, bitcoin.check, log.check, online.check, keyAnchors.check,
+    otsDigest.check, attestations.check, bitcoin.check, log.check, time.tsa, time.cosignatures, online.check, keyAnchors.check,
   ];
 
   const nostrFailed = [event.check, content, signer.check, online.check].some((c) => c.status === 'FAIL');
@@ -202,12 +221,13 @@ export async function verifyAnchor(input: VerifyInput, options: VerifyOptions = 
 
   const witnesses: WitnessReports = { nostr, ots };
   const subject = subjectOf(prepared?.proof.envelope, digest.digest);
-  const { verdict, reason, pending } = decide(checks, witnesses, {
+  const times = [...time.times, ...bitcoinTimes(bitcoin.blocks, options.headerSource?.name ?? null)];
+  const { verdict, reason, pending } = decide(checks, witnesses, time.confirmed, {
     requireConfirmed: options.requireConfirmed === true,
     documentGiven: prepared?.document != null,
     incomplete: keyAnchors.incomplete ? keyAnchors.check.detail : null,
   });
-  return { verdict, reason, pending, checks, subject, witnesses };
+  return { verdict, reason, pending, checks, subject, witnesses, times };
 }
 
 /** Relays `--use-proof-relays` asks at most: the proof names them, so the proof must not decide how many sockets the verifier opens. */
@@ -270,10 +290,11 @@ function describeOts(o: OtsWitnessReport): string {
 function decide(
   checks: readonly CheckResult[],
   witnesses: WitnessReports,
+  time: { tsa: boolean; witness: boolean },
   opts: { requireConfirmed: boolean; documentGiven: boolean; incomplete: string | null },
 ): { verdict: Verdict; reason: string; pending: boolean } {
   const failed = checks.filter((c) => c.status === 'FAIL');
-  const confirmed = witnesses.nostr?.verified === 'confirmed' || witnesses.ots?.verified === 'confirmed';
+  const confirmed = witnesses.nostr?.verified === 'confirmed' || witnesses.ots?.verified === 'confirmed' || time.tsa || time.witness;
   if (failed.length) {
     // truncation is what an auditor most needs to read first, wherever it was found
     const first = failed.find((c) => c.detail.startsWith('truncated:')) ?? failed[0]!;
@@ -288,6 +309,8 @@ function decide(
   const states = [
     witnesses.nostr ? describeNostr(witnesses.nostr) : null,
     witnesses.ots ? describeOts(witnesses.ots) : null,
+    time.tsa ? 'log checkpoint time-stamped by a trusted TSA' : null,
+    time.witness ? 'log checkpoint cosigned by the witness quorum' : null,
   ].filter((s): s is string => s !== null);
   const stateText = states.length ? states.join('; ') : 'the proof names no witness';
   const docNote = opts.documentGiven ? '' : ' — no document given: only the proof itself was checked';

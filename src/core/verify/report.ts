@@ -47,6 +47,7 @@ function witnessLines(report: VerifyReport): string[] {
     if (w.established.length) lines.push(`  WITNESS ${name.padEnd(5)} established: ${oneLine(w.established.join('; '))}`);
     if (w.not_established.length) lines.push(`  WITNESS ${name.padEnd(5)} not established: ${oneLine(w.not_established.join('; '))}`);
   }
+  for (const t of report.times) lines.push(`  TIME    ${t.kind.padEnd(7)} ${oneLine(t.statement)}`);
   return lines;
 }
 
@@ -99,7 +100,7 @@ export function formatText(outcomes: readonly FileOutcome[], single: boolean, ve
 }
 
 /** One file's result as `--json` prints it (SPEC section 6), with the file named. */
-export type ReportJson = Pick<VerifyReport, 'verdict' | 'reason' | 'pending' | 'subject' | 'witnesses'> & {
+export type ReportJson = Pick<VerifyReport, 'verdict' | 'reason' | 'pending' | 'subject' | 'witnesses' | 'times'> & {
   file: string;
   checks: Array<{ name: string; status: string; detail: string }>;
 };
@@ -113,6 +114,7 @@ export function reportJson(file: string, report: VerifyReport): ReportJson {
     checks: report.checks.map((c) => ({ name: c.name, status: c.status, detail: c.detail })),
     subject: report.subject,
     witnesses: report.witnesses,
+    times: report.times,
   };
 }
 

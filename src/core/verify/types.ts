@@ -10,7 +10,7 @@ import type { DetachedTimestampFile } from '../ots/codec.js';
 /** SPEC §6 check names, in the order they are reported. `nostr-content` and `batch-path` exclude each other. */
 export const CHECK_NAMES = [
   'input', 'recompute', 'envelope', 'digest', 'nostr-event', 'nostr-content', 'batch-path', 'signer',
-  'ots-digest', 'ots-attestations', 'bitcoin', 'log', 'online', 'equivocation',
+  'ots-digest', 'ots-attestations', 'bitcoin', 'log', 'tsa', 'cosignatures', 'online', 'equivocation',
 ] as const;
 
 export type CheckName = (typeof CHECK_NAMES)[number];
@@ -68,6 +68,21 @@ export interface OtsWitnessReport {
   header_source: string | null;
   established: string[];
   not_established: string[];
+}
+
+/** One independent time for the subject: who says `d` (or the checkpoint holding it) existed when. */
+export interface TimeEvidence {
+  kind: 'tsa' | 'witness' | 'bitcoin';
+  /** ISO 8601, whole seconds. */
+  at: string;
+  /** Who says so: the TSA certificate's subject, the witness's name, `Bitcoin block <height>`. */
+  by: string;
+  /** Where from: the TSA's URL, the witness's verifier key, the header source. */
+  source: string | null;
+  /** Vouched for by what the caller gave (--tsa-ca, --witness, the header source). */
+  trusted: boolean;
+  /** One sentence: "the checkpoint holding d (…) existed at T: …". */
+  statement: string;
 }
 
 export interface WitnessReports {

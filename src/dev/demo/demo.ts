@@ -13,7 +13,9 @@ import { Queue } from 'bullmq';
 import { Aer1Error } from '../../core/errors/errors.js';
 import { ProofExporter } from '../../adapters/proof/export.js';
 import type { AnchorProof } from '../../core/proof/format.js';
-import { parseVerifierKey } from '../../core/log/note.js';
+import { parseNote, parseVerifierKey } from '../../core/log/note.js';
+import { parseTsaTrustAnchors } from '../../core/tsa/index.js';
+import { parseWitnessKey } from '../../core/witness/cosignature.js';
 import { ANCHOR_JOB } from '../../adapters/bullmq/names.js';
 import { ANCHOR_JOB_OPTIONS } from '../../adapters/queue/producer.js';
 import { subjectDetail, type AnchorDetail as SubjectView } from '../../adapters/state/subject-view.js';
@@ -94,6 +96,10 @@ export interface DemoSummary {
   signer: { pubkey: string; npub: string } | null;
   /** The anchor log the demo's daemon wrote: its origin, verifier key and folder (under out). */
   log: { origin: string; vkey: string; dir: string } | null;
+  /** The dev TSA's CA certificate (PEM), for `aer1-verify-anchor --tsa-ca`. */
+  tsa_ca: string | null;
+  /** The dev witnesses' verifier keys `<name>+<hash>+<base64(0x04 ‖ key)>`, for `--witness`. */
+  witnesses: string[];
   services: {
     redis: string | null;
     relays: string[];
@@ -149,7 +155,7 @@ class Run {
     this.started = this.now();
     this.display = new ProgressDisplay(opts.progress, this.started, this.now);
     this.summary = {
-      ok: false, error: null, out: opts.out, total_ms: 0, timings_ms: {}, signer: null, log: null,
+      ok: false, error: null, out: opts.out, total_ms: 0, timings_ms: {}, signer: null, log: null, tsa_ca: null, witnesses: [],
       services: { redis: null, relays: [], calendars: [], http: null, ports: [], ports_closed: null },
       blocks: [], subjects: [], truncation: null, files: [],
     };
@@ -240,7 +246,8 @@ async function enqueue(stack: DevStack, subjects: readonly DemoSubject[]): Promi
 }
 
 function verifyCommand(stack: DevStack, file: string): string {
-  return `aer1-verify-anchor ${file} --headers ${stack.files.headers} --network regtest --expected-pubkey ${stack.pubkey} --log-key ${logVkey(stack)}`;
+  const witnesses = stack.witnesses.map((w) => ` --witness ${w.verifierKey}`).join('');
+  return `aer1-verify-anchor ${file} --headers ${stack.files.headers} --network regtest --expected-pubkey ${stack.pubkey} --log-key ${logVkey(stack)} --tsa-ca ${stack.files.tsaCa}${witnesses}`;
 }
 
 /** The stack's anchor log verifier key (the daemon printed it at start). */
@@ -314,6 +321,8 @@ async function startServices(run: Run): Promise<DevStack> {
   run.summary.signer = { pubkey: stack.pubkey, npub: stack.npub };
   const anchorLog = stack.running.daemon.anchorLogs[0]!;
   run.summary.log = { origin: anchorLog.origin, vkey: anchorLog.verifierKey, dir: anchorLog.dir };
+  run.summary.tsa_ca = stack.files.tsaCa;
+  run.summary.witnesses = stack.witnesses.map((w) => w.verifierKey);
   run.summary.services = {
     redis: stack.redis.url,
     relays: stack.relays.map((r) => r.url),
@@ -322,7 +331,7 @@ async function startServices(run: Run): Promise<DevStack> {
     ports: stack.ports(),
     ports_closed: null,
   };
-  run.summary.files.push(stack.files.key, stack.files.log, stack.files.headers, stack.files.logKey);
+  run.summary.files.push(stack.files.key, stack.files.log, stack.files.headers, stack.files.logKey, stack.files.tsaCa);
   run.mark('started');
   run.show(`  redis      ${stack.redis.url} (private; data in a temporary folder, removed at the end)`);
   run.show(`  relays     ${stack.relays.map((r) => r.url).join(', ')} (quorum: all 3)`);
@@ -331,6 +340,8 @@ async function startServices(run: Run): Promise<DevStack> {
   run.show(`  status     ${stack.running.httpUrl}/ (open it in a browser while the demo runs)`);
   run.show(`  daemon log ${relativeName(out, stack.files.log)}`);
   run.show(`  anchor log ${relativeName(out, anchorLog.dir)}/ (${anchorLog.origin}, verifier key ${anchorLog.verifierKey})`);
+  run.show(`  TSA        ${stack.tsa.url} (dev RFC 3161 TSA; its CA: ${relativeName(out, stack.files.tsaCa)})`);
+  run.show(`  witnesses  ${stack.witnesses.map((w) => w.url).join(', ')} (dev C2SP witnesses: ${stack.witnesses.map((w) => w.verifierKey).join(', ')})`);
   run.show('');
   return stack;
 }
@@ -386,11 +397,16 @@ async function mineBlocks(run: Run, stack: DevStack): Promise<void> {
 
 const LOG_WAIT_MS = 10_000;
 
-/** The proof once it carries `log` (bounded by LOG_WAIT_MS); the last one read otherwise. */
-async function waitForLogged(read: () => Promise<AnchorProof | null>): Promise<AnchorProof | null> {
+/** Its checkpoint carries the TSA's token and every witness's cosignature (the log's signature and one line each). */
+function timeWitnessed(proof: AnchorProof, witnesses: number): boolean {
+  return (proof.log?.timestamps?.length ?? 0) > 0 && parseNote(proof.log!.checkpoint).signatures.length >= 1 + witnesses;
+}
+
+/** The proof once its `log` carries the time witnesses' evidence (bounded by LOG_WAIT_MS); the last one read otherwise. */
+async function waitForLogged(read: () => Promise<AnchorProof | null>, witnesses: number): Promise<AnchorProof | null> {
   const deadline = Date.now() + LOG_WAIT_MS;
   let proof = await read();
-  for (let i = 0; i < LOG_WAIT_MS / POLL_MS && proof !== null && !proof.log && Date.now() < deadline; i++) {
+  for (let i = 0; i < LOG_WAIT_MS / POLL_MS && proof !== null && !timeWitnessed(proof, witnesses) && Date.now() < deadline; i++) {
     await new Promise((r) => setTimeout(r, POLL_MS));
     proof = await read();
   }
@@ -405,9 +421,10 @@ async function writeProofs(run: Run, stack: DevStack, subjects: readonly DemoSub
   const proofs = new Map<string, AnchorProof>();
   for (const s of subjects) {
     // every proof carries its place in the anchor log: a checkpoint comes at most every 200 ms
-    const proof = await waitForLogged(() => exporter.export(s.key));
+    const proof = await waitForLogged(() => exporter.export(s.key), stack.witnesses.length);
     if (!proof) throw new DemoError('demo_failed', `no proof for the ${s.label} ${s.key}`);
     if (!proof.log) throw new DemoError('demo_timeout', `the ${s.label} ${s.key} is not in an anchor log checkpoint within ${LOG_WAIT_MS / 1000} s (daemon log: ${stack.files.log})`);
+    if (!timeWitnessed(proof, stack.witnesses.length)) throw new DemoError('demo_timeout', `the ${s.label} ${s.key}'s checkpoint has no TSA token or not every witness cosignature within ${LOG_WAIT_MS / 1000} s (daemon log: ${stack.files.log})`);
     proofs.set(s.key, proof);
     const summary = summaries.get(s.key)!;
     run.write(s.file, `${JSON.stringify({ ...s.document, anchor_proof: proof }, null, 2)}\n`);
@@ -429,6 +446,8 @@ function verifyOptions(stack: DevStack): VerifyOptions {
   return {
     expectedPubkeys: [stack.pubkey],
     logKeys: [parseVerifierKey(logVkey(stack))],
+    tsaTrustAnchors: parseTsaTrustAnchors(readFileSync(stack.files.tsaCa, 'utf8'), stack.files.tsaCa),
+    witnessKeys: stack.witnesses.map((w) => parseWitnessKey(w.verifierKey)),
     headerSource: new HeadersFileSource(stack.files.headers),
     network: 'regtest',
     eventCache: new EventCheckCache(),
@@ -443,6 +462,7 @@ async function verifyAll(run: Run, stack: DevStack, subjects: readonly DemoSubje
     const v = summarizeReport(report, s.file, verifyCommand(stack, s.file));
     summaries.get(s.key)!.verify = v;
     run.show(`  ${relativeName(run.opts.out, s.file).padEnd(24)} ${v.verdict}: ${v.reason}`);
+    for (const t of report.times) run.show(`    time ${t.kind.padEnd(7)} ${t.statement}`);
   }
   run.mark('verified');
   run.show('');

@@ -30,6 +30,11 @@ export interface DevStackInfo {
   /** Each relay's profile, in the order of `relays`. */
   relay_profiles: RelayProfileName[];
   calendars: string[];
+  /** The dev RFC 3161 TSA and its CA certificate (PEM: `aer1-verify-anchor --tsa-ca`). */
+  tsa: string;
+  tsa_ca: string;
+  /** The dev C2SP witnesses' URLs and verifier keys (`aer1-verify-anchor --witness`). */
+  witnesses: Array<{ url: string; key: string }>;
   /** The daemon's Nostr signer, hex (what `--expected-pubkey` takes). */
   signer: string;
   npub: string;
@@ -77,6 +82,9 @@ export async function startDevStack(opts: DevStackOptions): Promise<RunningDevSt
       relays: stack.relays.map((r) => r.url),
       relay_profiles: [...opts.relayProfiles],
       calendars: stack.calendars.map((c) => c.url),
+      tsa: stack.tsa.url,
+      tsa_ca: stack.files.tsaCa,
+      witnesses: stack.witnesses.map((w) => ({ url: w.url, key: w.verifierKey })),
       signer: stack.pubkey,
       npub: stack.npub,
       headers: stack.files.headers,
@@ -99,12 +107,14 @@ export async function startDevStack(opts: DevStackOptions): Promise<RunningDevSt
 export function describeDevStack(info: DevStackInfo): string {
   const client = 'python3 clients/python/aer1_anchor.py';
   return [
-    'aer1-anchor dev-stack: the daemon, dev relays and dev calendars (regtest) on loopback, until Ctrl-C.',
+    'aer1-anchor dev-stack: the daemon, dev relays, dev calendars (regtest), a dev TSA and two dev witnesses on loopback, until Ctrl-C.',
     '',
     `  http       ${info.http}  (status page ${info.http}/, browser verifier ${info.http}/verify)`,
     `  token      ${info.token}`,
     `  relays     ${info.relays.map((url, i) => `${url} (${info.relay_profiles[i]})`).join(', ')}`,
     `  calendars  ${info.calendars.join(', ')} (each mines a regtest block every ${info.mine_every_ms / 1000} s while it holds commitments)`,
+    `  tsa        ${info.tsa} (CA ${info.tsa_ca})`,
+    `  witnesses  ${info.witnesses.map((w) => `${w.url} (${w.key})`).join(', ')}`,
     `  signer     ${info.signer} (${info.npub})`,
     `  headers    ${info.headers}`,
     `  network    ${info.network}`,
@@ -116,7 +126,7 @@ export function describeDevStack(info: DevStackInfo): string {
     `  export AER1_ANCHOR_URL=${info.http} AER1_ANCHOR_TOKEN=${info.token}`,
     `  ${client} enqueue receipt.json`,
     `  ${client} wait KEY --until confirmed --timeout 60 && ${client} proof KEY --attach receipt.json`,
-    `  aer1-verify-anchor receipt.json --headers ${info.headers} --network regtest --expected-pubkey ${info.signer}`,
+    `  aer1-verify-anchor receipt.json --headers ${info.headers} --network regtest --expected-pubkey ${info.signer} --tsa-ca ${info.tsa_ca}${info.witnesses.map((w) => ` --witness ${w.key}`).join('')}`,
     `  aer1-anchor status KEY --config ${info.config}`,
     '',
   ].join('\n');

@@ -2,11 +2,12 @@
  * The loopback stack the demo and `aer1-anchor dev-stack` run, started in order and stopped
  * in reverse: a private redis-server on a free port (data in a temporary folder, removed
  * afterwards), dev relays (one per profile asked), dev calendars sharing one regtest
- * headers file (mining on a schedule when asked), and the daemon in-process with fast
- * windows. Nothing is read from the environment or a config file.
+ * headers file (mining on a schedule when asked), a dev RFC 3161 TSA and two dev C2SP
+ * witnesses for the anchor log's checkpoints, and the daemon in-process with fast windows.
+ * Nothing is read from the environment or a config file.
  */
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
+import { createWriteStream, existsSync, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -18,6 +19,11 @@ import { npub } from '../../core/nostr/keys.js';
 import { loadSigningKey } from '../../adapters/nostr/key-file.js';
 import { startDevRelay, type DevRelay, type RelayProfileName } from '../relay/dev-relay.js';
 import { startAutoMiner, startDevCalendar, type DevCalendar, type MineResult } from '../calendar/index.js';
+import { loadLogKeyFile, writeLogKeyFile } from '../../adapters/log/key-file.js';
+import { parseVerifierKey } from '../../core/log/note.js';
+import { generateCosignerKey } from '../../core/witness/cosignature.js';
+import { startDevTsa, type DevTsa } from '../tsa/index.js';
+import { startDevWitness, type DevWitness } from '../witness/dev-witness.js';
 
 /** Names the stack's key variable so a real AER1_NOSTR_SECRET_KEY in the shell is never used. */
 export const DEMO_KEY_ENV = 'AER1_DEMO_NOSTR_SECRET_KEY';
@@ -32,7 +38,12 @@ export interface StackFiles {
   /** The anchor log's Ed25519 key (mode 0600) and its folder of tlog-tiles files (docs/log.md). */
   logKey: string;
   logDir: string;
+  /** The dev TSA's CA certificate (PEM): what a verifier gives as --tsa-ca. */
+  tsaCa: string;
 }
+
+/** The stack's dev witnesses' names. */
+export const DEV_WITNESS_NAMES = ['aer1-anchor.dev/witness-1', 'aer1-anchor.dev/witness-2'] as const;
 
 /** The stack's anchor log origin (and its key's name). */
 export const DEV_LOG_ORIGIN = 'aer1-anchor.dev/log';
@@ -65,6 +76,9 @@ export interface DevStack {
   readonly redis: EmbeddedRedis;
   readonly relays: readonly DevRelay[];
   readonly calendars: readonly DevCalendar[];
+  /** The dev TSA and witnesses the daemon sends each anchor log checkpoint to. */
+  readonly tsa: DevTsa;
+  readonly witnesses: readonly DevWitness[];
   /** Bearer token of this run's HTTP API (random, never written anywhere). */
   readonly token: string;
   readonly pubkey: string;
@@ -97,6 +111,8 @@ interface SettingsInput {
   redisUrl: string;
   relays: readonly string[];
   calendars: readonly string[];
+  tsaUrl: string;
+  witnesses: ReadonlyArray<{ url: string; key: string }>;
   files: StackFiles;
   token: string;
   quorum: 'all' | 'majority';
@@ -104,7 +120,7 @@ interface SettingsInput {
 }
 
 /** Dev timings: windows and polls of a few hundred ms instead of the production seconds and minutes. */
-function stackSettings({ redisUrl, relays, calendars, files, token, quorum, httpPort }: SettingsInput): Record<string, unknown> {
+function stackSettings({ redisUrl, relays, calendars, tsaUrl, witnesses, files, token, quorum, httpPort }: SettingsInput): Record<string, unknown> {
   return {
     redis: { url: redisUrl, embedded: false },
     queue: { stalledIntervalMs: 5000 },
@@ -137,7 +153,10 @@ function stackSettings({ redisUrl, relays, calendars, files, token, quorum, http
       bitcoindUrl: null,
     },
     http: { enabled: true, host: '127.0.0.1', port: httpPort, token },
-    log: { level: 'info', enabled: true, keyFile: files.logKey, dir: files.logDir, origin: DEV_LOG_ORIGIN, checkpointIntervalMs: 200 },
+    log: {
+      level: 'info', enabled: true, keyFile: files.logKey, dir: files.logDir, origin: DEV_LOG_ORIGIN, checkpointIntervalMs: 200,
+      tsaUrls: [tsaUrl], witnesses: witnesses.map((w) => ({ ...w })), timeWitnessIntervalMs: 200,
+    },
   };
 }
 
@@ -160,7 +179,7 @@ async function stopAll(stoppers: Array<() => Promise<void>>): Promise<Error[]> {
  */
 export async function startStack(dir: string, opts: StackOptions = {}): Promise<DevStack> {
   const stoppers: Array<() => Promise<void>> = [];
-  const files: StackFiles = { headers: join(dir, 'headers.json'), key: join(dir, opts.keyFileName ?? 'demo-nostr.key'), log: join(dir, 'daemon.log'), logKey: join(dir, 'log.key'), logDir: join(dir, 'log') };
+  const files: StackFiles = { headers: join(dir, 'headers.json'), key: join(dir, opts.keyFileName ?? 'demo-nostr.key'), log: join(dir, 'daemon.log'), logKey: join(dir, 'log.key'), logDir: join(dir, 'log'), tsaCa: join(dir, 'tsa-ca.pem') };
   // the stack's Redis is new each run: an anchor log a former run left belongs to a state that is gone
   rmSync(files.logDir, { recursive: true, force: true });
   let logStream: WriteStream | null = null;
@@ -187,9 +206,23 @@ export async function startStack(dir: string, opts: StackOptions = {}): Promise<
       }
     }
 
+    // the log key is made here (not by the daemon) so the witnesses trust it from the start
+    const logVkey = existsSync(files.logKey) ? loadLogKeyFile(files.logKey).verifierKey : writeLogKeyFile(files.logKey, DEV_LOG_ORIGIN).verifierKey;
+    const tsa = await startDevTsa({ outDir: dir });
+    stoppers.push(() => tsa.close());
+    const witnessDir = mkdtempSync(join(tmpdir(), 'aer1-demo-witnesses-'));
+    stoppers.push(async () => rmSync(witnessDir, { recursive: true, force: true }));
+    const witnesses: DevWitness[] = [];
+    for (const [i, name] of DEV_WITNESS_NAMES.entries()) {
+      const w = await startDevWitness({ stateDir: join(witnessDir, String(i)), key: generateCosignerKey(name).key, logs: new Map([[DEV_LOG_ORIGIN, [parseVerifierKey(logVkey)]]]) });
+      stoppers.push(() => w.close());
+      witnesses.push(w);
+    }
+
     const token = randomBytes(24).toString('hex');
     const settings = stackSettings({
       redisUrl: redis.url, relays: relays.map((r) => r.url), calendars: calendars.map((c) => c.url), files, token,
+      tsaUrl: tsa.url, witnesses: witnesses.map((w) => ({ url: w.url, key: w.verifierKey })),
       quorum: opts.quorum ?? 'all', httpPort: opts.httpPort ?? 0,
     });
     const config = loadConfig({ env: {}, overrides: settings });
@@ -208,11 +241,13 @@ export async function startStack(dir: string, opts: StackOptions = {}): Promise<
       redis,
       relays,
       calendars,
+      tsa,
+      witnesses,
       token,
       pubkey: key.publicKey,
       npub: npub(key.publicKey),
       files,
-      ports: () => [redis.port, ...relays.map((r) => r.port), ...calendars.map((c) => c.port), ...(running.httpUrl ? [portOf(running.httpUrl)] : [])],
+      ports: () => [redis.port, ...relays.map((r) => r.port), ...calendars.map((c) => c.port), portOf(tsa.url), ...witnesses.map((w) => portOf(w.url)), ...(running.httpUrl ? [portOf(running.httpUrl)] : [])],
       stop() {
         stopping ??= stopAll(stoppers).then((errors) => {
           if (errors.length) throw new AggregateError(errors, `stopping the stack: ${errors.map((e) => e.message).join('; ')}`);
