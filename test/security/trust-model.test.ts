@@ -138,7 +138,7 @@ describe('a verdict a forger cannot earn', () => {
       const { nostr: _n, ots: _o, ...bare } = genuine.proof;
       const r = await verify([write('no-witness.json', attach(workflow, { ...bare, status: 'confirmed' }))]);
       expect(r.code).toBe(1);
-      expect(r.stdout).toContain('  FAIL  input             the proof names no witness (no nostr, no ots): nothing anchors this subject\n');
+      expect(r.stdout).toContain('  FAIL  input             the proof names no witness (no nostr, no ots, no log): nothing anchors this subject\n');
       expect(r.stdout).toMatch(/^VERDICT: FAIL: input: the proof names no witness/m);
     });
 
@@ -146,7 +146,7 @@ describe('a verdict a forger cannot earn', () => {
       const claims = { ...genuine.proof, status: 'pending', nostr: { status: 'pending', event: null, relays: [] }, ots: { status: 'pending', proof: null, calendars: [] } };
       const r = await verify([write('claims-only.json', attach(workflow, claims))]);
       expect(r.code).toBe(1);
-      expect(r.stdout).toMatch(/^VERDICT: FAIL: input: the proof carries nothing checkable \(no signed Nostr event, no \.ots\)/m);
+      expect(r.stdout).toMatch(/^VERDICT: FAIL: input: the proof carries nothing checkable \(no signed Nostr event, no \.ots, no anchor log inclusion\)/m);
     });
   });
 

@@ -92,11 +92,15 @@ function describeDocument(doc: RecognizedDocument): string {
   }
 }
 
-/** A proof with no witness, or whose witnesses carry only status claims, anchors nothing. */
+/**
+ * A proof with no witness, or whose witnesses carry only status claims, anchors nothing. Its
+ * anchor log inclusion is checkable on its own (the path, the checkpoint's signature, and
+ * the checkpoint's TSA tokens and cosignatures), before the Nostr and OTS cuts reach it.
+ */
 function nothingCheckable(proof: AnchorProof): string | null {
-  if (!proof.nostr && !proof.ots) return 'the proof names no witness (no nostr, no ots): nothing anchors this subject';
-  if (!proof.nostr?.event && !proof.ots?.proof) {
-    return 'the proof carries nothing checkable (no signed Nostr event, no .ots): its status claims are not evidence';
+  if (!proof.nostr && !proof.ots && !proof.log) return 'the proof names no witness (no nostr, no ots, no log): nothing anchors this subject';
+  if (!proof.nostr?.event && !proof.ots?.proof && !proof.log) {
+    return 'the proof carries nothing checkable (no signed Nostr event, no .ots, no anchor log inclusion): its status claims are not evidence';
   }
   return null;
 }
