@@ -1,7 +1,8 @@
 /**
  * `aer1-anchor monitor` and `log verify --relay` as a user runs them, on a log written by the
  * writer and checkpoint events on a real dev relay: each new checkpoint proven consistent
- * with the last verified one (kept in the state file), new entries listed once; a forked
+ * with the last verified one (kept in the state file), new entries listed once, another
+ * shard's events left out; a forked
  * checkpoint (same size, another root, signed by the log key) published on the relay is a
  * FORK with both notes and exit 1; a rollback fails; a note signed by another key is
  * reported, never trusted.
@@ -76,12 +77,13 @@ beforeAll(async () => {
 }, 60_000);
 
 describe('aer1-anchor log verify --relay --author', () => {
-  it('proves every checkpoint event consistent with the log; a note signed by another key is reported, not trusted', async () => {
+  it('proves every checkpoint event consistent with the log, leaves out another log\'s (shard\'s) events; a note signed by another key is reported, not trusted', async () => {
+    await publish(signCheckpoint({ origin: `${ORIGIN}/1`, size: 5, root: randomBytes(32), extensions: [] }, signer));
     const r = await cli(['log', 'verify', dir, '--log-key', VKEY, '--relay', relay.url, '--author', nostrKey.publicKey, '--json']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const report = JSON.parse(r.stdout) as { verdict: string; checks: { name: string; status: string; detail: string }[]; relays: { events: number; complete: boolean }[] };
-    expect(report.relays).toEqual([expect.objectContaining({ events: 2, complete: true })]);
+    expect(report.relays).toEqual([expect.objectContaining({ events: 3, complete: true })]);
     expect(report.checks.filter((c) => c.name === 'consistency').map((c) => [c.status, /size (\d+) is a prefix of size 700/.exec(c.detail)?.[1]]).sort()).toEqual([['pass', '300'], ['pass', '700']]);
 
     const stranger = generateSignerKey(ORIGIN).signer;
@@ -105,6 +107,7 @@ describe('aer1-anchor monitor', () => {
     expect(r1!.entries.listed).toHaveLength(700);
     expect(r1!.entries.listed[5]).toEqual({ index: 5, kind: 'receipt', key: 'r/5', digest: entry(5).digest.toString('hex') });
     expect(r1!.consistent.map((c) => c.size).sort()).toEqual([300, 700]);
+    expect(r1!.other_logs).toBe(1);
     expect(JSON.parse(readFileSync(state, 'utf8'))).toMatchObject({ version: 1, checkpoint: notes[1] });
 
     const w = LogWriter.open({ dir, origin: ORIGIN, signer });

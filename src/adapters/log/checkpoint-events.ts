@@ -61,7 +61,7 @@ export async function listCheckpointEvents(options: CheckpointEventsOptions): Pr
         continue;
       }
       newest = Math.max(newest ?? 0, event.created_at);
-      if (!byNote.has(event.content)) byNote.set(event.content, { name: `checkpoint event ${event.id} on ${url}`, note: event.content });
+      if (!byNote.has(event.content)) byNote.set(event.content, { name: `checkpoint event ${event.id} on ${url}`, note: event.content, published: true });
     }
   };
   const filter = { authors: [...authors], '#t': [CHECKPOINT_MARKER_TAG[1]], ...(options.since !== undefined ? { since: options.since } : {}) };

@@ -34,6 +34,8 @@ export interface LogVerifyReport {
 export interface OlderCheckpoint {
   readonly name: string;
   readonly note: Buffer | string;
+  /** Found among an author's checkpoint events, which may be other logs' (other shards): another origin is then no failure. */
+  readonly published?: boolean;
 }
 
 /**
@@ -52,6 +54,7 @@ export interface OlderResult {
   readonly checkpoint: { origin: string; size: number; root: string } | null;
   /** The note as given (text), so a fork can be shown with both notes. */
   readonly note: string;
+  readonly published: boolean;
 }
 
 export interface LogVerifyOptions {
@@ -100,7 +103,7 @@ export async function inspectLog(source: LogSource, options: LogVerifyOptions): 
   const older: OlderResult[] = [];
   let text: string | null = null;
   const done = (cp: Checkpoint | null): LogInspection => {
-    checks.push(...older.map(olderCheck));
+    checks.push(...older.filter((r) => !(r.published && r.status === 'other-log')).map(olderCheck));
     return {
       report: { prefix: source.prefix, checkpoint: cp === null ? null : { origin: cp.origin, size: cp.size, root: cp.root.toString('base64') }, checks, verdict: verdictOf(checks) },
       older,
@@ -108,7 +111,7 @@ export async function inspectLog(source: LogSource, options: LogVerifyOptions): 
     };
   };
   const unchecked = (why: string): void => {
-    for (const old of options.older ?? []) older.push({ name: old.name, status: 'unchecked', detail: `${old.name}: not checked: ${why}`, checkpoint: null, note: noteText(old.note) });
+    for (const old of options.older ?? []) older.push({ name: old.name, status: 'unchecked', detail: `${old.name}: not checked: ${why}`, checkpoint: null, note: noteText(old.note), published: old.published === true });
   };
 
   let opened;
@@ -149,7 +152,8 @@ export async function inspectLog(source: LogSource, options: LogVerifyOptions): 
     return done(cp);
   }
   for (const old of options.older ?? []) {
-    older.push(await withTiles(source, tree.tiles, (hashes) => checkOlder(old.name, noteText(old.note), cp, new TileHashes(cp.size, hashes), options.trusted)));
+    const result = await withTiles(source, tree.tiles, (hashes) => checkOlder(old.name, noteText(old.note), cp, new TileHashes(cp.size, hashes), options.trusted));
+    older.push({ ...result, published: old.published === true });
   }
   return done(cp);
 }
@@ -261,8 +265,8 @@ function olderCheck(r: OlderResult): LogCheck {
   return { name: 'consistency', status: STATUS_OF[r.status], detail: r.detail };
 }
 
-function checkOlder(name: string, note: string, cp: Checkpoint, hashes: TileHashes, trusted: readonly VerifierKey[]): OlderResult {
-  const result = (status: OlderStatus, detail: string, old: Checkpoint | null): OlderResult => (
+function checkOlder(name: string, note: string, cp: Checkpoint, hashes: TileHashes, trusted: readonly VerifierKey[]): Omit<OlderResult, 'published'> {
+  const result = (status: OlderStatus, detail: string, old: Checkpoint | null): Omit<OlderResult, 'published'> => (
     { name, status, detail, checkpoint: old === null ? null : { origin: old.origin, size: old.size, root: old.root.toString('base64') }, note }
   );
   let opened;
