@@ -7,11 +7,10 @@
  * FORK with both notes and exit 1; a rollback fails; a note signed by another key is
  * reported, never trusted.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes, createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, cpSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signCheckpoint } from '../../src/core/log/checkpoint.js';
 import { generateSignerKey } from '../../src/core/log/note.js';
@@ -21,9 +20,8 @@ import { LogWriter } from '../../src/adapters/log/log-writer.js';
 import { RelayClient } from '../../src/adapters/nostr/relay-client.js';
 import { startDevRelay, type DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { MonitorRound } from '../../src/adapters/log/log-monitor.js';
+import { runAnchorCli } from '../helpers/harness.js';
 
-const repoRoot = resolve(import.meta.dirname, '../..');
-const bin = join(repoRoot, 'bin/aer1-anchor.js');
 const work = mkdtempSync(join(tmpdir(), 'aer1-log-monitor-'));
 const ORIGIN = 'example.test/aer1';
 const signer = generateSignerKey(ORIGIN).signer;
@@ -38,20 +36,7 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd: work });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (args: string[]) => runAnchorCli(args, { cwd: work });
 
 async function publish(note: string, createdAt = Math.floor(Date.now() / 1000)): Promise<void> {
   const client = new RelayClient(relay.url, { publishTimeoutMs: 5000, ping: false });

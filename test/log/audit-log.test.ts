@@ -6,7 +6,6 @@
  * a key the caller does not trust establishes nothing (exit 3). Real Redis, dev relay and
  * calendar; the documents minted as an issuer would and anchored through POST /v1/anchors.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,10 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateSignerKey } from '../../src/core/log/note.js';
 import type { AnchorProof } from '../../src/core/proof/format.js';
 import { cutLastStep, mintReceipt, mintWorkflow } from '../../src/dev/demo/documents.js';
-import { REPO_ROOT, tempDir, waitFor } from '../helpers/harness.js';
+import { runAnchorCli, tempDir, waitFor } from '../helpers/harness.js';
 import { startStack, type Stack } from '../http/fixture.js';
 
-const bin = join(REPO_ROOT, 'bin/aer1-anchor.js');
 let s: Stack;
 let dir: string;
 beforeAll(async () => {
@@ -29,20 +27,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [bin, ...args]);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (args: string[]) => runAnchorCli(args);
 
 /** Changes the receipt's output and its declared hash together: the document holds together, only the anchor gives it away. */
 function alterOutput(receipt: Record<string, unknown>): Record<string, unknown> {
