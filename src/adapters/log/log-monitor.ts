@@ -8,7 +8,7 @@
  * replaced atomically.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { UsageError } from '../../core/errors/errors.js';
+import { InputError, UsageError } from '../../core/errors/errors.js';
 import { decodeEntry } from '../../core/log/entry.js';
 import { MAX_NOTE_BYTES, type VerifierKey } from '../../core/log/note.js';
 import { openCheckpoint } from '../../core/log/checkpoint.js';
@@ -59,6 +59,14 @@ export function readMonitorState(file: string): MonitorState {
   const sinceOk = v.relay_since === null || (Number.isSafeInteger(v.relay_since) && (v.relay_since as number) >= 0);
   if (typeof value !== 'object' || value === null || v.version !== 1 || !cpOk || !sinceOk) {
     throw new UsageError(`--state ${file}: not a monitor state ({"version": 1, "checkpoint", "relay_since"})`, 'unreadable');
+  }
+  if (typeof v.checkpoint === 'string') {
+    try {
+      openCheckpoint(v.checkpoint, [], `--state ${file}: checkpoint`);
+    } catch (err) {
+      if (!(err instanceof InputError)) throw err;
+      throw new UsageError(err.message, 'unreadable');
+    }
   }
   return { checkpoint: v.checkpoint as string | null, relaySince: v.relay_since as number | null };
 }
