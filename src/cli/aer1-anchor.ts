@@ -14,6 +14,7 @@ const COMMANDS: Record<string, Loader> = {
   'verify-anchor': () => import('./commands/verify-anchor.js'),
   audit: () => import('./commands/audit.js'),
   log: () => import('./commands/log.js'),
+  monitor: () => import('./commands/monitor.js'),
   tsa: () => import('./commands/tsa.js'),
   'dev-relay': () => import('./commands/dev-relay.js'),
   'dev-calendar': () => import('./commands/dev-calendar.js'),

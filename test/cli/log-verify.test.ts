@@ -4,7 +4,7 @@
  * a tampered bundle, tile or checkpoint, a missing tile, a fork and a rollback each FAIL
  * with the place named; an untrusted signer establishes nothing (exit 3); usage errors exit 2.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signCheckpoint } from '../../src/core/log/checkpoint.js';
 import { generateSignerKey, parseSignerKey } from '../../src/core/log/note.js';
 import { LogWriter } from '../../src/adapters/log/log-writer.js';
+import { runAnchorCli } from '../helpers/harness.js';
 
 const repoRoot = resolve(import.meta.dirname, '../..');
 const bin = join(repoRoot, 'bin/aer1-anchor.js');
@@ -30,21 +31,7 @@ const VKEY = signer.verifierKey;
 const dir = join(work, 'log');
 const entry = (i: number) => ({ digest: createHash('sha256').update(`s${i}`).digest(), kind: 'receipt' as const, key: `r/${i}` });
 
-/** Runs the CLI without blocking the event loop (the loopback server answers meanwhile). */
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd: work });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (args: string[]) => runAnchorCli(args, { cwd: work });
 
 /** A copy of the log to break. */
 function copy(name: string): string {

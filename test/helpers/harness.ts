@@ -210,3 +210,22 @@ export function spawnDaemon(config: Config, redisUrl: string | null, keyFile: st
 }
 
 export { stopChild };
+
+/**
+ * Runs `aer1-anchor ARGS` (the built CLI) without blocking the event loop, so loopback
+ * servers in the test keep answering; killed after `timeoutMs`.
+ */
+export function runAnchorCli(args: readonly string[], opts: { cwd?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchor.js'), ...args], { cwd: opts.cwd ?? REPO_ROOT });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ code, stdout, stderr });
+    });
+  });
+}

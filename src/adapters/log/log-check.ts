@@ -30,14 +30,51 @@ export interface LogVerifyReport {
   readonly verdict: 'PASS' | 'FAIL' | 'NOTHING ESTABLISHED';
 }
 
+/** An older signed checkpoint to hold against the current one, and where it came from. */
+export interface OlderCheckpoint {
+  readonly name: string;
+  readonly note: Buffer | string;
+  /** Found among an author's checkpoint events, which may be other logs' (other shards): another origin is then no failure. */
+  readonly published?: boolean;
+}
+
+/**
+ * How an older checkpoint stands against the current one: a prefix of it (`consistent`);
+ * signed, same log, not a prefix (`fork`); larger than the log (`ahead`: truncated or rolled
+ * back); not signed by a trusted key (`untrusted`, nothing read from it); another origin;
+ * malformed or with a signature by a trusted key that does not verify (`invalid`); or not
+ * checked because the log's own tiles do not hold together (`unchecked`).
+ */
+export type OlderStatus = 'consistent' | 'fork' | 'ahead' | 'untrusted' | 'other-log' | 'invalid' | 'unchecked';
+
+export interface OlderResult {
+  readonly name: string;
+  readonly status: OlderStatus;
+  readonly detail: string;
+  readonly checkpoint: { origin: string; size: number; root: string } | null;
+  /** The note as given (text), so a fork can be shown with both notes. */
+  readonly note: string;
+  readonly published: boolean;
+}
+
 export interface LogVerifyOptions {
   readonly trusted: readonly VerifierKey[];
-  /** Older signed checkpoints to hold against this one: [where it came from, the note]. */
-  readonly older?: readonly { readonly name: string; readonly note: Buffer }[];
+  /** Older signed checkpoints to hold against this one. */
+  readonly older?: readonly OlderCheckpoint[];
   /** Largest tree read (entries); a bigger checkpoint is a usage error. */
   readonly maxEntries?: number;
   /** Problems listed one by one before the rest are only counted. */
   readonly maxProblems?: number;
+  /** Sees every entry of the tree as it is read, in index order (before its checks are summed up). */
+  readonly onEntry?: (index: number, entry: Buffer) => void;
+}
+
+/** A log read: the report, each older checkpoint's standing, and the current note as read. */
+export interface LogInspection {
+  readonly report: LogVerifyReport;
+  readonly older: OlderResult[];
+  /** The checkpoint note as served, null when there was none to read. */
+  readonly note: string | null;
 }
 
 export const DEFAULT_MAX_ENTRIES = 10_000_000;
@@ -56,18 +93,32 @@ async function required(source: LogSource, tile: TileRef): Promise<Buffer> {
 }
 
 export async function verifyLog(source: LogSource, options: LogVerifyOptions): Promise<LogVerifyReport> {
+  return (await inspectLog(source, options)).report;
+}
+
+const noteText = (note: Buffer | string): string => (typeof note === 'string' ? note : note.toString('utf8'));
+
+export async function inspectLog(source: LogSource, options: LogVerifyOptions): Promise<LogInspection> {
   const checks: LogCheck[] = [];
-  const done = (cp: Checkpoint | null): LogVerifyReport => ({
-    prefix: source.prefix,
-    checkpoint: cp === null ? null : { origin: cp.origin, size: cp.size, root: cp.root.toString('base64') },
-    checks,
-    verdict: verdictOf(checks),
-  });
+  const older: OlderResult[] = [];
+  let text: string | null = null;
+  const done = (cp: Checkpoint | null): LogInspection => {
+    checks.push(...older.filter((r) => !(r.published && r.status === 'other-log')).map(olderCheck));
+    return {
+      report: { prefix: source.prefix, checkpoint: cp === null ? null : { origin: cp.origin, size: cp.size, root: cp.root.toString('base64') }, checks, verdict: verdictOf(checks) },
+      older,
+      note: text,
+    };
+  };
+  const unchecked = (why: string): void => {
+    for (const old of options.older ?? []) older.push({ name: old.name, status: 'unchecked', detail: `${old.name}: not checked: ${why}`, checkpoint: null, note: noteText(old.note), published: old.published === true });
+  };
 
   let opened;
   try {
     const note = await source.read('checkpoint', MAX_NOTE_BYTES);
     if (note === null) throw new UsageError(`no checkpoint at ${source.prefix}: is it the log's prefix?`, 'unreadable');
+    text = note.toString('utf8');
     opened = openCheckpoint(note, options.trusted);
   } catch (err) {
     if (!(err instanceof InputError)) throw err;
@@ -86,22 +137,23 @@ export async function verifyLog(source: LogSource, options: LogVerifyOptions): P
 
   let tree: TreeResult;
   try {
-    tree = await checkTree(source, cp, options.maxProblems ?? 20);
+    tree = await checkTree(source, cp, options.maxProblems ?? 20, options.onEntry);
   } catch (err) {
     // a tile or bundle that is missing or malformed stops the walk: the log does not hold together
     if (!(err instanceof InputError)) throw err;
     checks.push({ name: 'tiles', status: 'fail', detail: err.message });
-    for (const old of options.older ?? []) checks.push({ name: 'consistency', status: 'fail', detail: `${old.name}: not checked: the tiles do not hold together` });
+    unchecked('the tiles do not hold together');
     return done(cp);
   }
   checks.push(...tree.checks);
   // altered entries leave the tree itself to check; broken tiles or root do not
   if (tree.checks.some((c) => c.status === 'fail' && c.name !== 'entries')) {
-    for (const old of options.older ?? []) checks.push({ name: 'consistency', status: 'fail', detail: `${old.name}: not checked: the tiles do not hold together` });
+    unchecked('the tiles do not hold together');
     return done(cp);
   }
   for (const old of options.older ?? []) {
-    checks.push(await withTiles(source, tree.tiles, (hashes) => checkOlder(old.name, old.note, cp, new TileHashes(cp.size, hashes), options.trusted)));
+    const result = await withTiles(source, tree.tiles, (hashes) => checkOlder(old.name, noteText(old.note), cp, new TileHashes(cp.size, hashes), options.trusted));
+    older.push({ ...result, published: old.published === true });
   }
   return done(cp);
 }
@@ -139,7 +191,7 @@ interface TreeResult {
 }
 
 /** Streams the level-0 tiles and bundles in order, checking every hash above them as it completes. */
-async function checkTree(source: LogSource, cp: Checkpoint, maxProblems: number): Promise<TreeResult> {
+async function checkTree(source: LogSource, cp: Checkpoint, maxProblems: number, onEntry?: (index: number, entry: Buffer) => void): Promise<TreeResult> {
   const tiles = new Map<string, Buffer>();
   let tilesRead = 0;
   const problems = { entries: [] as string[], entriesCount: 0, tiles: [] as string[], tilesCount: 0 };
@@ -174,6 +226,7 @@ async function checkTree(source: LogSource, cp: Checkpoint, maxProblems: number)
     const entries = decodeBundle(await required(source, bundleRef), bundleRef);
     entries.forEach((entry, i) => {
       const index = n * TILE_WIDTH + i;
+      onEntry?.(index, entry);
       if (!leafHash(entry).equals(leafHashes[i]!)) note('entries', `entry ${index} does not hash to ${tilePath(ref)}[${i}]`);
       try {
         decodeEntry(entry, `entry ${index}`);
@@ -206,21 +259,31 @@ async function checkTree(source: LogSource, cp: Checkpoint, maxProblems: number)
   return { checks, tiles };
 }
 
-function checkOlder(name: string, note: Buffer, cp: Checkpoint, hashes: TileHashes, trusted: readonly VerifierKey[]): LogCheck {
+const STATUS_OF: Record<OlderStatus, CheckStatus> = { consistent: 'pass', untrusted: 'nothing', fork: 'fail', ahead: 'fail', 'other-log': 'fail', invalid: 'fail', unchecked: 'fail' };
+
+function olderCheck(r: OlderResult): LogCheck {
+  return { name: 'consistency', status: STATUS_OF[r.status], detail: r.detail };
+}
+
+function checkOlder(name: string, note: string, cp: Checkpoint, hashes: TileHashes, trusted: readonly VerifierKey[]): Omit<OlderResult, 'published'> {
+  const result = (status: OlderStatus, detail: string, old: Checkpoint | null): Omit<OlderResult, 'published'> => (
+    { name, status, detail, checkpoint: old === null ? null : { origin: old.origin, size: old.size, root: old.root.toString('base64') }, note }
+  );
   let opened;
   try {
     opened = openCheckpoint(note, trusted, name);
   } catch (err) {
-    return { name: 'consistency', status: 'fail', detail: (err as Error).message };
+    if (!(err instanceof InputError)) throw err;
+    return result('invalid', err.message, null);
   }
   const old = opened.checkpoint;
-  if (!opened.ok) return { name: 'consistency', status: opened.reason === 'no_trusted_signature' ? 'nothing' : 'fail', detail: `${name}: ${opened.message}` };
-  if (old.origin !== cp.origin) return { name: 'consistency', status: 'fail', detail: `${name}: origin ${JSON.stringify(old.origin)} is another log than ${JSON.stringify(cp.origin)}` };
-  if (old.size > cp.size) return { name: 'consistency', status: 'fail', detail: `${name}: signed at size ${old.size}, larger than the log's ${cp.size}: the log was truncated or rolled back` };
+  if (!opened.ok) return result(opened.reason === 'no_trusted_signature' ? 'untrusted' : 'invalid', `${name}: ${opened.message}`, old);
+  if (old.origin !== cp.origin) return result('other-log', `${name}: origin ${JSON.stringify(old.origin)} is another log than ${JSON.stringify(cp.origin)}`, old);
+  if (old.size > cp.size) return result('ahead', `${name}: signed at size ${old.size}, larger than the log's ${cp.size}: the log was truncated or rolled back`, old);
   const proof = consistencyProof(old.size, cp.size, hashes);
   if (!verifyConsistency(old.size, cp.size, old.root, cp.root, proof)) {
     const theirs = old.size === 0 ? '' : `; the tiles give ${Buffer.from(treeHash(old.size, hashes)).toString('base64')} at that size`;
-    return { name: 'consistency', status: 'fail', detail: `${name}: size ${old.size} root ${old.root.toString('base64')} is not a prefix of this log (a fork: both checkpoints are signed)${theirs}` };
+    return result('fork', `${name}: size ${old.size} root ${old.root.toString('base64')} is not a prefix of this log (a fork: both checkpoints are signed)${theirs}`, old);
   }
-  return { name: 'consistency', status: 'pass', detail: `${name}: size ${old.size} is a prefix of size ${cp.size} (consistency proof of ${proof.length} hash${proof.length === 1 ? '' : 'es'})` };
+  return result('consistent', `${name}: size ${old.size} is a prefix of size ${cp.size} (consistency proof of ${proof.length} hash${proof.length === 1 ? '' : 'es'})`, old);
 }

@@ -24,6 +24,7 @@ export const summary = 'hold a folder of documents against every anchor a signer
 
 const USAGE = `usage: aer1-anchor audit --relay URL... --expected-pubkey HEX|npub... [--since T]
          [--kind N]... [--max-events N] [--json] DIR
+       aer1-anchor audit --log PREFIX --log-key VKEY... [--max-entries N] [--json] DIR
 
 Lists the signers' envelope-mode anchors on the relays (batch-mode events are counted:
 they name no subject), looks every key in DIR up in full, and classifies every subject:
@@ -33,7 +34,16 @@ missing from DIR); incomplete (a relay's answer for it could not be read to its 
 Every answer is read page by page, at most --max-events events per relay and look-up
 (default 10000). --since (RFC 3339 or unix seconds) limits only the listing that finds
 withheld subjects. Exit 0 all match, 1 any mismatch, 2 usage or unreadable input,
-3 incomplete answers and nothing else wrong.`;
+3 incomplete answers and nothing else wrong.
+
+With --log, the folder is held against the issuer's anchor log at PREFIX (a folder or a
+loopback URL), read to its checkpoint signed by a --log-key you give: matching; altered
+or truncated (the key's entry has another digest, or the document disagrees with it);
+not-logged (in DIR, no entry); withheld (an entry, no document in DIR: complete up to the
+checkpoint's size); unchecked (logged, but the document carries no anchor_proof whose
+envelope gives the digest). Exit 0 all match, 1 any other outcome but unchecked, 2 usage
+or unreadable input, 3 some unchecked and nothing else wrong (or no key you gave signed
+the checkpoint).`;
 
 const LABELS: Record<string, string> = {
   matching: 'matching',
@@ -88,6 +98,22 @@ export function formatAudit(report: AuditReport, dir: string): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** The folder's JSON files, read; each one refused is a line on stderr and a row, the others are still audited. */
+export function readFolder(dir: string): { documents: AuditDocument[]; unreadable: Array<{ file: string; error: string }> } {
+  const documents: AuditDocument[] = [];
+  const unreadable: Array<{ file: string; error: string }> = [];
+  for (const file of jsonFilesIn(dir)) {
+    try {
+      documents.push({ file, value: readJsonFile(file) });
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err;
+      process.stderr.write(`aer1-anchor: ${err.message}\n`);
+      unreadable.push({ file, error: err.message });
+    }
+  }
+  return { documents, unreadable };
+}
+
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -99,6 +125,9 @@ export async function run(argv: string[]): Promise<number> {
       since: { type: 'string' },
       kind: { type: 'string', multiple: true },
       'max-events': { type: 'string' },
+      log: { type: 'string' },
+      'log-key': { type: 'string', multiple: true },
+      'max-entries': { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -108,6 +137,12 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   if (positionals.length !== 1) throw new UsageError(`expected exactly one DIR\n${USAGE}`);
+  if (values.log !== undefined) {
+    const others = (['relay', 'expected-pubkey', 'since', 'kind', 'max-events'] as const).filter((k) => values[k] !== undefined);
+    if (others.length) throw new UsageError(`audit --log holds the folder against the log alone: --${others[0]} is for the relay audit`);
+    return (await import('./audit-log.js')).runLogAudit({ log: values.log, logKeys: values['log-key'], maxEntries: values['max-entries'], json: values.json ?? false }, positionals[0]!);
+  }
+  if (values['log-key'] !== undefined || values['max-entries'] !== undefined) throw new UsageError('--log-key and --max-entries go with --log PREFIX');
   const relays = parseRelays(values.relay);
   if (relays.length === 0) throw new UsageError('audit needs --relay URL (repeatable): the relays to list the anchors from');
   const trusted = (values['expected-pubkey'] ?? []).map(parseExpectedPubkey);
@@ -117,18 +152,7 @@ export async function run(argv: string[]): Promise<number> {
   const maxEvents = parseMaxEvents(values['max-events']);
   const dir = positionals[0]!;
 
-  const documents: AuditDocument[] = [];
-  const unreadable: Array<{ file: string; error: string }> = [];
-  for (const file of jsonFilesIn(dir)) {
-    try {
-      documents.push({ file, value: readJsonFile(file) });
-    } catch (err) {
-      if (!(err instanceof UsageError)) throw err;
-      // one line per refused file; the others are still audited
-      process.stderr.write(`aer1-anchor: ${err.message}\n`);
-      unreadable.push({ file, error: err.message });
-    }
-  }
+  const { documents, unreadable } = readFolder(dir);
 
   const fetcher = new RelayClientFetcher();
   let report: AuditReport;

@@ -147,9 +147,10 @@ export interface InputOutcome {
 /**
  * Reads one input: `value` is the parsed FILE, `givenProof` the parsed `--proof FILE`.
  * Throws UsageError when there is no proof, its version is unknown, the input is
- * ambiguous or nested too deep. A proof that anchors nothing is a FAIL at `input`.
+ * ambiguous or nested too deep. A proof that anchors nothing is a FAIL at `input`, unless
+ * `witnessRequired` is false (the log audit holds the document to the proof's envelope only).
  */
-export function readInput(value: unknown, givenProof?: unknown): InputOutcome {
+export function readInput(value: unknown, givenProof?: unknown, { witnessRequired = true }: { witnessRequired?: boolean } = {}): InputOutcome {
   let rawProof: unknown;
   let document: unknown;
   let proofSource: PreparedInput['proofSource'];
@@ -185,7 +186,7 @@ export function readInput(value: unknown, givenProof?: unknown): InputOutcome {
     return { check: fail('input', `not a valid ${PROOF_VERSION}: ${err.message}`), prepared: null };
   }
   const base = { proofSource, proof, rawProof: rawProof as Record<string, unknown> };
-  const nothing = nothingCheckable(proof);
+  const nothing = witnessRequired ? nothingCheckable(proof) : null;
   if (nothing) return { check: fail('input', nothing), prepared: null };
   const unread = unknownMembers(rawProof as Record<string, unknown>, proofSource === 'attached' ? `${PROOF_MEMBER}.` : '');
   const proofWordsBase = proofSource === 'standalone' ? `standalone ${PROOF_VERSION} (no document given)` : `${PROOF_VERSION} ${proofSource === 'given' ? 'given with --proof' : 'attached'}`;
