@@ -110,9 +110,9 @@ export class Reconciler {
   private async walk(witness: WitnessName, status: string, before: number, seenBatches: Set<string>, repairs: Repairs): Promise<void> {
     const { store } = this.deps;
     const cursorName = `${witness}:${status}`;
-    const cursor = await store.reconcileCursor(cursorName);
+    const cursor = await store.changes.reconcileCursor(cursorName);
     const page = await store.scanWitness(witness, status, cursor, this.cfg.limit, before);
-    await store.setReconcileCursor(cursorName, page.next);
+    await store.changes.setReconcileCursor(cursorName, page.next);
     const reopenBefore = this.now() - this.cfg.reopenAfterMs;
     for (let i = 0; i < page.items.length; i += CONCURRENCY) {
       await Promise.all(
@@ -152,7 +152,7 @@ export class Reconciler {
   private async walkBatchWork(repairs: Repairs): Promise<void> {
     const { store } = this.deps;
     const name = 'ots:work';
-    let cursor = (await store.reconcileCursor(name)) ?? '0';
+    let cursor = (await store.changes.reconcileCursor(name)) ?? '0';
     let seen = 0;
     // SSCAN's COUNT is a hint: bounded in rounds as well as in batches looked at
     for (let round = 0; round < 100 && seen < this.cfg.limit; round++) {
@@ -166,7 +166,7 @@ export class Reconciler {
       cursor = page.next;
       if (cursor === '0') break;
     }
-    await store.setReconcileCursor(name, cursor === '0' ? null : cursor);
+    await store.changes.setReconcileCursor(name, cursor === '0' ? null : cursor);
   }
 
   private async reinbox(witness: WitnessName, key: string, repairs: Repairs): Promise<void> {

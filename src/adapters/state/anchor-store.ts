@@ -11,7 +11,7 @@ import type { RedisClient as Redis } from '../redis/connection.js';
 import { StateKeys, WITNESSES, type WitnessName } from './keys.js';
 import { digestToken, keyToken } from './stream-entries.js';
 import { decodeCursor, encodeCursor, listOrder, type Position } from './list-position.js';
-import { ACCEPT, CUT_BATCH, DROP_BATCH, FIX_EVENT_IDS, FORGET, LIST_PAGE, MARK_SENT, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
+import { ACCEPT, CUT_BATCH, DROP_BATCH, FIX_EVENT_IDS, FORGET, LIST_PAGE, MARK_SENT, REJECT, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, defineScripts, runScript, scriptCommand, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
@@ -20,11 +20,11 @@ import type { Envelope } from '../../core/envelope/envelope.js';
 import { sha256Hex } from '../../core/aer1/hash.js';
 import { UsageError } from '../../core/errors/errors.js';
 import { LogKeys } from '../log/log-sequencer.js';
+import { ChangeStream, EVENTS_MAXLEN } from './changes.js';
 
 export type SubjectStatus = WitnessStatus | 'rejected';
 export const SUBJECT_STATUSES: readonly SubjectStatus[] = ['pending', 'partial', 'confirmed', 'failed', 'rejected'];
 
-const EVENTS_MAXLEN = 100_000;
 
 /** Subjects per set-witness.lua call: bounds how long one call holds Redis. */
 const WITNESS_CHUNK = 250;
@@ -239,6 +239,8 @@ function nowIso(ms: number): string {
 export class AnchorStore {
   readonly keys: StateKeys;
   readonly redis: Redis;
+  /** The stream of subject state changes and the reconciler's cursors. */
+  readonly changes: ChangeStream;
   private readonly now: () => number;
   /**
    * The anchor log's keys when accept sequences into it (log.enabled; docs/log.md): each
@@ -250,6 +252,7 @@ export class AnchorStore {
     this.redis = redis;
     this.keys = new StateKeys(prefix);
     this.now = now;
+    this.changes = new ChangeStream(redis, this.keys);
     defineScripts(redis);
   }
 
@@ -296,7 +299,7 @@ export class AnchorStore {
   }
 
   private run(script: LuaScript, keys: string[], args: Array<string | number | Buffer>): Promise<unknown> {
-    return scriptCommand(this.redis, script)(String(keys.length), ...keys, ...args.map((a) => (Buffer.isBuffer(a) ? a : String(a))));
+    return runScript(this.redis, script, keys, args);
   }
 
   async accept(input: AcceptInput): Promise<AcceptResult> {
@@ -846,16 +849,6 @@ export class AnchorStore {
     };
   }
 
-  /** The reconciler's saved position in one index (null: start). */
-  async reconcileCursor(name: string): Promise<string | null> {
-    return this.redis.hget(this.keys.reconcile, name);
-  }
-
-  async setReconcileCursor(name: string, cursor: string | null): Promise<void> {
-    if (cursor === null) await this.redis.hdel(this.keys.reconcile, name);
-    else await this.redis.hset(this.keys.reconcile, name, cursor);
-  }
-
   /** True when the subject waits in the witness's inbox. */
   async inInbox(witness: WitnessName, key: string): Promise<boolean> {
     return (await this.redis.lpos(this.keys.inbox(witness), key)) !== null;
@@ -1184,37 +1177,11 @@ function splitIds(packed: string): string[] {
   return out;
 }
 
-type ScriptFn = (...args: Array<string | Buffer>) => Promise<unknown>;
-type Commander = Redis | ReturnType<Redis['pipeline']>;
-
 /**
  * Proposals of a batch cut before giving up for this tick. A proposal loses only to another
  * daemon's cut that landed first, so with two cutters each try is at worst a coin toss.
  */
 const CUT_TRIES = 32;
-
-function commandName(script: LuaScript): string {
-  return `aer1_${script.name.replace(/-/g, '_')}`;
-}
-
-/**
- * Defines every script as an ioredis custom command (EVALSHA, reloaded after a Redis restart).
- * The number of keys varies per call (accept and cut-batch take lists), so it is the first argument.
- */
-function defineScripts(redis: Redis): void {
-  const defined = redis as unknown as Record<string, unknown>;
-  for (const script of SCRIPTS) {
-    const name = commandName(script);
-    if (typeof defined[name] !== 'function') redis.defineCommand(name, { lua: script.lua });
-  }
-}
-
-/** A defined script on a connection or a pipeline created after defineScripts. */
-function scriptCommand(target: Commander, script: LuaScript): ScriptFn {
-  const fn = (target as unknown as Record<string, ScriptFn | undefined>)[commandName(script)];
-  if (!fn) throw new Error('script not defined on this connection');
-  return fn.bind(target);
-}
 
 /** The keys' stream tokens concatenated (set-witness.lua's ARGV[10]), or '' when one of them has none. */
 function keyTokens(keys: readonly string[]): string {

@@ -8,6 +8,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { RedisClient as Redis } from '../redis/connection.js';
 
 const CANDIDATES = [
   // running from src/adapters/state/
@@ -31,7 +32,7 @@ export interface LuaScript {
   lua: string;
 }
 
-function load(dir: string, name: string, prelude = ''): LuaScript {
+export function load(dir: string, name: string, prelude = ''): LuaScript {
   return { name, lua: prelude + readFileSync(`${dir}${name}.lua`, 'utf8') };
 }
 
@@ -72,3 +73,34 @@ export const DROP_BATCH = load(DIR, 'drop-batch');
 export const FIX_EVENT_IDS = load(DIR, 'fix-event-ids');
 
 export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, LIST_PAGE, FORGET, DROP_BATCH, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, FIX_EVENT_IDS];
+
+type ScriptFn = (...args: Array<string | Buffer>) => Promise<unknown>;
+type Commander = Redis | ReturnType<Redis['pipeline']>;
+
+function commandName(script: LuaScript): string {
+  return `aer1_${script.name.replace(/-/g, '_')}`;
+}
+
+/**
+ * Defines the scripts as ioredis custom commands (EVALSHA, reloaded after a Redis restart).
+ * The number of keys varies per call (accept and cut-batch take lists), so it is the first argument.
+ */
+export function defineScripts(redis: Redis, scripts: readonly LuaScript[] = SCRIPTS): void {
+  const defined = redis as unknown as Record<string, unknown>;
+  for (const script of scripts) {
+    const name = commandName(script);
+    if (typeof defined[name] !== 'function') redis.defineCommand(name, { lua: script.lua });
+  }
+}
+
+/** A defined script on a connection or a pipeline created after defineScripts. */
+export function scriptCommand(target: Commander, script: LuaScript): ScriptFn {
+  const fn = (target as unknown as Record<string, ScriptFn | undefined>)[commandName(script)];
+  if (!fn) throw new Error('script not defined on this connection');
+  return fn.bind(target);
+}
+
+/** Runs a defined script with its keys (all declared, so a Redis Cluster can route it) and arguments. */
+export function runScript(redis: Redis, script: LuaScript, keys: readonly string[], args: ReadonlyArray<string | number | Buffer>): Promise<unknown> {
+  return scriptCommand(redis, script)(String(keys.length), ...keys, ...args.map((a) => (Buffer.isBuffer(a) ? a : String(a))));
+}
