@@ -158,7 +158,7 @@ class OtsSubmissions {
       while (this.next < this.keys.length && this.covered.has(this.keys[this.next]!)) this.next++;
       const key = this.keys[this.next];
       if (key === undefined) break;
-      const id = await this.store.batchOf(key, 'ots');
+      const id = await this.store.subjects.batchOf(key, 'ots');
       this.hgets++;
       if (id === null) break;
       this.covered.add(key);
@@ -277,7 +277,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     const maxPolls = Math.ceil(o.timeoutMs / 20) + 10;
     for (let i = 0; i < maxPolls; i++) {
       // the counts the daemon keeps (two HMGETs, subtracted from the command counts below)
-      const [c, w] = await Promise.all([store.countByStatus(), store.countByWitness(['nostr', 'ots'])]);
+      const [c, w] = await Promise.all([store.indexes.countByStatus(), store.indexes.countByWitness(['nostr', 'ots'])]);
       const nostrOk = w.nostr?.confirmed ?? 0;
       const nostrFailed = w.nostr?.failed ?? 0;
       const otsFailed = w.ots?.failed ?? 0;
@@ -346,7 +346,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       await mineAll(o.peers.calendars);
       const cDeadline = Math.min(c0 + o.confirmTimeoutMs, o.confirmBy ?? Infinity);
       for (let i = 0; i < Math.ceil(o.confirmTimeoutMs / 50) + 10; i++) {
-        confirmed = (await store.countByStatus()).confirmed ?? 0;
+        confirmed = (await store.indexes.countByStatus()).confirmed ?? 0;
         if (confirmed >= o.n) {
           confirmMs = performance.now() - c0;
           break;

@@ -111,7 +111,7 @@ export class Reconciler {
     const { store } = this.deps;
     const cursorName = `${witness}:${status}`;
     const cursor = await store.changes.reconcileCursor(cursorName);
-    const page = await store.scanWitness(witness, status, cursor, this.cfg.limit, before);
+    const page = await store.indexes.scanWitness(witness, status, cursor, this.cfg.limit, before);
     await store.changes.setReconcileCursor(cursorName, page.next);
     const reopenBefore = this.now() - this.cfg.reopenAfterMs;
     for (let i = 0; i < page.items.length; i += CONCURRENCY) {
@@ -173,7 +173,7 @@ export class Reconciler {
     const { store } = this.deps;
     if (await store.inInbox(witness, key)) return;
     // Batched since the scan read it: nothing to do.
-    if ((await store.batchOf(key, witness)) !== null) return;
+    if ((await store.subjects.batchOf(key, witness)) !== null) return;
     await store.addToInbox(witness, key);
     repairs.inbox++;
   }

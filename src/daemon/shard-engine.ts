@@ -99,7 +99,7 @@ export class ShardEngine {
     if (deps.anchorLog) {
       this.anchorLog = new LogService(deps.storeRedis, { ...deps.anchorLog, intervalMs: config.log.checkpointIntervalMs, base: this.store.keys.base }, log);
       // accept.lua sequences each subject it creates into the log, in the same script call
-      this.store.logKeys = this.anchorLog.keys;
+      this.store.subjects.logKeys = this.anchorLog.keys;
     }
     const bullPrefix = this.store.keys.bullPrefix;
     this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: bullPrefix });

@@ -75,7 +75,7 @@ async function quietSubject(): Promise<{ key: string; ms: number }> {
   const s = receiptFields();
   const t0 = Date.now();
   await issuer.enqueue(s, s.receipt_uuid);
-  await waitFor(`quiet subject ${s.receipt_uuid} confirmed`, async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 20_000, 20);
+  await waitFor(`quiet subject ${s.receipt_uuid} confirmed`, async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 20_000, 20);
   return { key: s.receipt_uuid, ms: Date.now() - t0 };
 }
 
@@ -120,7 +120,7 @@ describe('nostr auto mode', () => {
     }
     await waitFor(`${QUIET} quiet subjects confirmed`, async () => (await issuer.witnessCount('nostr', 'confirmed')) === QUIET, 30_000, 50);
     for (const k of quiet) {
-      const r = await issuer.store.getRecord(k);
+      const r = await issuer.store.subjects.getRecord(k);
       latencies.push(r!.witnesses.nostr!.confirmedMs! - enqueuedAt.get(k)!);
     }
     console.log(`auto mode quiet issuer: ${QUIET} subjects confirmed in ${latencies.join(', ')} ms (batch window ${WINDOW_MS} ms)`);
@@ -169,7 +169,7 @@ describe('nostr auto mode', () => {
     const { key: k } = await quietSubject();
     const modes = await verifiedModes([k]);
     expect(modes.get(k)).toBe('envelope');
-    const digest = (await issuer.store.getRecord(k))!.digest!;
+    const digest = (await issuer.store.subjects.getRecord(k))!.digest!;
     for (const relay of relays) expect(perSubject(relay).filter((e) => e.tags.some((t) => t[0] === 'x' && t[1] === digest))).toHaveLength(1);
   });
 });
@@ -187,7 +187,7 @@ describe('nostr auto mode: a recorded decision stands across a crash', () => {
       const claims = receiptFields();
       const canonical = envelopeCanonical(buildEnvelope(claims, new Date()));
       const digest = sha256Hex(canonical);
-      const res = await store.accept({ key: claims.receipt_uuid, kind: 'receipt', envelopeCanonical: canonical, digest, fingerprint: rootFingerprint(claims), witnesses: ['nostr'], inboxes: ['nostr'] });
+      const res = await store.subjects.accept({ key: claims.receipt_uuid, kind: 'receipt', envelopeCanonical: canonical, digest, fingerprint: rootFingerprint(claims), witnesses: ['nostr'], inboxes: ['nostr'] });
       expect(res.result).toBe('created');
       subjects.push({ key: claims.receipt_uuid, canonical, digest });
     }
@@ -214,7 +214,7 @@ describe('nostr auto mode: a recorded decision stands across a crash', () => {
   }
 
   async function confirmedProofModes(store: Issuer['store'], cfg: Config, signer: { publicKey: string }, keys: readonly string[]): Promise<string[]> {
-    await waitFor('subjects confirmed', async () => (await store.getRecords(keys)).every((r) => r?.witnesses.nostr?.status === 'confirmed'), 20_000);
+    await waitFor('subjects confirmed', async () => (await store.subjects.getRecords(keys)).every((r) => r?.witnesses.nostr?.status === 'confirmed'), 20_000);
     const exporter = new ProofExporter(store, { relays: cfg.nostr.relays, calendars: [] });
     const modes: string[] = [];
     for (const k of keys) {
@@ -260,7 +260,7 @@ describe('nostr auto mode: a recorded decision stands across a crash', () => {
       await store.closeBatch('nostr', b.id);
     }, async (store, cfg, d) => {
       expect(await confirmedProofModes(store, cfg, crashedSigner, keys)).toEqual(['envelope', 'envelope']);
-      const first = await store.getRecord(keys[0]!);
+      const first = await store.subjects.getRecord(keys[0]!);
       for (const relay of relays) {
         const got = relay.events().filter((e) => e.pubkey === crashedSigner.publicKey);
         // one own event per subject, none for the batch; the first is the copy stored before the crash

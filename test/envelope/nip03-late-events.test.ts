@@ -67,7 +67,7 @@ async function enqueue(n: number): Promise<string[]> {
 async function eventsAndSubmitted(keys: string[]): Promise<Array<{ key: string; eventId: string; otsBatch: string }>> {
   return waitFor(`${keys.length} subjects with their own event and submitted to a calendar`, async () => {
     const out: Array<{ key: string; eventId: string; otsBatch: string }> = [];
-    for (const r of await issuer.store.getRecords(keys)) {
+    for (const r of await issuer.store.subjects.getRecords(keys)) {
       if (!r?.nostrEventId || !r.batches.ots) return null;
       if ((await issuer.store.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
       out.push({ key: r.key, eventId: r.nostrEventId, otsBatch: r.batches.ots.id });

@@ -54,7 +54,7 @@ describe('NIP-03 attestations of envelope events', () => {
     const subjects = Array.from({ length: 5 }, () => receiptFields());
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
     const records = await waitFor('all submitted to the calendar, nostr confirmed', async () => {
-      const rs = await issuer.store.getRecords(subjects.map((s) => s.receipt_uuid));
+      const rs = await issuer.store.subjects.getRecords(subjects.map((s) => s.receipt_uuid));
       for (const r of rs) {
         if (!r?.nostrEventId || r.witnesses.nostr?.status !== 'confirmed' || !r.batches.ots) return null;
         if ((await issuer.store.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
@@ -125,10 +125,10 @@ print(json.dumps(out))
       expect(report.witnesses.ots?.verified).toBe('confirmed');
     }
     // the attestations' relay reports never touch the subjects' nostr witness
-    const history = await issuer.store.history(subjects[0]!.receipt_uuid);
+    const history = await issuer.store.subjects.history(subjects[0]!.receipt_uuid);
     const moves = history.filter((h) => h.witness === 'nostr' && h.from !== h.to).map((h) => h.to);
     expect(moves.slice(moves.indexOf('confirmed'))).toEqual(['confirmed']);
-    expect((await issuer.store.getRecord(subjects[0]!.receipt_uuid))?.witnesses.nostr?.status).toBe('confirmed');
+    expect((await issuer.store.subjects.getRecord(subjects[0]!.receipt_uuid))?.witnesses.nostr?.status).toBe('confirmed');
     // exactly one attestation per event, however many polls ran after the confirmation
     for (const relay of relays) expect(attestations(relay)).toHaveLength(subjects.length);
 
@@ -151,12 +151,12 @@ print(json.dumps(out))
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
     const batchId = await waitFor('submitted', async () => {
-      const id = (await issuer.store.getRecord(s.receipt_uuid))?.batches.ots?.id;
+      const id = (await issuer.store.subjects.getRecord(s.receipt_uuid))?.batches.ots?.id;
       return id && (await issuer.store.batchField('ots', id, 'submitted')) === '1' ? id : null;
     }, 30_000);
     expect(await issuer.store.batchField('ots', batchId, 'events_root')).toBeNull();
     await calendar.mine();
-    await waitFor('confirmed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
+    await waitFor('confirmed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
     expect(await issuer.store.batchField('ots', batchId, 'nip03')).toBeNull();
     for (const relay of relays) expect(attestations(relay)).toHaveLength(0);
   });

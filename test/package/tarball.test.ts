@@ -193,7 +193,7 @@ describe('the packed tarball, installed into an empty project', () => {
     const { stdout } = await run(process.execPath, ['issuer.mjs', SHARED_REDIS_URL, config.redis.prefix, 'receipt.json'], { cwd: project, timeout: 30_000 });
     expect(JSON.parse(stdout)).toEqual({ key: receipt.id, result: 'queued', status: null });
 
-    await waitFor('the receipt confirmed', async () => (await issuer!.store.getRecords([receipt.id as string]))[0]?.status === 'confirmed', 30_000, 100);
+    await waitFor('the receipt confirmed', async () => (await issuer!.store.subjects.getRecords([receipt.id as string]))[0]?.status === 'confirmed', 30_000, 100);
     const proof = await new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: config.ots.calendars }).export(receipt.id as string);
     writeFileSync(join(project, 'proof.json'), JSON.stringify(proof));
     const audited = await run(process.execPath, ['auditor.mjs', 'receipt.json', 'proof.json', key.publicKey], { cwd: project, timeout: 30_000 });

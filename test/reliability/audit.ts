@@ -8,7 +8,7 @@ import { NIP03_KIND } from '../../src/core/nostr/nip03.js';
 import { appendFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
-import type { HistoryEntry, SubjectRecord } from '../../src/adapters/state/anchor-store.js';
+import type { HistoryEntry, SubjectRecord } from '../../src/adapters/state/subject-hash.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { waitFor, type Issuer } from '../helpers/harness.js';
 

@@ -23,16 +23,16 @@ describe('killed between a relay report and the witness move', () => {
       await issuer.enqueue(s, s.receipt_uuid);
       // signed at its cut under auto mode (the default), at intake under envelope mode
       const record = await waitFor('accepted and signed', async () => {
-        const r = await issuer.store.getRecord(s.receipt_uuid);
+        const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
         return r?.nostrEventId ? r : null;
       });
       const eventId = record!.nostrEventId!;
       await waitFor('a first failed attempt', async () => (await issuer.store.relayReports(eventId)).length > 0, 30_000);
       // What a crash right after SET_RELAY leaves: the relay's final report, the witness not moved.
       await issuer.store.setRelayReport(eventId, { url: relay!.url, status: 'accepted', message: '', at: new Date().toISOString(), attempts: 1, final: true });
-      expect((await issuer.store.getRecord(s.receipt_uuid))?.witnesses.nostr?.status).toBe('pending');
-      await waitFor('the witness confirmed from the recorded report', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 30_000);
-      const history = await issuer.store.history(s.receipt_uuid);
+      expect((await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status).toBe('pending');
+      await waitFor('the witness confirmed from the recorded report', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 30_000);
+      const history = await issuer.store.subjects.history(s.receipt_uuid);
       expect(history.at(-1)).toMatchObject({ witness: 'nostr', from: 'pending', to: 'confirmed', detail: `${relay!.url}: accepted` });
     } finally {
       await daemon.stop();
@@ -71,7 +71,7 @@ describe('killed twice while the same publish is in flight', () => {
           stderr = (stderr + d.toString('utf8')).slice(-2000);
         });
         const record = await waitFor('accepted and signed', async () => {
-        const r = await issuer.store.getRecord(s.receipt_uuid);
+        const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
         return r?.nostrEventId ? r : null;
       }, 30_000);
         const eventId = record!.nostrEventId!;
@@ -95,8 +95,8 @@ describe('killed twice while the same publish is in flight', () => {
       }
       relay!.faults.silent = false;
       child = spawnDaemon(config, SHARED_REDIS_URL, keyFile);
-      await waitFor('confirmed after the second restart', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 60_000);
-      const record = await issuer.store.getRecord(s.receipt_uuid);
+      await waitFor('confirmed after the second restart', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed', 60_000);
+      const record = await issuer.store.subjects.getRecord(s.receipt_uuid);
       expect(relay!.events().filter((e) => e.id === record!.nostrEventId)).toHaveLength(1);
     } finally {
       if (child) await stopChild(child);
@@ -119,7 +119,7 @@ describe('killed between a batch\'s Bitcoin confirmation and the move of its sub
       const batchId = await waitFor('submitted', async () => {
         const ids = new Set<string>();
         for (const s of subjects) {
-          const link = (await issuer.store.getRecord(s.receipt_uuid))?.batches.ots;
+          const link = (await issuer.store.subjects.getRecord(s.receipt_uuid))?.batches.ots;
           if (!link || (await issuer.store.batchField('ots', link.id, 'submitted')) !== '1') return null;
           ids.add(link.id);
         }
@@ -135,7 +135,7 @@ describe('killed between a batch\'s Bitcoin confirmation and the move of its sub
       expect(await issuer.witnessCount('ots', 'confirmed')).toBe(0);
       daemon = await startDaemon(config);
       await waitFor('subjects confirmed from the batch record', async () => (await issuer.witnessCount('ots', 'confirmed')) === 3, 30_000);
-      const history = await issuer.store.history(subjects[0]!.receipt_uuid);
+      const history = await issuer.store.subjects.history(subjects[0]!.receipt_uuid);
       expect(history.at(-1)).toMatchObject({ witness: 'ots', to: 'confirmed', detail: 'Bitcoin block 7' });
     } finally {
       await daemon.stop();
@@ -157,17 +157,17 @@ describe('killed between a batch\'s submission and the move of its subjects', ()
     try {
       const s = receiptFields();
       await issuer.enqueue(s, s.receipt_uuid);
-      await waitFor('partial: one calendar of the two needed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'partial', 30_000);
+      await waitFor('partial: one calendar of the two needed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'partial', 30_000);
       await daemon.stop();
       // What a crash right after the submit's setBatchFields leaves once both calendars held the root:
       // the batch marked submitted, its subjects still partial.
-      const batchId = (await issuer.store.getRecord(s.receipt_uuid))!.batches.ots!.id;
+      const batchId = (await issuer.store.subjects.getRecord(s.receipt_uuid))!.batches.ots!.id;
       const held = JSON.parse((await issuer.store.batchField('ots', batchId, `cal:${good.url}`))!) as Record<string, unknown>;
       await issuer.store.setBatchFields('ots', batchId, { [`cal:${bad.url}`]: JSON.stringify({ ...held, url: bad.url }), submitted: '1' });
       bad.setMode('ok');
       daemon = await startDaemon(config);
-      await waitFor('pending once the submit job runs again', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending', 30_000);
-      const history = await issuer.store.history(s.receipt_uuid);
+      await waitFor('pending once the submit job runs again', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending', 30_000);
+      const history = await issuer.store.subjects.history(s.receipt_uuid);
       expect(history.at(-1)).toMatchObject({ witness: 'ots', from: 'partial', to: 'pending', detail: '2 of 2 calendars hold the batch root' });
     } finally {
       await daemon.stop();

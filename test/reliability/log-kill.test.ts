@@ -64,7 +64,7 @@ describe('the anchor log with the daemon SIGKILLed three times', () => {
     try {
       // three waves, one before each kill point, so each kill finds work to interrupt
       const waves = [subjects.slice(0, 600), subjects.slice(600, 1200), subjects.slice(1200)];
-      const accepted = async (): Promise<number> => issuer.store.subjectCount();
+      const accepted = async (): Promise<number> => issuer.store.indexes.subjectCount();
       const published = async (): Promise<number> => Number((await issuer.redis.get(logKeys.published)) ?? 0);
       let before = 0;
       const points: Array<[string, () => Promise<boolean>]> = [
@@ -116,7 +116,7 @@ describe('the anchor log with the daemon SIGKILLed three times', () => {
       expect(Number(await issuer.redis.get(logKeys.size))).toBe(N);
       expect(await issuer.redis.hlen(logKeys.index)).toBe(N);
       expect(await issuer.redis.llen(logKeys.tail)).toBe(0);
-      const records = await issuer.store.getRecords(entries.map((e) => e.key));
+      const records = await issuer.store.subjects.getRecords(entries.map((e) => e.key));
       const idx = await issuer.redis.hmget(logKeys.index, ...entries.map((e) => e.key));
       const wrong = entries.flatMap((e, i) => {
         const problems: string[] = [];

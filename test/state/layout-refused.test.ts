@@ -107,11 +107,11 @@ describe('one stored layout', () => {
     const config = testConfig({ overrides: { ots: { enabled: true } } });
     const store = new AnchorStore(redis, config.redis.prefix);
     try {
-      await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [{ key: 'k-1', kind: 'receipt', envelopeCanonical: '{"k":"k-1"}', digest: 'a'.repeat(64), fingerprint: 'b'.repeat(64) }]);
+      await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [{ key: 'k-1', kind: 'receipt', envelopeCanonical: '{"k":"k-1"}', digest: 'a'.repeat(64), fingerprint: 'b'.repeat(64) }]);
       expect(await store.openSchema({ write: false })).toEqual({ found: 'fresh', recorded: false });
       expect(await store.openSchema({ write: true })).toEqual({ found: 'fresh', recorded: true });
       expect(await redis.get(store.keys.schema)).toBe(String(STATE_SCHEMA));
-      expect((await store.getRecord('k-1'))?.status).toBe('pending');
+      expect((await store.subjects.getRecord('k-1'))?.status).toBe('pending');
     } finally {
       await dropKeys(store.keys);
     }

@@ -7,7 +7,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AnchorStore, type AcceptSubject, type AcceptTargets } from '../../src/adapters/state/anchor-store.js';
+import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
+import type { AcceptSubject, AcceptTargets } from '../../src/adapters/state/subjects.js';
 import { CUT_BATCH, MARK_SENT, SET_SUBJECT_EVENT } from '../../src/adapters/state/scripts.js';
 import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
@@ -91,7 +92,7 @@ function subject(key = `k-${randomBytes(4).toString('hex')}`, root = 'a'): Accep
 }
 
 async function historyEvents(key: string): Promise<string[]> {
-  return (await store.history(key)).map((h) => h.event);
+  return (await store.subjects.history(key)).map((h) => h.event);
 }
 
 async function streamTypes(): Promise<string[]> {
@@ -114,23 +115,23 @@ describe('accept.lua', () => {
   for (const c of cases) {
     it(c.name, async () => {
       for (const b of c.before) {
-        if (b.reject) await store.reject(b.s.key, b.reject);
-        else await store.acceptMany(BOTH, [b.s]);
+        if (b.reject) await store.subjects.reject(b.s.key, b.reject);
+        else await store.subjects.acceptMany(BOTH, [b.s]);
       }
       const before = await store.inboxLength('ots');
-      const res = await store.acceptMany(BOTH, c.call);
+      const res = await store.subjects.acceptMany(BOTH, c.call);
       expect(res.results.map((r) => r.result)).toEqual(c.expect);
       expect(res.inboxLengths.ots ?? null).toBe(c.inbox === null ? null : before + c.inbox);
       expect(res.inboxLengths.nostr ?? null).toBe(c.inbox === null ? null : before + c.inbox);
       expect(await store.inboxLength('ots')).toBe(before + (c.inbox ?? 0));
       // the counts follow the indexes: one per subject in its status, one per witness status
-      const counts = await store.countByStatus();
+      const counts = await store.indexes.countByStatus();
       for (const st of ['pending', 'rejected']) expect(counts[st], st).toBe(await redis.zcard(store.keys.byStatus(st)));
-      const byWitness = await store.countByWitness(['nostr', 'ots']);
+      const byWitness = await store.indexes.countByWitness(['nostr', 'ots']);
       for (const w of ['nostr', 'ots'] as const) expect(byWitness[w]!.pending, w).toBe(await redis.zcard(store.keys.byWitness(w, 'pending')));
       for (const [i, s] of c.call.entries()) {
         const r = res.results[i]!;
-        const rec = await store.getRecord(s.key);
+        const rec = await store.subjects.getRecord(s.key);
         if (r.result === 'created') {
           expect(rec).toMatchObject({ status: 'pending', digest: s.digest, envelopeCanonical: s.envelopeCanonical, witnesses: { nostr: { status: 'pending' }, ots: { status: 'pending' } } });
           expect(await redis.zscore(store.keys.byStatus('pending'), s.key)).not.toBeNull();
@@ -152,10 +153,10 @@ describe('accept.lua', () => {
   it('stores the signed event of envelope mode with the subject and hands it back on a duplicate', async () => {
     const s = { ...subject(), nostrEvent: { id: 'e'.repeat(64), json: '{"id":"eee"}' } };
     const targets: AcceptTargets = { witnesses: ['nostr'], inboxes: [] };
-    expect((await store.acceptMany(targets, [s])).results[0]).toEqual({ result: 'created' });
+    expect((await store.subjects.acceptMany(targets, [s])).results[0]).toEqual({ result: 'created' });
     expect(await store.eventOwner(s.nostrEvent.id)).toEqual({ subject: s.key, batch: null });
-    expect((await store.getRecord(s.key))?.nostrEventId).toBe(s.nostrEvent.id);
-    expect((await store.acceptMany(targets, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: s.nostrEvent.id });
+    expect((await store.subjects.getRecord(s.key))?.nostrEventId).toBe(s.nostrEvent.id);
+    expect((await store.subjects.acceptMany(targets, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: s.nostrEvent.id });
     // the id as its 32 bytes in the hash
     expect((await redis.hgetBuffer(store.keys.subject(s.key), 'nostr:event'))!.equals(Buffer.from(s.nostrEvent.id, 'hex'))).toBe(true);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
@@ -163,11 +164,11 @@ describe('accept.lua', () => {
 
   it('takes more subjects than one call holds in several calls (ACCEPT_CHUNK), every one in order', async () => {
     const many = Array.from({ length: 600 }, () => subject());
-    const res = await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
+    const res = await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
     expect(res.results.filter((r) => r.result === 'created')).toHaveLength(600);
     expect(await redis.lrange(store.keys.inbox('ots'), 0, -1)).toEqual(many.map((s) => s.key));
     expect(res.inboxLengths.ots).toBe(600);
-    const again = await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
+    const again = await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
     expect(again.results.every((r) => r.result === 'duplicate')).toBe(true);
     expect(await store.inboxLength('ots')).toBe(600);
     await expectKeysDeclared();
@@ -180,15 +181,15 @@ describe('reject.lua', () => {
     ['an accepted subject keeps its state; the refusal goes to its history', true, 'pending', 0],
   ])('%s', async (_name, acceptedFirst, status, rejectedCount) => {
     const s = subject();
-    if (acceptedFirst) await store.acceptMany(BOTH, [s]);
-    await store.reject(s.key, 'not a receipt');
-    const rec = await store.getRecord(s.key);
+    if (acceptedFirst) await store.subjects.acceptMany(BOTH, [s]);
+    await store.subjects.reject(s.key, 'not a receipt');
+    const rec = await store.subjects.getRecord(s.key);
     expect(rec?.status).toBe(status);
     expect(await redis.zcard(store.keys.byStatus('rejected'))).toBe(rejectedCount);
-    expect((await store.countByStatus()).rejected).toBe(rejectedCount);
+    expect((await store.indexes.countByStatus()).rejected).toBe(rejectedCount);
     // refused twice: still one rejected subject
-    await store.reject(s.key, 'not a receipt');
-    expect((await store.countByStatus()).rejected).toBe(rejectedCount);
+    await store.subjects.reject(s.key, 'not a receipt');
+    expect((await store.indexes.countByStatus()).rejected).toBe(rejectedCount);
     expect(await historyEvents(s.key)).toContain('rejected');
     if (!acceptedFirst) expect(rec?.reason).toBe('not a receipt');
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
@@ -208,44 +209,44 @@ describe('set-witness.lua', () => {
   for (const [name, steps] of cases) {
     it(name, async () => {
       const s = subject();
-      await store.acceptMany(BOTH, [s]);
+      await store.subjects.acceptMany(BOTH, [s]);
       const want: Record<string, string> = { nostr: 'pending', ots: 'pending' };
       for (const [w, status, progress, changed, overall] of steps) {
-        const res = await store.setWitness(s.key, w, status, progress, 'why');
+        const res = await store.subjects.setWitness(s.key, w, status, progress, 'why');
         expect({ changed: res.changed, overall: res.overall }).toEqual({ changed, overall });
         if (changed) want[w] = status;
       }
-      const rec = (await store.getRecord(s.key))!;
+      const rec = (await store.subjects.getRecord(s.key))!;
       const overall = steps[steps.length - 1]![4];
       expect(rec.status).toBe(overall);
       for (const w of ['nostr', 'ots'] as const) {
         expect(rec.witnesses[w]?.status).toBe(want[w]);
         // the subject sits in its witness's index while that is pending, partial or failed, in
         // none once confirmed; the witness counts say the same
-        const counts = (await store.countByWitness([w]))[w]!;
+        const counts = (await store.indexes.countByWitness([w]))[w]!;
         for (const st of ['pending', 'partial', 'confirmed', 'failed']) {
           expect(await redis.zscore(store.keys.byWitness(w, st), s.key), `${w} ${st}`).toBe(st === want[w] && st !== 'confirmed' ? String(rec.createdMs) : null);
           expect(counts[st], `${w} ${st} count`).toBe(st === want[w] ? 1 : 0);
         }
       }
       // and in exactly one index of the overall status, counted once
-      const counts = await store.countByStatus();
+      const counts = await store.indexes.countByStatus();
       for (const st of ['pending', 'partial', 'confirmed', 'failed']) {
         expect(await redis.zscore(store.keys.byStatus(st), s.key)).toBe(st === overall ? String(rec.createdMs) : null);
         expect(counts[st], `${st} count`).toBe(st === overall ? 1 : 0);
       }
-      if (want.ots === 'confirmed') expect(await store.lastConfirmed('ots')).not.toBeNull();
+      if (want.ots === 'confirmed') expect(await store.indexes.lastConfirmed('ots')).not.toBeNull();
       expect(await expectKeysDeclared()).toBeGreaterThan(0);
     });
   }
 
   it('a confirmation counts in its minute of the timeline, per witness and per subject', async () => {
     const s = subject();
-    await store.acceptMany(BOTH, [s]);
-    await store.setWitness(s.key, 'nostr', 'confirmed', 1);
-    await store.setWitness(s.key, 'ots', 'partial', 1);
-    await store.setWitness(s.key, 'ots', 'confirmed', 2);
-    const rec = (await store.getRecord(s.key))!;
+    await store.subjects.acceptMany(BOTH, [s]);
+    await store.subjects.setWitness(s.key, 'nostr', 'confirmed', 1);
+    await store.subjects.setWitness(s.key, 'ots', 'partial', 1);
+    await store.subjects.setWitness(s.key, 'ots', 'confirmed', 2);
+    const rec = (await store.subjects.getRecord(s.key))!;
     const minute = Math.floor(rec.updatedMs / 60_000);
     const tl = await redis.hgetall(store.keys.timeline(minute));
     expect({ nostr: tl['n:nostr'], ots: tl['n:ots'], subject: tl['n:subject'] }).toEqual({ nostr: '1', ots: '1', subject: '1' });
@@ -255,18 +256,18 @@ describe('set-witness.lua', () => {
   });
 
   it('an unknown key changes nothing; an unknown status is an error', async () => {
-    expect((await store.setWitness('nobody', 'ots', 'partial', 1)).changed).toBe(false);
+    expect((await store.subjects.setWitness('nobody', 'ots', 'partial', 1)).changed).toBe(false);
     expect(await redis.exists(store.keys.subject('nobody'))).toBe(0);
-    await expect(store.setWitness('nobody', 'ots', 'done' as 'partial', 1)).rejects.toThrow(/unknown status done/);
+    await expect(store.subjects.setWitness('nobody', 'ots', 'done' as 'partial', 1)).rejects.toThrow(/unknown status done/);
     await expectKeysDeclared();
   });
 
   it('setWitnessMany pipelines the same transition over many subjects', async () => {
     const many = [subject(), subject(), subject()];
-    await store.acceptMany(BOTH, many);
-    const res = await store.setWitnessMany(many.map((s) => s.key), 'nostr', 'confirmed', 1);
+    await store.subjects.acceptMany(BOTH, many);
+    const res = await store.subjects.setWitnessMany(many.map((s) => s.key), 'nostr', 'confirmed', 1);
     expect(res.map((r) => r.overall)).toEqual(['partial', 'partial', 'partial']);
-    expect((await store.countByWitness(['nostr'])).nostr).toEqual({ pending: 0, partial: 0, confirmed: 3, failed: 0 });
+    expect((await store.indexes.countByWitness(['nostr'])).nostr).toEqual({ pending: 0, partial: 0, confirmed: 3, failed: 0 });
     expect(await redis.exists(store.keys.byWitness('nostr', 'confirmed'))).toBe(0);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
@@ -288,34 +289,34 @@ describe('the subject record: compact hash, acceptance derived from it', () => {
     it(c.name, async () => {
       const s = subject();
       const k = store.keys;
-      if (c.steps.includes('refused before')) await store.reject(s.key, 'bad document');
-      await store.acceptMany(BOTH, [s]);
+      if (c.steps.includes('refused before')) await store.subjects.reject(s.key, 'bad document');
+      await store.subjects.acceptMany(BOTH, [s]);
       if (c.steps.includes('batches confirmed')) {
         for (const w of ['nostr', 'ots'] as const) {
           const cut = (await store.cutBatch(w, 1))!;
-          await store.setWitnessMany([s.key], w, 'confirmed', 3, '', cut.id);
+          await store.subjects.setWitnessMany([s.key], w, 'confirmed', 3, '', cut.id);
         }
       }
-      if (c.steps.includes('conflict')) expect((await store.acceptMany(BOTH, [{ ...s, fingerprint: sha256Hex('fp-other') }])).results[0]).toMatchObject({ result: 'conflict', digest: s.digest });
+      if (c.steps.includes('conflict')) expect((await store.subjects.acceptMany(BOTH, [{ ...s, fingerprint: sha256Hex('fp-other') }])).results[0]).toMatchObject({ result: 'conflict', digest: s.digest });
       const hash = await redis.hgetallBuffer(k.subject(s.key));
       expect(Object.keys(hash).sort()).toEqual([...c.fields].sort());
       // a listpack: every value within 64 bytes; the digest as its 32 bytes
       expect(await redis.object('ENCODING', k.subject(s.key))).toBe('listpack');
       expect(hash.digest!.length).toBe(32);
-      const rec = (await store.getRecord(s.key))!;
+      const rec = (await store.subjects.getRecord(s.key))!;
       expect(rec).toMatchObject({ key: s.key, kind: 'receipt', digest: s.digest, envelopeCanonical: s.envelopeCanonical });
       if (!hash.u) expect(rec.updatedMs).toBe(rec.createdMs);
-      expect((await store.intakeStates([s.key]))[0]).toEqual({ fingerprint: s.fingerprint, status: rec.status, digest: s.digest });
+      expect((await store.subjects.intakeStates([s.key]))[0]).toEqual({ fingerprint: s.fingerprint, status: rec.status, digest: s.digest });
       const list = await redis.lrange(k.history(s.key), 0, -1);
       if (c.list === null) expect(await redis.exists(k.history(s.key))).toBe(0);
       else expect(list.map((t) => (JSON.parse(t) as { event: string }).event)).toEqual(c.list);
-      const history = await store.history(s.key);
+      const history = await store.subjects.history(s.key);
       expect(history.map((h) => h.event)).toEqual(c.history);
       const accepted = history.find((h) => h.event === 'accepted')!;
       // the derived entry: the fields of an entry written to the list, in the same order
       expect(JSON.stringify(accepted)).toBe(JSON.stringify({ at: new Date(Math.floor(rec.createdMs / 1000) * 1000).toISOString().replace('.000Z', 'Z'), status: 'pending', event: 'accepted', digest: s.digest }));
       // a repeat of the same root is a duplicate however the record is stored
-      expect((await store.acceptMany(BOTH, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: null });
+      expect((await store.subjects.acceptMany(BOTH, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: null });
       expect(await expectKeysDeclared()).toBeGreaterThanOrEqual(0);
     });
   }
@@ -323,7 +324,7 @@ describe('the subject record: compact hash, acceptance derived from it', () => {
   it('a batch keeps 32 bytes per digest (digests32), read back in order', async () => {
     const [x, y] = [subject(), subject()];
     const k = store.keys;
-    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [x, y]);
+    await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [x, y]);
     const cut = (await store.cutBatch('ots', 2))!;
     const packed = await redis.hgetBuffer(k.batch('ots', cut.id), 'digests32');
     expect(packed!.length).toBe(64);
@@ -340,7 +341,7 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
 
   it('accept.lua: the subjects a call created are one entry, in order, with their digests; a lone subject keeps the one-subject form', async () => {
     const many = [subject(), subject(), subject()];
-    await store.acceptMany(BOTH, many);
+    await store.subjects.acceptMany(BOTH, many);
     const { counts, xaddTrims, tallied } = await scriptCommands();
     expect(counts.XADD).toBe(1);
     // the entry's 3 subject events are counted in the stream's tally, and no entry cap trims it
@@ -352,7 +353,7 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
     expect(events.map((e) => e.id)).toEqual([0, 1, 2].map((i) => `${entry![0]}.${i}`));
     expect(events.map((e) => e.event)).toEqual(many.map((m) => ({ type: 'accepted', key: m.key, status: 'pending', at: expect.any(String), digest: m.digest })));
     const one = subject();
-    await store.acceptMany(BOTH, [one]);
+    await store.subjects.acceptMany(BOTH, [one]);
     const last = (await entries()).at(-1)!;
     expect(expandEntry(last)).toEqual([{ id: last[0], event: { type: 'accepted', key: one.key, status: 'pending', at: expect.any(String), digest: one.digest }, text: last[1][1] }]);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
@@ -360,9 +361,9 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
 
   it('accept.lua: a conflict between created subjects stays where it happened in the stream', async () => {
     const a = subject('k-conflicted', 'a');
-    await store.acceptMany(BOTH, [a]);
+    await store.subjects.acceptMany(BOTH, [a]);
     const [x, y, z] = [subject(), subject(), subject()];
-    await store.acceptMany(BOTH, [x, y, { ...a, fingerprint: sha256Hex('fp-b') }, z]);
+    await store.subjects.acceptMany(BOTH, [x, y, { ...a, fingerprint: sha256Hex('fp-b') }, z]);
     expect((await expanded()).map((e) => `${e.event.type} ${e.event.key}`)).toEqual([`accepted ${a.key}`, `accepted ${x.key}`, `accepted ${y.key}`, `conflict ${a.key}`, `accepted ${z.key}`]);
     expect(await redis.xlen(store.keys.events)).toBe(4);
     await expectKeysDeclared();
@@ -370,15 +371,15 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
 
   it('set-witness.lua: one entry per call of the subjects that changed, in order, each with its own from/previous/status; one HMGET per subject', async () => {
     const subs = Array.from({ length: 6 }, () => subject());
-    await store.acceptMany(BOTH, subs);
+    await store.subjects.acceptMany(BOTH, subs);
     // subs[1] has ots partial already (its overall differs), subs[3] has nostr confirmed (no change), subs[4] nostr failed
-    await store.setWitness(subs[1]!.key, 'ots', 'partial', 1);
-    await store.setWitness(subs[3]!.key, 'nostr', 'confirmed', 9);
-    await store.setWitness(subs[4]!.key, 'nostr', 'failed', 1);
+    await store.subjects.setWitness(subs[1]!.key, 'ots', 'partial', 1);
+    await store.subjects.setWitness(subs[3]!.key, 'nostr', 'confirmed', 9);
+    await store.subjects.setWitness(subs[4]!.key, 'nostr', 'failed', 1);
     const before = (await entries()).length;
     await scriptCommands();
     seen.splice(0);
-    await store.setWitnessMany(subs.map((m) => m.key), 'nostr', 'confirmed', 2, 'relays: 2 of 2');
+    await store.subjects.setWitnessMany(subs.map((m) => m.key), 'nostr', 'confirmed', 2, 'relays: 2 of 2');
     const { counts, xaddTrims, tallied } = await scriptCommands();
     expect(counts.XADD).toBe(1);
     expect(xaddTrims).toBe(0);
@@ -411,26 +412,26 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
   it('set-witness.lua: each subject is judged by its own witnesses (the w:<witness> fields it has)', async () => {
     const both = subject();
     const otsOnly = subject();
-    await store.acceptMany(BOTH, [both]);
-    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [otsOnly]);
-    const res = await store.setWitnessMany([both.key, otsOnly.key], 'ots', 'confirmed', 1);
+    await store.subjects.acceptMany(BOTH, [both]);
+    await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [otsOnly]);
+    const res = await store.subjects.setWitnessMany([both.key, otsOnly.key], 'ots', 'confirmed', 1);
     expect(res.map((r) => r.overall)).toEqual(['partial', 'confirmed']);
-    expect((await store.getRecord(otsOnly.key))?.status).toBe('confirmed');
+    expect((await store.subjects.getRecord(otsOnly.key))?.status).toBe('confirmed');
     expect((await expanded()).filter((e) => e.event.type === 'state').map((e) => [e.event.key, e.event.status])).toEqual([[both.key, 'partial'], [otsOnly.key, 'confirmed']]);
-    expect((await store.setWitnessMany([both.key], 'nostr', 'confirmed', 5)).map((r) => r.overall)).toEqual(['confirmed']);
+    expect((await store.subjects.setWitnessMany([both.key], 'nostr', 'confirmed', 5)).map((r) => r.overall)).toEqual(['confirmed']);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 
   it('set-witness.lua: one subject, or a call where one changed, writes the one-subject form; none changed, no entry', async () => {
     const [a, b] = [subject(), subject()];
-    await store.acceptMany(BOTH, [a, b]);
-    await store.setWitness(a.key, 'ots', 'partial', 1);
+    await store.subjects.acceptMany(BOTH, [a, b]);
+    await store.subjects.setWitness(a.key, 'ots', 'partial', 1);
     const n = await redis.xlen(store.keys.events);
-    await store.setWitnessMany([a.key, b.key], 'ots', 'partial', 1);
+    await store.subjects.setWitnessMany([a.key, b.key], 'ots', 'partial', 1);
     const last = (await entries()).at(-1)!;
     expect(JSON.parse(last[1][1]!)).toEqual({ type: 'state', key: b.key, witness: 'ots', from: 'pending', to: 'partial', status: 'partial', previous: 'pending', at: expect.any(String), detail: '' });
     expect(expandEntry(last).map((e) => e.id)).toEqual([last[0]]);
-    await store.setWitnessMany([a.key, b.key], 'ots', 'partial', 1);
+    await store.subjects.setWitnessMany([a.key, b.key], 'ots', 'partial', 1);
     expect(await redis.xlen(store.keys.events)).toBe(n + 1);
     await expectKeysDeclared();
   });
@@ -438,8 +439,8 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
   it('a call whose keys are all canonical UUIDs writes them as tokens (22 characters a key, 43 a digest) and expands to the same events as the plain form', async () => {
     const uuids = Array.from({ length: 5 }, () => subject(randomUUID()));
     const plain = Array.from({ length: 5 }, () => subject());
-    await store.acceptMany(BOTH, uuids);
-    await store.acceptMany(BOTH, plain);
+    await store.subjects.acceptMany(BOTH, uuids);
+    await store.subjects.acceptMany(BOTH, plain);
     const [tok, pl] = await entries();
     const tokData = JSON.parse(tok![1][1]!) as Record<string, unknown>;
     expect(Object.keys(tokData).sort()).toEqual(['at', 'status', 'type', 'u']);
@@ -448,9 +449,9 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
     expect(expandEntry(tok!).map((e) => e.event)).toEqual(uuids.map((m) => ({ type: 'accepted', key: m.key, status: 'pending', at: expect.any(String), digest: m.digest })));
     expect(expandEntry(tok!).map((e) => e.id)).toEqual([0, 1, 2, 3, 4].map((i) => `${tok![0]}.${i}`));
     // a run per (from, previous, status), as in the plain form; subject 1 moved ahead, subject 3 changes nothing
-    await store.setWitness(uuids[1]!.key, 'ots', 'partial', 1);
-    await store.setWitness(uuids[3]!.key, 'nostr', 'confirmed', 9);
-    await store.setWitnessMany(uuids.map((m) => m.key), 'nostr', 'confirmed', 2, 'relays: 2 of 2');
+    await store.subjects.setWitness(uuids[1]!.key, 'ots', 'partial', 1);
+    await store.subjects.setWitness(uuids[3]!.key, 'nostr', 'confirmed', 9);
+    await store.subjects.setWitnessMany(uuids.map((m) => m.key), 'nostr', 'confirmed', 2, 'relays: 2 of 2');
     const last = (await entries()).at(-1)!;
     const data = JSON.parse(last[1][1]!) as { ru: string[][]; runs?: unknown };
     expect(data.runs).toBeUndefined();
@@ -464,20 +465,20 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
     expect(expandEntry(last).map((e) => JSON.parse(e.text))).toEqual(expandEntry(last).map((e) => e.event));
     // one key that is not a canonical UUID (here in upper case) makes the call plain
     const mixed = [subject(randomUUID()), subject(randomUUID().toUpperCase())];
-    await store.acceptMany(BOTH, mixed);
+    await store.subjects.acceptMany(BOTH, mixed);
     expect(JSON.parse((await entries()).at(-1)![1][1]!)).toMatchObject({ subjects: mixed.map((m) => [m.key, m.digest]) });
-    await store.setWitnessMany(mixed.map((m) => m.key), 'ots', 'partial', 1);
+    await store.subjects.setWitnessMany(mixed.map((m) => m.key), 'ots', 'partial', 1);
     expect(JSON.parse((await entries()).at(-1)![1][1]!)).toMatchObject({ runs: [['pending', 'pending', 'partial', ...mixed.map((m) => m.key)]] });
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 
   it('a token call with duplicates and conflicts among its subjects announces each created one with its own key and digest', async () => {
     const [a, b] = [subject(randomUUID()), subject(randomUUID())];
-    await store.acceptMany(BOTH, [a, b]);
+    await store.subjects.acceptMany(BOTH, [a, b]);
     const [f, g, h, i] = Array.from({ length: 4 }, () => subject(randomUUID()));
     // a again (a duplicate), f, g, b with another root (a conflict), h, h again (a duplicate in the call), i
     const call = [a, f!, g!, subject(b.key, 'other'), h!, h!, i!];
-    const res = await store.acceptMany(BOTH, call);
+    const res = await store.subjects.acceptMany(BOTH, call);
     expect(res.results.map((r) => r.result)).toEqual(['duplicate', 'created', 'created', 'conflict', 'created', 'duplicate', 'created']);
     const got = (await entries()).slice(1).flatMap((e) => expandEntry(e).map((x) => x.event));
     expect(got.map((e) => [e.type, e.key, e.digest])).toEqual([
@@ -549,20 +550,20 @@ describe('batch transitions recorded once on the batch', () => {
   it('a subject reads the same history as when every transition was written to it, from one entry per transition', async () => {
     const single = subject();
     const batched = [subject(), subject(), subject()];
-    await store.acceptMany(BOTH, [single]);
+    await store.subjects.acceptMany(BOTH, [single]);
     for (const w of ['nostr', 'ots'] as const) await store.cutBatch(w, 1);
-    await store.acceptMany(BOTH, batched);
+    await store.subjects.acceptMany(BOTH, batched);
     const nb = await batchOf('nostr', 3);
     const ob = await batchOf('ots', 3);
     for (const [w, status, progress, detail] of path) {
-      await store.setWitness(single.key, w, status, progress, detail);
+      await store.subjects.setWitness(single.key, w, status, progress, detail);
       const b = w === 'nostr' ? nb : ob;
-      await store.setWitnessMany(b.keys, w, status, progress, detail, b.id);
+      await store.subjects.setWitnessMany(b.keys, w, status, progress, detail, b.id);
     }
-    const want = await store.history(single.key);
+    const want = await store.subjects.history(single.key);
     expect(want.map((h) => `${h.witness ?? ''} ${h.to ?? ''} ${h.status}`)).toEqual(['  pending', 'nostr partial partial', 'ots partial partial', 'nostr partial partial', 'nostr confirmed partial', 'ots confirmed confirmed']);
     for (const s of batched) {
-      const got = await store.history(s.key);
+      const got = await store.subjects.history(s.key);
       expect(strip(got as never)).toEqual(strip(want as never));
       expect(got.map((h) => h.at)).toEqual([...got.map((h) => h.at)].sort());
       // nothing is the subject's own, not even its acceptance (derived from its hash)
@@ -575,31 +576,31 @@ describe('batch transitions recorded once on the batch', () => {
 
   it('a batch subject that did not take a transition (ahead of it, or from another status) does not show it', async () => {
     const [ahead, other, plain] = [subject(), subject(), subject()];
-    await store.acceptMany(BOTH, [ahead, other, plain]);
+    await store.subjects.acceptMany(BOTH, [ahead, other, plain]);
     const b = await batchOf('ots', 3);
-    await store.setWitness(ahead.key, 'ots', 'confirmed', 9, 'alone');
-    await store.setWitness(other.key, 'ots', 'failed', 0, 'calendar refused');
+    await store.subjects.setWitness(ahead.key, 'ots', 'confirmed', 9, 'alone');
+    await store.subjects.setWitness(other.key, 'ots', 'failed', 0, 'calendar refused');
     // plain comes first in the call so the entry's `from` is pending
     const order = [plain.key, ahead.key, other.key];
     expect(b.keys.sort()).toEqual([...order].sort());
-    const res = await store.setWitnessMany(order, 'ots', 'partial', 1, 'submitted', b.id);
+    const res = await store.subjects.setWitnessMany(order, 'ots', 'partial', 1, 'submitted', b.id);
     expect(res.map((r) => r.changed)).toEqual([true, false, true]);
-    const last = (h: Awaited<ReturnType<typeof store.history>>) => h.filter((e) => e.witness === 'ots').map((e) => `${e.from}>${e.to} ${e.detail ?? ''}`);
-    expect(last(await store.history(plain.key))).toEqual(['pending>partial submitted']);
-    expect(last(await store.history(ahead.key))).toEqual(['pending>confirmed alone']);
-    expect(last(await store.history(other.key))).toEqual(['pending>failed calendar refused', 'failed>partial submitted']);
+    const last = (h: Awaited<ReturnType<typeof store.subjects.history>>) => h.filter((e) => e.witness === 'ots').map((e) => `${e.from}>${e.to} ${e.detail ?? ''}`);
+    expect(last(await store.subjects.history(plain.key))).toEqual(['pending>partial submitted']);
+    expect(last(await store.subjects.history(ahead.key))).toEqual(['pending>confirmed alone']);
+    expect(last(await store.subjects.history(other.key))).toEqual(['pending>failed calendar refused', 'failed>partial submitted']);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 
   it('over several chunks: subjects of a chunk before the entry existed are marked after', async () => {
     const many = Array.from({ length: 260 }, () => subject());
-    await store.acceptMany(BOTH, many);
+    await store.subjects.acceptMany(BOTH, many);
     const b = await batchOf('ots', 260);
     // the first chunk (250) is ahead of the transition, the rest takes it
-    await store.setWitnessMany(b.keys.slice(0, 250), 'ots', 'partial', 4, 'alone');
-    const res = await store.setWitnessMany(b.keys, 'ots', 'partial', 2, 'submitted', b.id);
+    await store.subjects.setWitnessMany(b.keys.slice(0, 250), 'ots', 'partial', 4, 'alone');
+    const res = await store.subjects.setWitnessMany(b.keys, 'ots', 'partial', 2, 'submitted', b.id);
     expect(res.map((r) => r.changed)).toEqual([...Array<boolean>(250).fill(false), ...Array<boolean>(10).fill(true)]);
-    const details = async (key: string) => (await store.history(key)).filter((e) => e.witness === 'ots').map((e) => e.detail);
+    const details = async (key: string) => (await store.subjects.history(key)).filter((e) => e.witness === 'ots').map((e) => e.detail);
     expect(await details(b.keys[0]!)).toEqual(['alone']);
     expect(await details(b.keys[249]!)).toEqual(['alone']);
     expect(await details(b.keys[250]!)).toEqual(['submitted']);
@@ -609,17 +610,17 @@ describe('batch transitions recorded once on the batch', () => {
 
   it('two calls on one batch whose chunks interleave (two daemons): each call makes one entry, and every history ends where the record is', async () => {
     const many = Array.from({ length: 600 }, () => subject());
-    await store.acceptMany(BOTH, many);
+    await store.subjects.acceptMany(BOTH, many);
     const b = await batchOf('nostr', 600);
     // chunk by chunk on one connection, the two calls alternate: A1, B1, A2, B2, A3, B3
     await Promise.all([
-      store.setWitnessMany(b.keys, 'nostr', 'partial', 1, 'one relay accepted', b.id),
-      store.setWitnessMany(b.keys, 'nostr', 'confirmed', 2, 'quorum', b.id),
+      store.subjects.setWitnessMany(b.keys, 'nostr', 'partial', 1, 'one relay accepted', b.id),
+      store.subjects.setWitnessMany(b.keys, 'nostr', 'confirmed', 2, 'quorum', b.id),
     ]);
     expect(await redis.llen(store.keys.batchHistory('nostr', b.id))).toBeLessThanOrEqual(2);
-    const records = await store.getRecords(b.keys);
+    const records = await store.subjects.getRecords(b.keys);
     for (const [i, key] of b.keys.entries()) {
-      const changes = (await store.history(key)).filter((e) => e.event === 'witness' && e.from !== e.to && e.witness === 'nostr');
+      const changes = (await store.subjects.history(key)).filter((e) => e.event === 'witness' && e.from !== e.to && e.witness === 'nostr');
       expect(records[i]!.witnesses.nostr!.status, key).toBe('confirmed');
       expect(changes.at(-1)?.to, `${key}: ${JSON.stringify(changes)}`).toBe('confirmed');
     }
@@ -632,7 +633,7 @@ describe('listing subjects (one index membership each)', () => {
     const pages: string[][] = [];
     let cursor: string | undefined;
     for (let i = 0; i < 50; i++) {
-      const page = await store.list({ ...q, cursor, limit });
+      const page = await store.indexes.list({ ...q, cursor, limit });
       pages.push(page.keys);
       if (!page.next) return pages;
       cursor = page.next;
@@ -643,16 +644,16 @@ describe('listing subjects (one index membership each)', () => {
   it('pages through every status, newest first, each subject once; a witness confirmed from the overall indexes', async () => {
     // three accepted one by one, five in one call (one score), one refused
     const single = [subject(), subject(), subject()];
-    for (const x of single) await store.acceptMany(BOTH, [x]);
+    for (const x of single) await store.subjects.acceptMany(BOTH, [x]);
     const bulk = Array.from({ length: 5 }, () => subject());
-    await store.acceptMany(BOTH, bulk);
+    await store.subjects.acceptMany(BOTH, bulk);
     const refused = subject();
-    await store.reject(refused.key, 'bad');
+    await store.subjects.reject(refused.key, 'bad');
     // nostr confirms four (partial), of which two are confirmed by OTS too (confirmed)
     const nostrDone = [single[0]!, bulk[1]!, bulk[3]!, single[2]!];
-    await store.setWitnessMany(nostrDone.map((x) => x.key), 'nostr', 'confirmed', 1);
-    await store.setWitnessMany([bulk[1]!.key, single[2]!.key], 'ots', 'confirmed', 1);
-    const records = (await store.getRecords([...single, ...bulk, refused].map((x) => x.key))).map((r) => r!);
+    await store.subjects.setWitnessMany(nostrDone.map((x) => x.key), 'nostr', 'confirmed', 1);
+    await store.subjects.setWitnessMany([bulk[1]!.key, single[2]!.key], 'ots', 'confirmed', 1);
+    const records = (await store.subjects.getRecords([...single, ...bulk, refused].map((x) => x.key))).map((r) => r!);
     const order = (rs: typeof records) => [...rs].sort((x, y) => y.createdMs - x.createdMs || (x.key < y.key ? 1 : -1)).map((r) => r.key);
 
     for (const limit of [1, 2, 3, 20]) {
@@ -664,8 +665,8 @@ describe('listing subjects (one index membership each)', () => {
       expect((await all({ witness: 'ots', status: 'pending' }, limit)).flat()).toEqual(order(records.filter((r) => r.witnesses.ots?.status === 'pending')));
       expect((await all({ status: 'partial' }, limit)).flat()).toEqual(order(records.filter((r) => r.status === 'partial')));
     }
-    expect(await store.countByStatus()).toEqual({ pending: 4, partial: 2, confirmed: 2, failed: 0, rejected: 1 });
-    expect(await store.subjectCount()).toBe(9);
+    expect(await store.indexes.countByStatus()).toEqual({ pending: 4, partial: 2, confirmed: 2, failed: 0, rejected: 1 });
+    expect(await store.indexes.subjectCount()).toBe(9);
   });
 });
 
@@ -674,24 +675,24 @@ describe('forget.lua (retention)', () => {
     const withEvent = subject();
     const id = randomBytes(32).toString('hex');
     const [pending] = [subject()];
-    await store.acceptMany(BOTH, [{ ...withEvent, nostrEvent: { id, json: JSON.stringify({ content: withEvent.envelopeCanonical }) } }, pending]);
+    await store.subjects.acceptMany(BOTH, [{ ...withEvent, nostrEvent: { id, json: JSON.stringify({ content: withEvent.envelopeCanonical }) } }, pending]);
     await store.noteNostrQueued(id, Date.now(), 3_600_000);
     const batch = (await store.cutBatch('ots', 10))!;
-    await store.setWitnessMany([withEvent.key], 'nostr', 'confirmed', 1);
-    await store.setWitnessMany([withEvent.key], 'ots', 'confirmed', 1);
-    await store.reject('refused', 'bad');
-    expect(await store.countByStatus()).toEqual({ pending: 1, partial: 0, confirmed: 1, failed: 0, rejected: 1 });
+    await store.subjects.setWitnessMany([withEvent.key], 'nostr', 'confirmed', 1);
+    await store.subjects.setWitnessMany([withEvent.key], 'ots', 'confirmed', 1);
+    await store.subjects.reject('refused', 'bad');
+    expect(await store.indexes.countByStatus()).toEqual({ pending: 1, partial: 0, confirmed: 1, failed: 0, rejected: 1 });
     seen.splice(0);
 
-    expect(await store.forget([withEvent.key, pending.key, 'refused', 'never-there'])).toEqual([withEvent.key]);
+    expect(await store.subjects.forget([withEvent.key, pending.key, 'refused', 'never-there'])).toEqual([withEvent.key]);
     await expectKeysDeclared();
     expect(await redis.exists(store.keys.subject(withEvent.key), store.keys.envelope(withEvent.key), store.keys.history(withEvent.key), store.keys.event(id))).toBe(0);
     expect(await redis.zscore(store.keys.nostrRecent, id)).toBeNull();
-    expect(await store.countByStatus()).toEqual({ pending: 1, partial: 0, confirmed: 0, failed: 0, rejected: 1 });
-    expect(await store.countByWitness(['nostr', 'ots'])).toEqual({ nostr: { pending: 1, partial: 0, confirmed: 0, failed: 0 }, ots: { pending: 1, partial: 0, confirmed: 0, failed: 0 } });
-    expect((await store.list({ limit: 10 })).keys.sort()).toEqual([pending.key, 'refused'].sort());
+    expect(await store.indexes.countByStatus()).toEqual({ pending: 1, partial: 0, confirmed: 0, failed: 0, rejected: 1 });
+    expect(await store.indexes.countByWitness(['nostr', 'ots'])).toEqual({ nostr: { pending: 1, partial: 0, confirmed: 0, failed: 0 }, ots: { pending: 1, partial: 0, confirmed: 0, failed: 0 } });
+    expect((await store.indexes.list({ limit: 10 })).keys.sort()).toEqual([pending.key, 'refused'].sort());
     expect((await store.getBatch('ots', batch.id))?.digests).toHaveLength(2);
-    expect(await store.getRecord(pending.key)).toMatchObject({ status: 'pending', envelopeCanonical: pending.envelopeCanonical });
+    expect(await store.subjects.getRecord(pending.key)).toMatchObject({ status: 'pending', envelopeCanonical: pending.envelopeCanonical });
   });
 });
 
@@ -734,7 +735,7 @@ describe('set-subject-event.lua', () => {
     ['a subject that is gone gets nothing', 'gone', null],
   ])('%s', async (_name, before, want) => {
     const s = subject();
-    if (before !== 'gone') await store.accept({ ...s, ...BOTH });
+    if (before !== 'gone') await store.subjects.accept({ ...s, ...BOTH });
     const oldId = randomBytes(32).toString('hex');
     const newId = randomBytes(32).toString('hex');
     if (before === 'has') await store.setSubjectEvents([{ key: s.key, id: oldId, json: '{"old":1}' }]);
@@ -743,7 +744,7 @@ describe('set-subject-event.lua', () => {
     const expected = want === 'new' ? newId : want === 'old' ? oldId : null;
     expect(res).toBe(expected);
     // stored as its 32 bytes, read as hex
-    expect((await store.getRecord(s.key))?.nostrEventId ?? null).toBe(expected);
+    expect((await store.subjects.getRecord(s.key))?.nostrEventId ?? null).toBe(expected);
     if (want !== null) expect((await redis.hgetBuffer(store.keys.subject(s.key), 'nostr:event'))!.length).toBe(32);
     // a refused copy is not written beside the one in force
     expect(await redis.exists(store.keys.event(newId))).toBe(want === 'new' ? 1 : 0);
@@ -757,30 +758,30 @@ describe('the envelope is stored once', () => {
   it('envelope mode: a subject with its own event keeps the envelope only in it, and reads back the same', async () => {
     const s = subject();
     const id = randomBytes(32).toString('hex');
-    await store.accept({ ...s, nostrEvent: { id, json: eventOf(s) }, ...BOTH });
+    await store.subjects.accept({ ...s, nostrEvent: { id, json: eventOf(s) }, ...BOTH });
     expect(await redis.exists(store.keys.envelope(s.key))).toBe(0);
-    expect((await store.getRecord(s.key))?.envelopeCanonical).toBe(s.envelopeCanonical);
+    expect((await store.subjects.getRecord(s.key))?.envelopeCanonical).toBe(s.envelopeCanonical);
     await expectKeysDeclared();
   });
 
   it('an event whose content is not the envelope leaves the envelope beside the subject', async () => {
     const s = subject();
     const id = randomBytes(32).toString('hex');
-    await store.accept({ ...s, nostrEvent: { id, json: eventOf(s, '{"other":1}') }, ...BOTH });
+    await store.subjects.accept({ ...s, nostrEvent: { id, json: eventOf(s, '{"other":1}') }, ...BOTH });
     expect(await redis.get(store.keys.envelope(s.key))).toBe(s.envelopeCanonical);
-    expect((await store.getRecord(s.key))?.envelopeCanonical).toBe(s.envelopeCanonical);
+    expect((await store.subjects.getRecord(s.key))?.envelopeCanonical).toBe(s.envelopeCanonical);
   });
 
   it('auto mode: linking the subject its own event drops the envelope copy; the record still has it', async () => {
     const [s, t] = [subject(), subject()];
-    await store.acceptMany(BOTH, [s, t]);
+    await store.subjects.acceptMany(BOTH, [s, t]);
     expect(await redis.get(store.keys.envelope(s.key))).toBe(s.envelopeCanonical);
     const [idS, idT] = [randomBytes(32).toString('hex'), randomBytes(32).toString('hex')];
     await store.setSubjectEvents([{ key: s.key, id: idS, json: eventOf(s) }, { key: t.key, id: idT, json: eventOf(t, 'not the envelope') }]);
     await expectKeysDeclared();
     expect(await redis.exists(store.keys.envelope(s.key))).toBe(0);
     expect(await redis.get(store.keys.envelope(t.key))).toBe(t.envelopeCanonical);
-    const [rs, rt] = await store.getRecords([s.key, t.key]);
+    const [rs, rt] = await store.subjects.getRecords([s.key, t.key]);
     expect(rs).toMatchObject({ envelopeCanonical: s.envelopeCanonical, nostrEventId: idS });
     expect(rt).toMatchObject({ envelopeCanonical: t.envelopeCanonical, nostrEventId: idT });
   });
@@ -789,14 +790,14 @@ describe('the envelope is stored once', () => {
 describe('cut-batch.lua', () => {
   it('cuts the inbox head into a batch: digests in order, subjects linked, batch open', async () => {
     const many = [subject(), subject(), subject()];
-    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
+    await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
     const cut = (await store.cutBatch('ots', 2))!;
     expect(cut.size).toBe(2);
     expect(cut.id).toMatch(/^1-[0-9a-f]{12}$/);
     const batch = (await store.getBatch('ots', cut.id))!;
     expect(batch.digests.map((d) => d.toString('hex'))).toEqual([many[0]!.digest, many[1]!.digest]);
     expect(await store.batchKeys('ots', cut.id)).toEqual([many[0]!.key, many[1]!.key]);
-    expect((await store.getRecord(many[1]!.key))?.batches.ots).toEqual({ id: cut.id, index: 1 });
+    expect((await store.subjects.getRecord(many[1]!.key))?.batches.ots).toEqual({ id: cut.id, index: 1 });
     expect(await store.openBatchIds('ots')).toEqual([cut.id]);
     expect(await redis.lrange(store.keys.inbox('ots'), 0, -1)).toEqual([many[2]!.key]);
     const second = (await store.cutBatch('ots', 10))!;
@@ -808,7 +809,7 @@ describe('cut-batch.lua', () => {
 
   it('skips subjects already in a batch (put back by the reconciler) and drops them from the inbox', async () => {
     const s = subject();
-    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [s]);
+    await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [s]);
     await store.cutBatch('ots', 10);
     await store.addToInbox('ots', s.key);
     expect(await store.cutBatch('ots', 10)).toBeNull();
@@ -818,7 +819,7 @@ describe('cut-batch.lua', () => {
 
   it('refuses a stale proposal (the head or the sequence moved) without writing', async () => {
     const [x, y] = [subject(), subject()];
-    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [x, y]);
+    await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [x, y]);
     const k = store.keys;
     const run = (head: string[], seq: number): Promise<unknown> => {
       const id = `${seq}-000000000000`;
@@ -833,7 +834,7 @@ describe('cut-batch.lua', () => {
 
   it('two cutters racing on one inbox cut disjoint batches that cover every subject once', async () => {
     const many = Array.from({ length: 200 }, () => subject());
-    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
+    await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
     const other = new AnchorStore(new Redis(server.url), prefix);
     try {
       const cutAll = async (st: AnchorStore): Promise<string[]> => {
@@ -870,11 +871,11 @@ describe('forget.lua', () => {
       const s = subject();
       const eventId = randomBytes(32).toString('hex');
       const other = subject();
-      await store.acceptMany(BOTH, [c.withEvent ? { ...s, nostrEvent: { id: eventId, json: '{"id":"x"}' } } : s, other]);
+      await store.subjects.acceptMany(BOTH, [c.withEvent ? { ...s, nostrEvent: { id: eventId, json: '{"id":"x"}' } } : s, other]);
       let progress = 1;
-      for (const [w, st] of c.witnesses) await store.setWitness(s.key, w, st, progress++);
-      await store.setWitness(other.key, 'nostr', 'confirmed', 1);
-      await store.setWitness(other.key, 'ots', 'confirmed', 1);
+      for (const [w, st] of c.witnesses) await store.subjects.setWitness(s.key, w, st, progress++);
+      await store.subjects.setWitness(other.key, 'nostr', 'confirmed', 1);
+      await store.subjects.setWitness(other.key, 'ots', 'confirmed', 1);
       const k = store.keys;
       if (c.eventMoved) {
         // another event linked between the read of the link and the script: simulated by a
@@ -887,12 +888,12 @@ describe('forget.lua', () => {
           return v;
         };
         try {
-          expect(await store.forget([s.key, other.key])).toEqual([other.key]);
+          expect(await store.subjects.forget([s.key, other.key])).toEqual([other.key]);
         } finally {
           patched.hmgetBuffer = realHmget as never;
         }
       } else {
-        expect(await store.forget([s.key, other.key])).toEqual(c.expectRemoved ? [s.key, other.key] : [other.key]);
+        expect(await store.subjects.forget([s.key, other.key])).toEqual(c.expectRemoved ? [s.key, other.key] : [other.key]);
       }
       const left = await redis.exists(k.subject(s.key), k.envelope(s.key), k.history(s.key));
       expect(left).toBe(c.expectRemoved ? 0 : 3);
@@ -902,9 +903,9 @@ describe('forget.lua', () => {
       else expect(inIndexes).toBeGreaterThan(0);
       if (c.withEvent) expect(await redis.exists(k.event(eventId))).toBe(c.expectRemoved ? 0 : 1);
       // the counts follow: what stays is counted, what went is not
-      const counts = await store.countByStatus();
+      const counts = await store.indexes.countByStatus();
       for (const st of ['pending', 'partial', 'confirmed', 'failed']) expect(counts[st], st).toBe(await redis.zcard(k.byStatus(st)));
-      expect((await store.countByWitness(['nostr'])).nostr!.confirmed).toBe(c.witnesses[0]![1] === 'confirmed' && !c.expectRemoved ? 1 : 0);
+      expect((await store.indexes.countByWitness(['nostr'])).nostr!.confirmed).toBe(c.witnesses[0]![1] === 'confirmed' && !c.expectRemoved ? 1 : 0);
       expect(await redis.exists(k.subject(other.key))).toBe(0);
       expect(Number(await redis.hget(k.meta, 'retired'))).toBe(c.expectRemoved ? 2 : 1);
       // one entry for the call (the one-subject form for one subject), one retired event per subject
@@ -912,7 +913,7 @@ describe('forget.lua', () => {
       expect(retired).toHaveLength(1);
       expect(retired.flatMap((e) => expandEntry(e as RawEntry)).map((e) => [e.event.type, e.event.key, e.event.status])).toEqual(c.expectRemoved ? [['retired', s.key, 'confirmed'], ['retired', other.key, 'confirmed']] : [['retired', other.key, 'confirmed']]);
       // again: a no-op, except the subject skipped for a stale link, which a fresh read now removes
-      expect(await store.forget([s.key, other.key])).toEqual(c.eventMoved ? [s.key] : []);
+      expect(await store.subjects.forget([s.key, other.key])).toEqual(c.eventMoved ? [s.key] : []);
       expect(await expectKeysDeclared()).toBeGreaterThan(0);
     });
   }
@@ -924,7 +925,7 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
     const subjects = [subject(), subject(), subject(), subject()];
     const own = randomBytes(32).toString('hex');
     subjects[0] = { ...subjects[0]!, nostrEvent: { id: own, json: JSON.stringify({ id: own, content: subjects[0]!.envelopeCanonical }) } };
-    await store.acceptMany(BOTH, subjects);
+    await store.subjects.acceptMany(BOTH, subjects);
     const keys = subjects.map((s) => s.key);
     const nostr = (await store.cutBatch('nostr', 10))!.id;
     const ots = (await store.cutBatch('ots', 10))!.id;
@@ -936,9 +937,9 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
     const attestation = randomBytes(32).toString('hex');
     await store.storeEvent(attestation, '{"kind":1040}', {});
     await store.setBatchFields('ots', ots, { [`nip03:${own}`]: attestation, nip03: 'done' });
-    await store.setWitnessMany(keys, 'nostr', 'confirmed', 1e12, '1 of 1 relays', nostr);
-    await store.setWitnessMany(keys, 'ots', 'pending', 1200, 'submitted', ots);
-    await store.setWitnessMany(keys, 'ots', 'confirmed', 1e12, 'Bitcoin block 7', ots);
+    await store.subjects.setWitnessMany(keys, 'nostr', 'confirmed', 1e12, '1 of 1 relays', nostr);
+    await store.subjects.setWitnessMany(keys, 'ots', 'pending', 1200, 'submitted', ots);
+    await store.subjects.setWitnessMany(keys, 'ots', 'confirmed', 1e12, 'Bitcoin block 7', ots);
     return { keys, nostr, ots, batchEvent, attestation, own };
   }
 
@@ -949,34 +950,34 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
 
   it('retiring half leaves both batches whole for the other half (history, digests); retiring the rest leaves no key of either batch', async () => {
     const b = await confirmedBatches();
-    const histories = await Promise.all(b.keys.map((key) => store.history(key)));
+    const histories = await Promise.all(b.keys.map((key) => store.subjects.history(key)));
     const before = await keysOf([b.nostr, b.ots, b.batchEvent, b.attestation]);
     expect(before.length).toBeGreaterThanOrEqual(7);
 
-    expect(await store.forget(b.keys.slice(0, 2))).toEqual(b.keys.slice(0, 2));
+    expect(await store.subjects.forget(b.keys.slice(0, 2))).toEqual(b.keys.slice(0, 2));
     expect((await keysOf([b.nostr, b.ots, b.batchEvent, b.attestation])).sort()).toEqual([...before].sort());
     for (const [i, key] of b.keys.entries()) {
       if (i < 2) continue;
-      expect(await store.history(key)).toEqual(histories[i]);
+      expect(await store.subjects.history(key)).toEqual(histories[i]);
       expect((await store.getBatch('ots', b.ots))?.digests.length).toBe(4);
     }
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
 
-    expect(await store.forget(b.keys.slice(2))).toEqual(b.keys.slice(2));
+    expect(await store.subjects.forget(b.keys.slice(2))).toEqual(b.keys.slice(2));
     expect(await keysOf([b.nostr, b.ots, b.batchEvent, b.attestation, ...b.keys, b.own])).toEqual([]);
     expect(await redis.zscore(store.keys.nostrRecent, b.batchEvent)).toBeNull();
     expect(await redis.scard(store.keys.emptiedBatches('nostr'))).toBe(0);
     expect(await redis.scard(store.keys.emptiedBatches('ots'))).toBe(0);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
     // again: nothing to do
-    expect(await store.forget(b.keys)).toEqual([]);
+    expect(await store.subjects.forget(b.keys)).toEqual([]);
     expect(await store.dropEmptiedBatches()).toBe(0);
   });
 
   it('a batch with work left after its confirmation (polls, NIP-03) stays until that work is done', async () => {
     const b = await confirmedBatches();
     await store.setBatchWork('ots', b.ots, true);
-    expect(await store.forget(b.keys)).toEqual(b.keys);
+    expect(await store.subjects.forget(b.keys)).toEqual(b.keys);
     // the Nostr batch went; the OTS batch waits
     expect(await keysOf([b.nostr, b.batchEvent])).toEqual([]);
     expect((await keysOf([b.ots])).length).toBeGreaterThanOrEqual(3);
@@ -991,7 +992,7 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
     const b = await confirmedBatches();
     // the last subject's forget leaves the OTS batch listed, not yet dropped
     await store.setBatchWork('ots', b.ots, true);
-    await store.forget(b.keys);
+    await store.subjects.forget(b.keys);
     await store.setBatchWork('ots', b.ots, false);
     const late = randomBytes(32).toString('hex');
     const realHkeys = store.redis.hkeys.bind(store.redis);

@@ -395,7 +395,7 @@ export class NostrWitness {
     const keys = await this.store.batchKeys('nostr', batchId);
     for (let i = 0; i < keys.length; i += 500) {
       const chunk = keys.slice(i, i + 500);
-      const records = await this.store.getRecords(chunk);
+      const records = await this.store.subjects.getRecords(chunk);
       const items: Array<{ key: string; id: string; json: string; envelope?: string }> = [];
       for (const r of records) {
         if (!r || !r.envelopeCanonical || !r.digest) continue;
@@ -633,7 +633,7 @@ export class NostrWitness {
       groups.set(group, g);
     }
     for (const g of groups.values()) {
-      const changes = await this.store.setWitnessMany(g.keys, 'nostr', g.status, g.progress, g.detail);
+      const changes = await this.store.subjects.setWitnessMany(g.keys, 'nostr', g.status, g.progress, g.detail);
       changes.forEach((c, i) => {
         if (c.changed) this.hooks.onWitnessChange?.(g.keys[i]!, g.status, c.createdMs);
       });
@@ -647,7 +647,7 @@ export class NostrWitness {
     if (unchanged && !owner.subject) return;
     const keys = owner.subject ? [owner.subject] : owner.batch ? await this.store.batchKeys('nostr', owner.batch) : [];
     const detail = reason ?? `${report.url}: ${report.status}${report.message ? ` (${report.message})` : ''}`;
-    const changes = await this.store.setWitnessMany(keys, 'nostr', status, progress, detail, owner.subject ? undefined : (owner.batch ?? undefined));
+    const changes = await this.store.subjects.setWitnessMany(keys, 'nostr', status, progress, detail, owner.subject ? undefined : (owner.batch ?? undefined));
     changes.forEach((c, i) => {
       if (c.changed) this.hooks.onWitnessChange?.(keys[i]!, status, c.createdMs);
     });

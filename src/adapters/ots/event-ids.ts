@@ -20,7 +20,7 @@ export const MAX_LATE_PER_BATCH = 10_000;
 
 /** The envelope event ids of the batch's subjects that have one, in batch order. */
 export async function subjectEventIds(store: AnchorStore, batchId: string): Promise<string[]> {
-  const records = await store.getRecords(await store.batchKeys('ots', batchId));
+  const records = await store.subjects.getRecords(await store.batchKeys('ots', batchId));
   return records.flatMap((r) => (r?.nostrEventId ? [r.nostrEventId] : []));
 }
 
@@ -41,7 +41,7 @@ export async function fixBatchEventIds(store: AnchorStore, batchId: string): Pro
 /** The Nostr side, after linking events to subjects: each one whose OTS batch fixed its list without it waits for a later batch. */
 export async function noteLateEvents(store: AnchorStore, linked: ReadonlyArray<{ key: string; eventId: string }>): Promise<void> {
   if (linked.length === 0) return;
-  const records = await store.getRecords(linked.map((l) => l.key));
+  const records = await store.subjects.getRecords(linked.map((l) => l.key));
   const lists = new Map<string, Set<string> | null>();
   const late: string[] = [];
   for (let i = 0; i < linked.length; i++) {

@@ -240,7 +240,7 @@ export class OtsWitness {
 
   private async moveSubjects(batchId: string, status: WitnessStatus, detail: string, round: number): Promise<void> {
     const keys = await this.store.batchKeys('ots', batchId);
-    const changes = await this.store.setWitnessMany(keys, 'ots', status, progressOf(status, round), detail, batchId);
+    const changes = await this.store.subjects.setWitnessMany(keys, 'ots', status, progressOf(status, round), detail, batchId);
     changes.forEach((c, i) => {
       if (c.changed) this.hooks.onWitnessChange?.(keys[i]!, status, c.createdMs);
     });

@@ -5,7 +5,8 @@
  * `.ots` (file digest = the envelope digest) assembled from the batch's root timestamp.
  */
 import { BatchTree } from '../../core/batch/batch-tree.js';
-import type { AnchorStore, ProofBatchFields, SubjectRecord } from '../state/anchor-store.js';
+import type { AnchorStore, ProofBatchFields } from '../state/anchor-store.js';
+import type { SubjectRecord } from '../state/subject-hash.js';
 import type { WitnessName } from '../state/keys.js';
 import { parseTimestamp, serializeDetached } from '../../core/ots/codec.js';
 import { proofForSubject } from '../../core/ots/batch-proof.js';
@@ -89,7 +90,7 @@ export class ProofExporter {
 
   /** The proof for `key`, or null when no accepted subject has that key. */
   async export(key: string): Promise<AnchorProof | null> {
-    const record = await this.store.getRecord(key);
+    const record = await this.store.subjects.getRecord(key);
     if (!record || record.status === 'rejected' || !record.envelopeCanonical || !record.digest) return null;
     const proof: AnchorProof = {
       version: PROOF_VERSION,

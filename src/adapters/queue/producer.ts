@@ -40,7 +40,7 @@ export async function enqueueAnchor(queue: Queue, store: AnchorStore, data: unkn
 /** `enqueueAnchor` for a subject read already (readSubject). */
 export async function enqueueSubject(queue: Queue, store: AnchorStore, subject: SubjectInput, limits: JobLimits): Promise<EnqueueOutcome> {
   const { key, fingerprint, data } = subject;
-  const { fingerprint: fp, status, digest } = (await store.intakeStates([key]))[0]!;
+  const { fingerprint: fp, status, digest } = (await store.subjects.intakeStates([key]))[0]!;
   if (status && status !== 'rejected') {
     if (fp !== fingerprint) {
       throw new ConflictError(key, `conflict: subject ${key} is already anchored with another root (envelope digest ${digest}); refused, not re-anchored`);
@@ -123,7 +123,7 @@ export async function enqueueSubjects(queue: Queue, store: AnchorStore, subjects
       out[index] = { index, error: { code: s.code, message: s.message, ...field } };
     } else parsed.push({ index, data: s.data, bytes: s.bytes, key: s.key, fingerprint: s.fingerprint });
   });
-  const states = await store.intakeStates(parsed.map((p) => p.key));
+  const states = await store.subjects.intakeStates(parsed.map((p) => p.key));
   const toQueue: typeof parsed = [];
   const seen = new Map<string, { fingerprint: string; index: number }>();
   parsed.forEach((p, i) => {

@@ -102,7 +102,7 @@ export class Retention {
     const before = now - this.afterMs;
     // an offer not acknowledged by every hook within the delivery horizon is made again
     const reofferMs = Math.max(this.deps.config.webhookDelivery.retryHorizonMs, 60_000) + this.deps.config.retention.intervalMs;
-    const keys = await store.confirmedBefore(before, this.deps.config.retention.limit);
+    const keys = await store.indexes.confirmedBefore(before, this.deps.config.retention.limit);
     const ready: string[] = [];
     for (let i = 0; i < keys.length; i += CONCURRENCY) {
       const page = keys.slice(i, i + CONCURRENCY);
@@ -137,7 +137,7 @@ export class Retention {
       );
     }
     if (ready.length > 0) {
-      const removed = await store.forget(ready);
+      const removed = await store.subjects.forget(ready);
       out.removed = removed.length;
       await handover?.clear(removed);
       this.deps.onRetired?.(removed.length);

@@ -36,16 +36,10 @@ export function load(dir: string, name: string, prelude = ''): LuaScript {
   return { name, lua: prelude + readFileSync(`${dir}${name}.lua`, 'utf8') };
 }
 
-const DIR = luaDir();
+export const DIR = luaDir();
 /** Put in front of the scripts that write the state-change stream: add_events, which keeps it near its length in subject events. */
 export const STREAM_LIB = readFileSync(`${DIR}stream-lib.lua`, 'utf8');
 
-/** Accepts one or many subjects (intake of single-subject and bulk jobs); records conflicts. */
-export const ACCEPT = load(DIR, 'accept', STREAM_LIB);
-/** Records a refused job without touching an accepted subject. */
-export const REJECT = load(DIR, 'reject', STREAM_LIB);
-/** One witness transition of one subject, only forward. */
-export const SET_WITNESS = load(DIR, 'set-witness', STREAM_LIB);
 /** One relay's report on an event, never downgrading an acceptance. */
 export const SET_RELAY = load(DIR, 'set-relay');
 /** Adds relays to the list of those an event was handed to. */
@@ -61,18 +55,13 @@ export const OUTBOX_TAKE = load(DIR, 'outbox-take');
 /** One relay's reports on many events, never downgrading an acceptance. */
 export const SET_RELAYS = load(DIR, 'set-relays');
 
-/** One page of the subject list from one or more indexes, in one read (AnchorStore.list). */
-export const LIST_PAGE = load(DIR, 'list-page');
-
-/** Retention: removes confirmed subjects whose proofs are archived, every trace of them. */
-export const FORGET = load(DIR, 'forget', STREAM_LIB);
 /** Retention: removes a batch none of whose subjects is left in Redis, with every key of its own. */
 export const DROP_BATCH = load(DIR, 'drop-batch');
 
 /** NIP-03: fixes the event ids an OTS batch commits to and takes the late ones it commits out of the waiting set. */
 export const FIX_EVENT_IDS = load(DIR, 'fix-event-ids');
 
-export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, LIST_PAGE, FORGET, DROP_BATCH, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, FIX_EVENT_IDS];
+export const SCRIPTS: readonly LuaScript[] = [SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, DROP_BATCH, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, FIX_EVENT_IDS];
 
 type ScriptFn = (...args: Array<string | Buffer>) => Promise<unknown>;
 type Commander = Redis | ReturnType<Redis['pipeline']>;

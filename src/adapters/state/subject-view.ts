@@ -6,7 +6,8 @@
  */
 import type { Config } from '../config/config.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
-import type { AnchorStore, HistoryEntry, RelayReportRecord, SubjectRecord } from './anchor-store.js';
+import type { AnchorStore, RelayReportRecord } from './anchor-store.js';
+import type { HistoryEntry, SubjectRecord } from './subject-hash.js';
 
 /** RFC 3339 UTC, seconds. */
 export function isoSeconds(ms: number): string {
@@ -212,7 +213,7 @@ async function otsView(store: AnchorStore, config: Config, record: SubjectRecord
 }
 
 export async function anchorDetail(store: AnchorStore, config: Config, record: SubjectRecord): Promise<AnchorDetail> {
-  const [nostr, ots, history] = await Promise.all([nostrView(store, config, record), otsView(store, config, record), store.history(record.key)]);
+  const [nostr, ots, history] = await Promise.all([nostrView(store, config, record), otsView(store, config, record), store.subjects.history(record.key)]);
   const { witnesses: _statuses, reason: _reason, ...summary } = summarize(record);
   return {
     ...summary,
@@ -225,6 +226,6 @@ export async function anchorDetail(store: AnchorStore, config: Config, record: S
 
 /** The detail of the subject under `key`, or null when there is none. */
 export async function subjectDetail(store: AnchorStore, config: Config, key: string): Promise<AnchorDetail | null> {
-  const record = await store.getRecord(key);
+  const record = await store.subjects.getRecord(key);
   return record ? anchorDetail(store, config, record) : null;
 }
