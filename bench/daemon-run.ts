@@ -16,7 +16,8 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ANCHOR_JOB } from '../src/adapters/queue/names.js';
 import { ANCHOR_JOB_OPTIONS, enqueueAnchors } from '../src/adapters/queue/producer.js';
-import { AnchorStore, type BatchInfo } from '../src/adapters/state/anchor-store.js';
+import { AnchorStore } from '../src/adapters/state/anchor-store.js';
+import { BatchStore, type BatchInfo } from '../src/adapters/state/batches.js';
 import type { WitnessName } from '../src/adapters/state/keys.js';
 import { ProofExporter } from '../src/adapters/proof/export.js';
 import { BENCH_PREFIX, commandStats, mineAll, procCpuMs, sleep, startDaemonChild, startRedis, tempDir, usedMemory, type DaemonChild } from './processes.js';
@@ -165,14 +166,14 @@ class OtsSubmissions {
       if (this.known.has(id)) continue;
       this.known.add(id);
       this.open.add(id);
-      const members = await this.store.batchKeys('ots', id);
+      const members = await this.store.batches.batchKeys('ots', id);
       this.lranges++;
       for (const m of members) this.covered.add(m);
     }
     if (this.open.size === 0) return this.submitted;
     const ids = [...this.open];
     this.hmgets += ids.length;
-    const res = await Promise.all(ids.map((id) => this.store.batchFields('ots', id, ['submitted', 'size'])));
+    const res = await Promise.all(ids.map((id) => this.store.batches.batchFields('ots', id, ['submitted', 'size'])));
     res.forEach((f, i) => {
       if (f.submitted === '1') {
         this.submitted += Number(f.size ?? 0);
@@ -193,7 +194,7 @@ function subject(): { data: { subject: 'receipt'; receipt_uuid: string; output_s
  * batch hash (every digest in it) for each proof, which makes exporting a batch of size B
  * cost O(B) per proof. The bench caches it to export 10,000 proofs in bounded time.
  */
-class BatchCachingStore extends AnchorStore {
+class BatchCache extends BatchStore {
   private readonly cache = new Map<string, BatchInfo | null>();
   override async getBatch(witness: WitnessName, id: string): Promise<BatchInfo | null> {
     const k = `${witness}:${id}`;
@@ -203,6 +204,10 @@ class BatchCachingStore extends AnchorStore {
     this.cache.set(k, b);
     return b;
   }
+}
+
+class BatchCachingStore extends AnchorStore {
+  override readonly batches: BatchStore = new BatchCache(this.redis, this.keys);
 }
 
 /** Commands only the bench sends while polling; left out of the per-subject counts. */

@@ -156,7 +156,7 @@ export class Reconciler {
     let seen = 0;
     // SSCAN's COUNT is a hint: bounded in rounds as well as in batches looked at
     for (let round = 0; round < 100 && seen < this.cfg.limit; round++) {
-      const page = await store.scanBatchesWithWork('ots', cursor, Math.min(100, this.cfg.limit));
+      const page = await store.batches.scanBatchesWithWork('ots', cursor, Math.min(100, this.cfg.limit));
       seen += page.ids.length;
       for (let i = 0; i < page.ids.length; i += CONCURRENCY) {
         await Promise.all(page.ids.slice(i, i + CONCURRENCY).map(async (id) => {
@@ -171,10 +171,10 @@ export class Reconciler {
 
   private async reinbox(witness: WitnessName, key: string, repairs: Repairs): Promise<void> {
     const { store } = this.deps;
-    if (await store.inInbox(witness, key)) return;
+    if (await store.batches.inInbox(witness, key)) return;
     // Batched since the scan read it: nothing to do.
     if ((await store.subjects.batchOf(key, witness)) !== null) return;
-    await store.addToInbox(witness, key);
+    await store.batches.addToInbox(witness, key);
     repairs.inbox++;
   }
 

@@ -95,7 +95,7 @@ describe('client commands against a running daemon', () => {
     await waitFor('nostr confirmed and the OTS batch submitted', async () => {
       const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
       const batch = r?.batches.ots;
-      return r?.witnesses.nostr?.status === 'confirmed' && batch && (await issuer.store.batchField('ots', batch.id, 'submitted')) === '1';
+      return r?.witnesses.nostr?.status === 'confirmed' && batch && (await issuer.store.batches.batchField('ots', batch.id, 'submitted')) === '1';
     });
     // The operator moves to other relays and another calendar (nothing listens there).
     const movedFile = join(dir, 'moved-config.json');

@@ -109,7 +109,7 @@ describe('where a subject was sent: the API, the CLI status and the proof agree'
     await start('batch', 200, { relays, calendars });
     await waitFor('the batch event accepted and the batch submitted', async () => {
       const r = await issuer.store.subjects.getRecord(batched.receipt_uuid);
-      return r?.witnesses.nostr?.status === 'confirmed' && r.batches.ots && (await issuer.store.batchField('ots', r.batches.ots.id, 'submitted')) === '1';
+      return r?.witnesses.nostr?.status === 'confirmed' && r.batches.ots && (await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) === '1';
     }, 30_000);
     expect(await agree(batched.receipt_uuid)).toEqual({ relays: urls(relays, 'accepted'), calendars: urls(calendars, 'pending') });
   });
@@ -119,7 +119,7 @@ describe('where a subject was sent: the API, the CLI status and the proof agree'
     await issuer.enqueue(enveloped, enveloped.receipt_uuid);
     await waitFor('its event accepted and its batch submitted', async () => {
       const r = await issuer.store.subjects.getRecord(enveloped.receipt_uuid);
-      return r?.nostrEventId && r.witnesses.nostr?.status === 'confirmed' && r.batches.ots && (await issuer.store.batchField('ots', r.batches.ots.id, 'submitted')) === '1';
+      return r?.nostrEventId && r.witnesses.nostr?.status === 'confirmed' && r.batches.ots && (await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) === '1';
     }, 30_000);
     expect(await agree(enveloped.receipt_uuid)).toEqual({ relays: urls(relays, 'accepted'), calendars: urls(calendars, 'pending') });
   });

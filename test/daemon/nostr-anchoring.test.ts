@@ -147,7 +147,7 @@ describe('batch mode', () => {
     await waitFor('200 confirmed', async () => (await issuer.count('confirmed')) === 200, 60_000);
     const record = await issuer.store.subjects.getRecord(subjects[0]!.receipt_uuid);
     const link = record!.batches.nostr!;
-    const batch = await issuer.store.getBatch('nostr', link.id);
+    const batch = await issuer.store.batches.getBatch('nostr', link.id);
     const root = new BatchTree(batch!.digests).root.toString('hex');
     for (const [i, relay] of relays.entries()) {
       const added = relay.eventCount() - before[i]!;

@@ -191,7 +191,7 @@ describe('nostr auto mode: a recorded decision stands across a crash', () => {
       expect(res.result).toBe('created');
       subjects.push({ key: claims.receipt_uuid, canonical, digest });
     }
-    const cut = await store.cutBatch('nostr', 100);
+    const cut = await store.batches.cutBatch('nostr', 100);
     expect(cut?.size).toBe(n);
     return { id: cut!.id, subjects };
   }
@@ -233,7 +233,7 @@ describe('nostr auto mode: a recorded decision stands across a crash', () => {
       const b = await cutBatch(store, 3);
       keys = b.subjects.map((s) => s.key);
       // the crashed daemon's decision; it died before making the batch event
-      await store.setBatchFields('nostr', b.id, { mode: 'batch' });
+      await store.batches.setBatchFields('nostr', b.id, { mode: 'batch' });
     }, async (store, cfg) => {
       expect(await confirmedProofModes(store, cfg, signer, keys)).toEqual(['batch', 'batch', 'batch']);
       for (const relay of relays) {
@@ -251,13 +251,13 @@ describe('nostr auto mode: a recorded decision stands across a crash', () => {
     await withDaemon({ ratePerMinute: 6, autoHorizonMs: 10_000 }, crashedSigner, async (store, cfg) => {
       const b = await cutBatch(store, 2);
       keys = b.subjects.map((s) => s.key);
-      await store.setBatchFields('nostr', b.id, { mode: 'envelope' });
+      await store.batches.setBatchFields('nostr', b.id, { mode: 'envelope' });
       // it signed and linked the first subject's event, then died: no publish job, no batch job
       const first = b.subjects[0]!;
       const ev = envelopeEvent({ canonical: first.canonical, digestHex: first.digest, kind: cfg.nostr.kind }, crashedSigner);
       stored = serializeEvent(ev);
       expect(await store.setSubjectEvents([{ key: first.key, id: ev.id, json: stored }])).toEqual([ev.id]);
-      await store.closeBatch('nostr', b.id);
+      await store.batches.closeBatch('nostr', b.id);
     }, async (store, cfg, d) => {
       expect(await confirmedProofModes(store, cfg, crashedSigner, keys)).toEqual(['envelope', 'envelope']);
       const first = await store.subjects.getRecord(keys[0]!);

@@ -18,7 +18,7 @@ const PYTHON = '/usr/bin/python3';
 /** True once the subject's OTS batch has been submitted to at least m calendars. */
 async function submitted(issuer: Issuer, key: string): Promise<boolean> {
   const link = (await issuer.store.subjects.getRecord(key))?.batches.ots;
-  return link ? (await issuer.store.batchField('ots', link.id, 'submitted')) === '1' : false;
+  return link ? (await issuer.store.batches.batchField('ots', link.id, 'submitted')) === '1' : false;
 }
 
 /** Reads every proof with python-opentimestamps; returns per file: digest hex, attestations, re-serialization equal. */

@@ -117,10 +117,10 @@ describe('reconciler', () => {
     await issuer.enqueue(s, s.receipt_uuid);
     const batchId = await waitFor('submitted', async () => {
       const id = (await issuer.store.subjects.getRecord(s.receipt_uuid))?.batches.ots?.id;
-      return id && (await issuer.store.batchField('ots', id, 'submitted')) === '1' ? id : null;
+      return id && (await issuer.store.batches.batchField('ots', id, 'submitted')) === '1' ? id : null;
     }, 30_000);
     // A field every poll reads, unreadable: each poll throws until its attempts are spent.
-    await issuer.store.setBatchFields('ots', batchId, { bitcoin: '{' });
+    await issuer.store.batches.setBatchFields('ots', batchId, { bitcoin: '{' });
     await waitFor('an upgrade job failed after its attempts', async () => ((await otsQueue.getJobCounts('failed')).failed ?? 0) > 0, 30_000);
     const [dead] = await otsQueue.getFailed(0, 0);
     expect(dead!.name).toBe('upgrade');
@@ -158,7 +158,7 @@ describe('reconciler', () => {
     await waitFor('the attestation job lost', () => lost.lost() === `nip03 ${batchId}`, 10_000);
     const attestation = await waitFor('the NIP-03 attestation on the relay', () => relay!.events().find((e) => e.kind === 1040 && e.tags.some((t) => t[0] === 'e' && t[1] === record.nostrEventId)), 30_000);
     expect(attestation.content.length).toBeGreaterThan(0);
-    expect(await issuer.store.batchField('ots', batchId, 'nip03')).toBe('done');
+    expect(await issuer.store.batches.batchField('ots', batchId, 'nip03')).toBe('done');
     expect(await repairs(daemon, 'nip03')).toBeGreaterThanOrEqual(1);
     // nothing left to do for the batch: it leaves the reconciler's set
     await waitFor('the batch has no work left', async () => !(await issuer.redis.sismember(issuer.store.keys.batchesWithWork('ots'), batchId)), 10_000);
@@ -172,7 +172,7 @@ describe('reconciler', () => {
     const issuer = new Issuer(config);
     cleanups.push(() => issuer.close());
     // the poll scheduled by the run that confirmed the batch (its bitcoin recorded) is lost
-    const lost = loseOneJob(async (name, data) => name === 'upgrade' && !!data.batchId && (await issuer.store.batchField('ots', data.batchId, 'bitcoin')) !== null);
+    const lost = loseOneJob(async (name, data) => name === 'upgrade' && !!data.batchId && (await issuer.store.batches.batchField('ots', data.batchId, 'bitcoin')) !== null);
     const daemon = await startDaemon(config);
     cleanups.push(() => daemon.stop());
 
@@ -185,7 +185,7 @@ describe('reconciler', () => {
     await waitFor('the next poll lost', () => lost.lost() === `upgrade ${batchId}`, 10_000);
     await calendars[1]!.mine();
     const second = await waitFor("the second calendar's attestation taken", async () => {
-      const cal = (await issuer.store.batchCalendars(batchId)).find((c) => c.url === calendars[1]!.url);
+      const cal = (await issuer.store.batches.batchCalendars(batchId)).find((c) => c.url === calendars[1]!.url);
       const state = cal ? (JSON.parse(cal.state) as { status: string; message: string }) : null;
       return state?.status === 'confirmed' ? state : null;
     }, 30_000);
@@ -236,7 +236,7 @@ describe('reconciler', () => {
     await waitFor(`${N} accepted and batched, the batches submitted`, async () => {
       const records = await issuer.store.subjects.getRecords(subjects.map((s) => s.receipt_uuid));
       const ids = new Set(records.map((r) => r?.batches.ots?.id));
-      const polled = await Promise.all([...ids].map(async (id) => (id ? issuer.store.batchField('ots', id, 'poll') : null)));
+      const polled = await Promise.all([...ids].map(async (id) => (id ? issuer.store.batches.batchField('ots', id, 'poll') : null)));
       seen = `${records.filter(Boolean).length} accepted, batches ${[...ids].join(',')}, polls ${polled.join(',')}`;
       return !ids.has(undefined) && polled.every((p) => p !== null);
     }, 120_000, 250).catch((err: unknown) => {

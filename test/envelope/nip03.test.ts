@@ -57,14 +57,14 @@ describe('NIP-03 attestations of envelope events', () => {
       const rs = await issuer.store.subjects.getRecords(subjects.map((s) => s.receipt_uuid));
       for (const r of rs) {
         if (!r?.nostrEventId || r.witnesses.nostr?.status !== 'confirmed' || !r.batches.ots) return null;
-        if ((await issuer.store.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
+        if ((await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
       }
       return rs;
     }, 60_000, 100);
     const batches = new Set(records.map((r) => r!.batches.ots!.id));
     // the event ids ride in the same submission: one digest per batch, no more
     expect(calendar.stats().digestsReceived).toBe(batches.size);
-    for (const id of batches) expect(await issuer.store.batchField('ots', id, 'events_root')).toMatch(/^[0-9a-f]{64}$/);
+    for (const id of batches) expect(await issuer.store.batches.batchField('ots', id, 'events_root')).toMatch(/^[0-9a-f]{64}$/);
     expect(attestations(relays[0]!)).toHaveLength(0); // nothing before Bitcoin
 
     const block = await calendar.mine();
@@ -152,12 +152,12 @@ print(json.dumps(out))
     await issuer.enqueue(s, s.receipt_uuid);
     const batchId = await waitFor('submitted', async () => {
       const id = (await issuer.store.subjects.getRecord(s.receipt_uuid))?.batches.ots?.id;
-      return id && (await issuer.store.batchField('ots', id, 'submitted')) === '1' ? id : null;
+      return id && (await issuer.store.batches.batchField('ots', id, 'submitted')) === '1' ? id : null;
     }, 30_000);
-    expect(await issuer.store.batchField('ots', batchId, 'events_root')).toBeNull();
+    expect(await issuer.store.batches.batchField('ots', batchId, 'events_root')).toBeNull();
     await calendar.mine();
     await waitFor('confirmed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
-    expect(await issuer.store.batchField('ots', batchId, 'nip03')).toBeNull();
+    expect(await issuer.store.batches.batchField('ots', batchId, 'nip03')).toBeNull();
     for (const relay of relays) expect(attestations(relay)).toHaveLength(0);
   });
 });

@@ -80,7 +80,7 @@ describe('a bulk job', () => {
     for (const g of good) expect((await r.store.subjects.getRecord(g.receipt_uuid))?.status).toBe('pending');
     // the conflict is in the known subject's history; its root is untouched
     expect((await r.store.subjects.history(known.receipt_uuid)).map((h) => h.event)).toEqual(['accepted', 'conflict']);
-    expect(await r.store.inboxLength('ots')).toBe(3);
+    expect(await r.store.batches.inboxLength('ots')).toBe(3);
     expect(r.accepted.at(-1)).toEqual([good[0]!.receipt_uuid, known.receipt_uuid, good[1]!.receipt_uuid]);
   });
 
@@ -147,7 +147,7 @@ describe('a bulk job', () => {
     expect(crashed).toBe(true);
     expect(out.rv).toMatchObject({ subjects: 600, created: 600 - INTAKE_PAGE, duplicate: INTAKE_PAGE, conflict: 0, refused: 0 });
     expect(out.rv!.results).toHaveLength(BULK_RESULTS_MAX);
-    expect(await r.store.inboxLength('ots')).toBe(600);
+    expect(await r.store.batches.inboxLength('ots')).toBe(600);
     expect(await r.store.redis.zcard(r.store.keys.byStatus('pending'))).toBe(600);
     const histories = await Promise.all(subjects.slice(INTAKE_PAGE - 5, INTAKE_PAGE + 5).map((s) => r.store.subjects.history(s.receipt_uuid)));
     for (const h of histories) expect(h.map((e) => e.event)).toEqual(['accepted']);
@@ -164,7 +164,7 @@ describe('a bulk job', () => {
     expect(third).toMatchObject({ duplicate: 600, refused: 1, omitted: 601 - BULK_RESULTS_MAX });
     expect(third.results).toHaveLength(BULK_RESULTS_MAX);
     expect(third.results.at(-1)).toMatchObject({ index: 600, result: 'refused' });
-    expect(await r.store.inboxLength('ots')).toBe(600);
+    expect(await r.store.batches.inboxLength('ots')).toBe(600);
   });
 });
 

@@ -120,15 +120,15 @@ describe('killed between a batch\'s Bitcoin confirmation and the move of its sub
         const ids = new Set<string>();
         for (const s of subjects) {
           const link = (await issuer.store.subjects.getRecord(s.receipt_uuid))?.batches.ots;
-          if (!link || (await issuer.store.batchField('ots', link.id, 'submitted')) !== '1') return null;
+          if (!link || (await issuer.store.batches.batchField('ots', link.id, 'submitted')) !== '1') return null;
           ids.add(link.id);
         }
         return ids.size === 1 ? [...ids][0]! : null;
       }, 30_000);
       await daemon.stop();
       // What a crash right after the upgrade's setBatchFields leaves: the batch confirmed, its subjects not moved.
-      const cal = JSON.parse((await issuer.store.batchField('ots', batchId!, `cal:${calendar!.url}`))!) as Record<string, unknown>;
-      await issuer.store.setBatchFields('ots', batchId!, {
+      const cal = JSON.parse((await issuer.store.batches.batchField('ots', batchId!, `cal:${calendar!.url}`))!) as Record<string, unknown>;
+      await issuer.store.batches.setBatchFields('ots', batchId!, {
         [`cal:${calendar!.url}`]: JSON.stringify({ ...cal, status: 'confirmed', message: 'Bitcoin block 7' }),
         bitcoin: JSON.stringify({ height: 7, block_hash: '00'.repeat(32), time: 1_769_860_800 }),
       });
@@ -162,8 +162,8 @@ describe('killed between a batch\'s submission and the move of its subjects', ()
       // What a crash right after the submit's setBatchFields leaves once both calendars held the root:
       // the batch marked submitted, its subjects still partial.
       const batchId = (await issuer.store.subjects.getRecord(s.receipt_uuid))!.batches.ots!.id;
-      const held = JSON.parse((await issuer.store.batchField('ots', batchId, `cal:${good.url}`))!) as Record<string, unknown>;
-      await issuer.store.setBatchFields('ots', batchId, { [`cal:${bad.url}`]: JSON.stringify({ ...held, url: bad.url }), submitted: '1' });
+      const held = JSON.parse((await issuer.store.batches.batchField('ots', batchId, `cal:${good.url}`))!) as Record<string, unknown>;
+      await issuer.store.batches.setBatchFields('ots', batchId, { [`cal:${bad.url}`]: JSON.stringify({ ...held, url: bad.url }), submitted: '1' });
       bad.setMode('ok');
       daemon = await startDaemon(config);
       await waitFor('pending once the submit job runs again', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending', 30_000);

@@ -35,7 +35,7 @@ async function otsStatus(issuer: Issuer, key: string): Promise<string | undefine
 async function submittedBatch(issuer: Issuer, key: string): Promise<string> {
   return waitFor(`${key}'s batch submitted`, async () => {
     const id = (await issuer.store.subjects.getRecord(key))?.batches.ots?.id;
-    return id && (await issuer.store.batchField('ots', id, 'submitted')) === '1' && (await otsStatus(issuer, key)) === 'pending' ? id : null;
+    return id && (await issuer.store.batches.batchField('ots', id, 'submitted')) === '1' && (await otsStatus(issuer, key)) === 'pending' ? id : null;
   }, 30_000, 50);
 }
 
@@ -75,7 +75,7 @@ describe('a host crash that cuts the last writes off the append-only file', () =
     expect(await issuer.store.subjects.getRecord(b.receipt_uuid)).toBeNull();
 
     // The in-flight submission answers after the restart and writes under the lost batch's id.
-    await waitFor('the late answer written under the lost batch id', async () => (await issuer.store.batchField('ots', lostBatch, 'submitted')) === '1', 30_000, 50);
+    await waitFor('the late answer written under the lost batch id', async () => (await issuer.store.batches.batchField('ots', lostBatch, 'submitted')) === '1', 30_000, 50);
 
     // The issuer sends b again, with a newcomer: a new batch.
     const c = receiptFields();
@@ -90,7 +90,7 @@ describe('a host crash that cuts the last writes off the append-only file', () =
       const st = await Promise.all([a, b, c].map((s) => otsStatus(issuer, s.receipt_uuid)));
       return st.every((s) => s === 'confirmed');
     }, 30_000, 100).catch(async (err: unknown) => {
-      throw new Error(`${(err as Error).message}; new batch calendar: ${await issuer.store.batchField('ots', newBatch, `cal:${calendar.url}`)}`);
+      throw new Error(`${(err as Error).message}; new batch calendar: ${await issuer.store.batches.batchField('ots', newBatch, `cal:${calendar.url}`)}`);
     });
   });
 
@@ -112,8 +112,8 @@ describe('a host crash that cuts the last writes off the append-only file', () =
     expect(batchB).not.toBe(batchA);
     // b's batch now holds a's calendar answers: what a reused id did.
     const calField = `cal:${calendar!.url}`;
-    const fromA = await issuer.store.batchFields('ots', batchA, ['ts', calField]);
-    await issuer.store.setBatchFields('ots', batchB, fromA);
+    const fromA = await issuer.store.batches.batchFields('ots', batchA, ['ts', calField]);
+    await issuer.store.batches.setBatchFields('ots', batchB, fromA);
 
     await calendar!.mine();
     await waitFor('a confirmed', async () => (await otsStatus(issuer, a.receipt_uuid)) === 'confirmed', 30_000);
@@ -122,7 +122,7 @@ describe('a host crash that cuts the last writes off the append-only file', () =
     await submittedBatch(issuer, b.receipt_uuid);
     await calendar!.mine();
     await waitFor('b confirmed', async () => (await otsStatus(issuer, b.receipt_uuid)) === 'confirmed', 30_000);
-    const cal = JSON.parse((await issuer.store.batchField('ots', batchB, calField))!) as { status: string };
+    const cal = JSON.parse((await issuer.store.batches.batchField('ots', batchB, calField))!) as { status: string };
     expect(cal.status).toBe('confirmed');
   });
 });

@@ -132,7 +132,7 @@ describe('retention: confirmed subjects retired to the proof archive', () => {
       // their batches (Nostr and OTS) and every key of theirs: hash, key list, transitions, events
       const batchIds = [...new Set((await issuer.store.subjects.getRecords(keys)).flatMap((r) => [r!.batches.nostr?.id, r!.batches.ots?.id]).filter((id): id is string => !!id))];
       expect(batchIds.length).toBeGreaterThanOrEqual(2);
-      const batchEvents = (await Promise.all(batchIds.map((id) => issuer.store.batchField('nostr', id, 'event')))).flatMap((j) => (j ? [(JSON.parse(j) as { id: string }).id] : []));
+      const batchEvents = (await Promise.all(batchIds.map((id) => issuer.store.batches.batchField('nostr', id, 'event')))).flatMap((j) => (j ? [(JSON.parse(j) as { id: string }).id] : []));
       expect(before.filter((k) => batchIds.some((id) => k.includes(id))).length).toBeGreaterThanOrEqual(2 * batchIds.length);
       await stop(a);
 

@@ -9,7 +9,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import type { AcceptSubject, AcceptTargets } from '../../src/adapters/state/subjects.js';
-import { CUT_BATCH, MARK_SENT, SET_SUBJECT_EVENT } from '../../src/adapters/state/scripts.js';
+import { MARK_SENT, SET_SUBJECT_EVENT } from '../../src/adapters/state/scripts.js';
+import { CUT_BATCH } from '../../src/adapters/state/batches.js';
 import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { privateRedis, waitFor } from '../helpers/harness.js';
@@ -118,12 +119,12 @@ describe('accept.lua', () => {
         if (b.reject) await store.subjects.reject(b.s.key, b.reject);
         else await store.subjects.acceptMany(BOTH, [b.s]);
       }
-      const before = await store.inboxLength('ots');
+      const before = await store.batches.inboxLength('ots');
       const res = await store.subjects.acceptMany(BOTH, c.call);
       expect(res.results.map((r) => r.result)).toEqual(c.expect);
       expect(res.inboxLengths.ots ?? null).toBe(c.inbox === null ? null : before + c.inbox);
       expect(res.inboxLengths.nostr ?? null).toBe(c.inbox === null ? null : before + c.inbox);
-      expect(await store.inboxLength('ots')).toBe(before + (c.inbox ?? 0));
+      expect(await store.batches.inboxLength('ots')).toBe(before + (c.inbox ?? 0));
       // the counts follow the indexes: one per subject in its status, one per witness status
       const counts = await store.indexes.countByStatus();
       for (const st of ['pending', 'rejected']) expect(counts[st], st).toBe(await redis.zcard(store.keys.byStatus(st)));
@@ -170,7 +171,7 @@ describe('accept.lua', () => {
     expect(res.inboxLengths.ots).toBe(600);
     const again = await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
     expect(again.results.every((r) => r.result === 'duplicate')).toBe(true);
-    expect(await store.inboxLength('ots')).toBe(600);
+    expect(await store.batches.inboxLength('ots')).toBe(600);
     await expectKeysDeclared();
   });
 });
@@ -293,7 +294,7 @@ describe('the subject record: compact hash, acceptance derived from it', () => {
       await store.subjects.acceptMany(BOTH, [s]);
       if (c.steps.includes('batches confirmed')) {
         for (const w of ['nostr', 'ots'] as const) {
-          const cut = (await store.cutBatch(w, 1))!;
+          const cut = (await store.batches.cutBatch(w, 1))!;
           await store.subjects.setWitnessMany([s.key], w, 'confirmed', 3, '', cut.id);
         }
       }
@@ -325,10 +326,10 @@ describe('the subject record: compact hash, acceptance derived from it', () => {
     const [x, y] = [subject(), subject()];
     const k = store.keys;
     await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [x, y]);
-    const cut = (await store.cutBatch('ots', 2))!;
+    const cut = (await store.batches.cutBatch('ots', 2))!;
     const packed = await redis.hgetBuffer(k.batch('ots', cut.id), 'digests32');
     expect(packed!.length).toBe(64);
-    const batch = (await store.getBatch('ots', cut.id))!;
+    const batch = (await store.batches.getBatch('ots', cut.id))!;
     expect(batch.digests.map((d) => d.toString('hex'))).toEqual([x.digest, y.digest]);
     expect(Object.keys(batch.fields)).toEqual([]);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
@@ -543,15 +544,15 @@ describe('batch transitions recorded once on the batch', () => {
   ];
 
   async function batchOf(w: 'nostr' | 'ots', n: number): Promise<{ id: string; keys: string[] }> {
-    const cut = (await store.cutBatch(w, n))!;
-    return { id: cut.id, keys: await store.batchKeys(w, cut.id) };
+    const cut = (await store.batches.cutBatch(w, n))!;
+    return { id: cut.id, keys: await store.batches.batchKeys(w, cut.id) };
   }
 
   it('a subject reads the same history as when every transition was written to it, from one entry per transition', async () => {
     const single = subject();
     const batched = [subject(), subject(), subject()];
     await store.subjects.acceptMany(BOTH, [single]);
-    for (const w of ['nostr', 'ots'] as const) await store.cutBatch(w, 1);
+    for (const w of ['nostr', 'ots'] as const) await store.batches.cutBatch(w, 1);
     await store.subjects.acceptMany(BOTH, batched);
     const nb = await batchOf('nostr', 3);
     const ob = await batchOf('ots', 3);
@@ -677,7 +678,7 @@ describe('forget.lua (retention)', () => {
     const [pending] = [subject()];
     await store.subjects.acceptMany(BOTH, [{ ...withEvent, nostrEvent: { id, json: JSON.stringify({ content: withEvent.envelopeCanonical }) } }, pending]);
     await store.noteNostrQueued(id, Date.now(), 3_600_000);
-    const batch = (await store.cutBatch('ots', 10))!;
+    const batch = (await store.batches.cutBatch('ots', 10))!;
     await store.subjects.setWitnessMany([withEvent.key], 'nostr', 'confirmed', 1);
     await store.subjects.setWitnessMany([withEvent.key], 'ots', 'confirmed', 1);
     await store.subjects.reject('refused', 'bad');
@@ -691,7 +692,7 @@ describe('forget.lua (retention)', () => {
     expect(await store.indexes.countByStatus()).toEqual({ pending: 1, partial: 0, confirmed: 0, failed: 0, rejected: 1 });
     expect(await store.indexes.countByWitness(['nostr', 'ots'])).toEqual({ nostr: { pending: 1, partial: 0, confirmed: 0, failed: 0 }, ots: { pending: 1, partial: 0, confirmed: 0, failed: 0 } });
     expect((await store.indexes.list({ limit: 10 })).keys.sort()).toEqual([pending.key, 'refused'].sort());
-    expect((await store.getBatch('ots', batch.id))?.digests).toHaveLength(2);
+    expect((await store.batches.getBatch('ots', batch.id))?.digests).toHaveLength(2);
     expect(await store.subjects.getRecord(pending.key)).toMatchObject({ status: 'pending', envelopeCanonical: pending.envelopeCanonical });
   });
 });
@@ -791,29 +792,29 @@ describe('cut-batch.lua', () => {
   it('cuts the inbox head into a batch: digests in order, subjects linked, batch open', async () => {
     const many = [subject(), subject(), subject()];
     await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
-    const cut = (await store.cutBatch('ots', 2))!;
+    const cut = (await store.batches.cutBatch('ots', 2))!;
     expect(cut.size).toBe(2);
     expect(cut.id).toMatch(/^1-[0-9a-f]{12}$/);
-    const batch = (await store.getBatch('ots', cut.id))!;
+    const batch = (await store.batches.getBatch('ots', cut.id))!;
     expect(batch.digests.map((d) => d.toString('hex'))).toEqual([many[0]!.digest, many[1]!.digest]);
-    expect(await store.batchKeys('ots', cut.id)).toEqual([many[0]!.key, many[1]!.key]);
+    expect(await store.batches.batchKeys('ots', cut.id)).toEqual([many[0]!.key, many[1]!.key]);
     expect((await store.subjects.getRecord(many[1]!.key))?.batches.ots).toEqual({ id: cut.id, index: 1 });
-    expect(await store.openBatchIds('ots')).toEqual([cut.id]);
+    expect(await store.batches.openBatchIds('ots')).toEqual([cut.id]);
     expect(await redis.lrange(store.keys.inbox('ots'), 0, -1)).toEqual([many[2]!.key]);
-    const second = (await store.cutBatch('ots', 10))!;
+    const second = (await store.batches.cutBatch('ots', 10))!;
     expect(second).toMatchObject({ size: 1 });
     expect(second.id).toMatch(/^2-/);
-    expect(await store.cutBatch('ots', 10)).toBeNull();
+    expect(await store.batches.cutBatch('ots', 10)).toBeNull();
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 
   it('skips subjects already in a batch (put back by the reconciler) and drops them from the inbox', async () => {
     const s = subject();
     await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [s]);
-    await store.cutBatch('ots', 10);
-    await store.addToInbox('ots', s.key);
-    expect(await store.cutBatch('ots', 10)).toBeNull();
-    expect(await store.inboxLength('ots')).toBe(0);
+    await store.batches.cutBatch('ots', 10);
+    await store.batches.addToInbox('ots', s.key);
+    expect(await store.batches.cutBatch('ots', 10)).toBeNull();
+    expect(await store.batches.inboxLength('ots')).toBe(0);
     await expectKeysDeclared();
   });
 
@@ -827,7 +828,7 @@ describe('cut-batch.lua', () => {
     };
     expect(await run([y.key], 1)).toEqual(['retry']); // not the head
     expect(await run([x.key], 2)).toEqual(['retry']); // not the next sequence number
-    expect(await store.inboxLength('ots')).toBe(2);
+    expect(await store.batches.inboxLength('ots')).toBe(2);
     expect(await redis.get(k.batchSeq('ots'))).toBeNull();
     expect(await run([x.key], 1)).toEqual(['1-000000000000', 1]);
   });
@@ -840,14 +841,14 @@ describe('cut-batch.lua', () => {
       const cutAll = async (st: AnchorStore): Promise<string[]> => {
         const ids: string[] = [];
         for (let i = 0; i < 100; i++) {
-          const c = await st.cutBatch('ots', 7);
+          const c = await st.batches.cutBatch('ots', 7);
           if (!c) break;
           ids.push(c.id);
         }
         return ids;
       };
       const [a, b] = await Promise.all([cutAll(store), cutAll(other)]);
-      const keys = (await Promise.all([...a, ...b].map((id) => store.batchKeys('ots', id)))).flat();
+      const keys = (await Promise.all([...a, ...b].map((id) => store.batches.batchKeys('ots', id)))).flat();
       expect(keys.sort()).toEqual(many.map((s) => s.key).sort());
       expect(new Set([...a, ...b].map((id) => id.split('-')[0])).size).toBe(a.length + b.length);
     } finally {
@@ -927,16 +928,16 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
     subjects[0] = { ...subjects[0]!, nostrEvent: { id: own, json: JSON.stringify({ id: own, content: subjects[0]!.envelopeCanonical }) } };
     await store.subjects.acceptMany(BOTH, subjects);
     const keys = subjects.map((s) => s.key);
-    const nostr = (await store.cutBatch('nostr', 10))!.id;
-    const ots = (await store.cutBatch('ots', 10))!.id;
+    const nostr = (await store.batches.cutBatch('nostr', 10))!.id;
+    const ots = (await store.batches.cutBatch('ots', 10))!.id;
     const batchEvent = randomBytes(32).toString('hex');
-    const json = await store.setBatchFieldOnce('nostr', nostr, 'event', JSON.stringify({ id: batchEvent, kind: 1 }));
+    const json = await store.batches.setBatchFieldOnce('nostr', nostr, 'event', JSON.stringify({ id: batchEvent, kind: 1 }));
     await store.storeEvent(batchEvent, json, { batch: nostr });
     await store.markRelaysSent(batchEvent, ['ws://127.0.0.1:1']);
     await store.noteNostrQueued(batchEvent, Date.now(), 60_000);
     const attestation = randomBytes(32).toString('hex');
     await store.storeEvent(attestation, '{"kind":1040}', {});
-    await store.setBatchFields('ots', ots, { [`nip03:${own}`]: attestation, nip03: 'done' });
+    await store.batches.setBatchFields('ots', ots, { [`nip03:${own}`]: attestation, nip03: 'done' });
     await store.subjects.setWitnessMany(keys, 'nostr', 'confirmed', 1e12, '1 of 1 relays', nostr);
     await store.subjects.setWitnessMany(keys, 'ots', 'pending', 1200, 'submitted', ots);
     await store.subjects.setWitnessMany(keys, 'ots', 'confirmed', 1e12, 'Bitcoin block 7', ots);
@@ -959,7 +960,7 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
     for (const [i, key] of b.keys.entries()) {
       if (i < 2) continue;
       expect(await store.subjects.history(key)).toEqual(histories[i]);
-      expect((await store.getBatch('ots', b.ots))?.digests.length).toBe(4);
+      expect((await store.batches.getBatch('ots', b.ots))?.digests.length).toBe(4);
     }
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
 
@@ -971,19 +972,19 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
     // again: nothing to do
     expect(await store.subjects.forget(b.keys)).toEqual([]);
-    expect(await store.dropEmptiedBatches()).toBe(0);
+    expect(await store.batches.dropEmptiedBatches()).toBe(0);
   });
 
   it('a batch with work left after its confirmation (polls, NIP-03) stays until that work is done', async () => {
     const b = await confirmedBatches();
-    await store.setBatchWork('ots', b.ots, true);
+    await store.batches.setBatchWork('ots', b.ots, true);
     expect(await store.subjects.forget(b.keys)).toEqual(b.keys);
     // the Nostr batch went; the OTS batch waits
     expect(await keysOf([b.nostr, b.batchEvent])).toEqual([]);
     expect((await keysOf([b.ots])).length).toBeGreaterThanOrEqual(3);
-    expect(await store.dropEmptiedBatches()).toBe(0);
-    await store.setBatchWork('ots', b.ots, false);
-    expect(await store.dropEmptiedBatches()).toBe(1);
+    expect(await store.batches.dropEmptiedBatches()).toBe(0);
+    await store.batches.setBatchWork('ots', b.ots, false);
+    expect(await store.batches.dropEmptiedBatches()).toBe(1);
     expect(await keysOf([b.ots, b.attestation])).toEqual([]);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
@@ -991,9 +992,9 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
   it('an attestation signed between the read and the drop: nothing dropped by the stale call, the next read drops it all', async () => {
     const b = await confirmedBatches();
     // the last subject's forget leaves the OTS batch listed, not yet dropped
-    await store.setBatchWork('ots', b.ots, true);
+    await store.batches.setBatchWork('ots', b.ots, true);
     await store.subjects.forget(b.keys);
-    await store.setBatchWork('ots', b.ots, false);
+    await store.batches.setBatchWork('ots', b.ots, false);
     const late = randomBytes(32).toString('hex');
     const realHkeys = store.redis.hkeys.bind(store.redis);
     const patched = store.redis as unknown as { hkeys: (k: string) => Promise<string[]> };
@@ -1003,12 +1004,12 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
       if (once && k === store.keys.batch('ots', b.ots)) {
         once = false;
         await store.storeEvent(late, '{"kind":1040}', {});
-        await store.setBatchFields('ots', b.ots, { 'nip03:other': late });
+        await store.batches.setBatchFields('ots', b.ots, { 'nip03:other': late });
       }
       return v;
     };
     try {
-      expect(await store.dropEmptiedBatches()).toBe(1);
+      expect(await store.batches.dropEmptiedBatches()).toBe(1);
     } finally {
       patched.hkeys = realHkeys as never;
     }

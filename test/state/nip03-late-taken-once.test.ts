@@ -32,14 +32,14 @@ const eventId = (): string => randomBytes(32).toString('hex');
 it('batches fixing their lists at the same time commit each late event once, and the waiting set empties', async () => {
   const store = new AnchorStore(redis, 'late');
   const late = Array.from({ length: 50 }, eventId);
-  await store.addLateNip03Events(late);
+  await store.batches.addLateNip03Events(late);
   const lists = await Promise.all(['b1', 'b2', 'b3', 'b4'].map((b) => fixBatchEventIds(store, b)));
   const committed = lists.flat();
   expect(new Set(committed).size).toBe(committed.length);
   expect([...committed].sort()).toEqual([...late].sort());
-  expect(await store.lateNip03Events(100)).toEqual([]);
+  expect(await store.batches.lateNip03Events(100)).toEqual([]);
   // a retry of a batch gets its list in force, and takes nothing more
-  await store.addLateNip03Events([eventId()]);
+  await store.batches.addLateNip03Events([eventId()]);
   expect(await fixBatchEventIds(store, 'b1')).toEqual(lists[0]);
-  expect(await store.lateNip03Events(100)).toHaveLength(1);
+  expect(await store.batches.lateNip03Events(100)).toHaveLength(1);
 });

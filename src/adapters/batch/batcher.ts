@@ -56,7 +56,7 @@ export class Batcher {
    */
   async poke(waiting?: number | null): Promise<void> {
     if (waiting === null) return;
-    const n = waiting ?? (await this.store.inboxLength(this.witness));
+    const n = waiting ?? (await this.store.batches.inboxLength(this.witness));
     if (n >= this.opts.maxSize) await this.tick(false);
     else if (n > 0 && this.opts.cutEarly && (await this.opts.cutEarly(n))) await this.tick(true);
   }
@@ -83,12 +83,12 @@ export class Batcher {
   }
 
   private async pass(cutPartial: boolean): Promise<void> {
-    for (const id of await this.store.openBatchIds(this.witness)) await this.opts.handOver(id);
+    for (const id of await this.store.batches.openBatchIds(this.witness)) await this.opts.handOver(id);
     for (let i = 0; i < MAX_CUTS_PER_TICK; i++) {
       // A timer tick cuts one partial batch; beyond that, and on pokes, only full ones.
       const partialAllowed = cutPartial && i === 0;
-      if (!partialAllowed && (await this.store.inboxLength(this.witness)) < this.opts.maxSize) break;
-      const batch = await this.store.cutBatch(this.witness, this.opts.maxSize);
+      if (!partialAllowed && (await this.store.batches.inboxLength(this.witness)) < this.opts.maxSize) break;
+      const batch = await this.store.batches.cutBatch(this.witness, this.opts.maxSize);
       if (!batch) break;
       this.log.debug({ batch: batch.id, size: batch.size }, 'batch cut');
       await this.opts.handOver(batch.id);

@@ -290,7 +290,7 @@ export class NostrWitness {
 
   /** The batch event of a batch, or null when it has none (not decided yet, not made yet, or decided `envelope`). */
   async batchEventId(batchId: string): Promise<string | null> {
-    const { event: json } = await this.store.nostrBatchEvent(batchId);
+    const { event: json } = await this.store.batches.nostrBatchEvent(batchId);
     return json ? (JSON.parse(json) as SignedEvent).id : null;
   }
 
@@ -342,7 +342,7 @@ export class NostrWitness {
     } else {
       decision = { mode: this.opts.mode, size };
     }
-    const inForce = (await this.store.fixNostrBatchMode(batchId, decision.mode)) as NostrEventMode;
+    const inForce = (await this.store.batches.fixNostrBatchMode(batchId, decision.mode)) as NostrEventMode;
     if (inForce !== decision.mode) return { mode: inForce, size };
     this.hooks.onModeDecision?.(decision.mode, size);
     if (this.opts.mode === 'auto' && this.lastMode !== null && this.lastMode !== decision.mode) {
@@ -362,29 +362,29 @@ export class NostrWitness {
   }
 
   private async batchJob(batchId: string): Promise<void> {
-    const batch = await this.store.getBatch('nostr', batchId);
+    const batch = await this.store.batches.getBatch('nostr', batchId);
     if (!batch) {
-      await this.store.closeBatch('nostr', batchId);
+      await this.store.batches.closeBatch('nostr', batchId);
       return;
     }
     const mode = await this.serialized(async () => {
-      const decision = await this.decideMode(batchId, batch.size, await this.store.nostrBatchEvent(batchId));
+      const decision = await this.decideMode(batchId, batch.size, await this.store.batches.nostrBatchEvent(batchId));
       // The per-subject publishes are queued before the next decision reads the backlog.
       if (decision.mode === 'envelope') await this.publishEnvelopes(batchId);
       return decision.mode;
     });
     if (mode === 'envelope') {
-      await this.store.closeBatch('nostr', batchId);
+      await this.store.batches.closeBatch('nostr', batchId);
       return;
     }
     const root = new BatchTree(batch.digests).root.toString('hex');
     const candidate = batchEvent({ anchoredAt: batch.anchoredAt, batchRootHex: root, leafCount: batch.size, kind: this.opts.kind }, this.key);
     // Two daemons may race here: the first event stored for the batch is the one published.
-    const json = await this.store.fixNostrBatchEvent(batchId, serializeEvent(candidate));
+    const json = await this.store.batches.fixNostrBatchEvent(batchId, serializeEvent(candidate));
     const event = JSON.parse(json) as SignedEvent;
     await this.store.storeEvent(event.id, json, { batch: batchId });
     await this.ensurePublishing(event.id);
-    await this.store.closeBatch('nostr', batchId);
+    await this.store.batches.closeBatch('nostr', batchId);
   }
 
   /**
@@ -392,7 +392,7 @@ export class NostrWitness {
    * unless it has one (a retry keeps the copy stored first), and queues it on every relay.
    */
   private async publishEnvelopes(batchId: string): Promise<void> {
-    const keys = await this.store.batchKeys('nostr', batchId);
+    const keys = await this.store.batches.batchKeys('nostr', batchId);
     for (let i = 0; i < keys.length; i += 500) {
       const chunk = keys.slice(i, i + 500);
       const records = await this.store.subjects.getRecords(chunk);
@@ -645,7 +645,7 @@ export class NostrWitness {
     const { status, progress, reason } = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
     const owner = await this.store.eventOwner(eventId);
     if (unchanged && !owner.subject) return;
-    const keys = owner.subject ? [owner.subject] : owner.batch ? await this.store.batchKeys('nostr', owner.batch) : [];
+    const keys = owner.subject ? [owner.subject] : owner.batch ? await this.store.batches.batchKeys('nostr', owner.batch) : [];
     const detail = reason ?? `${report.url}: ${report.status}${report.message ? ` (${report.message})` : ''}`;
     const changes = await this.store.subjects.setWitnessMany(keys, 'nostr', status, progress, detail, owner.subject ? undefined : (owner.batch ?? undefined));
     changes.forEach((c, i) => {

@@ -20,7 +20,7 @@ export const MAX_LATE_PER_BATCH = 10_000;
 
 /** The envelope event ids of the batch's subjects that have one, in batch order. */
 export async function subjectEventIds(store: AnchorStore, batchId: string): Promise<string[]> {
-  const records = await store.subjects.getRecords(await store.batchKeys('ots', batchId));
+  const records = await store.subjects.getRecords(await store.batches.batchKeys('ots', batchId));
   return records.flatMap((r) => (r?.nostrEventId ? [r.nostrEventId] : []));
 }
 
@@ -32,9 +32,9 @@ export async function subjectEventIds(store: AnchorStore, batchId: string): Prom
  */
 export async function fixBatchEventIds(store: AnchorStore, batchId: string): Promise<string[]> {
   // one script call fixes the list and takes the late ids it commits out of the waiting set
-  const ids = (await store.otsEventIds(batchId)) ?? (await store.fixOtsEventIds(batchId, await subjectEventIds(store, batchId), MAX_LATE_PER_BATCH));
+  const ids = (await store.batches.otsEventIds(batchId)) ?? (await store.batches.fixOtsEventIds(batchId, await subjectEventIds(store, batchId), MAX_LATE_PER_BATCH));
   const committed = new Set(ids);
-  await store.addLateNip03Events((await subjectEventIds(store, batchId)).filter((e) => !committed.has(e)));
+  await store.batches.addLateNip03Events((await subjectEventIds(store, batchId)).filter((e) => !committed.has(e)));
   return ids;
 }
 
@@ -48,11 +48,11 @@ export async function noteLateEvents(store: AnchorStore, linked: ReadonlyArray<{
     const batch = records[i]?.batches.ots?.id;
     if (!batch) continue;
     if (!lists.has(batch)) {
-      const ids = await store.otsEventIds(batch);
+      const ids = await store.batches.otsEventIds(batch);
       lists.set(batch, ids ? new Set(ids) : null);
     }
     const list = lists.get(batch);
     if (list && !list.has(linked[i]!.eventId)) late.push(linked[i]!.eventId);
   }
-  await store.addLateNip03Events(late);
+  await store.batches.addLateNip03Events(late);
 }

@@ -5,7 +5,8 @@
  * `.ots` (file digest = the envelope digest) assembled from the batch's root timestamp.
  */
 import { BatchTree } from '../../core/batch/batch-tree.js';
-import type { AnchorStore, ProofBatchFields } from '../state/anchor-store.js';
+import type { AnchorStore } from '../state/anchor-store.js';
+import type { ProofBatchFields } from '../state/batch-fields.js';
 import type { SubjectRecord } from '../state/subject-hash.js';
 import type { WitnessName } from '../state/keys.js';
 import { parseTimestamp, serializeDetached } from '../../core/ots/codec.js';
@@ -108,8 +109,8 @@ export class ProofExporter {
   /** The batch's tree (cached) and its current fields (read fresh: answers and upgrades change them). */
   private async tree(witness: WitnessName, id: string): Promise<CachedBatch | null> {
     const [tree, fields] = await Promise.all([
-      this.trees.get(`${witness}:${id}`, async () => (await this.store.getBatch(witness, id))?.digests ?? null),
-      this.store.proofBatchFields(witness, id),
+      this.trees.get(`${witness}:${id}`, async () => (await this.store.batches.getBatch(witness, id))?.digests ?? null),
+      this.store.batches.proofBatchFields(witness, id),
     ]);
     return tree ? { tree, fields } : null;
   }

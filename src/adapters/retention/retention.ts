@@ -143,7 +143,7 @@ export class Retention {
       this.deps.onRetired?.(removed.length);
     } else {
       // batches emptied by an earlier pass that crashed before dropping them, or that had work left then
-      await store.dropEmptiedBatches();
+      await store.batches.dropEmptiedBatches();
     }
     if (out.removed > 0 || out.failed > 0 || out.offered > 0) this.log.info(out, 'retention pass');
     return out;

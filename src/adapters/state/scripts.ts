@@ -44,8 +44,6 @@ export const STREAM_LIB = readFileSync(`${DIR}stream-lib.lua`, 'utf8');
 export const SET_RELAY = load(DIR, 'set-relay');
 /** Adds relays to the list of those an event was handed to. */
 export const MARK_SENT = load(DIR, 'mark-sent');
-/** Cuts a batch from the head of a witness's inbox. */
-export const CUT_BATCH = load(DIR, 'cut-batch');
 /** Auto mode: links a subject's own event, first stored copy wins. */
 export const SET_SUBJECT_EVENT = load(DIR, 'set-subject-event');
 
@@ -55,13 +53,9 @@ export const OUTBOX_TAKE = load(DIR, 'outbox-take');
 /** One relay's reports on many events, never downgrading an acceptance. */
 export const SET_RELAYS = load(DIR, 'set-relays');
 
-/** Retention: removes a batch none of whose subjects is left in Redis, with every key of its own. */
-export const DROP_BATCH = load(DIR, 'drop-batch');
 
-/** NIP-03: fixes the event ids an OTS batch commits to and takes the late ones it commits out of the waiting set. */
-export const FIX_EVENT_IDS = load(DIR, 'fix-event-ids');
 
-export const SCRIPTS: readonly LuaScript[] = [SET_RELAY, MARK_SENT, CUT_BATCH, SET_SUBJECT_EVENT, DROP_BATCH, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, FIX_EVENT_IDS];
+export const SCRIPTS: readonly LuaScript[] = [SET_RELAY, MARK_SENT, SET_SUBJECT_EVENT, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS];
 
 type ScriptFn = (...args: Array<string | Buffer>) => Promise<unknown>;
 type Commander = Redis | ReturnType<Redis['pipeline']>;

@@ -148,7 +148,7 @@ async function nostrView(store: AnchorStore, config: Config, record: SubjectReco
   let mode: NostrView['mode'] = eventId ? 'envelope' : null;
   const link = record.batches.nostr;
   if (!eventId && link) {
-    const { event: eventJson, size, mode: decided } = await store.nostrBatchEvent(link.id);
+    const { event: eventJson, size, mode: decided } = await store.batches.nostrBatchEvent(link.id);
     // Decided `envelope`: the subject's own event is on its way (the batch is only how it was cut).
     if (decided === 'envelope') mode = 'envelope';
     else {
@@ -202,8 +202,8 @@ async function otsView(store: AnchorStore, config: Config, record: SubjectRecord
   };
   if (!link) return view;
   const [fields, recorded] = await Promise.all([
-    store.otsBatchSummary(link.id),
-    store.batchCalendars(link.id),
+    store.batches.otsBatchSummary(link.id),
+    store.batches.batchCalendars(link.id),
   ]);
   const submitted = fields.submitted;
   view.batch = { id: link.id, index: link.index, size: fields.size, anchoredAt: fields.anchoredAt, submitted };
