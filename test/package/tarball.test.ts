@@ -132,7 +132,7 @@ describe('the packed tarball, installed into an empty project', () => {
     expect(paths).toContain('dist/src/package/verify.js');
     expect(paths.filter((p) => p.startsWith('config/'))).toEqual([]);
     expect(paths).toContain('src/adapters/http/static/openapi.json');
-    for (const script of ['accept', 'reject', 'set-witness', 'set-relay', 'mark-sent', 'cut-batch', 'forget', 'drop-batch']) expect(paths).toContain(`src/adapters/state/lua/${script}.lua`);
+    for (const script of ['accept', 'reject', 'set-witness', 'set-relays', 'outbox-add', 'cut-batch', 'forget', 'drop-batch']) expect(paths).toContain(`src/adapters/state/lua/${script}.lua`);
     // the /verify page and its bundle (built by npm run build, not kept in git)
     expect(paths).toContain('src/adapters/http/static/verify.html');
     expect(paths).toContain('src/adapters/http/static/verify.bundle.js');

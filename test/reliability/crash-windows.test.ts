@@ -28,8 +28,8 @@ describe('killed between a relay report and the witness move', () => {
       });
       const eventId = record!.nostrEventId!;
       await waitFor('a first failed attempt', async () => (await issuer.store.relayReports(eventId)).length > 0, 30_000);
-      // What a crash right after SET_RELAY leaves: the relay's final report, the witness not moved.
-      await issuer.store.setRelayReport(eventId, { url: relay!.url, status: 'accepted', message: '', at: new Date().toISOString(), attempts: 1, final: true });
+      // What a crash right after set-relays.lua leaves: the relay's final report, the witness not moved.
+      await new RelayOutbox(issuer.store, [relay!.url]).record(relay!.url, [{ id: eventId, report: { url: relay!.url, status: 'accepted', message: '', at: new Date().toISOString(), attempts: 1, final: true } }]);
       expect((await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status).toBe('pending');
       await waitFor('the witness confirmed from the recorded report', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 30_000);
       const history = await issuer.store.subjects.history(s.receipt_uuid);

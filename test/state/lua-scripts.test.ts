@@ -9,7 +9,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import type { AcceptSubject, AcceptTargets } from '../../src/adapters/state/subjects.js';
-import { MARK_SENT, SET_SUBJECT_EVENT } from '../../src/adapters/state/scripts.js';
+import { SET_SUBJECT_EVENT } from '../../src/adapters/state/scripts.js';
+import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
 import { CUT_BATCH } from '../../src/adapters/state/batches.js';
 import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
@@ -697,7 +698,7 @@ describe('forget.lua (retention)', () => {
   });
 });
 
-describe('set-relay.lua', () => {
+describe('set-relays.lua', () => {
   const report = (status: string) => ({ url: 'ws://r', status, message: status, at: '2026-01-01T00:00:00Z' });
   it.each([
     ['a first report is stored', [], 'failed', 'failed'],
@@ -707,25 +708,13 @@ describe('set-relay.lua', () => {
     ['a failure is replaced by an acceptance', ['failed'], 'accepted', 'accepted'],
   ])('%s', async (_name, before, next, kept) => {
     const ev = randomBytes(32).toString('hex');
-    for (const b of before as string[]) await store.setRelayReport(ev, report(b));
-    const all = await store.setRelayReport(ev, report(next as string));
-    expect(all.map((r) => r.status)).toEqual([kept]);
+    await store.storeEvent(ev, '{}', { subject: 'some-subject' });
+    const outbox = new RelayOutbox(store, ['ws://r']);
+    for (const b of before as string[]) await outbox.record('ws://r', [{ id: ev, report: report(b) }]);
+    const [recorded] = await outbox.record('ws://r', [{ id: ev, report: report(next as string) }]);
+    expect(recorded!.reports.map((r) => r.status)).toEqual([kept]);
+    expect((await store.relayReports(ev)).map((r) => r.status)).toEqual([kept]);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
-  });
-});
-
-describe('mark-sent.lua', () => {
-  it.each([
-    ['a first list is stored in order', [], ['ws://a', 'ws://b'], ['ws://a', 'ws://b'], 1],
-    ['relays already listed are skipped, new ones appended', [['ws://a', 'ws://b']], ['ws://b', 'ws://c'], ['ws://a', 'ws://b', 'ws://c'], 1],
-    ['nothing new: nothing written', [['ws://a']], ['ws://a'], ['ws://a'], 0],
-  ])('%s', async (_name, before, urls, want, added) => {
-    const ev = randomBytes(32).toString('hex');
-    for (const b of before as string[][]) await store.markRelaysSent(ev, b);
-    const res = await redis.eval(MARK_SENT.lua, 1, store.keys.event(ev), ...(urls as string[]));
-    expect(res).toBe(added);
-    expect((await store.eventRelays(ev)).relays).toEqual(want);
-    await expectKeysDeclared();
   });
 });
 
@@ -933,7 +922,7 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
     const batchEvent = randomBytes(32).toString('hex');
     const json = await store.batches.setBatchFieldOnce('nostr', nostr, 'event', JSON.stringify({ id: batchEvent, kind: 1 }));
     await store.storeEvent(batchEvent, json, { batch: nostr });
-    await store.markRelaysSent(batchEvent, ['ws://127.0.0.1:1']);
+    await new RelayOutbox(store, ['ws://127.0.0.1:1']).add([batchEvent], Date.now());
     await store.noteNostrQueued(batchEvent, Date.now(), 60_000);
     const attestation = randomBytes(32).toString('hex');
     await store.storeEvent(attestation, '{"kind":1040}', {});

@@ -11,7 +11,7 @@ import type { RedisClient as Redis } from '../redis/connection.js';
 import { StateKeys, WITNESSES, type WitnessName } from './keys.js';
 import { digestToken, keyToken } from './stream-entries.js';
 import { decodeCursor, encodeCursor, listOrder, type Position } from './list-position.js';
-import { MARK_SENT, SET_RELAY, SET_SUBJECT_EVENT, defineScripts, runScript, scriptCommand, type LuaScript } from './scripts.js';
+import { SET_SUBJECT_EVENT, defineScripts, runScript, scriptCommand, type LuaScript } from './scripts.js';
 import { SubjectStore } from './subjects.js';
 import { BatchStore } from './batches.js';
 import { SubjectIndexes } from './subject-indexes.js';
@@ -185,25 +185,8 @@ export class AnchorStore {
     return { subject: subject ?? null, batch: batch ?? null };
   }
 
-  /** Records one relay's report (never downgrading an acceptance); returns every relay's report. */
-  async setRelayReport(eventId: string, report: RelayReportRecord): Promise<RelayReportRecord[]> {
-    const flat = (await this.run(SET_RELAY, [this.keys.event(eventId)], [report.url, JSON.stringify(report), report.status])) as string[];
-    const out: RelayReportRecord[] = [];
-    for (let i = 0; i + 1 < flat.length; i += 2) out.push(JSON.parse(flat[i + 1]!) as RelayReportRecord);
-    return out;
-  }
-
   async relayReports(eventId: string): Promise<RelayReportRecord[]> {
     return (await this.eventRelays(eventId)).reports;
-  }
-
-  /**
-   * Records that the event was handed to these relays (a publish job queued for each), so
-   * the subject's view lists where it was actually sent, whatever the config says later.
-   */
-  async markRelaysSent(eventId: string, urls: readonly string[]): Promise<void> {
-    if (urls.length === 0) return;
-    await this.run(MARK_SENT, [this.keys.event(eventId)], [...urls]);
   }
 
   /**

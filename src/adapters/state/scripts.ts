@@ -40,10 +40,6 @@ export const DIR = luaDir();
 /** Put in front of the scripts that write the state-change stream: add_events, which keeps it near its length in subject events. */
 export const STREAM_LIB = readFileSync(`${DIR}stream-lib.lua`, 'utf8');
 
-/** One relay's report on an event, never downgrading an acceptance. */
-export const SET_RELAY = load(DIR, 'set-relay');
-/** Adds relays to the list of those an event was handed to. */
-export const MARK_SENT = load(DIR, 'mark-sent');
 /** Auto mode: links a subject's own event, first stored copy wins. */
 export const SET_SUBJECT_EVENT = load(DIR, 'set-subject-event');
 
@@ -55,7 +51,7 @@ export const SET_RELAYS = load(DIR, 'set-relays');
 
 
 
-export const SCRIPTS: readonly LuaScript[] = [SET_RELAY, MARK_SENT, SET_SUBJECT_EVENT, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS];
+export const SCRIPTS: readonly LuaScript[] = [SET_SUBJECT_EVENT, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS];
 
 type ScriptFn = (...args: Array<string | Buffer>) => Promise<unknown>;
 type Commander = Redis | ReturnType<Redis['pipeline']>;
