@@ -7,7 +7,8 @@
 import { Queue, type Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { nostrQuorum, retentionAfterMs, type Config } from '../adapters/config/config.js';
-import { AnchorStore, STATE_SCHEMA } from '../adapters/state/anchor-store.js';
+import { AnchorStore } from '../adapters/state/anchor-store.js';
+import { STATE_SCHEMA } from '../adapters/state/schema.js';
 import type { WitnessName } from '../adapters/state/keys.js';
 import { Batcher } from '../adapters/batch/batcher.js';
 import { IntakeProcessor, intakeWorkerOptions, startIntakeWorker, type BulkIntakeResult } from '../adapters/queue/intake.js';

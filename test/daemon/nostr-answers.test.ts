@@ -40,7 +40,7 @@ describe('OK false "duplicate:"', () => {
     await issuer.enqueue(s, s.receipt_uuid);
     await waitFor('confirmed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 20_000);
     const record = await issuer.store.subjects.getRecord(s.receipt_uuid);
-    const [report] = await issuer.store.relayReports(record!.nostrEventId!);
+    const [report] = await issuer.store.events.relayReports(record!.nostrEventId!);
     expect(report).toMatchObject({ status: 'accepted', message: 'duplicate: have it', final: true, attempts: 1 });
     expect(seen).toBe(1);
   });
@@ -71,7 +71,7 @@ describe('rate-limited:', () => {
     }
     for (const s of subjects) {
       const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
-      const [report] = await issuer.store.relayReports(r!.nostrEventId!);
+      const [report] = await issuer.store.events.relayReports(r!.nostrEventId!);
       expect(report).toMatchObject({ status: 'accepted', final: true, attempts: 1 });
       expect(relays[0]!.events().filter((e) => e.id === r!.nostrEventId)).toHaveLength(1);
     }
@@ -90,8 +90,8 @@ describe('a quorum that can finish', () => {
     await waitFor('5 confirmed', async () => (await issuer.count('confirmed')) === 5, 20_000);
     for (const s of subjects) {
       const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
-      await waitFor('the blocked relay reported', async () => (await issuer.store.relayReports(r!.nostrEventId!)).some((x) => x.url === relays[1]!.url && x.final));
-      const reports = await issuer.store.relayReports(r!.nostrEventId!);
+      await waitFor('the blocked relay reported', async () => (await issuer.store.events.relayReports(r!.nostrEventId!)).some((x) => x.url === relays[1]!.url && x.final));
+      const reports = await issuer.store.events.relayReports(r!.nostrEventId!);
       expect(reports.find((x) => x.url === relays[1]!.url)).toMatchObject({ status: 'rejected', prefix: 'blocked', final: true });
       expect(reports.filter((x) => x.url !== relays[1]!.url).map((x) => x.status)).toEqual(['accepted', 'accepted']);
     }
@@ -115,7 +115,7 @@ describe('a quorum that can finish', () => {
     expect(last?.detail).toContain('blocked: not on the list');
     // The other two still hold the event; the reconciler does not reopen a final refusal.
     const record = await issuer.store.subjects.getRecord(s.receipt_uuid);
-    await waitFor('the other two accepted', async () => (await issuer.store.relayReports(record!.nostrEventId!)).filter((x) => x.status === 'accepted').length === 2);
+    await waitFor('the other two accepted', async () => (await issuer.store.events.relayReports(record!.nostrEventId!)).filter((x) => x.status === 'accepted').length === 2);
     await new Promise((r) => setTimeout(r, 2500));
     expect(blockedSeen).toBe(1);
     expect((await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status).toBe('failed');

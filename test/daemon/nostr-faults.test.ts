@@ -29,8 +29,8 @@ describe('a relay that is down', () => {
       await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
       await waitFor('20 partial', async () => (await issuer.count('partial')) === 20);
       const record = await issuer.store.subjects.getRecord(subjects[0]!.receipt_uuid);
-      const reports = await issuer.store.relayReports(record!.nostrEventId!);
-      const down = await waitFor('the down relay reported', () => reports.find((r) => r.url === relays[2]!.url) ?? issuer.store.relayReports(record!.nostrEventId!).then((rs) => rs.find((r) => r.url === relays[2]!.url)));
+      const reports = await issuer.store.events.relayReports(record!.nostrEventId!);
+      const down = await waitFor('the down relay reported', () => reports.find((r) => r.url === relays[2]!.url) ?? issuer.store.events.relayReports(record!.nostrEventId!).then((rs) => rs.find((r) => r.url === relays[2]!.url)));
       expect(['error', 'timeout']).toContain(down.status);
       expect(down.final).toBe(false);
       expect(down.message.length).toBeGreaterThan(0);
@@ -79,7 +79,7 @@ describe('a relay answering rate-limited', () => {
       const attempts: number[] = [];
       for (const s of subjects) {
         const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
-        const report = (await issuer.store.relayReports(r!.nostrEventId!)).find((x) => x.url === relays[0]!.url);
+        const report = (await issuer.store.events.relayReports(r!.nostrEventId!)).find((x) => x.url === relays[0]!.url);
         expect(report?.status).toBe('accepted');
         attempts.push(report!.attempts ?? 0);
         expect(relays[0]!.events().filter((e) => e.id === r!.nostrEventId)).toHaveLength(1);

@@ -91,7 +91,7 @@ describe(`${N} subjects on damus, pow and auth relays (majority quorum)`, () => 
     expect(auth.events().every((e) => !e.tags.some((t) => t[0] === 'nonce'))).toBe(true);
     expect(new Set(events.map((e) => e.content))).toEqual(new Set(auth.events().map((e) => e.content)));
     const record = await issuer.store.subjects.getRecord(subjects[0]!.receipt_uuid);
-    const report = (await issuer.store.relayReports(record!.nostrEventId!)).find((r) => r.url === pow.url);
+    const report = (await issuer.store.events.relayReports(record!.nostrEventId!)).find((r) => r.url === pow.url);
     expect(report).toMatchObject({ status: 'accepted', final: true, pow: expect.any(Number) });
     expect(report!.pow).toBeGreaterThanOrEqual(POW);
     expect(report!.copyId).not.toBe(record!.nostrEventId);
@@ -183,7 +183,7 @@ describe('relays that can never take our events (payment_required, restricted_wr
     for (const key of keys) {
       const record = await issuer.store.subjects.getRecord(key);
       const reports = await waitFor('all four relays answered for good', async () => {
-        const r = await issuer.store.relayReports(record!.nostrEventId!);
+        const r = await issuer.store.events.relayReports(record!.nostrEventId!);
         return r.length === 5 && r.every((x) => x.final) ? r : null;
       });
       expect(reports.find((r) => r.url === relays[4]!.url)).toMatchObject({ status: 'failed', prefix: 'policy', attempts: 1, message: expect.stringMatching(/^relay policy \(NIP-11\): max_message_length 300 bytes, our event message is \d+$/) });
@@ -237,7 +237,7 @@ describe('a relay that states nothing and answers pow: naming a difficulty', () 
     await waitFor('10 confirmed', async () => (await issuer.count('confirmed')) === 10, 30_000);
     for (const s of subjects) {
       const record = await issuer.store.subjects.getRecord(s.receipt_uuid);
-      const report = (await issuer.store.relayReports(record!.nostrEventId!)).find((r) => r.url === relays[1]!.url)!;
+      const report = (await issuer.store.events.relayReports(record!.nostrEventId!)).find((r) => r.url === relays[1]!.url)!;
       expect(report).toMatchObject({ status: 'stored', final: true, attempts: 1 });
       expect(report.pow).toBeGreaterThanOrEqual(10);
     }

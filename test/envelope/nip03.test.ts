@@ -79,7 +79,7 @@ describe('NIP-03 attestations of envelope events', () => {
       expect(ev, `attestation of ${r!.nostrEventId}`).toBeDefined();
       expect(verifySignedEvent(JSON.stringify(ev)).ok).toBe(true);
       // signed by the daemon's key, as the envelope event it attests
-      expect(ev!.pubkey).toBe((JSON.parse((await issuer.store.eventJson(r!.nostrEventId!))!) as { pubkey: string }).pubkey);
+      expect(ev!.pubkey).toBe((JSON.parse((await issuer.store.events.eventJson(r!.nostrEventId!))!) as { pubkey: string }).pubkey);
       expect(ev!.tags).toContainEqual(['e', r!.nostrEventId!]);
       expect(ev!.tags).toContainEqual(['k', String(config.nostr.kind)]);
       const ots = Buffer.from(ev!.content, 'base64');

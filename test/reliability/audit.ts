@@ -200,7 +200,7 @@ export async function diagnose(issuer: Issuer, keys: readonly string[]): Promise
   for (const r of stuck) for (const [w, s] of Object.entries(r.witnesses)) byWitness[`${w}:${s.status}`] = (byWitness[`${w}:${s.status}`] ?? 0) + 1;
   const one = stuck[0];
   const detail = one
-    ? { key: one.key, status: one.status, witnesses: one.witnesses, batches: one.batches, relays: one.nostrEventId ? await issuer.store.relayReports(one.nostrEventId) : [], history: await issuer.state.history(one.key) }
+    ? { key: one.key, status: one.status, witnesses: one.witnesses, batches: one.batches, relays: one.nostrEventId ? await issuer.store.events.relayReports(one.nostrEventId) : [], history: await issuer.state.history(one.key) }
     : null;
   return JSON.stringify({ missing: missing.length, stuck: stuck.length, byWitness, example: detail });
 }

@@ -27,9 +27,9 @@ describe('killed between a relay report and the witness move', () => {
         return r?.nostrEventId ? r : null;
       });
       const eventId = record!.nostrEventId!;
-      await waitFor('a first failed attempt', async () => (await issuer.store.relayReports(eventId)).length > 0, 30_000);
+      await waitFor('a first failed attempt', async () => (await issuer.store.events.relayReports(eventId)).length > 0, 30_000);
       // What a crash right after set-relays.lua leaves: the relay's final report, the witness not moved.
-      await new RelayOutbox(issuer.store, [relay!.url]).record(relay!.url, [{ id: eventId, report: { url: relay!.url, status: 'accepted', message: '', at: new Date().toISOString(), attempts: 1, final: true } }]);
+      await new RelayOutbox(issuer.store.events, [relay!.url]).record(relay!.url, [{ id: eventId, report: { url: relay!.url, status: 'accepted', message: '', at: new Date().toISOString(), attempts: 1, final: true } }]);
       expect((await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status).toBe('pending');
       await waitFor('the witness confirmed from the recorded report', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 30_000);
       const history = await issuer.store.subjects.history(s.receipt_uuid);
@@ -57,7 +57,7 @@ describe('killed twice while the same publish is in flight', () => {
     const keyFile = join(tempDir('key'), 'nostr.key');
     writeKeyFile(keyFile);
     const issuer = new Issuer(config);
-    const outboxKey = new RelayOutbox(issuer.store, [relay!.url]).key(relay!.url);
+    const outboxKey = new RelayOutbox(issuer.store.events, [relay!.url]).key(relay!.url);
     // the lease a daemon last took the publish under: each new daemon's take moves it past the dead one's
     let lease = 0;
     let child: ChildProcess | null = null;
@@ -79,7 +79,7 @@ describe('killed twice while the same publish is in flight', () => {
         let seen = '';
         await waitFor(`publish in flight (round ${round + 1})`, async () => {
           const score = Number(await issuer.redis.zscore(outboxKey, eventId));
-          const reports = await issuer.store.relayReports(eventId);
+          const reports = await issuer.store.events.relayReports(eventId);
           seen = `lease ${score - Date.now()} ms ahead, previous ${lease - Date.now()}, ${reports.length} reports`;
           if (score > lease && score > Date.now() && reports.length === 0) {
             lease = score;

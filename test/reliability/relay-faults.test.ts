@@ -101,7 +101,7 @@ async function relayFault(
     const failures = await waitFor(`${n} failures reported by the bad relay`, async () => {
       const out = [];
       for (const id of eventIds) {
-        const rep = (await issuer.store.relayReports(id)).find((r) => r.url === bad.url);
+        const rep = (await issuer.store.events.relayReports(id)).find((r) => r.url === bad.url);
         if (!rep) return null;
         out.push(rep);
       }
@@ -135,7 +135,7 @@ async function relayFault(
     });
     for (const key of keys) {
       const r = await issuer.store.subjects.getRecord(key);
-      const rep = (await issuer.store.relayReports(r!.nostrEventId!)).find((x) => x.url === bad.url);
+      const rep = (await issuer.store.events.relayReports(r!.nostrEventId!)).find((x) => x.url === bad.url);
       expect(rep?.status).toBe('accepted');
       if ((rep?.attempts ?? 0) > 1) retried++;
     }

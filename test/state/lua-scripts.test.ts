@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import type { AcceptSubject, AcceptTargets } from '../../src/adapters/state/subjects.js';
-import { SET_SUBJECT_EVENT } from '../../src/adapters/state/scripts.js';
+import { SET_SUBJECT_EVENT } from '../../src/adapters/state/events.js';
 import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
 import { CUT_BATCH } from '../../src/adapters/state/batches.js';
 import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
@@ -156,7 +156,7 @@ describe('accept.lua', () => {
     const s = { ...subject(), nostrEvent: { id: 'e'.repeat(64), json: '{"id":"eee"}' } };
     const targets: AcceptTargets = { witnesses: ['nostr'], inboxes: [] };
     expect((await store.subjects.acceptMany(targets, [s])).results[0]).toEqual({ result: 'created' });
-    expect(await store.eventOwner(s.nostrEvent.id)).toEqual({ subject: s.key, batch: null });
+    expect(await store.events.eventOwner(s.nostrEvent.id)).toEqual({ subject: s.key, batch: null });
     expect((await store.subjects.getRecord(s.key))?.nostrEventId).toBe(s.nostrEvent.id);
     expect((await store.subjects.acceptMany(targets, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: s.nostrEvent.id });
     // the id as its 32 bytes in the hash
@@ -678,7 +678,7 @@ describe('forget.lua (retention)', () => {
     const id = randomBytes(32).toString('hex');
     const [pending] = [subject()];
     await store.subjects.acceptMany(BOTH, [{ ...withEvent, nostrEvent: { id, json: JSON.stringify({ content: withEvent.envelopeCanonical }) } }, pending]);
-    await store.noteNostrQueued(id, Date.now(), 3_600_000);
+    await store.events.noteNostrQueued(id, Date.now(), 3_600_000);
     const batch = (await store.batches.cutBatch('ots', 10))!;
     await store.subjects.setWitnessMany([withEvent.key], 'nostr', 'confirmed', 1);
     await store.subjects.setWitnessMany([withEvent.key], 'ots', 'confirmed', 1);
@@ -708,12 +708,12 @@ describe('set-relays.lua', () => {
     ['a failure is replaced by an acceptance', ['failed'], 'accepted', 'accepted'],
   ])('%s', async (_name, before, next, kept) => {
     const ev = randomBytes(32).toString('hex');
-    await store.storeEvent(ev, '{}', { subject: 'some-subject' });
-    const outbox = new RelayOutbox(store, ['ws://r']);
+    await store.events.storeEvent(ev, '{}', { subject: 'some-subject' });
+    const outbox = new RelayOutbox(store.events, ['ws://r']);
     for (const b of before as string[]) await outbox.record('ws://r', [{ id: ev, report: report(b) }]);
     const [recorded] = await outbox.record('ws://r', [{ id: ev, report: report(next as string) }]);
     expect(recorded!.reports.map((r) => r.status)).toEqual([kept]);
-    expect((await store.relayReports(ev)).map((r) => r.status)).toEqual([kept]);
+    expect((await store.events.relayReports(ev)).map((r) => r.status)).toEqual([kept]);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 });
@@ -728,7 +728,7 @@ describe('set-subject-event.lua', () => {
     if (before !== 'gone') await store.subjects.accept({ ...s, ...BOTH });
     const oldId = randomBytes(32).toString('hex');
     const newId = randomBytes(32).toString('hex');
-    if (before === 'has') await store.setSubjectEvents([{ key: s.key, id: oldId, json: '{"old":1}' }]);
+    if (before === 'has') await store.events.setSubjectEvents([{ key: s.key, id: oldId, json: '{"old":1}' }]);
     await expectKeysDeclared();
     const res = await redis.eval(SET_SUBJECT_EVENT.lua, 3, store.keys.subject(s.key), store.keys.event(newId), store.keys.envelope(s.key), newId, '{"new":1}', s.key, Buffer.from(newId, 'hex'));
     const expected = want === 'new' ? newId : want === 'old' ? oldId : null;
@@ -767,7 +767,7 @@ describe('the envelope is stored once', () => {
     await store.subjects.acceptMany(BOTH, [s, t]);
     expect(await redis.get(store.keys.envelope(s.key))).toBe(s.envelopeCanonical);
     const [idS, idT] = [randomBytes(32).toString('hex'), randomBytes(32).toString('hex')];
-    await store.setSubjectEvents([{ key: s.key, id: idS, json: eventOf(s) }, { key: t.key, id: idT, json: eventOf(t, 'not the envelope') }]);
+    await store.events.setSubjectEvents([{ key: s.key, id: idS, json: eventOf(s) }, { key: t.key, id: idT, json: eventOf(t, 'not the envelope') }]);
     await expectKeysDeclared();
     expect(await redis.exists(store.keys.envelope(s.key))).toBe(0);
     expect(await redis.get(store.keys.envelope(t.key))).toBe(t.envelopeCanonical);
@@ -921,11 +921,11 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
     const ots = (await store.batches.cutBatch('ots', 10))!.id;
     const batchEvent = randomBytes(32).toString('hex');
     const json = await store.batches.setBatchFieldOnce('nostr', nostr, 'event', JSON.stringify({ id: batchEvent, kind: 1 }));
-    await store.storeEvent(batchEvent, json, { batch: nostr });
-    await new RelayOutbox(store, ['ws://127.0.0.1:1']).add([batchEvent], Date.now());
-    await store.noteNostrQueued(batchEvent, Date.now(), 60_000);
+    await store.events.storeEvent(batchEvent, json, { batch: nostr });
+    await new RelayOutbox(store.events, ['ws://127.0.0.1:1']).add([batchEvent], Date.now());
+    await store.events.noteNostrQueued(batchEvent, Date.now(), 60_000);
     const attestation = randomBytes(32).toString('hex');
-    await store.storeEvent(attestation, '{"kind":1040}', {});
+    await store.events.storeEvent(attestation, '{"kind":1040}', {});
     await store.batches.setBatchFields('ots', ots, { [`nip03:${own}`]: attestation, nip03: 'done' });
     await store.subjects.setWitnessMany(keys, 'nostr', 'confirmed', 1e12, '1 of 1 relays', nostr);
     await store.subjects.setWitnessMany(keys, 'ots', 'pending', 1200, 'submitted', ots);
@@ -992,7 +992,7 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
       const v = await realHkeys(k);
       if (once && k === store.keys.batch('ots', b.ots)) {
         once = false;
-        await store.storeEvent(late, '{"kind":1040}', {});
+        await store.events.storeEvent(late, '{"kind":1040}', {});
         await store.batches.setBatchFields('ots', b.ots, { 'nip03:other': late });
       }
       return v;

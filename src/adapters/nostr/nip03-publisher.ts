@@ -80,7 +80,7 @@ export class Nip03Publisher {
         sent++;
         continue;
       }
-      const target = await this.store.eventJson(eventId);
+      const target = await this.store.events.eventJson(eventId);
       if (!target) continue;
       const kind = (JSON.parse(target) as SignedEvent).kind;
       const ots = serializeDetached(eventIdProof(events, ids[i]!, i, subjectsRoot, single));
@@ -88,7 +88,7 @@ export class Nip03Publisher {
       // The first attestation signed for this event is the one published, across retries and
       // daemons: its JSON is stored before its id is named in the batch, so the id named
       // always has its JSON. (A candidate that lost the race stays stored, unpublished.)
-      await this.store.storeEvent(candidate.id, serializeEvent(candidate), {});
+      await this.store.events.storeEvent(candidate.id, serializeEvent(candidate), {});
       const chosen = await this.store.batches.fixOtsNip03Attestation(batchId, eventId, candidate.id);
       await this.nostr.ensurePublishing(chosen);
       sent++;

@@ -11,7 +11,8 @@
 import { Queue, Worker, type Job, type ConnectionOptions } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import type { AnchorStore, RelayReportRecord } from '../state/anchor-store.js';
+import type { AnchorStore } from '../state/anchor-store.js';
+import type { RelayReportRecord } from '../state/events.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { backoffDelay } from '../queue/backoff.js';
 import { nostrBatchQueueName } from '../queue/names.js';
@@ -156,7 +157,7 @@ export class NostrWitness {
     this.log = log.child({ witness: 'nostr' });
     this.hooks = hooks;
     this.policy = new PolicyPublisher(store, key, opts);
-    this.outbox = new RelayOutbox(store, opts.relays);
+    this.outbox = new RelayOutbox(store.events, opts.relays);
     // In every mode: batches cut under auto or batch mode are finished after a switch to envelope.
     this.batchQueue = new Queue(nostrBatchQueueName(opts.queueBase), { connection: opts.connection, prefix: opts.bullPrefix });
   }
@@ -254,7 +255,7 @@ export class NostrWitness {
    */
   async repairPublishing(eventId: string, current: WitnessStatus, reopenBeforeMs: number): Promise<PublishRepair> {
     const out: PublishRepair = { missing: 0, reopened: 0, moved: 0 };
-    const reports = await this.store.relayReports(eventId);
+    const reports = await this.store.events.relayReports(eventId);
     const byUrl = new Map(reports.map((r) => [r.url, r]));
     const latest = [...reports].sort((a, b) => a.at.localeCompare(b.at)).at(-1);
     if (latest && nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum).status !== current) {
@@ -322,7 +323,7 @@ export class NostrWitness {
 
   /** Auto mode: what the relays already carry against the budget (docs/nostr.md): the backlog and the events queued within the horizon. */
   async load(): Promise<{ backlog: number; recent: number }> {
-    const [backlog, recent] = await Promise.all([this.backlog(), this.store.recentNostrQueued(Date.now(), this.opts.autoHorizonMs)]);
+    const [backlog, recent] = await Promise.all([this.backlog(), this.store.events.recentNostrQueued(Date.now(), this.opts.autoHorizonMs)]);
     return { backlog, recent };
   }
 
@@ -382,7 +383,7 @@ export class NostrWitness {
     // Two daemons may race here: the first event stored for the batch is the one published.
     const json = await this.store.batches.fixNostrBatchEvent(batchId, serializeEvent(candidate));
     const event = JSON.parse(json) as SignedEvent;
-    await this.store.storeEvent(event.id, json, { batch: batchId });
+    await this.store.events.storeEvent(event.id, json, { batch: batchId });
     await this.ensurePublishing(event.id);
     await this.store.batches.closeBatch('nostr', batchId);
   }
@@ -407,7 +408,7 @@ export class NostrWitness {
         items.push({ key: r.key, id: ev.id, json: serializeEvent(ev), envelope: r.envelopeCanonical });
       }
       const fresh = items.filter((it) => it.json !== '');
-      const stored = await this.store.setSubjectEvents(fresh);
+      const stored = await this.store.events.setSubjectEvents(fresh);
       await this.hooks.onSubjectEvents?.(fresh.flatMap((it, j) => (stored[j] ? [{ key: it.key, eventId: stored[j] }] : [])));
       const ids = [...items.filter((it) => it.json === '').map((it) => it.id), ...stored.filter((x): x is string => x !== null)];
       await this.ensurePublishingMany(ids);
@@ -516,7 +517,7 @@ export class NostrWitness {
       const recorded = await this.outbox.record(url, attempts);
       await this.moveWitnesses(attempts.map((a, i) => ({ id: a.id, report: a.report, recorded: recorded[i]! })));
       for (const id of redo) {
-        const reports = await this.store.relayReports(id);
+        const reports = await this.store.events.relayReports(id);
         const mine = reports.find((r) => r.url === url);
         if (mine) await this.moveWitness(id, reports, mine);
       }
@@ -643,7 +644,7 @@ export class NostrWitness {
   /** Moves the witness of every subject the event carries to what its relays' reports say. */
   private async moveWitness(eventId: string, reports: readonly RelayReportRecord[], report: RelayReportRecord, unchanged = false): Promise<void> {
     const { status, progress, reason } = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
-    const owner = await this.store.eventOwner(eventId);
+    const owner = await this.store.events.eventOwner(eventId);
     if (unchanged && !owner.subject) return;
     const keys = owner.subject ? [owner.subject] : owner.batch ? await this.store.batches.batchKeys('nostr', owner.batch) : [];
     const detail = reason ?? `${report.url}: ${report.status}${report.message ? ` (${report.message})` : ''}`;

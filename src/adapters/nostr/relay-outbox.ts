@@ -8,8 +8,8 @@
  * so they hold across every daemon on the same Redis.
  */
 import { createHash } from 'node:crypto';
-import type { AnchorStore, RelayReportRecord } from '../state/anchor-store.js';
-import { OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS } from '../state/scripts.js';
+import { OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, type EventStore, type RelayReportRecord } from '../state/events.js';
+import { runScript } from '../state/scripts.js';
 
 /** Events handed to one outbox-add.lua call: bounds how long one call holds Redis. */
 const ADD_CHUNK = 200;
@@ -32,18 +32,18 @@ export interface RecordedReports {
 export type Taken = { ids: string[] } | { waitMs: number | null };
 
 export class RelayOutbox {
-  constructor(private readonly store: AnchorStore, private readonly relays: readonly string[]) {}
+  constructor(private readonly events: EventStore, private readonly relays: readonly string[]) {}
 
   key(url: string): string {
-    return `${this.store.keys.base}:nostr:ob:${relayTag(url)}`;
+    return `${this.events.keys.base}:nostr:ob:${relayTag(url)}`;
   }
 
   private pauseKey(url: string): string {
-    return `${this.store.keys.base}:nostr:pause:${relayTag(url)}`;
+    return `${this.events.keys.base}:nostr:pause:${relayTag(url)}`;
   }
 
   private rateKey(url: string): string {
-    return `${this.store.keys.base}:nostr:rate:${relayTag(url)}`;
+    return `${this.events.keys.base}:nostr:rate:${relayTag(url)}`;
   }
 
   /**
@@ -55,15 +55,15 @@ export class RelayOutbox {
     let queued = 0;
     for (let i = 0; i < ids.length; i += ADD_CHUNK) {
       const chunk = ids.slice(i, i + ADD_CHUNK);
-      const keys = [...urls.map((u) => this.key(u)), ...chunk.map((id) => this.store.keys.event(id))];
-      queued += Number(await this.store.runScript(OUTBOX_ADD, keys, [urls.length, nowMs, ...urls, ...chunk]));
+      const keys = [...urls.map((u) => this.key(u)), ...chunk.map((id) => this.events.keys.event(id))];
+      queued += Number(await runScript(this.events.redis, OUTBOX_ADD, keys, [urls.length, nowMs, ...urls, ...chunk]));
     }
     return queued;
   }
 
   /** The next due events on `url`, at most `most`, leased for `leaseMs`, within `ratePerMinute`. */
   async take(url: string, nowMs: number, most: number, leaseMs: number, ratePerMinute: number): Promise<Taken> {
-    const res = (await this.store.runScript(OUTBOX_TAKE, [this.key(url), this.pauseKey(url), this.rateKey(url)], [nowMs, most, leaseMs, ratePerMinute])) as Array<number | string>;
+    const res = (await runScript(this.events.redis, OUTBOX_TAKE, [this.key(url), this.pauseKey(url), this.rateKey(url)], [nowMs, most, leaseMs, ratePerMinute])) as Array<number | string>;
     const head = Number(res[0]);
     if (head === 0) return { ids: res.slice(1).map(String) };
     return { waitMs: head < 0 ? null : head };
@@ -72,34 +72,34 @@ export class RelayOutbox {
   /** Extends the lease of events still being worked on (only those still in the outbox). */
   async renew(url: string, ids: readonly string[], untilMs: number): Promise<void> {
     if (ids.length === 0) return;
-    await this.store.redis.zadd(this.key(url), 'XX', 'GT', ...ids.flatMap((id) => [untilMs, id]));
+    await this.events.redis.zadd(this.key(url), 'XX', 'GT', ...ids.flatMap((id) => [untilMs, id]));
   }
 
   /** Sets when each event is due again on `url` (a retry's backoff, a pause), if still queued. */
   async later(url: string, due: ReadonlyArray<{ id: string; atMs: number }>): Promise<void> {
     if (due.length === 0) return;
-    await this.store.redis.zadd(this.key(url), 'XX', ...due.flatMap((d) => [d.atMs, d.id]));
+    await this.events.redis.zadd(this.key(url), 'XX', ...due.flatMap((d) => [d.atMs, d.id]));
   }
 
   /** Removes events their relay answered for good. */
   async done(url: string, ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;
-    await this.store.redis.zrem(this.key(url), ...ids);
+    await this.events.redis.zrem(this.key(url), ...ids);
   }
 
   /** Pauses `url` for every daemon (a `rate-limited:` answer). */
   async pause(url: string, ms: number): Promise<void> {
-    await this.store.redis.set(this.pauseKey(url), '1', 'PX', Math.max(1, Math.round(ms)));
+    await this.events.redis.set(this.pauseKey(url), '1', 'PX', Math.max(1, Math.round(ms)));
   }
 
   /** Whether the event waits in `url`'s outbox. */
   async holds(url: string, id: string): Promise<boolean> {
-    return (await this.store.redis.zscore(this.key(url), id)) !== null;
+    return (await this.events.redis.zscore(this.key(url), id)) !== null;
   }
 
   /** Events waiting per relay (due now, later, or leased). */
   async sizes(): Promise<Map<string, number>> {
-    const pipe = this.store.redis.pipeline();
+    const pipe = this.events.redis.pipeline();
     for (const url of this.relays) pipe.zcard(this.key(url));
     const res = (await pipe.exec()) ?? [];
     return new Map(this.relays.map((url, i) => {
@@ -111,8 +111,8 @@ export class RelayOutbox {
 
   /** For each event: its json and this relay's report (one pipelined HMGET each). */
   async read(url: string, ids: readonly string[]): Promise<Array<{ json: string | null; report: RelayReportRecord | undefined }>> {
-    const pipe = this.store.redis.pipeline();
-    for (const id of ids) pipe.hmget(this.store.keys.event(id), 'json', `r:${url}`);
+    const pipe = this.events.redis.pipeline();
+    for (const id of ids) pipe.hmget(this.events.keys.event(id), 'json', `r:${url}`);
     const res = (await pipe.exec()) ?? [];
     return res.map(([err, v]) => {
       if (err) throw err;
@@ -124,7 +124,7 @@ export class RelayOutbox {
   /** Records `url`'s reports on many events in one script call (set-relays.lua). */
   async record(url: string, items: ReadonlyArray<{ id: string; report: RelayReportRecord }>): Promise<RecordedReports[]> {
     if (items.length === 0) return [];
-    const flat = (await this.store.runScript(SET_RELAYS, items.map((it) => this.store.keys.event(it.id)), [url, ...items.flatMap((it) => [JSON.stringify(it.report), it.report.status])])) as string[];
+    const flat = (await runScript(this.events.redis, SET_RELAYS, items.map((it) => this.events.keys.event(it.id)), [url, ...items.flatMap((it) => [JSON.stringify(it.report), it.report.status])])) as string[];
     const out: RecordedReports[] = [];
     for (let i = 0; i < items.length; i++) {
       const [subject, batch, previous, all] = flat.slice(4 * i, 4 * i + 4) as [string, string, string, string];

@@ -122,7 +122,7 @@ export class ProofExporter {
     const link = record.batches.nostr;
     if (record.nostrEventId) {
       mode = 'envelope';
-      eventJson = await this.store.eventJson(record.nostrEventId);
+      eventJson = await this.store.events.eventJson(record.nostrEventId);
     } else if (link) {
       const b = await this.tree('nostr', link.id);
       // A batch decided `envelope` whose subject is not signed yet: envelope, no event yet.
@@ -134,7 +134,7 @@ export class ProofExporter {
       }
     }
     const event = eventJson ? (JSON.parse(eventJson) as NostrEventJson) : null;
-    const sent = event ? await this.store.eventRelays(event.id) : { relays: [], reports: [] };
+    const sent = event ? await this.store.events.eventRelays(event.id) : { relays: [], reports: [] };
     const reports = sent.reports;
     // where the event was sent (from state), not the config in force: the rule of the subject view
     const urls = sentTo(sent.relays, this.sources.relays, sent.relays.length > 0);

@@ -40,19 +40,6 @@ export const DIR = luaDir();
 /** Put in front of the scripts that write the state-change stream: add_events, which keeps it near its length in subject events. */
 export const STREAM_LIB = readFileSync(`${DIR}stream-lib.lua`, 'utf8');
 
-/** Auto mode: links a subject's own event, first stored copy wins. */
-export const SET_SUBJECT_EVENT = load(DIR, 'set-subject-event');
-
-/** Nostr relay outboxes: hands events to the relays (outbox-add), the next group due on one relay (outbox-take). */
-export const OUTBOX_ADD = load(DIR, 'outbox-add');
-export const OUTBOX_TAKE = load(DIR, 'outbox-take');
-/** One relay's reports on many events, never downgrading an acceptance. */
-export const SET_RELAYS = load(DIR, 'set-relays');
-
-
-
-export const SCRIPTS: readonly LuaScript[] = [SET_SUBJECT_EVENT, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS];
-
 type ScriptFn = (...args: Array<string | Buffer>) => Promise<unknown>;
 type Commander = Redis | ReturnType<Redis['pipeline']>;
 
@@ -64,7 +51,7 @@ function commandName(script: LuaScript): string {
  * Defines the scripts as ioredis custom commands (EVALSHA, reloaded after a Redis restart).
  * The number of keys varies per call (accept and cut-batch take lists), so it is the first argument.
  */
-export function defineScripts(redis: Redis, scripts: readonly LuaScript[] = SCRIPTS): void {
+export function defineScripts(redis: Redis, scripts: readonly LuaScript[]): void {
   const defined = redis as unknown as Record<string, unknown>;
   for (const script of scripts) {
     const name = commandName(script);

@@ -6,7 +6,8 @@
  */
 import type { Config } from '../config/config.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
-import type { AnchorStore, RelayReportRecord } from './anchor-store.js';
+import type { AnchorStore } from './anchor-store.js';
+import type { RelayReportRecord } from './events.js';
 import type { HistoryEntry, SubjectRecord } from './subject-hash.js';
 
 /** RFC 3339 UTC, seconds. */
@@ -161,7 +162,7 @@ async function nostrView(store: AnchorStore, config: Config, record: SubjectReco
   // sentTo: the relays the state says the event went to, never the current config's (a
   // subject anchored with relays A and B keeps showing A and B after the config moves to C);
   // before it went anywhere, the configured relays it waits for.
-  const sent = eventId ? await store.eventRelays(eventId) : { relays: [], reports: [] };
+  const sent = eventId ? await store.events.eventRelays(eventId) : { relays: [], reports: [] };
   const relays = sentTo(sent.relays, configuredSources(config).relays, sent.relays.length > 0).map((url) => relayView(url, sent.reports.find((r) => r.url === url)));
   return {
     status: w.status,
