@@ -259,7 +259,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
         // the producer helper, as an issuer with many subjects uses it: validated, checked against state, split into jobs of perJob
         const step = perJob * 5;
         for (let i = 0; i < subjects.length; i += step) {
-          const out = await enqueueAnchors(queue!, store, subjects.slice(i, i + step).map((x) => x.data), limits, { maxSubjectsPerJob: perJob });
+          const out = await enqueueAnchors(queue!, store.subjects, subjects.slice(i, i + step).map((x) => x.data), limits, { maxSubjectsPerJob: perJob });
           const refused = out.find((r) => 'error' in r);
           if (refused && 'error' in refused) throw new Error(`enqueueAnchors refused a subject: ${refused.error.code} ${refused.error.message}`);
           jobs += new Set(out.map((r) => ('job' in r ? r.job : ''))).size;

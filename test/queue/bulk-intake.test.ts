@@ -192,14 +192,14 @@ describe('enqueueAnchors', () => {
     await r.store.subjects.acceptMany({ witnesses: ['ots'], inboxes: [] }, [{ key: known.receipt_uuid, kind: 'receipt', envelopeCanonical: '{}', digest: 'd'.repeat(64), fingerprint: sha256Hex('not this root') }]);
     const fresh = Array.from({ length: 5 }, () => receiptFields());
     const list = [fresh[0], { subject: 'receipt' }, fresh[1], known, fresh[2], fresh[0], fresh[3], fresh[4]];
-    const out = await enqueueAnchors(r.queue, r.store, list, LIMITS, { maxSubjectsPerJob: 2 });
+    const out = await enqueueAnchors(r.queue, r.store.subjects, list, LIMITS, { maxSubjectsPerJob: 2 });
     expect(out.map((o) => ('error' in o ? `${o.index}:${o.error.code}` : `${o.index}:${o.result}`))).toEqual(['0:queued', `1:${(out[1] as { error: { code: string } }).error.code}`, '2:queued', '3:conflict', '4:queued', '5:queued', '6:queued', '7:queued']);
     const jobs = out.flatMap((o) => ('job' in o && o.job ? [o.job] : []));
     expect(new Set(jobs).size).toBe(3); // 5 distinct fresh subjects, 2 per job
     expect(jobs[0]).toBe(jobs[3]); // fresh[0] twice rides once
     const waiting = await r.queue.getJobs(['waiting', 'paused']);
     expect(waiting.map((j) => (j.data as { subjects: unknown[] }).subjects.length).sort()).toEqual([1, 2, 2]);
-    const again = await enqueueAnchors(r.queue, r.store, list, LIMITS, { maxSubjectsPerJob: 2 });
+    const again = await enqueueAnchors(r.queue, r.store.subjects, list, LIMITS, { maxSubjectsPerJob: 2 });
     expect(again.map((o) => ('job' in o ? o.job : null))).toEqual(out.map((o) => ('job' in o ? o.job : null)));
     expect(await r.queue.count()).toBe(3);
     r.worker.resume();
@@ -218,7 +218,7 @@ describe('enqueueAnchors', () => {
     }) as Queue['add'];
     const subjects = Array.from({ length: 5 }, () => receiptFields());
     const added: string[] = [];
-    const err = await enqueueAnchors(r.queue, r.store, subjects, LIMITS, { maxSubjectsPerJob: 2, onJobAdded: (o) => added.push(...o.map((x) => ('key' in x ? x.key! : ''))) }).catch((e: unknown) => e);
+    const err = await enqueueAnchors(r.queue, r.store.subjects, subjects, LIMITS, { maxSubjectsPerJob: 2, onJobAdded: (o) => added.push(...o.map((x) => ('key' in x ? x.key! : ''))) }).catch((e: unknown) => e);
     expect((err as Error).message).toMatch(/^OOM/);
     expect(added).toEqual([subjects[0]!.receipt_uuid, subjects[1]!.receipt_uuid]);
     expect(await r.queue.count()).toBe(1);

@@ -39,7 +39,7 @@ export async function enqueueAnchorRouted(shards: readonly ShardTarget[], data: 
 /** `enqueueAnchorRouted` for a subject read already (readSubject). */
 export function enqueueSubjectRouted(shards: readonly ShardTarget[], subject: SubjectInput, limits: JobLimits): Promise<EnqueueOutcome> {
   const t = shards[shardOf(subject.key, shards.length)]!;
-  return enqueueSubject(t.queue, t.store, subject, limits);
+  return enqueueSubject(t.queue, t.store.subjects, subject, limits);
 }
 
 /** `enqueueAnchors` with the list split by shard: each shard's subjects in bulk jobs on its queue; outcomes in the order given. */
@@ -49,13 +49,13 @@ export function enqueueAnchorsRouted(shards: readonly ShardTarget[], subjects: r
 
 /** `enqueueAnchorsRouted` for subjects read already (readSubjects). */
 export async function enqueueSubjectsRouted(shards: readonly ShardTarget[], subjects: readonly ReadOutcome[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
-  if (shards.length === 1) return enqueueSubjects(shards[0]!.queue, shards[0]!.store, subjects, limits, opts);
+  if (shards.length === 1) return enqueueSubjects(shards[0]!.queue, shards[0]!.store.subjects, subjects, limits, opts);
   const groups = groupByShard(subjects, shards.length, (s) => (s instanceof Aer1Error ? null : s.key));
   const out: BulkEnqueueOutcome[] = new Array(subjects.length);
   for (const [shard, indexes] of groups) {
     const t = shards[shard]!;
     const back = (o: BulkEnqueueOutcome): BulkEnqueueOutcome => ({ ...o, index: indexes[o.index]! });
-    const part = await enqueueSubjects(t.queue, t.store, indexes.map((i) => subjects[i]!), limits, {
+    const part = await enqueueSubjects(t.queue, t.store.subjects, indexes.map((i) => subjects[i]!), limits, {
       ...(opts.maxSubjectsPerJob !== undefined ? { maxSubjectsPerJob: opts.maxSubjectsPerJob } : {}),
       ...(opts.onJobAdded ? { onJobAdded: (outcomes: BulkEnqueueOutcome[]) => opts.onJobAdded!(outcomes.map(back)) } : {}),
     });

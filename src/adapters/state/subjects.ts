@@ -78,6 +78,18 @@ export interface WitnessChange {
 }
 
 
+/** What intake and the producers check of a key before queueing it (nulls for an unknown key). */
+export interface IntakeState {
+  fingerprint: string | null;
+  status: string | null;
+  digest: string | null;
+}
+
+/** Where a producer reads what it checks before queueing: SubjectStore, or the package's AnchorStatusReader. */
+export interface KnownSubjects {
+  intakeStates(keys: readonly string[]): Promise<IntakeState[]>;
+}
+
 /** What forget hands the batches its subjects emptied to (BatchStore). */
 export interface EmptiedBatches {
   dropEmptiedBatches(): Promise<number>;
@@ -87,7 +99,7 @@ function nowIso(ms: number): string {
   return formatAnchoredAt(new Date(ms));
 }
 
-export class SubjectStore {
+export class SubjectStore implements KnownSubjects {
   /**
    * The anchor log's keys when accept sequences into it (log.enabled; docs/log.md): each
    * subject created is appended in the same script call that accepts it.
@@ -316,7 +328,7 @@ export class SubjectStore {
    * What intake checks before queueing: per key, the stored root fingerprint, overall status
    * and digest (nulls for an unknown key). One round trip.
    */
-  async intakeStates(keys: readonly string[]): Promise<Array<{ fingerprint: string | null; status: string | null; digest: string | null }>> {
+  async intakeStates(keys: readonly string[]): Promise<IntakeState[]> {
     if (keys.length === 0) return [];
     const pipe = this.redis.pipeline();
     for (const k of keys) pipe.hmgetBuffer(this.keys.subject(k), 'fp', 'status', 'digest');
