@@ -12,7 +12,7 @@
  *   - relays' reports recorded but the witness not moved (the move failed) → moved;
  *   - a batch not yet held by m calendars whose submit job died → submitted again;
  *   - a submitted batch whose scheduled poll died → polled again;
- *   - a confirmed OTS batch with work left (AnchorStore.batchesWithWork: its subjects are
+ *   - a confirmed OTS batch with work left (BatchStore.setBatchWork: its subjects are
  *     confirmed and out of the indexes above) → its NIP-03 attestation job again when that
  *     was lost before the attestations were published, and the next upgrade poll of its
  *     calendars still pending when their poll died.

@@ -1,5 +1,5 @@
 /**
- * Paging the subject list (AnchorStore.list, ShardedStore.list: GET /v1/anchors) while
+ * Paging the subject list (SubjectIndexes.list, ShardedStore.list: GET /v1/anchors) while
  * subjects move between the status indexes as their witnesses answer (pending → partial →
  * confirmed). Found as a flake of test/http/api.test.ts ("pages newest first with an opaque
  * cursor until next is null"). Here the moves are driven, not hoped for: the store that lists

@@ -84,7 +84,7 @@ function isoNow(): string {
 }
 
 /**
- * Progress numbers keep a stale report from undoing a newer one (see AnchorStore.setWitness).
+ * Progress numbers keep a stale report from undoing a newer one (see SubjectStore.setWitness).
  * A batch sent back to the calendars (its answers committed to another root) starts a new
  * round, so its subjects may go from pending back to partial.
  */
@@ -171,7 +171,7 @@ export class OtsWitness {
   }
 
   /**
-   * The reconciler's repair for a confirmed batch with work left (AnchorStore.batchesWithWork):
+   * The reconciler's repair for a confirmed batch with work left (BatchStore.setBatchWork):
    * the NIP-03 attestation job again when it was lost (gone, or failed for good) before the
    * attestations were published; the next upgrade poll of the calendars still pending when
    * its poll died. A batch with nothing left leaves the set. Idempotent (job ids).

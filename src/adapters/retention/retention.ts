@@ -6,12 +6,12 @@
  * `retention.limit` subjects, does per subject: export the proof from state; write it to
  * the archive (atomically, read back and compared); offer it to the webhooks (a `proof`
  * entry on the change stream) unless every hook already acknowledged it; and only once
- * every place holds it remove the subject from Redis in one script (`AnchorStore.forget`).
+ * every place holds it remove the subject from Redis in one script (`SubjectStore.forget`).
  * A crash anywhere leaves the subject in Redis (the next pass goes on where it stands) or
  * removed with its proof held elsewhere; never neither. Removed subjects leave the index,
  * so the next pass starts from the oldest left: no cursor to lose. One owner across
  * daemons: the pass is a BullMQ job scheduler's job. A batch goes once none of its subjects
- * is left in Redis (and no work after its confirmation is left: AnchorStore.dropEmptiedBatches);
+ * is left in Redis (and no work after its confirmation is left: BatchStore.dropEmptiedBatches);
  * the archived proofs of its subjects are whole without it.
  */
 import type { ConnectionOptions } from 'bullmq';

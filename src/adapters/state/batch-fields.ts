@@ -7,7 +7,7 @@
 
 /**
  * An OTS batch's own state beside its digests, as its witness reads it (the field names are
- * AnchorStore's). Written with OtsBatchUpdate.
+ * this module's). Written with OtsBatchUpdate.
  */
 export interface OtsBatchState {
   /** Held by enough calendars: its subjects went pending on OTS. */

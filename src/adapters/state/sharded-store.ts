@@ -43,7 +43,7 @@ export class ShardedStore {
     return this.of(key).subjects.getRecord(key);
   }
 
-  /** AnchorStore.getRecords over every shard (`envelopes: false`: none read, as for a list page). */
+  /** SubjectStore.getRecords over every shard (`envelopes: false`: none read, as for a list page). */
   async getRecords(keys: readonly string[], opts: { envelopes?: boolean } = {}): Promise<Array<SubjectRecord | null>> {
     if (this.shards.length === 1) return this.shards[0]!.subjects.getRecords(keys, opts);
     const groups = groupByShard(keys, this.shards.length, (k) => k);
