@@ -112,7 +112,7 @@ describe('a bulk job', () => {
   it('is prepared and accepted a page at a time, every subject accepted once and in order', { timeout: 30_000 }, async () => {
     const r = rig();
     const subjects = Array.from({ length: 1000 }, () => receiptFields());
-    const acceptMany = r.store.subjects.acceptMany.bind(r.store);
+    const acceptMany = r.store.subjects.acceptMany.bind(r.store.subjects);
     const calls: number[] = [];
     r.store.subjects.acceptMany = async (targets, list) => {
       calls.push(list.length);
@@ -132,7 +132,7 @@ describe('a bulk job', () => {
     const r = rig();
     const subjects = Array.from({ length: 600 }, () => receiptFields());
     // the first try gets its first page in (INTAKE_PAGE subjects), then the connection drops (as a crash would leave it)
-    const acceptMany = r.store.subjects.acceptMany.bind(r.store);
+    const acceptMany = r.store.subjects.acceptMany.bind(r.store.subjects);
     let crashed = false;
     r.store.subjects.acceptMany = async (targets, list) => {
       if (!crashed) {

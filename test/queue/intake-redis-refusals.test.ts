@@ -35,7 +35,7 @@ describe('intake while Redis refuses writes', () => {
       cleanups.push(() => redis.quit());
       const store = new AnchorStore(redis, prefix);
       let refusals = 3;
-      const acceptMany = store.subjects.acceptMany.bind(store);
+      const acceptMany = store.subjects.acceptMany.bind(store.subjects);
       store.subjects.acceptMany = async (targets, subjects) => {
         if (refusals > 0) {
           refusals--;
