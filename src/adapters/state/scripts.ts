@@ -2,9 +2,11 @@
  * Lua scripts: every state change that must be atomic (accept, witness transitions,
  * relay reports, batch cuts) is one script, so a crash between two writes cannot
  * leave a subject half-recorded, and every read that must see one moment of several keys (a
- * list page over the status indexes) is one script too. Each lives in its own file under `lua/` (read once, when
- * this module loads) and touches only the keys it is given in KEYS, so a Redis Cluster can
- * route it; what each script takes and returns is written at the top of its file.
+ * list page over the status indexes) is one script too. Each lives in its own file under `lua/`,
+ * is loaded (load) by the module of the key family it changes, which defines it on its
+ * connection (defineScripts) and runs it (runScript, scriptCommand); it touches only the keys
+ * it is given in KEYS, so a Redis Cluster can route it; what each script takes and returns is
+ * written at the top of its file.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
