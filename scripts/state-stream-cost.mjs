@@ -46,7 +46,7 @@ try {
     console.log(`${name}: ${(total / n).toFixed(2)} commands per subject (${per.join(', ')})`);
   };
   const keys = Array.from({ length: n }, (_, i) => `cost-${i}-${randomBytes(4).toString('hex')}`);
-  const subjects = keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"receipt_uuid":"${key}","root":"${randomBytes(32).toString('hex')}"}`, digest: randomBytes(32).toString('hex'), fingerprint: randomBytes(16).toString('hex') }));
+  const subjects = keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"receipt_uuid":"${key}","root":"${randomBytes(32).toString('hex')}"}`, digest: randomBytes(32).toString('hex'), fingerprint: randomBytes(32).toString('hex') }));
   await phase('accept (bulk)', () => store.subjects.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: [] }, subjects));
   const batch = 'b1';
   await phase('nostr confirmed (batch)', () => store.subjects.setWitnessMany(keys, 'nostr', 'confirmed', 1, 'wss://a: accepted', batch));
