@@ -16,7 +16,8 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ANCHOR_JOB } from '../src/adapters/bullmq/names.js';
 import { ANCHOR_JOB_OPTIONS, enqueueAnchors } from '../src/adapters/queue/producer.js';
-import { AnchorStore, type BatchInfo } from '../src/adapters/state/anchor-store.js';
+import { AnchorStore } from '../src/adapters/state/anchor-store.js';
+import { BatchStore, type BatchInfo } from '../src/adapters/state/batches.js';
 import type { WitnessName } from '../src/adapters/state/keys.js';
 import { ProofExporter } from '../src/adapters/proof/export.js';
 import { CHECKPOINTS_DIR, CheckpointHistory } from '../src/adapters/log/checkpoint-history.js';
@@ -172,21 +173,21 @@ class OtsSubmissions {
       while (this.next < this.keys.length && this.covered.has(this.keys[this.next]!)) this.next++;
       const key = this.keys[this.next];
       if (key === undefined) break;
-      const id = await this.store.batchOf(key, 'ots');
+      const id = await this.store.subjects.batchOf(key, 'ots');
       this.hgets++;
       if (id === null) break;
       this.covered.add(key);
       if (this.known.has(id)) continue;
       this.known.add(id);
       this.open.add(id);
-      const members = await this.store.batchKeys('ots', id);
+      const members = await this.store.batches.batchKeys('ots', id);
       this.lranges++;
       for (const m of members) this.covered.add(m);
     }
     if (this.open.size === 0) return this.submitted;
     const ids = [...this.open];
     this.hmgets += ids.length;
-    const res = await Promise.all(ids.map((id) => this.store.batchFields('ots', id, ['submitted', 'size'])));
+    const res = await Promise.all(ids.map((id) => this.store.batches.batchFields('ots', id, ['submitted', 'size'])));
     res.forEach((f, i) => {
       if (f.submitted === '1') {
         this.submitted += Number(f.size ?? 0);
@@ -207,7 +208,7 @@ function subject(): { data: { subject: 'receipt'; receipt_uuid: string; output_s
  * batch hash (every digest in it) for each proof, which makes exporting a batch of size B
  * cost O(B) per proof. The bench caches it to export 10,000 proofs in bounded time.
  */
-class BatchCachingStore extends AnchorStore {
+class BatchCache extends BatchStore {
   private readonly cache = new Map<string, BatchInfo | null>();
   override async getBatch(witness: WitnessName, id: string): Promise<BatchInfo | null> {
     const k = `${witness}:${id}`;
@@ -217,6 +218,10 @@ class BatchCachingStore extends AnchorStore {
     this.cache.set(k, b);
     return b;
   }
+}
+
+class BatchCachingStore extends AnchorStore {
+  override readonly batches: BatchStore = new BatchCache(this.redis, this.keys);
 }
 
 /** Commands only the bench sends while polling; left out of the per-subject counts. */
@@ -268,7 +273,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
         // the producer helper, as an issuer with many subjects uses it: validated, checked against state, split into jobs of perJob
         const step = perJob * 5;
         for (let i = 0; i < subjects.length; i += step) {
-          const out = await enqueueAnchors(queue!, store, subjects.slice(i, i + step).map((x) => x.data), limits, { maxSubjectsPerJob: perJob });
+          const out = await enqueueAnchors(queue!, store.subjects, subjects.slice(i, i + step).map((x) => x.data), limits, { maxSubjectsPerJob: perJob });
           const refused = out.find((r) => 'error' in r);
           if (refused && 'error' in refused) throw new Error(`enqueueAnchors refused a subject: ${refused.error.code} ${refused.error.message}`);
           jobs += new Set(out.map((r) => ('job' in r ? r.job : ''))).size;
@@ -293,7 +298,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     const maxPolls = Math.ceil(o.timeoutMs / 20) + 10;
     for (let i = 0; i < maxPolls; i++) {
       // the counts the daemon keeps (two HMGETs, subtracted from the command counts below)
-      const [c, w, logged] = await Promise.all([store.countByStatus(), store.countByWitness(['nostr', 'ots']), o.log ? redis.get(logPublished) : null]);
+      const [c, w, logged] = await Promise.all([store.indexes.countByStatus(), store.indexes.countByWitness(['nostr', 'ots']), o.log ? redis.get(logPublished) : null]);
       const nostrOk = w.nostr?.confirmed ?? 0;
       const nostrFailed = w.nostr?.failed ?? 0;
       const otsFailed = w.ots?.failed ?? 0;
@@ -363,7 +368,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       await mineAll(o.peers.calendars);
       const cDeadline = Math.min(c0 + o.confirmTimeoutMs, o.confirmBy ?? Infinity);
       for (let i = 0; i < Math.ceil(o.confirmTimeoutMs / 50) + 10; i++) {
-        confirmed = (await store.countByStatus()).confirmed ?? 0;
+        confirmed = (await store.indexes.countByStatus()).confirmed ?? 0;
         if (confirmed >= o.n) {
           confirmMs = performance.now() - c0;
           break;
@@ -445,7 +450,7 @@ async function checkpointLatency(store: AnchorStore, dir: string, keys: readonly
   const waits: number[] = [];
   for (let i = 0; i < keys.length; i += 1000) {
     const chunk = keys.slice(i, i + 1000);
-    const [records, idx] = await Promise.all([store.getRecords(chunk), store.redis.hmget(logKeys.index, ...chunk)]);
+    const [records, idx] = await Promise.all([store.subjects.getRecords(chunk), store.redis.hmget(logKeys.index, ...chunk)]);
     records.forEach((r, j) => {
       const index = idx[j] === null || idx[j] === undefined ? -1 : Number(idx[j]);
       // the first kept size above the index

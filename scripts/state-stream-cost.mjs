@@ -46,12 +46,12 @@ try {
     console.log(`${name}: ${(total / n).toFixed(2)} commands per subject (${per.join(', ')})`);
   };
   const keys = Array.from({ length: n }, (_, i) => `cost-${i}-${randomBytes(4).toString('hex')}`);
-  const subjects = keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"receipt_uuid":"${key}","root":"${randomBytes(32).toString('hex')}"}`, digest: randomBytes(32).toString('hex'), fingerprint: randomBytes(16).toString('hex') }));
-  await phase('accept (bulk)', () => store.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: [] }, subjects));
+  const subjects = keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"receipt_uuid":"${key}","root":"${randomBytes(32).toString('hex')}"}`, digest: randomBytes(32).toString('hex'), fingerprint: randomBytes(32).toString('hex') }));
+  await phase('accept (bulk)', () => store.subjects.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: [] }, subjects));
   const batch = 'b1';
-  await phase('nostr confirmed (batch)', () => store.setWitnessMany(keys, 'nostr', 'confirmed', 1, 'wss://a: accepted', batch));
-  await phase('ots partial (batch)', () => store.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted to 2 calendars', batch));
-  await phase('ots confirmed (batch)', () => store.setWitnessMany(keys, 'ots', 'confirmed', 2, 'block 800000', batch));
+  await phase('nostr confirmed (batch)', () => store.subjects.setWitnessMany(keys, 'nostr', 'confirmed', 1, 'wss://a: accepted', batch));
+  await phase('ots partial (batch)', () => store.subjects.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted to 2 calendars', batch));
+  await phase('ots confirmed (batch)', () => store.subjects.setWitnessMany(keys, 'ots', 'confirmed', 2, 'block 800000', batch));
   const k = store.keys;
   const bytes = Number(await redis.call('MEMORY', 'USAGE', k.events, 'SAMPLES', '0'));
   console.log(`state-change stream: ${await redis.xlen(k.events)} entries, ${Math.round(bytes / n)} bytes per confirmed subject (N=${n})`);
@@ -65,9 +65,9 @@ try {
     for (const [cmd, calls] of b) if (cmd !== 'info') total += calls - (a.get(cmd) ?? 0);
     console.log(`${name}: ${(total / single.length).toFixed(2)} commands per subject`);
   };
-  await perSingle('one subject per call: accept', (x) => store.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: [] }, [x]));
-  await perSingle('one subject per call: nostr partial', (x) => store.setWitness(x.key, 'nostr', 'partial', 1, 'wss://a: accepted'));
-  await perSingle('one subject per call: nostr confirmed', (x) => store.setWitness(x.key, 'nostr', 'confirmed', 2, 'wss://b: accepted'));
+  await perSingle('one subject per call: accept', (x) => store.subjects.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: [] }, [x]));
+  await perSingle('one subject per call: nostr partial', (x) => store.subjects.setWitness(x.key, 'nostr', 'partial', 1, 'wss://a: accepted'));
+  await perSingle('one subject per call: nostr confirmed', (x) => store.subjects.setWitness(x.key, 'nostr', 'confirmed', 2, 'wss://b: accepted'));
 } finally {
   redis.disconnect();
   await server.stop();

@@ -13,6 +13,7 @@ import { StateKeys, type WitnessName } from '../adapters/state/keys.js';
 import { intakeWorkerOptions, startIntakeWorker, type IntakeHandler } from '../adapters/intake/intake.js';
 import { ShardRouter } from '../adapters/intake/shard-router.js';
 import { queueDepth, type QueueDepth } from '../adapters/queue/depth.js';
+import type { ShardTarget } from '../adapters/queue/routed-producer.js';
 import type { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import type { OtsWitness } from '../adapters/ots/ots-witness.js';
 import type { SigningKey } from '../core/nostr/keys.js';
@@ -168,9 +169,9 @@ export class Daemon {
     return this.engines.flatMap((e) => (e.anchorLog ? [{ dir: e.anchorLog.options.dir, origin: e.anchorLog.options.origin, verifierKey: e.anchorLog.options.signer.verifierKey }] : []));
   }
 
-  /** Shard i's intake queue and store at index i. */
-  get intakeTargets(): Array<{ queue: Queue; store: AnchorStore }> {
-    return this.engines.map((e) => ({ queue: e.intakeQueue, store: e.store }));
+  /** Shard i's intake queue and subjects at index i. */
+  get intakeTargets(): ShardTarget[] {
+    return this.engines.map((e) => ({ queue: e.intakeQueue, subjects: e.store.subjects }));
   }
 
   /** Shard 0's store: with one shard, the whole state (read every shard through `state`). */

@@ -13,7 +13,7 @@
  *   - relays' reports recorded but the witness not moved (the move failed) → moved;
  *   - a batch not yet held by m calendars whose submit job died → submitted again;
  *   - a submitted batch whose scheduled poll died → polled again;
- *   - a confirmed OTS batch with work left (AnchorStore.batchesWithWork: its subjects are
+ *   - a confirmed OTS batch with work left (BatchStore.setBatchWork: its subjects are
  *     confirmed and out of the indexes above) → its NIP-03 attestation job again when that
  *     was lost before the attestations were published, and the next upgrade poll of its
  *     calendars still pending when their poll died.
@@ -113,9 +113,9 @@ export class Reconciler {
   private async walk(witness: WitnessName, status: string, before: number, seenBatches: Set<string>, repairs: Repairs): Promise<void> {
     const { store } = this.deps;
     const cursorName = `${witness}:${status}`;
-    const cursor = await store.reconcileCursor(cursorName);
-    const page = await store.scanWitness(witness, status, cursor, this.cfg.limit, before);
-    await store.setReconcileCursor(cursorName, page.next);
+    const cursor = await store.changes.reconcileCursor(cursorName);
+    const page = await store.indexes.scanWitness(witness, status, cursor, this.cfg.limit, before);
+    await store.changes.setReconcileCursor(cursorName, page.next);
     const reopenBefore = this.now() - this.cfg.reopenAfterMs;
     for (let i = 0; i < page.items.length; i += CONCURRENCY) {
       await Promise.all(
@@ -155,11 +155,11 @@ export class Reconciler {
   private async walkBatchWork(repairs: Repairs): Promise<void> {
     const { store } = this.deps;
     const name = 'ots:work';
-    let cursor = (await store.reconcileCursor(name)) ?? '0';
+    let cursor = (await store.changes.reconcileCursor(name)) ?? '0';
     let seen = 0;
     // SSCAN's COUNT is a hint: bounded in rounds as well as in batches looked at
     for (let round = 0; round < 100 && seen < this.cfg.limit; round++) {
-      const page = await store.scanBatchesWithWork('ots', cursor, Math.min(100, this.cfg.limit));
+      const page = await store.batches.scanBatchesWithWork('ots', cursor, Math.min(100, this.cfg.limit));
       seen += page.ids.length;
       for (let i = 0; i < page.ids.length; i += CONCURRENCY) {
         await Promise.all(page.ids.slice(i, i + CONCURRENCY).map(async (id) => {
@@ -169,16 +169,16 @@ export class Reconciler {
       cursor = page.next;
       if (cursor === '0') break;
     }
-    await store.setReconcileCursor(name, cursor === '0' ? null : cursor);
+    await store.changes.setReconcileCursor(name, cursor === '0' ? null : cursor);
   }
 
   private async reinbox(witness: WitnessName, key: string, repairs: Repairs): Promise<void> {
     const { store } = this.deps;
-    if (await store.inInbox(witness, key)) return;
+    if (await store.batches.inInbox(witness, key)) return;
     if (await this.deps.onTheirWay?.(witness, key)) return;
     // Batched since the scan read it: nothing to do.
-    if ((await store.batchOf(key, witness)) !== null) return;
-    await store.addToInbox(witness, key);
+    if ((await store.subjects.batchOf(key, witness)) !== null) return;
+    await store.batches.addToInbox(witness, key);
     repairs.inbox++;
   }
 

@@ -7,7 +7,8 @@
 import { Queue, type Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { logTimeQuorums, nostrQuorum, retentionAfterMs, type Config } from '../adapters/config/config.js';
-import { AnchorStore, STATE_SCHEMA } from '../adapters/state/anchor-store.js';
+import { AnchorStore } from '../adapters/state/anchor-store.js';
+import { STATE_SCHEMA } from '../adapters/state/schema.js';
 import type { WitnessName } from '../adapters/state/keys.js';
 import { Batcher, type CutSource } from '../adapters/batch/batcher.js';
 import { IntakeProcessor, intakeWorkerOptions, startIntakeWorker, type BulkIntakeResult } from '../adapters/intake/intake.js';
@@ -113,7 +114,7 @@ export class ShardEngine {
     if (deps.anchorLog) {
       this.anchorLog = new LogService(deps.logRedis ?? deps.storeRedis, { ...deps.anchorLog, intervalMs: config.log.checkpointIntervalMs, base: this.store.keys.base }, log);
       // accept.lua sequences each subject it creates into the log, in the same script call
-      this.store.logKeys = this.anchorLog.keys;
+      this.store.subjects.logKeys = this.anchorLog.keys;
       // and the witnesses cut those subjects from the log's checkpoints (docs/log.md)
       this.checkpointCuts = new CheckpointCuts(this.store, new LogFolder(deps.anchorLog.dir), this.anchorLog.keys);
       if (config.log.tsaUrls.length > 0 || config.log.witnesses.length > 0) {

@@ -63,7 +63,7 @@ describe('client commands against a running daemon', () => {
     expect(enq.status, enq.stderr).toBe(0);
     expect(JSON.parse(enq.stdout)).toEqual([{ file: wfFile, key: wf.receipt_id, result: 'queued', status: null }]);
 
-    await waitFor('nostr confirmed', async () => (await issuer.store.getRecord(wf.receipt_id))?.witnesses.nostr?.status === 'confirmed');
+    await waitFor('nostr confirmed', async () => (await issuer.store.subjects.getRecord(wf.receipt_id))?.witnesses.nostr?.status === 'confirmed');
     const status = cli(['status', wf.receipt_id], configFile);
     expect(status.status, status.stderr).toBe(0);
     expect(status.stdout).toMatch(new RegExp(`^${wf.receipt_id}: (partial|pending|confirmed) \\(workflow-close\\)`));
@@ -93,9 +93,9 @@ describe('client commands against a running daemon', () => {
     writeFileSync(file, JSON.stringify(s));
     expect(cli(['enqueue', file], configFile).status).toBe(0);
     await waitFor('nostr confirmed and the OTS batch submitted', async () => {
-      const r = await issuer.store.getRecord(s.receipt_uuid);
+      const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
       const batch = r?.batches.ots;
-      return r?.witnesses.nostr?.status === 'confirmed' && batch && (await issuer.store.batchField('ots', batch.id, 'submitted')) === '1';
+      return r?.witnesses.nostr?.status === 'confirmed' && batch && (await issuer.store.batches.batchField('ots', batch.id, 'submitted')) === '1';
     });
     // The operator moves to other relays and another calendar (nothing listens there).
     const movedFile = join(dir, 'moved-config.json');
@@ -128,7 +128,7 @@ describe('client commands against a running daemon', () => {
     const a = join(dir, 'a.json');
     writeFileSync(a, JSON.stringify(s));
     expect(cli(['enqueue', a], configFile).status).toBe(0);
-    return waitFor('accepted', () => issuer.store.getRecord(s.receipt_uuid)).then(() => {
+    return waitFor('accepted', () => issuer.store.subjects.getRecord(s.receipt_uuid)).then(() => {
       writeFileSync(a, JSON.stringify({ ...s, output_sha256: 'cd'.repeat(32) }));
       const conflict = cli(['enqueue', a], configFile);
       expect(conflict.status).toBe(1);
@@ -161,7 +161,7 @@ describe('client commands against a running daemon', () => {
     const jobs = new Set(out.filter((o) => o.result === 'queued').map((o) => o.job));
     expect(jobs.size).toBe(1);
     expect([...jobs][0]).toMatch(/^bulk-/);
-    for (const g of good) await waitFor(`${g.receipt_uuid} accepted`, () => issuer.store.getRecord(g.receipt_uuid));
+    for (const g of good) await waitFor(`${g.receipt_uuid} accepted`, () => issuer.store.subjects.getRecord(g.receipt_uuid));
     const text = cli(['enqueue', ...files], configFile);
     expect(text.status).toBe(0);
     expect(text.stdout.trim().split('\n')).toHaveLength(3);
@@ -181,7 +181,7 @@ describe('aer1-anchord and SIGTERM', () => {
       const subjects = Array.from({ length: 200 }, () => receiptFields());
       await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
       const child = spawnDaemon(config, SHARED_REDIS_URL, keyFile);
-      await waitFor('some accepted', async () => (await issuer.store.subjectCount()) >= 20, 30_000, 20);
+      await waitFor('some accepted', async () => (await issuer.store.indexes.subjectCount()) >= 20, 30_000, 20);
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       expect(await exited).toBe(0);

@@ -101,15 +101,15 @@ describe('where a subject was sent: the API, the CLI status and the proof agree'
   it('before its event and its batch: the configured relays pending, the configured calendars unsubmitted', { timeout: 60_000 }, async () => {
     await start('batch', 600_000, { relays, calendars });
     await issuer.enqueue(batched, batched.receipt_uuid);
-    await waitFor('accepted', () => issuer.store.getRecord(batched.receipt_uuid), 30_000);
+    await waitFor('accepted', () => issuer.store.subjects.getRecord(batched.receipt_uuid), 30_000);
     expect(await agree(batched.receipt_uuid)).toEqual({ relays: urls(relays, 'pending'), calendars: urls(calendars, 'unsubmitted') });
   });
 
   it('batch mode: the relays its batch event was handed to and the calendars its batch was submitted to', { timeout: 60_000 }, async () => {
     await start('batch', 200, { relays, calendars });
     await waitFor('the batch event accepted and the batch submitted', async () => {
-      const r = await issuer.store.getRecord(batched.receipt_uuid);
-      return r?.witnesses.nostr?.status === 'confirmed' && r.batches.ots && (await issuer.store.batchField('ots', r.batches.ots.id, 'submitted')) === '1';
+      const r = await issuer.store.subjects.getRecord(batched.receipt_uuid);
+      return r?.witnesses.nostr?.status === 'confirmed' && r.batches.ots && (await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) === '1';
     }, 30_000);
     expect(await agree(batched.receipt_uuid)).toEqual({ relays: urls(relays, 'accepted'), calendars: urls(calendars, 'pending') });
   });
@@ -118,8 +118,8 @@ describe('where a subject was sent: the API, the CLI status and the proof agree'
     await start('envelope', 200, { relays, calendars });
     await issuer.enqueue(enveloped, enveloped.receipt_uuid);
     await waitFor('its event accepted and its batch submitted', async () => {
-      const r = await issuer.store.getRecord(enveloped.receipt_uuid);
-      return r?.nostrEventId && r.witnesses.nostr?.status === 'confirmed' && r.batches.ots && (await issuer.store.batchField('ots', r.batches.ots.id, 'submitted')) === '1';
+      const r = await issuer.store.subjects.getRecord(enveloped.receipt_uuid);
+      return r?.nostrEventId && r.witnesses.nostr?.status === 'confirmed' && r.batches.ots && (await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) === '1';
     }, 30_000);
     expect(await agree(enveloped.receipt_uuid)).toEqual({ relays: urls(relays, 'accepted'), calendars: urls(calendars, 'pending') });
   });

@@ -70,7 +70,7 @@ describe('the embedded redis-server of a data folder', () => {
     const redis = new Redis(readEmbeddedRedisRecord(dataDir)!.url, { maxRetriesPerRequest: 1 });
     redis.on('error', () => undefined);
     try {
-      return await new AnchorStore(redis, prefix).getRecord(key);
+      return await new AnchorStore(redis, prefix).subjects.getRecord(key);
     } finally {
       redis.disconnect();
     }

@@ -46,7 +46,7 @@ describe('envelope mode', () => {
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
     await waitFor('200 confirmed', async () => (await issuer.count('confirmed')) === 200, 60_000);
     for (const s of subjects.slice(0, 20)) {
-      const record = await issuer.store.getRecord(s.receipt_uuid);
+      const record = await issuer.store.subjects.getRecord(s.receipt_uuid);
       expect(record?.status).toBe('confirmed');
       for (const relay of relays) {
         const events = eventsWithTag(relay, 'x', record!.digest!);
@@ -63,31 +63,31 @@ describe('envelope mode', () => {
   it('anchors a subject enqueued twice once: one event per relay', async () => {
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
-    await waitFor('confirmed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed');
+    await waitFor('confirmed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed');
     await issuer.enqueue(s, s.receipt_uuid);
     await waitFor('second job processed', async () => (await issuer.queue.getJobCounts('waiting', 'active')).waiting === 0);
-    const record = await issuer.store.getRecord(s.receipt_uuid);
+    const record = await issuer.store.subjects.getRecord(s.receipt_uuid);
     // Let any stray publish land before counting.
     await new Promise((r) => setTimeout(r, 500));
     for (const relay of relays) expect(eventsWithTag(relay, 'x', record!.digest!)).toHaveLength(1);
-    const history = await issuer.store.history(s.receipt_uuid);
+    const history = await issuer.store.subjects.history(s.receipt_uuid);
     expect(history.filter((h) => h.event === 'accepted')).toHaveLength(1);
   });
 
   it('refuses the same key with another root as a conflict, keeping the first anchor', async () => {
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
-    await waitFor('confirmed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed');
-    const before = await issuer.store.getRecord(s.receipt_uuid);
+    await waitFor('confirmed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed');
+    const before = await issuer.store.subjects.getRecord(s.receipt_uuid);
     const other = { ...s, output_sha256: 'ab'.repeat(32) };
     await issuer.enqueue(other, s.receipt_uuid);
     const history = await waitFor('conflict recorded', async () => {
-      const h = await issuer.store.history(s.receipt_uuid);
+      const h = await issuer.store.subjects.history(s.receipt_uuid);
       return h.some((e) => e.event === 'conflict') ? h : null;
     });
     const conflict = history.find((e) => e.event === 'conflict');
     expect(conflict?.reason).toMatch(/conflict: subject .* already anchored with another root/);
-    const after = await issuer.store.getRecord(s.receipt_uuid);
+    const after = await issuer.store.subjects.getRecord(s.receipt_uuid);
     expect(after?.digest).toBe(before?.digest);
     expect(after?.status).toBe('confirmed');
   });
@@ -106,22 +106,22 @@ describe('envelope mode', () => {
     } finally {
       await events.close();
     }
-    await waitFor('30 confirmed', async () => (await Promise.all(subjects.map((s) => issuer.store.getRecord(s.receipt_uuid)))).every((r) => r?.status === 'confirmed'), 60_000);
+    await waitFor('30 confirmed', async () => (await Promise.all(subjects.map((s) => issuer.store.subjects.getRecord(s.receipt_uuid)))).every((r) => r?.status === 'confirmed'), 60_000);
     for (const s of subjects.slice(0, 5)) {
-      const record = await issuer.store.getRecord(s.receipt_uuid);
+      const record = await issuer.store.subjects.getRecord(s.receipt_uuid);
       for (const relay of relays) expect(eventsWithTag(relay, 'x', record!.digest!)).toHaveLength(1);
     }
-    expect(await issuer.store.getRecord('bad-bulk')).toBeNull();
+    expect(await issuer.store.subjects.getRecord('bad-bulk')).toBeNull();
   });
 
   it('refuses a malformed job with its reason, not retried, and goes on with the others', async () => {
     const good = receiptFields();
     await issuer.enqueue({ subject: 'receipt', receipt_uuid: 'bad-1', output_sha256: 'xyz' }, 'bad-1');
     await issuer.enqueue(good, good.receipt_uuid);
-    const bad = await waitFor('rejection recorded', () => issuer.store.getRecord('bad-1'));
+    const bad = await waitFor('rejection recorded', () => issuer.store.subjects.getRecord('bad-1'));
     expect(bad.status).toBe('rejected');
     expect(bad.reason).toMatch(/output_sha256/);
-    await waitFor('good one confirmed', async () => (await issuer.store.getRecord(good.receipt_uuid))?.status === 'confirmed');
+    await waitFor('good one confirmed', async () => (await issuer.store.subjects.getRecord(good.receipt_uuid))?.status === 'confirmed');
   });
 });
 
@@ -145,9 +145,9 @@ describe('batch mode', () => {
     const before = relays.map((r) => r.eventCount());
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
     await waitFor('200 confirmed', async () => (await issuer.count('confirmed')) === 200, 60_000);
-    const record = await issuer.store.getRecord(subjects[0]!.receipt_uuid);
+    const record = await issuer.store.subjects.getRecord(subjects[0]!.receipt_uuid);
     const link = record!.batches.nostr!;
-    const batch = await issuer.store.getBatch('nostr', link.id);
+    const batch = await issuer.store.batches.getBatch('nostr', link.id);
     const root = new BatchTree(batch!.digests).root.toString('hex');
     for (const [i, relay] of relays.entries()) {
       const added = relay.eventCount() - before[i]!;
@@ -171,9 +171,9 @@ describe('batch mode', () => {
     const before = relays.map((r) => r.eventCount());
     await issuer.queue.add(ANCHOR_JOB, { subjects: subjects.slice(0, 250) }, ANCHOR_JOB_OPTIONS);
     await issuer.queue.add(ANCHOR_JOB, { subjects: subjects.slice(250) }, ANCHOR_JOB_OPTIONS);
-    await waitFor('500 confirmed', async () => (await Promise.all(subjects.map((s) => issuer.store.getRecord(s.receipt_uuid)))).every((r) => r?.status === 'confirmed'), 60_000);
+    await waitFor('500 confirmed', async () => (await Promise.all(subjects.map((s) => issuer.store.subjects.getRecord(s.receipt_uuid)))).every((r) => r?.status === 'confirmed'), 60_000);
     for (const [i, relay] of relays.entries()) expect(relay.eventCount() - before[i]!).toBeLessThan(20);
-    const records = await issuer.store.getRecords(subjects.map((s) => s.receipt_uuid));
+    const records = await issuer.store.subjects.getRecords(subjects.map((s) => s.receipt_uuid));
     const batches = new Set(records.map((r) => r!.batches.nostr!.id));
     expect(batches.size).toBeLessThan(20);
   });

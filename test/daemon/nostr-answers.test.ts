@@ -38,9 +38,9 @@ describe('OK false "duplicate:"', () => {
     const issuer = await run(relays, {});
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
-    await waitFor('confirmed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 20_000);
-    const record = await issuer.store.getRecord(s.receipt_uuid);
-    const [report] = await issuer.store.relayReports(record!.nostrEventId!);
+    await waitFor('confirmed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 20_000);
+    const record = await issuer.store.subjects.getRecord(s.receipt_uuid);
+    const [report] = await issuer.store.events.relayReports(record!.nostrEventId!);
     expect(report).toMatchObject({ status: 'accepted', message: 'duplicate: have it', final: true, attempts: 1 });
     expect(seen).toBe(1);
   });
@@ -70,8 +70,8 @@ describe('rate-limited:', () => {
       if (attempts[i]!.refused) expect(attempts[i + 1]!.at - attempts[i]!.at).toBeGreaterThanOrEqual(BACKOFF - 50);
     }
     for (const s of subjects) {
-      const r = await issuer.store.getRecord(s.receipt_uuid);
-      const [report] = await issuer.store.relayReports(r!.nostrEventId!);
+      const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
+      const [report] = await issuer.store.events.relayReports(r!.nostrEventId!);
       expect(report).toMatchObject({ status: 'accepted', final: true, attempts: 1 });
       expect(relays[0]!.events().filter((e) => e.id === r!.nostrEventId)).toHaveLength(1);
     }
@@ -89,9 +89,9 @@ describe('a quorum that can finish', () => {
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
     await waitFor('5 confirmed', async () => (await issuer.count('confirmed')) === 5, 20_000);
     for (const s of subjects) {
-      const r = await issuer.store.getRecord(s.receipt_uuid);
-      await waitFor('the blocked relay reported', async () => (await issuer.store.relayReports(r!.nostrEventId!)).some((x) => x.url === relays[1]!.url && x.final));
-      const reports = await issuer.store.relayReports(r!.nostrEventId!);
+      const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
+      await waitFor('the blocked relay reported', async () => (await issuer.store.events.relayReports(r!.nostrEventId!)).some((x) => x.url === relays[1]!.url && x.final));
+      const reports = await issuer.store.events.relayReports(r!.nostrEventId!);
       expect(reports.find((x) => x.url === relays[1]!.url)).toMatchObject({ status: 'rejected', prefix: 'blocked', final: true });
       expect(reports.filter((x) => x.url !== relays[1]!.url).map((x) => x.status)).toEqual(['accepted', 'accepted']);
     }
@@ -107,17 +107,17 @@ describe('a quorum that can finish', () => {
     const issuer = await run(relays, { nostr: { quorum: 3 }, reconcile: { intervalMs: 300, reopenAfterMs: 1000 } });
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
-    await waitFor('nostr witness failed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'failed', 20_000);
-    const history = await issuer.store.history(s.receipt_uuid);
+    await waitFor('nostr witness failed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'failed', 20_000);
+    const history = await issuer.store.subjects.history(s.receipt_uuid);
     const last = history.filter((h) => h.event === 'witness' && h.to === 'failed').at(-1) as { detail?: string } | undefined;
     expect(last?.detail).toContain(relays[1]!.url);
     expect(last?.detail).toMatch(/quorum 3 unreachable/);
     expect(last?.detail).toContain('blocked: not on the list');
     // The other two still hold the event; the reconciler does not reopen a final refusal.
-    const record = await issuer.store.getRecord(s.receipt_uuid);
-    await waitFor('the other two accepted', async () => (await issuer.store.relayReports(record!.nostrEventId!)).filter((x) => x.status === 'accepted').length === 2);
+    const record = await issuer.store.subjects.getRecord(s.receipt_uuid);
+    await waitFor('the other two accepted', async () => (await issuer.store.events.relayReports(record!.nostrEventId!)).filter((x) => x.status === 'accepted').length === 2);
     await new Promise((r) => setTimeout(r, 2500));
     expect(blockedSeen).toBe(1);
-    expect((await issuer.store.getRecord(s.receipt_uuid))?.witnesses.nostr?.status).toBe('failed');
+    expect((await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status).toBe('failed');
   });
 });

@@ -75,7 +75,7 @@ async function quietSubject(): Promise<{ key: string; ms: number }> {
   const s = receiptFields();
   const t0 = Date.now();
   await issuer.enqueue(s, s.receipt_uuid);
-  await waitFor(`quiet subject ${s.receipt_uuid} confirmed`, async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 20_000, 20);
+  await waitFor(`quiet subject ${s.receipt_uuid} confirmed`, async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 20_000, 20);
   return { key: s.receipt_uuid, ms: Date.now() - t0 };
 }
 
@@ -120,7 +120,7 @@ describe('nostr auto mode', () => {
     }
     await waitFor(`${QUIET} quiet subjects confirmed`, async () => (await issuer.witnessCount('nostr', 'confirmed')) === QUIET, 30_000, 50);
     for (const k of quiet) {
-      const r = await issuer.store.getRecord(k);
+      const r = await issuer.store.subjects.getRecord(k);
       latencies.push(r!.witnesses.nostr!.confirmedMs! - enqueuedAt.get(k)!);
     }
     console.log(`auto mode quiet issuer: ${QUIET} subjects confirmed in ${latencies.join(', ')} ms (batch window ${WINDOW_MS} ms)`);
@@ -169,7 +169,7 @@ describe('nostr auto mode', () => {
     const { key: k } = await quietSubject();
     const modes = await verifiedModes([k]);
     expect(modes.get(k)).toBe('envelope');
-    const digest = (await issuer.store.getRecord(k))!.digest!;
+    const digest = (await issuer.store.subjects.getRecord(k))!.digest!;
     for (const relay of relays) expect(perSubject(relay).filter((e) => e.tags.some((t) => t[0] === 'x' && t[1] === digest))).toHaveLength(1);
   });
 });
@@ -187,11 +187,11 @@ describe('nostr auto mode: a recorded decision stands across a crash', () => {
       const claims = receiptFields();
       const canonical = envelopeCanonical(buildEnvelope(claims, new Date()));
       const digest = sha256Hex(canonical);
-      const res = await store.accept({ key: claims.receipt_uuid, kind: 'receipt', envelopeCanonical: canonical, digest, fingerprint: rootFingerprint(claims), witnesses: ['nostr'], inboxes: ['nostr'] });
+      const res = await store.subjects.accept({ key: claims.receipt_uuid, kind: 'receipt', envelopeCanonical: canonical, digest, fingerprint: rootFingerprint(claims), witnesses: ['nostr'], inboxes: ['nostr'] });
       expect(res.result).toBe('created');
       subjects.push({ key: claims.receipt_uuid, canonical, digest });
     }
-    const cut = await store.cutBatch('nostr', 100);
+    const cut = await store.batches.cutBatch('nostr', 100);
     expect(cut?.size).toBe(n);
     return { id: cut!.id, subjects };
   }
@@ -214,7 +214,7 @@ describe('nostr auto mode: a recorded decision stands across a crash', () => {
   }
 
   async function confirmedProofModes(store: Issuer['store'], cfg: Config, signer: { publicKey: string }, keys: readonly string[]): Promise<string[]> {
-    await waitFor('subjects confirmed', async () => (await store.getRecords(keys)).every((r) => r?.witnesses.nostr?.status === 'confirmed'), 20_000);
+    await waitFor('subjects confirmed', async () => (await store.subjects.getRecords(keys)).every((r) => r?.witnesses.nostr?.status === 'confirmed'), 20_000);
     const exporter = new ProofExporter(store, { relays: cfg.nostr.relays, calendars: [] });
     const modes: string[] = [];
     for (const k of keys) {
@@ -233,7 +233,7 @@ describe('nostr auto mode: a recorded decision stands across a crash', () => {
       const b = await cutBatch(store, 3);
       keys = b.subjects.map((s) => s.key);
       // the crashed daemon's decision; it died before making the batch event
-      await store.setBatchFields('nostr', b.id, { mode: 'batch' });
+      await store.batches.setBatchFields('nostr', b.id, { mode: 'batch' });
     }, async (store, cfg) => {
       expect(await confirmedProofModes(store, cfg, signer, keys)).toEqual(['batch', 'batch', 'batch']);
       for (const relay of relays) {
@@ -251,16 +251,16 @@ describe('nostr auto mode: a recorded decision stands across a crash', () => {
     await withDaemon({ ratePerMinute: 6, autoHorizonMs: 10_000 }, crashedSigner, async (store, cfg) => {
       const b = await cutBatch(store, 2);
       keys = b.subjects.map((s) => s.key);
-      await store.setBatchFields('nostr', b.id, { mode: 'envelope' });
+      await store.batches.setBatchFields('nostr', b.id, { mode: 'envelope' });
       // it signed and linked the first subject's event, then died: no publish job, no batch job
       const first = b.subjects[0]!;
       const ev = envelopeEvent({ canonical: first.canonical, digestHex: first.digest, kind: cfg.nostr.kind }, crashedSigner);
       stored = serializeEvent(ev);
-      expect(await store.setSubjectEvents([{ key: first.key, id: ev.id, json: stored }])).toEqual([ev.id]);
-      await store.closeBatch('nostr', b.id);
+      expect(await store.events.setSubjectEvents([{ key: first.key, id: ev.id, json: stored }])).toEqual([ev.id]);
+      await store.batches.closeBatch('nostr', b.id);
     }, async (store, cfg, d) => {
       expect(await confirmedProofModes(store, cfg, crashedSigner, keys)).toEqual(['envelope', 'envelope']);
-      const first = await store.getRecord(keys[0]!);
+      const first = await store.subjects.getRecord(keys[0]!);
       for (const relay of relays) {
         const got = relay.events().filter((e) => e.pubkey === crashedSigner.publicKey);
         // one own event per subject, none for the batch; the first is the copy stored before the crash

@@ -28,9 +28,9 @@ describe('a relay that is down', () => {
       const subjects = Array.from({ length: 20 }, () => receiptFields());
       await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
       await waitFor('20 partial', async () => (await issuer.count('partial')) === 20);
-      const record = await issuer.store.getRecord(subjects[0]!.receipt_uuid);
-      const reports = await issuer.store.relayReports(record!.nostrEventId!);
-      const down = await waitFor('the down relay reported', () => reports.find((r) => r.url === relays[2]!.url) ?? issuer.store.relayReports(record!.nostrEventId!).then((rs) => rs.find((r) => r.url === relays[2]!.url)));
+      const record = await issuer.store.subjects.getRecord(subjects[0]!.receipt_uuid);
+      const reports = await issuer.store.events.relayReports(record!.nostrEventId!);
+      const down = await waitFor('the down relay reported', () => reports.find((r) => r.url === relays[2]!.url) ?? issuer.store.events.relayReports(record!.nostrEventId!).then((rs) => rs.find((r) => r.url === relays[2]!.url)));
       expect(['error', 'timeout']).toContain(down.status);
       expect(down.final).toBe(false);
       expect(down.message.length).toBeGreaterThan(0);
@@ -39,10 +39,10 @@ describe('a relay that is down', () => {
       await relays[2]!.restart();
       await waitFor('20 confirmed after the relay returned', async () => (await issuer.count('confirmed')) === 20, 30_000);
       for (const s of subjects) {
-        const r = await issuer.store.getRecord(s.receipt_uuid);
+        const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
         expect(relays[2]!.events().filter((e) => e.id === r!.nostrEventId)).toHaveLength(1);
       }
-      const history = await issuer.store.history(subjects[0]!.receipt_uuid);
+      const history = await issuer.store.subjects.history(subjects[0]!.receipt_uuid);
       expect(history.filter((h) => h.event !== "witness" || h.from !== h.to).map((h) => h.to ?? h.event)).toEqual(["accepted", "partial", "confirmed"]);
     } finally {
       await daemon.stop();
@@ -78,8 +78,8 @@ describe('a relay answering rate-limited', () => {
       expect(refusals).toBe(30);
       const attempts: number[] = [];
       for (const s of subjects) {
-        const r = await issuer.store.getRecord(s.receipt_uuid);
-        const report = (await issuer.store.relayReports(r!.nostrEventId!)).find((x) => x.url === relays[0]!.url);
+        const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
+        const report = (await issuer.store.events.relayReports(r!.nostrEventId!)).find((x) => x.url === relays[0]!.url);
         expect(report?.status).toBe('accepted');
         attempts.push(report!.attempts ?? 0);
         expect(relays[0]!.events().filter((e) => e.id === r!.nostrEventId)).toHaveLength(1);
@@ -117,7 +117,7 @@ describe('the daemon SIGKILLed in the middle of 500 subjects', () => {
       const subjects = Array.from({ length: 500 }, () => receiptFields());
       await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
       let child = spawnDaemon(config, SHARED_REDIS_URL, keyFile);
-      await waitFor('some subjects accepted', async () => (await issuer.store.subjectCount()) >= 50, 30_000, 20);
+      await waitFor('some subjects accepted', async () => (await issuer.store.indexes.subjectCount()) >= 50, 30_000, 20);
       child.kill('SIGKILL');
       await new Promise((r) => child.once('exit', r));
       const confirmedAtKill = await issuer.count('confirmed');
@@ -130,7 +130,7 @@ describe('the daemon SIGKILLed in the middle of 500 subjects', () => {
         await stopChild(child);
       }
       for (const s of subjects) {
-        const r = await issuer.store.getRecord(s.receipt_uuid);
+        const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
         expect(r?.status).toBe('confirmed');
         for (const relay of relays) expect(relay.events().filter((e) => e.id === r!.nostrEventId)).toHaveLength(1);
       }

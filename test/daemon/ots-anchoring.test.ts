@@ -17,8 +17,8 @@ const PYTHON = '/usr/bin/python3';
 
 /** True once the subject's OTS batch has been submitted to at least m calendars. */
 async function submitted(issuer: Issuer, key: string): Promise<boolean> {
-  const link = (await issuer.store.getRecord(key))?.batches.ots;
-  return link ? (await issuer.store.batchField('ots', link.id, 'submitted')) === '1' : false;
+  const link = (await issuer.store.subjects.getRecord(key))?.batches.ots;
+  return link ? (await issuer.store.batches.batchField('ots', link.id, 'submitted')) === '1' : false;
 }
 
 /** Reads every proof with python-opentimestamps; returns per file: digest hex, attestations, re-serialization equal. */
@@ -131,13 +131,13 @@ describe('two dev calendars, m = 2', () => {
     calendars[1]!.setMode('error500');
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
-    await waitFor('partial on ots', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'partial', 30_000);
-    const history = await issuer.store.history(s.receipt_uuid);
+    await waitFor('partial on ots', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'partial', 30_000);
+    const history = await issuer.store.subjects.history(s.receipt_uuid);
     expect(history.find((h) => h.to === 'partial')?.detail).toMatch(/http_status/);
     calendars[1]!.setMode('ok');
     await waitFor('submitted once the calendar is back', () => submitted(issuer, s.receipt_uuid), 30_000);
     // the batch records its submission, then moves its subjects: wait for the move, not a fixed moment
-    await waitFor('pending once submitted', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending', 10_000);
+    await waitFor('pending once submitted', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending', 10_000);
   });
 });
 
@@ -153,13 +153,13 @@ describe('one calendar down, m = 1', () => {
       const s = receiptFields();
       await issuer.enqueue(s, s.receipt_uuid);
       await waitFor('submitted', () => submitted(issuer, s.receipt_uuid), 30_000);
-      expect((await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status).toBe('pending');
+      expect((await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.ots?.status).toBe('pending');
       const proof = await new ProofExporter(issuer.store, { relays: [], calendars: config.ots.calendars }).export(s.receipt_uuid);
       expect(proof?.ots?.calendars).toEqual([
         { url: calendars[0]!.url, status: 'pending' },
         { url: calendars[1]!.url, status: 'failed' },
       ]);
-      const history = await issuer.store.history(s.receipt_uuid);
+      const history = await issuer.store.subjects.history(s.receipt_uuid);
       expect(history.find((h) => h.to === 'pending')?.detail).toContain(`${calendars[1]!.url}: http_status`);
     } finally {
       await daemon.stop();
@@ -185,7 +185,7 @@ describe('a calendar that accepts the connection and never answers', () => {
       }
       for (const s of subjects) await waitFor('submitted', () => submitted(issuer, s.receipt_uuid), 30_000);
       // the batch is marked submitted just before its subjects' transition is recorded (ots-witness.ts): wait for that entry
-      const movedOn = async () => (await issuer.store.history(subjects[2]!.receipt_uuid)).find((h) => h.to === 'pending' && h.detail !== undefined);
+      const movedOn = async () => (await issuer.store.subjects.history(subjects[2]!.receipt_uuid)).find((h) => h.to === 'pending' && h.detail !== undefined);
       await waitFor('the transition to pending recorded', async () => (await movedOn()) !== undefined, 30_000);
       expect((await movedOn())!.detail).toContain(`${calendars[1]!.url}: timeout`);
     } finally {

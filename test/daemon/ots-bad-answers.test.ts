@@ -36,7 +36,7 @@ describe('calendars that answer uselessly', () => {
       expect(byUrl.get(oversized.url)).toMatchObject({ status: 'failed', message: expect.stringMatching(/^too_large: .*exceeds 10000 bytes/) });
       expect(byUrl.get(redirect.url)).toMatchObject({ status: 'failed', message: expect.stringMatching(/^http_status: .*HTTP 307 .*redirect to another host \(calendar\.invalid\), not followed/) });
       await good.mine();
-      await waitFor('confirmed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
+      await waitFor('confirmed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
     } finally {
       await daemon.stop();
       await issuer.close();

@@ -90,8 +90,8 @@ describe(`${N} subjects on damus, pow and auth relays (majority quorum)`, () => 
     // the auth relay holds the events themselves (no nonce), the same envelopes
     expect(auth.events().every((e) => !e.tags.some((t) => t[0] === 'nonce'))).toBe(true);
     expect(new Set(events.map((e) => e.content))).toEqual(new Set(auth.events().map((e) => e.content)));
-    const record = await issuer.store.getRecord(subjects[0]!.receipt_uuid);
-    const report = (await issuer.store.relayReports(record!.nostrEventId!)).find((r) => r.url === pow.url);
+    const record = await issuer.store.subjects.getRecord(subjects[0]!.receipt_uuid);
+    const report = (await issuer.store.events.relayReports(record!.nostrEventId!)).find((r) => r.url === pow.url);
     expect(report).toMatchObject({ status: 'accepted', final: true, pow: expect.any(Number) });
     expect(report!.pow).toBeGreaterThanOrEqual(POW);
     expect(report!.copyId).not.toBe(record!.nostrEventId);
@@ -181,9 +181,9 @@ describe('relays that can never take our events (payment_required, restricted_wr
     const { issuer, keys } = await run(2);
     await waitFor('5 confirmed', async () => (await issuer.count('confirmed')) === 5, 30_000);
     for (const key of keys) {
-      const record = await issuer.store.getRecord(key);
+      const record = await issuer.store.subjects.getRecord(key);
       const reports = await waitFor('all four relays answered for good', async () => {
-        const r = await issuer.store.relayReports(record!.nostrEventId!);
+        const r = await issuer.store.events.relayReports(record!.nostrEventId!);
         return r.length === 5 && r.every((x) => x.final) ? r : null;
       });
       expect(reports.find((r) => r.url === relays[4]!.url)).toMatchObject({ status: 'failed', prefix: 'policy', attempts: 1, message: expect.stringMatching(/^relay policy \(NIP-11\): max_message_length 300 bytes, our event message is \d+$/) });
@@ -202,7 +202,7 @@ describe('relays that can never take our events (payment_required, restricted_wr
   it('ends the witness failed, naming them, when they put the majority quorum out of reach', async () => {
     const { issuer, keys } = await run(3);
     await waitFor('5 failed', async () => (await issuer.witnessCount('nostr', 'failed')) === 5, 30_000);
-    const history = await issuer.store.history(keys[0]!);
+    const history = await issuer.store.subjects.history(keys[0]!);
     const reason = history.map((h) => h.detail ?? '').join(' ');
     expect(reason).toContain('quorum 3 unreachable');
     expect(reason).toContain('payment_required');
@@ -236,8 +236,8 @@ describe('a relay that states nothing and answers pow: naming a difficulty', () 
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
     await waitFor('10 confirmed', async () => (await issuer.count('confirmed')) === 10, 30_000);
     for (const s of subjects) {
-      const record = await issuer.store.getRecord(s.receipt_uuid);
-      const report = (await issuer.store.relayReports(record!.nostrEventId!)).find((r) => r.url === relays[1]!.url)!;
+      const record = await issuer.store.subjects.getRecord(s.receipt_uuid);
+      const report = (await issuer.store.events.relayReports(record!.nostrEventId!)).find((r) => r.url === relays[1]!.url)!;
       expect(report).toMatchObject({ status: 'stored', final: true, attempts: 1 });
       expect(report.pow).toBeGreaterThanOrEqual(10);
     }

@@ -55,19 +55,19 @@ describe('reconciler', () => {
     cleanups.push(() => daemon.stop());
     const issuer = new Issuer(config);
     cleanups.push(() => issuer.close());
-    const outbox = new RelayOutbox(issuer.store, [relay!.url]);
+    const outbox = new RelayOutbox(issuer.store.events, [relay!.url]);
 
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
-    const record = await waitFor('accepted', () => issuer.store.getRecord(s.receipt_uuid));
+    const record = await waitFor('accepted', () => issuer.store.subjects.getRecord(s.receipt_uuid));
     const eventId = record.nostrEventId!;
-    await waitFor('a first attempt timed out', async () => (await issuer.store.relayReports(eventId)).length > 0, 30_000);
+    await waitFor('a first attempt timed out', async () => (await issuer.store.events.relayReports(eventId)).length > 0, 30_000);
     // The retry waits a minute; take the event out of the relay's outbox: the subject now has a signed event and nothing to publish it.
     await waitFor('the retry scheduled', async () => Number(await issuer.redis.zscore(outbox.key(relay!.url), eventId)) > Date.now() + 10_000, 10_000);
     expect(await issuer.redis.zrem(outbox.key(relay!.url), eventId)).toBe(1);
     relay!.faults.silent = false;
 
-    await waitFor('confirmed after the reconciler queued the publish again', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
+    await waitFor('confirmed after the reconciler queued the publish again', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
     expect(relay!.events().filter((e) => e.id === eventId)).toHaveLength(1);
     expect(await repairs(daemon, 'relay-publish')).toBeGreaterThanOrEqual(1);
   });
@@ -86,16 +86,16 @@ describe('reconciler', () => {
 
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
-    const record = await waitFor('accepted', () => issuer.store.getRecord(s.receipt_uuid));
-    await waitFor('the busy relay given up on', async () => (await issuer.store.relayReports(record.nostrEventId!)).find((r) => r.url === busy.url && r.final && r.status === 'failed'), 30_000);
+    const record = await waitFor('accepted', () => issuer.store.subjects.getRecord(s.receipt_uuid));
+    await waitFor('the busy relay given up on', async () => (await issuer.store.events.relayReports(record.nostrEventId!)).find((r) => r.url === busy.url && r.final && r.status === 'failed'), 30_000);
     // The quorum (2 of 2) is out of reach for now: failed, with the reason; the reconciler still reopens a relay given up on.
-    await waitFor('the witness failed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'failed');
-    const failed = (await issuer.store.history(s.receipt_uuid)).find((h) => h.event === 'witness' && h.to === 'failed');
+    await waitFor('the witness failed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'failed');
+    const failed = (await issuer.store.subjects.history(s.receipt_uuid)).find((h) => h.event === 'witness' && h.to === 'failed');
     expect(failed?.detail).toContain(`quorum 2 unreachable: 1 of 2 relays accepted`);
     expect(failed?.detail).toContain(busy.url);
     busy.beforeEvent = undefined;
 
-    await waitFor('confirmed once the busy relay was tried again', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 30_000);
+    await waitFor('confirmed once the busy relay was tried again', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 30_000);
     expect(busy.events().filter((e) => e.id === record.nostrEventId)).toHaveLength(1);
     expect(good.events().filter((e) => e.id === record.nostrEventId)).toHaveLength(1);
     expect(await repairs(daemon, 'relay-reopen')).toBeGreaterThanOrEqual(1);
@@ -116,11 +116,11 @@ describe('reconciler', () => {
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
     const batchId = await waitFor('submitted', async () => {
-      const id = (await issuer.store.getRecord(s.receipt_uuid))?.batches.ots?.id;
-      return id && (await issuer.store.batchField('ots', id, 'submitted')) === '1' ? id : null;
+      const id = (await issuer.store.subjects.getRecord(s.receipt_uuid))?.batches.ots?.id;
+      return id && (await issuer.store.batches.batchField('ots', id, 'submitted')) === '1' ? id : null;
     }, 30_000);
     // A field every poll reads, unreadable: each poll throws until its attempts are spent.
-    await issuer.store.setBatchFields('ots', batchId, { bitcoin: '{' });
+    await issuer.store.batches.setBatchFields('ots', batchId, { bitcoin: '{' });
     await waitFor('an upgrade job failed after its attempts', async () => ((await otsQueue.getJobCounts('failed')).failed ?? 0) > 0, 30_000);
     const [dead] = await otsQueue.getFailed(0, 0);
     expect(dead!.name).toBe('upgrade');
@@ -129,7 +129,7 @@ describe('reconciler', () => {
     await issuer.redis.hdel(issuer.store.keys.batch('ots', batchId), 'bitcoin');
 
     await calendar!.mine();
-    await waitFor('confirmed after the reconciler scheduled a poll', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
+    await waitFor('confirmed after the reconciler scheduled a poll', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
     expect(await repairs(daemon, 'ots-poll')).toBeGreaterThanOrEqual(1);
   });
 
@@ -149,16 +149,16 @@ describe('reconciler', () => {
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
     const record = await waitFor('signed and pending on the calendar', async () => {
-      const r = await issuer.store.getRecord(s.receipt_uuid);
+      const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
       return r?.nostrEventId && r.witnesses.ots?.status === 'pending' && calendar!.pendingCount() > 0 ? r : null;
     }, 30_000);
     await calendar!.mine();
-    await waitFor('confirmed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
-    const batchId = (await issuer.store.getRecord(s.receipt_uuid))!.batches.ots!.id;
+    await waitFor('confirmed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
+    const batchId = (await issuer.store.subjects.getRecord(s.receipt_uuid))!.batches.ots!.id;
     await waitFor('the attestation job lost', () => lost.lost() === `nip03 ${batchId}`, 10_000);
     const attestation = await waitFor('the NIP-03 attestation on the relay', () => relay!.events().find((e) => e.kind === 1040 && e.tags.some((t) => t[0] === 'e' && t[1] === record.nostrEventId)), 30_000);
     expect(attestation.content.length).toBeGreaterThan(0);
-    expect(await issuer.store.batchField('ots', batchId, 'nip03')).toBe('done');
+    expect(await issuer.store.batches.batchField('ots', batchId, 'nip03')).toBe('done');
     expect(await repairs(daemon, 'nip03')).toBeGreaterThanOrEqual(1);
     // nothing left to do for the batch: it leaves the reconciler's set
     await waitFor('the batch has no work left', async () => !(await issuer.redis.sismember(issuer.store.keys.batchesWithWork('ots'), batchId)), 10_000);
@@ -172,20 +172,20 @@ describe('reconciler', () => {
     const issuer = new Issuer(config);
     cleanups.push(() => issuer.close());
     // the poll scheduled by the run that confirmed the batch (its bitcoin recorded) is lost
-    const lost = loseOneJob(async (name, data) => name === 'upgrade' && !!data.batchId && (await issuer.store.batchField('ots', data.batchId, 'bitcoin')) !== null);
+    const lost = loseOneJob(async (name, data) => name === 'upgrade' && !!data.batchId && (await issuer.store.batches.batchField('ots', data.batchId, 'bitcoin')) !== null);
     const daemon = await startDaemon(config);
     cleanups.push(() => daemon.stop());
 
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
-    await waitFor('pending on both calendars', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending' && calendars.every((c) => c.pendingCount() > 0), 30_000);
+    await waitFor('pending on both calendars', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending' && calendars.every((c) => c.pendingCount() > 0), 30_000);
     await calendars[0]!.mine();
-    await waitFor('confirmed by the first calendar', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
-    const batchId = (await issuer.store.getRecord(s.receipt_uuid))!.batches.ots!.id;
+    await waitFor('confirmed by the first calendar', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
+    const batchId = (await issuer.store.subjects.getRecord(s.receipt_uuid))!.batches.ots!.id;
     await waitFor('the next poll lost', () => lost.lost() === `upgrade ${batchId}`, 10_000);
     await calendars[1]!.mine();
     const second = await waitFor("the second calendar's attestation taken", async () => {
-      const cal = (await issuer.store.batchCalendars(batchId)).find((c) => c.url === calendars[1]!.url);
+      const cal = (await issuer.store.batches.batchCalendars(batchId)).find((c) => c.url === calendars[1]!.url);
       const state = cal ? (JSON.parse(cal.state) as { status: string; message: string }) : null;
       return state?.status === 'confirmed' ? state : null;
     }, 30_000);
@@ -204,16 +204,16 @@ describe('reconciler', () => {
     cleanups.push(() => issuer.close());
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
-    await waitFor('accepted', () => issuer.store.getRecord(s.receipt_uuid));
+    await waitFor('accepted', () => issuer.store.subjects.getRecord(s.receipt_uuid));
     await daemon.stop();
     await issuer.redis.lrem(issuer.store.keys.inbox('ots'), 0, s.receipt_uuid);
 
     daemon = await startDaemon({ ...slow, ots: { ...slow.ots, batchWindowMs: 200 } });
     cleanups.push(() => daemon.stop());
-    await waitFor('batched again', async () => (await issuer.store.getRecord(s.receipt_uuid))?.batches.ots, 30_000);
-    await waitFor('pending on the calendar', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending' && calendar!.pendingCount() > 0, 30_000);
+    await waitFor('batched again', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.batches.ots, 30_000);
+    await waitFor('pending on the calendar', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending' && calendar!.pendingCount() > 0, 30_000);
     await calendar!.mine();
-    await waitFor('confirmed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
+    await waitFor('confirmed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
     expect(await repairs(daemon, 'inbox')).toBe(1);
   });
 
@@ -234,9 +234,9 @@ describe('reconciler', () => {
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
     let seen = '';
     await waitFor(`${N} accepted and batched, the batches submitted`, async () => {
-      const records = await issuer.store.getRecords(subjects.map((s) => s.receipt_uuid));
+      const records = await issuer.store.subjects.getRecords(subjects.map((s) => s.receipt_uuid));
       const ids = new Set(records.map((r) => r?.batches.ots?.id));
-      const polled = await Promise.all([...ids].map(async (id) => (id ? issuer.store.batchField('ots', id, 'poll') : null)));
+      const polled = await Promise.all([...ids].map(async (id) => (id ? issuer.store.batches.batchField('ots', id, 'poll') : null)));
       seen = `${records.filter(Boolean).length} accepted, batches ${[...ids].join(',')}, polls ${polled.join(',')}`;
       return !ids.has(undefined) && polled.every((p) => p !== null);
     }, 120_000, 250).catch((err: unknown) => {

@@ -56,7 +56,7 @@ async function metric(name: string, relay: DevRelay, on: RunningDaemon = running
 
 /** The anchor event ids of the subjects, from the state. */
 async function eventIds(keys: readonly string[], from: Issuer = issuer): Promise<string[]> {
-  const records = await from.store.getRecords(keys);
+  const records = await from.store.subjects.getRecords(keys);
   return records.map((r) => r!.nostrEventId!);
 }
 
@@ -93,7 +93,7 @@ describe('relay upkeep', () => {
     // byte for byte the events the daemon signed and stored
     for (const id of dropped) {
       const held = dropper.events().find((e) => e.id === id)!;
-      const stored = await issuer.store.eventJson(id);
+      const stored = await issuer.store.events.eventJson(id);
       expect(serializeEvent(held)).toBe(stored);
       expect(verifySignedEvent(serializeEvent(held)).ok).toBe(true);
     }
@@ -104,10 +104,10 @@ describe('relay upkeep', () => {
     expect(await metric('aer1_relay_upkeep_republished_total', keeper)).toBe(0);
     // the subjects never left confirmed, and the relay's acceptance stands
     expect(await issuer.count('confirmed')).toBe(SUBJECTS);
-    const reports = await issuer.store.relayReports(dropped[0]!);
+    const reports = await issuer.store.events.relayReports(dropped[0]!);
     expect(reports.find((r) => r.url === dropper.url)?.status).toBe('accepted');
     // nothing left waiting to be sent again
-    expect((await new RelayOutbox(issuer.store, [dropper.url]).sizes()).get(dropper.url)).toBe(0);
+    expect((await new RelayOutbox(issuer.store.events, [dropper.url]).sizes()).get(dropper.url)).toBe(0);
 
     // how far back the relay holds events: on /metrics and in /v1/stats (the status page)
     const oldest = Math.min(...dropper.events().map((e) => e.created_at));
@@ -129,7 +129,7 @@ describe('relay upkeep', () => {
     try {
       await waitFor('a pass could not ask the stopped relay', async () => (await metric('aer1_relay_upkeep_unknown_total', keeper)) >= before + SUBJECTS, 30_000);
       expect(await metric('aer1_relay_upkeep_missing_total', keeper)).toBe(0);
-      expect((await new RelayOutbox(issuer.store, [keeper.url]).sizes()).get(keeper.url)).toBe(0);
+      expect((await new RelayOutbox(issuer.store.events, [keeper.url]).sizes()).get(keeper.url)).toBe(0);
       const stats = (await (await fetch(`${running.httpUrl}/v1/stats`)).json()) as Stats;
       const shown = stats.health.find((h) => h.kind === 'relay' && h.url === displayUrl(keeper.url))!;
       expect(shown.upkeep!.error).toMatch(/./);
@@ -149,7 +149,7 @@ describe('relay upkeep on a relay that asks for proof of work', () => {
     await own.issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
     await waitFor('6 confirmed', async () => (await own.issuer.count('confirmed')) === 6, 60_000);
     const ids = await eventIds(subjects.map((s) => s.receipt_uuid), own.issuer);
-    const copies = await Promise.all(ids.map(async (id) => (await own.issuer.store.relayCopy(id, pow.url))!));
+    const copies = await Promise.all(ids.map(async (id) => (await own.issuer.store.events.relayCopy(id, pow.url))!));
     const copyIds = copies.map((c) => (JSON.parse(c) as { id: string }).id);
     expect(copyIds.every((c, i) => c !== ids[i])).toBe(true);
     await waitFor('a pass checked the copies', async () => (await metric('aer1_relay_upkeep_checked_total', pow, own.running)) >= 6, 30_000);
@@ -162,6 +162,6 @@ describe('relay upkeep on a relay that asks for proof of work', () => {
     await waitFor('the re-publishes counted', async () => (await metric('aer1_relay_upkeep_republished_total', pow, own.running)) === 3);
     expect(await metric('aer1_relay_upkeep_missing_total', pow, own.running)).toBe(3);
     // no new copy was mined or stored
-    expect(await Promise.all(ids.map((id) => own.issuer.store.relayCopy(id, pow.url)))).toEqual(copies);
+    expect(await Promise.all(ids.map((id) => own.issuer.store.events.relayCopy(id, pow.url)))).toEqual(copies);
   }, 120_000);
 });

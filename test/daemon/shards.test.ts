@@ -98,7 +98,7 @@ async function threeShardsAsOne(redisUrl: RedisTarget, overrides: Record<string,
     // each subject in its own shard and in no other
     for (const k of keys) {
       const home = shardOf(k, K);
-      for (let i = 0; i < K; i++) expect(await s.daemon.engines[i]!.store.getRecord(k) !== null, `${k} in shard ${i}`).toBe(i === home);
+      for (let i = 0; i < K; i++) expect(await s.daemon.engines[i]!.store.subjects.getRecord(k) !== null, `${k} in shard ${i}`).toBe(i === home);
     }
     expect(new Set(keys.map((k) => shardOf(k, K))).size).toBe(K);
 
@@ -195,7 +195,7 @@ describe('redis.shards = 3 on a 3-master Redis Cluster', () => {
         shards: K,
         name: 'daemon-sigkill-cluster-3-shards',
         check: async (issuer, keys) => {
-          for (const k of keys) expect(await issuer.state.shards[shardOf(k, K)]!.getRecord(k), k).not.toBeNull();
+          for (const k of keys) expect(await issuer.state.shards[shardOf(k, K)]!.subjects.getRecord(k), k).not.toBeNull();
         },
       });
       expect(result.lost).toBe(0);

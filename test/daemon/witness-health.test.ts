@@ -182,8 +182,8 @@ describe('witness health', () => {
       const s = receiptFields();
       await issuer.enqueue(s, s.receipt_uuid);
       await waitFor('the batch held by the good calendar', async () => {
-        const r = await issuer.store.getRecord(s.receipt_uuid);
-        return r?.batches.ots && (await issuer.store.batchField('ots', r.batches.ots.id, 'submitted')) === '1';
+        const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
+        return r?.batches.ots && (await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) === '1';
       }, 30_000, 20);
     }
     await waitFor('the bad calendar failing', () => health().state === 'failing', 10_000, 20);

@@ -67,9 +67,9 @@ async function enqueue(n: number): Promise<string[]> {
 async function eventsAndSubmitted(keys: string[]): Promise<Array<{ key: string; eventId: string; otsBatch: string }>> {
   return waitFor(`${keys.length} subjects with their own event and submitted to a calendar`, async () => {
     const out: Array<{ key: string; eventId: string; otsBatch: string }> = [];
-    for (const r of await issuer.store.getRecords(keys)) {
+    for (const r of await issuer.store.subjects.getRecords(keys)) {
       if (!r?.nostrEventId || !r.batches.ots) return null;
-      if ((await issuer.store.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
+      if ((await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
       out.push({ key: r.key, eventId: r.nostrEventId, otsBatch: r.batches.ots.id });
     }
     return out;
@@ -87,7 +87,7 @@ describe('NIP-03 in auto mode', () => {
       const group = await eventsAndSubmitted(await enqueue(3));
       second.push(...group);
       for (const s of group) {
-        const committed = await issuer.store.batchField('ots', s.otsBatch, 'event_ids');
+        const committed = await issuer.store.batches.batchField('ots', s.otsBatch, 'event_ids');
         if (!committed?.includes(s.eventId)) late++;
       }
     }
@@ -96,7 +96,7 @@ describe('NIP-03 in auto mode', () => {
     // subjects come one by one until every event is in some batch's list (bounded)
     const all = [...first, ...second];
     const uncommitted = async (): Promise<number> => {
-      const lists = await Promise.all([...new Set(all.map((s) => s.otsBatch))].map((b) => issuer.store.otsEventIds(b)));
+      const lists = await Promise.all([...new Set(all.map((s) => s.otsBatch))].map((b) => issuer.store.batches.otsEventIds(b)));
       const committed = new Set(lists.flatMap((l) => l ?? []));
       return all.filter((s) => !committed.has(s.eventId)).length;
     };
@@ -121,6 +121,6 @@ describe('NIP-03 in auto mode', () => {
     }
     // one attestation per event: a late event is committed once more, not twice; none is left waiting
     expect(attestations(relays[0]!)).toHaveLength(all.length);
-    expect(await issuer.store.lateNip03Events(100)).toEqual([]);
+    expect(await issuer.store.batches.lateNip03Events(100)).toEqual([]);
   });
 });

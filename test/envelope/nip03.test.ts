@@ -56,17 +56,17 @@ describe('NIP-03 attestations of envelope events', () => {
     const subjects = Array.from({ length: 5 }, () => receiptFields());
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
     const records = await waitFor('all submitted to the calendar, nostr confirmed', async () => {
-      const rs = await issuer.store.getRecords(subjects.map((s) => s.receipt_uuid));
+      const rs = await issuer.store.subjects.getRecords(subjects.map((s) => s.receipt_uuid));
       for (const r of rs) {
         if (!r?.nostrEventId || r.witnesses.nostr?.status !== 'confirmed' || !r.batches.ots) return null;
-        if ((await issuer.store.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
+        if ((await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
       }
       return rs;
     }, 60_000, 100);
     const batches = new Set(records.map((r) => r!.batches.ots!.id));
     // the event ids ride in the same submission: one digest per batch, no more
     expect(calendar.stats().digestsReceived).toBe(batches.size);
-    for (const id of batches) expect(await issuer.store.batchField('ots', id, 'events_root')).toMatch(/^[0-9a-f]{64}$/);
+    for (const id of batches) expect(await issuer.store.batches.batchField('ots', id, 'events_root')).toMatch(/^[0-9a-f]{64}$/);
     expect(attestations(relays[0]!)).toHaveLength(0); // nothing before Bitcoin
 
     const block = await calendar.mine();
@@ -81,7 +81,7 @@ describe('NIP-03 attestations of envelope events', () => {
       expect(ev, `attestation of ${r!.nostrEventId}`).toBeDefined();
       expect(verifySignedEvent(JSON.stringify(ev)).ok).toBe(true);
       // signed by the daemon's key, as the envelope event it attests
-      expect(ev!.pubkey).toBe((JSON.parse((await issuer.store.eventJson(r!.nostrEventId!))!) as { pubkey: string }).pubkey);
+      expect(ev!.pubkey).toBe((JSON.parse((await issuer.store.events.eventJson(r!.nostrEventId!))!) as { pubkey: string }).pubkey);
       expect(ev!.tags).toContainEqual(['e', r!.nostrEventId!]);
       expect(ev!.tags).toContainEqual(['k', String(config.nostr.kind)]);
       const ots = Buffer.from(ev!.content, 'base64');
@@ -127,10 +127,10 @@ print(json.dumps(out))
       expect(report.witnesses.ots?.verified).toBe('confirmed');
     }
     // the attestations' relay reports never touch the subjects' nostr witness
-    const history = await issuer.store.history(subjects[0]!.receipt_uuid);
+    const history = await issuer.store.subjects.history(subjects[0]!.receipt_uuid);
     const moves = history.filter((h) => h.witness === 'nostr' && h.from !== h.to).map((h) => h.to);
     expect(moves.slice(moves.indexOf('confirmed'))).toEqual(['confirmed']);
-    expect((await issuer.store.getRecord(subjects[0]!.receipt_uuid))?.witnesses.nostr?.status).toBe('confirmed');
+    expect((await issuer.store.subjects.getRecord(subjects[0]!.receipt_uuid))?.witnesses.nostr?.status).toBe('confirmed');
     // exactly one attestation per event, however many polls ran after the confirmation
     for (const relay of relays) expect(attestations(relay)).toHaveLength(subjects.length);
 
@@ -154,16 +154,16 @@ print(json.dumps(out))
     const subjects = Array.from({ length: 4 }, () => receiptFields());
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
     const records = await waitFor('all submitted to the calendar, nostr confirmed', async () => {
-      const rs = await issuer.store.getRecords(subjects.map((s) => s.receipt_uuid));
+      const rs = await issuer.store.subjects.getRecords(subjects.map((s) => s.receipt_uuid));
       for (const r of rs) {
         if (!r?.nostrEventId || r.witnesses.nostr?.status !== 'confirmed' || !r.batches.ots) return null;
-        if ((await issuer.store.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
+        if ((await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
       }
       return rs;
     }, 60_000, 100);
     for (const id of new Set(records.map((r) => r!.batches.ots!.id))) {
-      expect(await issuer.store.batchField('ots', id, 'cp')).toMatch(/^[0-9]+$/);
-      expect(await issuer.store.batchField('ots', id, 'events_root')).toMatch(/^[0-9a-f]{64}$/);
+      expect(await issuer.store.batches.batchField('ots', id, 'cp')).toMatch(/^[0-9]+$/);
+      expect(await issuer.store.batches.batchField('ots', id, 'events_root')).toMatch(/^[0-9a-f]{64}$/);
     }
     const block = await calendar.mine();
     await waitFor('all confirmed', async () => (await issuer.count('confirmed')) === subjects.length, 60_000, 100);
@@ -189,13 +189,13 @@ print(json.dumps(out))
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
     const batchId = await waitFor('submitted', async () => {
-      const id = (await issuer.store.getRecord(s.receipt_uuid))?.batches.ots?.id;
-      return id && (await issuer.store.batchField('ots', id, 'submitted')) === '1' ? id : null;
+      const id = (await issuer.store.subjects.getRecord(s.receipt_uuid))?.batches.ots?.id;
+      return id && (await issuer.store.batches.batchField('ots', id, 'submitted')) === '1' ? id : null;
     }, 30_000);
-    expect(await issuer.store.batchField('ots', batchId, 'events_root')).toBeNull();
+    expect(await issuer.store.batches.batchField('ots', batchId, 'events_root')).toBeNull();
     await calendar.mine();
-    await waitFor('confirmed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
-    expect(await issuer.store.batchField('ots', batchId, 'nip03')).toBeNull();
+    await waitFor('confirmed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
+    expect(await issuer.store.batches.batchField('ots', batchId, 'nip03')).toBeNull();
     for (const relay of relays) expect(attestations(relay)).toHaveLength(0);
   });
 });

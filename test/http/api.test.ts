@@ -64,7 +64,7 @@ describe('POST /v1/anchors', () => {
     const res = await s.post('/v1/anchors', subject, { auth: true });
     expect(res.status).toBe(202);
     expect(await res.json()).toEqual({ keys: [subject.receipt_uuid], results: [{ key: subject.receipt_uuid, result: 'queued', status: null }] });
-    await waitFor('accepted', async () => (await s.daemon.store.getRecord(subject.receipt_uuid)) !== null);
+    await waitFor('accepted', async () => (await s.daemon.store.subjects.getRecord(subject.receipt_uuid)) !== null);
     const again = await s.post('/v1/anchors', subject, { auth: true });
     expect(again.status).toBe(202);
     expect(((await again.json()) as { results: Array<{ result: string }> }).results[0]!.result).toBe('known');
@@ -82,7 +82,7 @@ describe('POST /v1/anchors', () => {
     expect(body.jobs).toHaveLength(1);
     expect(body.jobs[0]).toMatch(/^bulk-[0-9a-f]{40}$/);
     expect(body.results.map((r) => r.job)).toEqual([body.jobs[0], body.jobs[0], body.jobs[0]]);
-    for (const key of body.keys) await waitFor(`${key} accepted`, async () => (await s.daemon.store.getRecord(key))?.status === 'pending' || (await s.daemon.store.getRecord(key))?.status === 'partial');
+    for (const key of body.keys) await waitFor(`${key} accepted`, async () => (await s.daemon.store.subjects.getRecord(key))?.status === 'pending' || (await s.daemon.store.subjects.getRecord(key))?.status === 'partial');
     // the same body again: all known now, no job added
     const again = (await (await s.post('/v1/anchors', { subjects: [a, b, head] }, { auth: true })).json()) as { results: Array<{ result: string }>; jobs: string[] };
     expect(again.results.map((r) => r.result)).toEqual(['known', 'known', 'known']);
@@ -140,7 +140,7 @@ describe('POST /v1/anchors', () => {
     expect(e2.field).toBe('subjects[1].output_sha256');
     expect(e2.message).toMatch(/^subjects\[1\]: /);
     expect(await s.daemon.intakeQueue.getJob(good.receipt_uuid)).toBeUndefined();
-    expect(await s.daemon.store.getRecord(good.receipt_uuid)).toBeNull();
+    expect(await s.daemon.store.subjects.getRecord(good.receipt_uuid)).toBeNull();
 
     const unknown = await s.post('/v1/anchors', { nothing: 1 }, { auth: true });
     expect(unknown.status).toBe(400);
@@ -173,7 +173,7 @@ describe('POST /v1/anchors', () => {
   it('answers 409 for a key already anchored with another root', async () => {
     const subject = receiptFields();
     expect((await s.post('/v1/anchors', subject, { auth: true })).status).toBe(202);
-    await waitFor('accepted', async () => (await s.daemon.store.getRecord(subject.receipt_uuid))?.status);
+    await waitFor('accepted', async () => (await s.daemon.store.subjects.getRecord(subject.receipt_uuid))?.status);
     const other = { ...subject, output_sha256: randomBytes(32).toString('hex') };
     const res = await s.post('/v1/anchors', other, { auth: true });
     expect(res.status).toBe(409);
@@ -243,7 +243,7 @@ describe('GET /v1/anchors/{key} and its proof', () => {
 
     const key = `refused-${randomBytes(4).toString('hex')}`;
     await s.daemon.intakeQueue.add(ANCHOR_JOB, { subject: 'receipt', receipt_uuid: key }, { jobId: key, removeOnFail: true });
-    await waitFor('refused', async () => (await s.daemon.store.getRecord(key))?.status === 'rejected');
+    await waitFor('refused', async () => (await s.daemon.store.subjects.getRecord(key))?.status === 'rejected');
     const rec = await s.get(`/v1/anchors/${key}`);
     expect(rec.status).toBe(200);
     expect(await rec.json()).toMatchObject({ status: 'rejected', reason: expect.stringContaining('output_sha256') });
@@ -261,7 +261,7 @@ describe('GET /v1/anchors (list)', () => {
     // one at a time, so acceptance times (the list order) follow the array
     for (const x of subjects) {
       expect((await s.post('/v1/anchors', x, { auth: true })).status).toBe(202);
-      await waitFor('accepted', async () => (await s.daemon.store.getRecord(x.receipt_uuid)) !== null);
+      await waitFor('accepted', async () => (await s.daemon.store.subjects.getRecord(x.receipt_uuid)) !== null);
       keys.push(x.receipt_uuid);
       await new Promise((r) => setTimeout(r, 5));
     }

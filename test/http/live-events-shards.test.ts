@@ -64,11 +64,11 @@ function keysIn(shard: number, n: number, tag: string): string[] {
 async function changeIn(shard: number, keys: string[]): Promise<void> {
   const store = s.daemon.engines[shard]!.store;
   // no inbox: the daemon's witnesses leave these subjects alone
-  await store.acceptMany(
+  await store.subjects.acceptMany(
     { witnesses: ['ots'], inboxes: [] },
     keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: sha256Hex(`fp-${key}`) })),
   );
-  await store.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted', `b-${keys[0]}`);
+  await store.subjects.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted', `b-${keys[0]}`);
 }
 
 /**

@@ -204,12 +204,12 @@ describe('packed entries (one stream entry per batch transition)', () => {
     const before = (await redis.xrevrange(stream, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0';
     const keys = Array.from({ length: n }, (_, i) => `packed-${randomBytes(3).toString('hex')}-${i}`);
     // no inbox: the daemon's witnesses leave these subjects alone
-    await s.daemon.store.acceptMany(
+    await s.daemon.store.subjects.acceptMany(
       { witnesses: ['ots'], inboxes: [] },
       keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: sha256Hex(`fp-${key}`) })),
     );
     const mid = (await redis.xrevrange(stream, '+', '-', 'COUNT', 1))[0]![0];
-    await s.daemon.store.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted', `b-${keys[0]}`);
+    await s.daemon.store.subjects.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted', `b-${keys[0]}`);
     const entries = (await redis.xrange(stream, `(${mid}`, '+')).map((e) => e[0]);
     return { keys, before, entries };
   }
@@ -243,11 +243,11 @@ describe('packed entries (one stream entry per batch transition)', () => {
 
   it('a retention pass (forget) of several subjects is one entry, seen as one retired event per subject', async () => {
     const { keys } = await batchTransition(3);
-    await s.daemon.store.setWitnessMany(keys, 'ots', 'confirmed', 2, 'bitcoin block 7', `b-${keys[0]}`);
+    await s.daemon.store.subjects.setWitnessMany(keys, 'ots', 'confirmed', 2, 'bitcoin block 7', `b-${keys[0]}`);
     const redis = s.daemon.redis;
     const stream = s.daemon.store.keys.events;
     const mid = (await redis.xrevrange(stream, '+', '-', 'COUNT', 1))[0]![0];
-    expect(await s.daemon.store.forget(keys)).toEqual(keys);
+    expect(await s.daemon.store.subjects.forget(keys)).toEqual(keys);
     const entries = (await redis.xrange(stream, `(${mid}`, '+')).map((e) => e[0]);
     expect(entries).toHaveLength(1);
     const sse = await openSse(`${s.http.url}/v1/events`, { 'Last-Event-ID': mid });

@@ -119,7 +119,7 @@ describe('after 100 subjects', () => {
     const events = s.relays[0]!.events();
     const attestations = events.filter((e) => e.kind === 1040).length;
     const anchors = events.length - attestations;
-    const ownEvents = (await s.daemon.store.getRecords(keys)).filter((r) => r!.nostrEventId).length;
+    const ownEvents = (await s.daemon.store.subjects.getRecords(keys)).filter((r) => r!.nostrEventId).length;
     expect(anchors).toBeGreaterThan(0);
     expect(attestations).toBeLessThanOrEqual(ownEvents);
     expect(done.metrics.get(`aer1_relay_publish_total{result=accepted,url=${new URL(s.relays[0]!.url).href}}`)).toBe(anchors + attestations);

@@ -181,7 +181,7 @@ describe('dashboard and rules against a real daemon', () => {
     // one subject through both witnesses, so the counters and the histogram have series with their labels
     const subject = receiptFields();
     expect((await s.post('/v1/anchors', subject, { auth: true })).status).toBe(202);
-    await waitFor('OTS batch submitted', async () => (await s.daemon.store.getRecord(subject.receipt_uuid))?.witnesses.ots?.status === 'pending' && s.calendars[0]!.pendingCount() > 0);
+    await waitFor('OTS batch submitted', async () => (await s.daemon.store.subjects.getRecord(subject.receipt_uuid))?.witnesses.ots?.status === 'pending' && s.calendars[0]!.pendingCount() > 0);
     await s.confirm([subject.receipt_uuid]);
     const res = await s.get('/metrics', { auth: true });
     expect(res.status).toBe(200);

@@ -31,7 +31,7 @@ beforeAll(async () => {
   await s.confirm(confirmed.map((x) => x.receipt_uuid));
   // a job the intake worker refuses (no output_sha256): status rejected, with its reason
   await s.daemon.intakeQueue.add(ANCHOR_JOB, { subject: 'receipt', receipt_uuid: rejectedKey }, { jobId: rejectedKey, removeOnFail: true });
-  await waitFor('the bad job rejected', async () => (await s.daemon.store.getRecord(rejectedKey))?.status === 'rejected', 15_000, 100);
+  await waitFor('the bad job rejected', async () => (await s.daemon.store.subjects.getRecord(rejectedKey))?.status === 'rejected', 15_000, 100);
 
   const down = s.relays[1]!;
   downUrl = `${down.url}/`;

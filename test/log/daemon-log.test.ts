@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AnchorStore, type AcceptSubject } from '../../src/adapters/state/anchor-store.js';
+import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
+import type { AcceptSubject } from '../../src/adapters/state/subjects.js';
 import { LogService } from '../../src/adapters/log/log-service.js';
 import { verifyLog } from '../../src/adapters/log/log-check.js';
 import { DirectorySource } from '../../src/adapters/log/log-source.js';
@@ -45,7 +46,7 @@ function setup(label: string) {
   const store = new AnchorStore(redis, prefix);
   const signer = generateSignerKey('example.test/aer1').signer;
   const service = new LogService(redis, { dir, origin: 'example.test/aer1', signer, intervalMs: 100_000, base: store.keys.base }, createLogger('silent'));
-  store.logKeys = service.keys;
+  store.subjects.logKeys = service.keys;
   return { redis, store, service, dir, signer };
 }
 
@@ -56,9 +57,9 @@ describe('accept sequences into the anchor log', () => {
     const { store, service, dir, signer } = setup('logacc');
     service.start();
     cleanups.push(() => service.stop());
-    const r1 = await store.acceptMany(targets, [subject('a'), subject('b', 'workflow-close'), subject('a'), subject('c', 'chain-head')]);
+    const r1 = await store.subjects.acceptMany(targets, [subject('a'), subject('b', 'workflow-close'), subject('a'), subject('c', 'chain-head')]);
     expect(r1.results.map((r) => r.result)).toEqual(['created', 'created', 'duplicate', 'created']);
-    const r2 = await store.acceptMany(targets, [subject('b', 'workflow-close', 'another root'), subject('d')]);
+    const r2 = await store.subjects.acceptMany(targets, [subject('b', 'workflow-close', 'another root'), subject('d')]);
     expect(r2.results.map((r) => r.result)).toEqual(['conflict', 'created']);
     expect(await service.sequencer.state()).toEqual({ size: 4, published: 0 });
     expect(await service.sequencer.indexOf('d')).toBe(3);
@@ -82,16 +83,16 @@ describe('accept sequences into the anchor log', () => {
     service.start();
     cleanups.push(() => service.stop());
     const keys = Array.from({ length: 600 }, () => randomBytes(8).toString('hex'));
-    await store.acceptMany(targets, keys.map((k) => subject(k)));
-    await store.acceptMany(targets, keys.slice(0, 300).map((k) => subject(k)));
+    await store.subjects.acceptMany(targets, keys.map((k) => subject(k)));
+    await store.subjects.acceptMany(targets, keys.slice(0, 300).map((k) => subject(k)));
     expect(await service.tick()).toEqual({ size: 600 });
     expect(await Promise.all([0, 299, 599].map((i) => service.sequencer.indexOf(keys[i]!)))).toEqual([0, 299, 599]);
   });
 
   it('without the log, accept writes no log key', async () => {
     const { store, service, redis } = setup('lognone');
-    store.logKeys = null;
-    await store.acceptMany(targets, [subject('x')]);
+    store.subjects.logKeys = null;
+    await store.subjects.acceptMany(targets, [subject('x')]);
     expect(await redis.exists(service.keys.size, service.keys.index, service.keys.tail)).toBe(0);
   });
 
@@ -100,9 +101,9 @@ describe('accept sequences into the anchor log', () => {
     service.start();
     const other = new LogService(redis, { dir, origin: 'example.test/aer1', signer, intervalMs: 100_000, base: store.keys.base }, createLogger('silent'));
     cleanups.push(() => other.stop());
-    await store.acceptMany(targets, [subject('a')]);
+    await store.subjects.acceptMany(targets, [subject('a')]);
     expect(await service.tick()).toEqual({ size: 1 });
-    await store.acceptMany(targets, [subject('b')]);
+    await store.subjects.acceptMany(targets, [subject('b')]);
     expect(await other.tick()).toBeNull();
     expect(await service.sequencer.state()).toEqual({ size: 2, published: 1 });
     await service.stop();

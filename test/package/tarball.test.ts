@@ -28,25 +28,35 @@ interface Packed { filename: string; size: number; unpackedSize: number; entryCo
 const ISSUER_TS = `
 import { Redis } from 'ioredis';
 import { Queue } from 'bullmq';
-import { ANCHOR_JOB, ANCHOR_JOB_OPTIONS, AnchorStore, enqueueAnchor, enqueueAnchors, parseAnchorProof, type AnchorProof, type BulkEnqueueOutcome, type EnqueueOutcome } from 'aer1-anchor';
+import * as pkg from 'aer1-anchor';
+import { ANCHOR_JOB, ANCHOR_JOB_OPTIONS, AnchorStatusReader, enqueueAnchor, enqueueAnchors, parseAnchorProof, type AnchorDetail, type AnchorProof, type BulkEnqueueOutcome, type EnqueueOutcome } from 'aer1-anchor';
 import { verifyAnchor, HeadersFileSource, type VerifyReport } from 'aer1-anchor/verify';
 
 export async function issue(redis: Redis, receipt: unknown): Promise<EnqueueOutcome> {
-  const store = new AnchorStore(redis, 'aer1');
-  const queue = new Queue('aer1-anchor', { connection: redis, prefix: store.keys.bullPrefix });
-  const outcome = await enqueueAnchor(queue, store, receipt, { maxJobBytes: 4 * 1024 * 1024 });
+  const reader = new AnchorStatusReader(redis, { prefix: 'aer1' });
+  const queue = new Queue('aer1-anchor', { connection: redis, prefix: reader.queuePrefix });
+  const outcome = await enqueueAnchor(queue, reader, receipt, { maxJobBytes: 4 * 1024 * 1024 });
   const attempts: number = ANCHOR_JOB_OPTIONS.attempts;
   const name: 'anchor' = ANCHOR_JOB;
   // @ts-expect-error the outcome is a closed set
   const wrong: EnqueueOutcome['result'] = 'sent';
-  void attempts; void name; void wrong;
+  // @ts-expect-error the state store and its keys are the daemon's, not the package's
+  const store = pkg.AnchorStore;
+  // @ts-expect-error the reader reads only
+  void reader.subjects;
+  void attempts; void name; void wrong; void store;
   await queue.close();
   return outcome;
 }
 
-export async function issueMany(queue: Queue, store: AnchorStore, receipts: unknown[]): Promise<string[]> {
-  const outcomes: BulkEnqueueOutcome[] = await enqueueAnchors(queue, store, receipts, { maxJobBytes: 4 * 1024 * 1024 }, { maxSubjectsPerJob: 1000 });
+export async function issueMany(queue: Queue, reader: AnchorStatusReader, receipts: unknown[]): Promise<string[]> {
+  const outcomes: BulkEnqueueOutcome[] = await enqueueAnchors(queue, reader, receipts, { maxJobBytes: 4 * 1024 * 1024 }, { maxSubjectsPerJob: 1000 });
   return outcomes.flatMap((o) => ('error' in o ? [o.error.message] : [o.key]));
+}
+
+export async function status(reader: AnchorStatusReader, key: string): Promise<[AnchorDetail['status'] | null, AnchorProof | null, number]> {
+  const [detail, proof, stats] = await Promise.all([reader.get(key), reader.proof(key), reader.stats()]);
+  return [detail?.status ?? null, proof, stats.subjects.total];
 }
 
 export async function audit(doc: unknown, proofJson: unknown): Promise<VerifyReport['verdict']> {
@@ -63,17 +73,33 @@ const ISSUER_JS = `
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { Queue } from 'bullmq';
-import { AnchorStore, enqueueAnchor } from 'aer1-anchor';
+import { AnchorStatusReader, enqueueAnchor } from 'aer1-anchor';
 
 const [url, prefix, file] = process.argv.slice(2);
 const redis = new Redis(url, { maxRetriesPerRequest: null });
-const store = new AnchorStore(redis, prefix);
-const queue = new Queue('aer1-anchor', { connection: redis, prefix: store.keys.bullPrefix });
+const reader = new AnchorStatusReader(redis, { prefix });
+const queue = new Queue('aer1-anchor', { connection: redis, prefix: reader.queuePrefix });
 try {
-  const outcome = await enqueueAnchor(queue, store, JSON.parse(readFileSync(file, 'utf8')), { maxJobBytes: 4 * 1024 * 1024 });
+  const outcome = await enqueueAnchor(queue, reader, JSON.parse(readFileSync(file, 'utf8')), { maxJobBytes: 4 * 1024 * 1024 });
   process.stdout.write(JSON.stringify(outcome) + '\\n');
 } finally {
   await queue.close();
+  await redis.quit();
+}
+`;
+
+/** Reads a subject back through the installed package: its detail, proof, a list page and the counts. */
+const READER_JS = `
+import { Redis } from 'ioredis';
+import { AnchorStatusReader } from 'aer1-anchor';
+
+const [url, prefix, key] = process.argv.slice(2);
+const redis = new Redis(url, { maxRetriesPerRequest: null });
+try {
+  const reader = new AnchorStatusReader(redis, { prefix });
+  const [detail, proof, page, stats] = await Promise.all([reader.get(key), reader.proof(key), reader.list({ limit: 10 }), reader.stats()]);
+  process.stdout.write(JSON.stringify({ status: detail?.status, nostr: detail?.witnesses.nostr?.status, listed: page.items.map((i) => i.key), next: page.next, stats, proof }) + '\\n');
+} finally {
   await redis.quit();
 }
 `;
@@ -132,7 +158,7 @@ describe('the packed tarball, installed into an empty project', () => {
     expect(paths).toContain('dist/src/package/verify.js');
     expect(paths.filter((p) => p.startsWith('config/'))).toEqual([]);
     expect(paths).toContain('src/adapters/http/static/openapi.json');
-    for (const script of ['accept', 'reject', 'set-witness', 'set-relay', 'mark-sent', 'cut-batch', 'forget', 'drop-batch']) expect(paths).toContain(`src/adapters/state/lua/${script}.lua`);
+    for (const script of ['accept', 'reject', 'set-witness', 'set-relays', 'outbox-add', 'cut-batch', 'forget', 'drop-batch']) expect(paths).toContain(`src/adapters/state/lua/${script}.lua`);
     // the /verify page and its bundle (built by npm run build, not kept in git)
     expect(paths).toContain('src/adapters/http/static/verify.html');
     expect(paths).toContain('src/adapters/http/static/verify.bundle.js');
@@ -179,7 +205,7 @@ describe('the packed tarball, installed into an empty project', () => {
     expect(summary.services.ports_closed).toBe(true);
   }, 60_000);
 
-  it('enqueues a receipt from a JavaScript issuer; a daemon anchors it; the installed verifier passes its proof', async () => {
+  it('enqueues a receipt from a JavaScript issuer; a daemon anchors it; the installed status reader shows it confirmed and gives its proof; the installed verifier passes it', async () => {
     relays = await startRelays(1);
     const key = generateSecretKey();
     const config = testConfig({ relays });
@@ -193,9 +219,14 @@ describe('the packed tarball, installed into an empty project', () => {
     const { stdout } = await run(process.execPath, ['issuer.mjs', SHARED_REDIS_URL, config.redis.prefix, 'receipt.json'], { cwd: project, timeout: 30_000 });
     expect(JSON.parse(stdout)).toEqual({ key: receipt.id, result: 'queued', status: null });
 
-    await waitFor('the receipt confirmed', async () => (await issuer!.store.getRecords([receipt.id as string]))[0]?.status === 'confirmed', 30_000, 100);
-    const proof = await new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: config.ots.calendars }).export(receipt.id as string);
-    writeFileSync(join(project, 'proof.json'), JSON.stringify(proof));
+    await waitFor('the receipt confirmed', async () => (await issuer!.store.subjects.getRecords([receipt.id as string]))[0]?.status === 'confirmed', 30_000, 100);
+    writeFileSync(join(project, 'reader.mjs'), READER_JS);
+    const read = await run(process.execPath, ['reader.mjs', SHARED_REDIS_URL, config.redis.prefix, receipt.id as string], { cwd: project, timeout: 30_000 });
+    const seen = JSON.parse(read.stdout) as { status: string; nostr: string; listed: string[]; next: string | null; stats: { subjects: { total: number; byStatus: Record<string, number> } }; proof: unknown };
+    expect(seen).toMatchObject({ status: 'confirmed', nostr: 'confirmed', listed: [receipt.id], next: null, stats: { subjects: { total: 1, byStatus: { confirmed: 1 } } } });
+    // the reader's proof is the daemon's (ProofExporter, as GET /v1/anchors/{key}/proof gives it)
+    expect(seen.proof).toEqual(await new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: config.ots.calendars }).export(receipt.id as string));
+    writeFileSync(join(project, 'proof.json'), JSON.stringify(seen.proof));
     const audited = await run(process.execPath, ['auditor.mjs', 'receipt.json', 'proof.json', key.publicKey], { cwd: project, timeout: 30_000 });
     const report = JSON.parse(audited.stdout) as { verdict: string; checks: Record<string, string> };
     expect(report.verdict).toBe('PASS');

@@ -63,7 +63,7 @@ describe('a bulk job', () => {
     const r = rig();
     const known = receiptFields();
     await r.queue.add(ANCHOR_JOB, known, { ...ANCHOR_JOB_OPTIONS, jobId: known.receipt_uuid });
-    await waitFor('the single-subject job accepted', async () => (await r.store.getRecord(known.receipt_uuid))?.status);
+    await waitFor('the single-subject job accepted', async () => (await r.store.subjects.getRecord(known.receipt_uuid))?.status);
     const good = [receiptFields(), receiptFields()];
     const bad = { ...receiptFields(), output_sha256: 'not hex' };
     const conflicting = { ...known, output_sha256: 'ab'.repeat(32) };
@@ -77,10 +77,10 @@ describe('a bulk job', () => {
     expect(rv.omitted).toBe(0);
     expect(rv.results[0]).toMatchObject({ field: 'output_sha256', reason: expect.stringMatching(/output_sha256/) });
     expect(rv.results[2]).toMatchObject({ key: known.receipt_uuid, reason: expect.stringMatching(/^conflict: subject .* another root/) });
-    for (const g of good) expect((await r.store.getRecord(g.receipt_uuid))?.status).toBe('pending');
+    for (const g of good) expect((await r.store.subjects.getRecord(g.receipt_uuid))?.status).toBe('pending');
     // the conflict is in the known subject's history; its root is untouched
-    expect((await r.store.history(known.receipt_uuid)).map((h) => h.event)).toEqual(['accepted', 'conflict']);
-    expect(await r.store.inboxLength('ots')).toBe(3);
+    expect((await r.store.subjects.history(known.receipt_uuid)).map((h) => h.event)).toEqual(['accepted', 'conflict']);
+    expect(await r.store.batches.inboxLength('ots')).toBe(3);
     expect(r.accepted.at(-1)).toEqual([good[0]!.receipt_uuid, known.receipt_uuid, good[1]!.receipt_uuid]);
   });
 
@@ -91,9 +91,9 @@ describe('a bulk job', () => {
     const out = await waitFor('the bulk job failed', () => r.done.get('bulk-big'));
     expect(out.failed).toBe('refused: subjects: a bulk job holds 4 subjects, over the limit queue.maxSubjectsPerJob = 3');
     expect(out.attemptsMade).toBe(1);
-    const record = await r.store.getRecord('bulk-big');
+    const record = await r.store.subjects.getRecord('bulk-big');
     expect(record).toMatchObject({ status: 'rejected', reason: 'subjects: a bulk job holds 4 subjects, over the limit queue.maxSubjectsPerJob = 3' });
-    for (const s of subjects) expect(await r.store.getRecord(s.receipt_uuid)).toBeNull();
+    for (const s of subjects) expect(await r.store.subjects.getRecord(s.receipt_uuid)).toBeNull();
   });
 
   it.each([
@@ -106,15 +106,15 @@ describe('a bulk job', () => {
     const out = await waitFor('the bulk job failed', () => r.done.get('bulk-bad'));
     expect(out.failed).toMatch(reason);
     expect(out.attemptsMade).toBe(1);
-    expect((await r.store.getRecord('bulk-bad'))?.reason).toMatch(reason);
+    expect((await r.store.subjects.getRecord('bulk-bad'))?.reason).toMatch(reason);
   });
 
   it('is prepared and accepted a page at a time, every subject accepted once and in order', { timeout: 30_000 }, async () => {
     const r = rig();
     const subjects = Array.from({ length: 1000 }, () => receiptFields());
-    const acceptMany = r.store.acceptMany.bind(r.store);
+    const acceptMany = r.store.subjects.acceptMany.bind(r.store.subjects);
     const calls: number[] = [];
-    r.store.acceptMany = async (targets, list) => {
+    r.store.subjects.acceptMany = async (targets, list) => {
       calls.push(list.length);
       return acceptMany(targets, list);
     };
@@ -132,9 +132,9 @@ describe('a bulk job', () => {
     const r = rig();
     const subjects = Array.from({ length: 600 }, () => receiptFields());
     // the first try gets its first page in (INTAKE_PAGE subjects), then the connection drops (as a crash would leave it)
-    const acceptMany = r.store.acceptMany.bind(r.store);
+    const acceptMany = r.store.subjects.acceptMany.bind(r.store.subjects);
     let crashed = false;
-    r.store.acceptMany = async (targets, list) => {
+    r.store.subjects.acceptMany = async (targets, list) => {
       if (!crashed) {
         crashed = true;
         await acceptMany(targets, list);
@@ -147,9 +147,9 @@ describe('a bulk job', () => {
     expect(crashed).toBe(true);
     expect(out.rv).toMatchObject({ subjects: 600, created: 600 - INTAKE_PAGE, duplicate: INTAKE_PAGE, conflict: 0, refused: 0 });
     expect(out.rv!.results).toHaveLength(BULK_RESULTS_MAX);
-    expect(await r.store.inboxLength('ots')).toBe(600);
+    expect(await r.store.batches.inboxLength('ots')).toBe(600);
     expect(await r.store.redis.zcard(r.store.keys.byStatus('pending'))).toBe(600);
-    const histories = await Promise.all(subjects.slice(INTAKE_PAGE - 5, INTAKE_PAGE + 5).map((s) => r.store.history(s.receipt_uuid)));
+    const histories = await Promise.all(subjects.slice(INTAKE_PAGE - 5, INTAKE_PAGE + 5).map((s) => r.store.subjects.history(s.receipt_uuid)));
     for (const h of histories) expect(h.map((e) => e.event)).toEqual(['accepted']);
     // the same list once more, as a second job: all duplicates
     await r.queue.add(ANCHOR_JOB, { subjects }, { ...ANCHOR_JOB_OPTIONS, jobId: 'bulk-again' });
@@ -164,7 +164,7 @@ describe('a bulk job', () => {
     expect(third).toMatchObject({ duplicate: 600, refused: 1, omitted: 601 - BULK_RESULTS_MAX });
     expect(third.results).toHaveLength(BULK_RESULTS_MAX);
     expect(third.results.at(-1)).toMatchObject({ index: 600, result: 'refused' });
-    expect(await r.store.inboxLength('ots')).toBe(600);
+    expect(await r.store.batches.inboxLength('ots')).toBe(600);
   });
 });
 
@@ -189,17 +189,17 @@ describe('enqueueAnchors', () => {
     const r = rig();
     await r.worker.pause();
     const known = receiptFields();
-    await r.store.acceptMany({ witnesses: ['ots'], inboxes: [] }, [{ key: known.receipt_uuid, kind: 'receipt', envelopeCanonical: '{}', digest: 'd'.repeat(64), fingerprint: sha256Hex('not this root') }]);
+    await r.store.subjects.acceptMany({ witnesses: ['ots'], inboxes: [] }, [{ key: known.receipt_uuid, kind: 'receipt', envelopeCanonical: '{}', digest: 'd'.repeat(64), fingerprint: sha256Hex('not this root') }]);
     const fresh = Array.from({ length: 5 }, () => receiptFields());
     const list = [fresh[0], { subject: 'receipt' }, fresh[1], known, fresh[2], fresh[0], fresh[3], fresh[4]];
-    const out = await enqueueAnchors(r.queue, r.store, list, LIMITS, { maxSubjectsPerJob: 2 });
+    const out = await enqueueAnchors(r.queue, r.store.subjects, list, LIMITS, { maxSubjectsPerJob: 2 });
     expect(out.map((o) => ('error' in o ? `${o.index}:${o.error.code}` : `${o.index}:${o.result}`))).toEqual(['0:queued', `1:${(out[1] as { error: { code: string } }).error.code}`, '2:queued', '3:conflict', '4:queued', '5:queued', '6:queued', '7:queued']);
     const jobs = out.flatMap((o) => ('job' in o && o.job ? [o.job] : []));
     expect(new Set(jobs).size).toBe(3); // 5 distinct fresh subjects, 2 per job
     expect(jobs[0]).toBe(jobs[3]); // fresh[0] twice rides once
     const waiting = await r.queue.getJobs(['waiting', 'paused']);
     expect(waiting.map((j) => (j.data as { subjects: unknown[] }).subjects.length).sort()).toEqual([1, 2, 2]);
-    const again = await enqueueAnchors(r.queue, r.store, list, LIMITS, { maxSubjectsPerJob: 2 });
+    const again = await enqueueAnchors(r.queue, r.store.subjects, list, LIMITS, { maxSubjectsPerJob: 2 });
     expect(again.map((o) => ('job' in o ? o.job : null))).toEqual(out.map((o) => ('job' in o ? o.job : null)));
     expect(await r.queue.count()).toBe(3);
     r.worker.resume();
@@ -218,7 +218,7 @@ describe('enqueueAnchors', () => {
     }) as Queue['add'];
     const subjects = Array.from({ length: 5 }, () => receiptFields());
     const added: string[] = [];
-    const err = await enqueueAnchors(r.queue, r.store, subjects, LIMITS, { maxSubjectsPerJob: 2, onJobAdded: (o) => added.push(...o.map((x) => ('key' in x ? x.key! : ''))) }).catch((e: unknown) => e);
+    const err = await enqueueAnchors(r.queue, r.store.subjects, subjects, LIMITS, { maxSubjectsPerJob: 2, onJobAdded: (o) => added.push(...o.map((x) => ('key' in x ? x.key! : ''))) }).catch((e: unknown) => e);
     expect((err as Error).message).toMatch(/^OOM/);
     expect(added).toEqual([subjects[0]!.receipt_uuid, subjects[1]!.receipt_uuid]);
     expect(await r.queue.count()).toBe(1);

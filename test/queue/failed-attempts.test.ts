@@ -57,8 +57,8 @@ describe('failed job attempts', () => {
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
     const report = await waitFor(`${ATTEMPTS} failed attempts on the relay`, async () => {
-      const id = (await issuer.store.getRecord(s.receipt_uuid))?.nostrEventId;
-      const r = id ? (await issuer.store.relayReports(id)).find((x) => x.url === relay.url) : undefined;
+      const id = (await issuer.store.subjects.getRecord(s.receipt_uuid))?.nostrEventId;
+      const r = id ? (await issuer.store.events.relayReports(id)).find((x) => x.url === relay.url) : undefined;
       return r && (r.attempts ?? 0) >= ATTEMPTS ? { r, id: id! } : null;
     }, 60_000, 50);
     expect(report.r).toMatchObject({ status: 'rejected', final: false, prefix: 'error' });
@@ -73,7 +73,7 @@ describe('failed job attempts', () => {
     await issuer.enqueue(s, s.receipt_uuid);
     const otsQueue = daemon.ots!.allQueues[0]!.name;
     const stored = await storedFailure(otsQueue, async () => {
-      const batch = (await issuer.store.getRecord(s.receipt_uuid))?.batches.ots?.id;
+      const batch = (await issuer.store.subjects.getRecord(s.receipt_uuid))?.batches.ots?.id;
       return batch === undefined ? null : `ots-submit-${batch}`;
     });
     expect(stored.reason.length).toBeGreaterThan(0);

@@ -35,8 +35,8 @@ describe('intake while Redis refuses writes', () => {
       cleanups.push(() => redis.quit());
       const store = new AnchorStore(redis, prefix);
       let refusals = 3;
-      const acceptMany = store.acceptMany.bind(store);
-      store.acceptMany = async (targets, subjects) => {
+      const acceptMany = store.subjects.acceptMany.bind(store.subjects);
+      store.subjects.acceptMany = async (targets, subjects) => {
         if (refusals > 0) {
           refusals--;
           throw refusal();
@@ -53,7 +53,7 @@ describe('intake while Redis refuses writes', () => {
       const s = receiptFields();
       // The issuer's own budget: 2 attempts, retried at once; three refusals would spend it.
       await queue.add(ANCHOR_JOB, s, { ...ANCHOR_JOB_OPTIONS, jobId: s.receipt_uuid, attempts: 2, backoff: { type: 'fixed', delay: 10 } });
-      await waitFor('accepted after the refusals', async () => (await store.getRecord(s.receipt_uuid))?.status === 'pending', 45_000, 50);
+      await waitFor('accepted after the refusals', async () => (await store.subjects.getRecord(s.receipt_uuid))?.status === 'pending', 45_000, 50);
       expect(refusals).toBe(0);
       await waitFor('the job done and freed', async () => (await queue.getJob(s.receipt_uuid)) === undefined, 10_000);
       expect((await queue.getJobCounts('failed')).failed ?? 0).toBe(0);
@@ -73,7 +73,7 @@ describe('intake while Redis refuses writes', () => {
     const bad = { ...receiptFields(), output_sha256: 'not hex' };
     await queue.add(ANCHOR_JOB, bad, { ...ANCHOR_JOB_OPTIONS, jobId: bad.receipt_uuid });
     const record = await waitFor('rejected', async () => {
-      const r = await store.getRecord(bad.receipt_uuid);
+      const r = await store.subjects.getRecord(bad.receipt_uuid);
       return r?.status === 'rejected' ? r : null;
     }, 20_000);
     expect(record.reason).toMatch(/output_sha256/);

@@ -33,5 +33,5 @@ it('a job refused for an id that is not its subject key is found refused under t
   await expect(router.process(jobId, doc)).rejects.toThrow(/is not the subject key/);
   const record = await state.getRecord(jobId);
   expect(record?.status).toBe('rejected');
-  expect(await state.of(doc.receipt_uuid).getRecord(jobId)).toBeNull();
+  expect(await state.of(doc.receipt_uuid).subjects.getRecord(jobId)).toBeNull();
 });

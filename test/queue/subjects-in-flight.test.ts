@@ -61,7 +61,7 @@ describe('queue.maxSubjectsInFlight', () => {
     await waitFor('every job done', () => r.done.size === 10 || null, 50_000);
     // 8 jobs of 400 at once would be 3,200 subjects
     expect(r.most()).toBeLessThanOrEqual(1000);
-    for (const key of r.keys) expect((await r.store.getRecord(key))?.status).toBe('pending');
+    for (const key of r.keys) expect((await r.store.subjects.getRecord(key))?.status).toBe('pending');
   });
 
   it('runs a bulk job bigger than the bound alone, to its end', { timeout: 60_000 }, async () => {
@@ -70,6 +70,6 @@ describe('queue.maxSubjectsInFlight', () => {
     expect(r.done.get('bulk-0')).toMatchObject({ subjects: 1500, created: 1500 });
     // the 1,500 with nothing beside it: never 1,800
     expect(r.most()).toBe(1500);
-    for (const key of r.keys) expect((await r.store.getRecord(key))?.status).toBe('pending');
+    for (const key of r.keys) expect((await r.store.subjects.getRecord(key))?.status).toBe('pending');
   });
 });

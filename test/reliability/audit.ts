@@ -8,7 +8,7 @@ import { NIP03_KIND } from '../../src/core/nostr/nip03.js';
 import { appendFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
-import type { HistoryEntry, SubjectRecord } from '../../src/adapters/state/anchor-store.js';
+import type { HistoryEntry, SubjectRecord } from '../../src/adapters/state/subject-hash.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { waitFor, type Issuer } from '../helpers/harness.js';
 
@@ -200,7 +200,7 @@ export async function diagnose(issuer: Issuer, keys: readonly string[]): Promise
   for (const r of stuck) for (const [w, s] of Object.entries(r.witnesses)) byWitness[`${w}:${s.status}`] = (byWitness[`${w}:${s.status}`] ?? 0) + 1;
   const one = stuck[0];
   const detail = one
-    ? { key: one.key, status: one.status, witnesses: one.witnesses, batches: one.batches, relays: one.nostrEventId ? await issuer.store.relayReports(one.nostrEventId) : [], history: await issuer.state.history(one.key) }
+    ? { key: one.key, status: one.status, witnesses: one.witnesses, batches: one.batches, relays: one.nostrEventId ? await issuer.store.events.relayReports(one.nostrEventId) : [], history: await issuer.state.history(one.key) }
     : null;
   return JSON.stringify({ missing: missing.length, stuck: stuck.length, byWitness, example: detail });
 }

@@ -23,16 +23,16 @@ describe('killed between a relay report and the witness move', () => {
       await issuer.enqueue(s, s.receipt_uuid);
       // signed at its cut under auto mode (the default), at intake under envelope mode
       const record = await waitFor('accepted and signed', async () => {
-        const r = await issuer.store.getRecord(s.receipt_uuid);
+        const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
         return r?.nostrEventId ? r : null;
       });
       const eventId = record!.nostrEventId!;
-      await waitFor('a first failed attempt', async () => (await issuer.store.relayReports(eventId)).length > 0, 30_000);
-      // What a crash right after SET_RELAY leaves: the relay's final report, the witness not moved.
-      await issuer.store.setRelayReport(eventId, { url: relay!.url, status: 'accepted', message: '', at: new Date().toISOString(), attempts: 1, final: true });
-      expect((await issuer.store.getRecord(s.receipt_uuid))?.witnesses.nostr?.status).toBe('pending');
-      await waitFor('the witness confirmed from the recorded report', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 30_000);
-      const history = await issuer.store.history(s.receipt_uuid);
+      await waitFor('a first failed attempt', async () => (await issuer.store.events.relayReports(eventId)).length > 0, 30_000);
+      // What a crash right after set-relays.lua leaves: the relay's final report, the witness not moved.
+      await new RelayOutbox(issuer.store.events, [relay!.url]).record(relay!.url, [{ id: eventId, report: { url: relay!.url, status: 'accepted', message: '', at: new Date().toISOString(), attempts: 1, final: true } }]);
+      expect((await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status).toBe('pending');
+      await waitFor('the witness confirmed from the recorded report', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.nostr?.status === 'confirmed', 30_000);
+      const history = await issuer.store.subjects.history(s.receipt_uuid);
       expect(history.at(-1)).toMatchObject({ witness: 'nostr', from: 'pending', to: 'confirmed', detail: `${relay!.url}: accepted` });
     } finally {
       await daemon.stop();
@@ -57,7 +57,7 @@ describe('killed twice while the same publish is in flight', () => {
     const keyFile = join(tempDir('key'), 'nostr.key');
     writeKeyFile(keyFile);
     const issuer = new Issuer(config);
-    const outboxKey = new RelayOutbox(issuer.store, [relay!.url]).key(relay!.url);
+    const outboxKey = new RelayOutbox(issuer.store.events, [relay!.url]).key(relay!.url);
     // the lease a daemon last took the publish under: each new daemon's take moves it past the dead one's
     let lease = 0;
     let child: ChildProcess | null = null;
@@ -71,7 +71,7 @@ describe('killed twice while the same publish is in flight', () => {
           stderr = (stderr + d.toString('utf8')).slice(-2000);
         });
         const record = await waitFor('accepted and signed', async () => {
-        const r = await issuer.store.getRecord(s.receipt_uuid);
+        const r = await issuer.store.subjects.getRecord(s.receipt_uuid);
         return r?.nostrEventId ? r : null;
       }, 30_000);
         const eventId = record!.nostrEventId!;
@@ -79,7 +79,7 @@ describe('killed twice while the same publish is in flight', () => {
         let seen = '';
         await waitFor(`publish in flight (round ${round + 1})`, async () => {
           const score = Number(await issuer.redis.zscore(outboxKey, eventId));
-          const reports = await issuer.store.relayReports(eventId);
+          const reports = await issuer.store.events.relayReports(eventId);
           seen = `lease ${score - Date.now()} ms ahead, previous ${lease - Date.now()}, ${reports.length} reports`;
           if (score > lease && score > Date.now() && reports.length === 0) {
             lease = score;
@@ -95,8 +95,8 @@ describe('killed twice while the same publish is in flight', () => {
       }
       relay!.faults.silent = false;
       child = spawnDaemon(config, SHARED_REDIS_URL, keyFile);
-      await waitFor('confirmed after the second restart', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 60_000);
-      const record = await issuer.store.getRecord(s.receipt_uuid);
+      await waitFor('confirmed after the second restart', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed', 60_000);
+      const record = await issuer.store.subjects.getRecord(s.receipt_uuid);
       expect(relay!.events().filter((e) => e.id === record!.nostrEventId)).toHaveLength(1);
     } finally {
       if (child) await stopChild(child);
@@ -119,23 +119,23 @@ describe('killed between a batch\'s Bitcoin confirmation and the move of its sub
       const batchId = await waitFor('submitted', async () => {
         const ids = new Set<string>();
         for (const s of subjects) {
-          const link = (await issuer.store.getRecord(s.receipt_uuid))?.batches.ots;
-          if (!link || (await issuer.store.batchField('ots', link.id, 'submitted')) !== '1') return null;
+          const link = (await issuer.store.subjects.getRecord(s.receipt_uuid))?.batches.ots;
+          if (!link || (await issuer.store.batches.batchField('ots', link.id, 'submitted')) !== '1') return null;
           ids.add(link.id);
         }
         return ids.size === 1 ? [...ids][0]! : null;
       }, 30_000);
       await daemon.stop();
       // What a crash right after the upgrade's setBatchFields leaves: the batch confirmed, its subjects not moved.
-      const cal = JSON.parse((await issuer.store.batchField('ots', batchId!, `cal:${calendar!.url}`))!) as Record<string, unknown>;
-      await issuer.store.setBatchFields('ots', batchId!, {
+      const cal = JSON.parse((await issuer.store.batches.batchField('ots', batchId!, `cal:${calendar!.url}`))!) as Record<string, unknown>;
+      await issuer.store.batches.setBatchFields('ots', batchId!, {
         [`cal:${calendar!.url}`]: JSON.stringify({ ...cal, status: 'confirmed', message: 'Bitcoin block 7' }),
         bitcoin: JSON.stringify({ height: 7, block_hash: '00'.repeat(32), time: 1_769_860_800 }),
       });
       expect(await issuer.witnessCount('ots', 'confirmed')).toBe(0);
       daemon = await startDaemon(config);
       await waitFor('subjects confirmed from the batch record', async () => (await issuer.witnessCount('ots', 'confirmed')) === 3, 30_000);
-      const history = await issuer.store.history(subjects[0]!.receipt_uuid);
+      const history = await issuer.store.subjects.history(subjects[0]!.receipt_uuid);
       expect(history.at(-1)).toMatchObject({ witness: 'ots', to: 'confirmed', detail: 'Bitcoin block 7' });
     } finally {
       await daemon.stop();
@@ -157,17 +157,17 @@ describe('killed between a batch\'s submission and the move of its subjects', ()
     try {
       const s = receiptFields();
       await issuer.enqueue(s, s.receipt_uuid);
-      await waitFor('partial: one calendar of the two needed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'partial', 30_000);
+      await waitFor('partial: one calendar of the two needed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'partial', 30_000);
       await daemon.stop();
       // What a crash right after the submit's setBatchFields leaves once both calendars held the root:
       // the batch marked submitted, its subjects still partial.
-      const batchId = (await issuer.store.getRecord(s.receipt_uuid))!.batches.ots!.id;
-      const held = JSON.parse((await issuer.store.batchField('ots', batchId, `cal:${good.url}`))!) as Record<string, unknown>;
-      await issuer.store.setBatchFields('ots', batchId, { [`cal:${bad.url}`]: JSON.stringify({ ...held, url: bad.url }), submitted: '1' });
+      const batchId = (await issuer.store.subjects.getRecord(s.receipt_uuid))!.batches.ots!.id;
+      const held = JSON.parse((await issuer.store.batches.batchField('ots', batchId, `cal:${good.url}`))!) as Record<string, unknown>;
+      await issuer.store.batches.setBatchFields('ots', batchId, { [`cal:${bad.url}`]: JSON.stringify({ ...held, url: bad.url }), submitted: '1' });
       bad.setMode('ok');
       daemon = await startDaemon(config);
-      await waitFor('pending once the submit job runs again', async () => (await issuer.store.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending', 30_000);
-      const history = await issuer.store.history(s.receipt_uuid);
+      await waitFor('pending once the submit job runs again', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.witnesses.ots?.status === 'pending', 30_000);
+      const history = await issuer.store.subjects.history(s.receipt_uuid);
       expect(history.at(-1)).toMatchObject({ witness: 'ots', from: 'partial', to: 'pending', detail: '2 of 2 calendars hold the batch root' });
     } finally {
       await daemon.stop();

@@ -54,7 +54,7 @@ describe('the daemon SIGKILLed three times during 2,000 subjects', () => {
     const kills: Array<Record<string, number>> = [];
     try {
       await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
-      const accepted = async (): Promise<number> => issuer.store.subjectCount();
+      const accepted = async (): Promise<number> => issuer.store.indexes.subjectCount();
       const nostrConfirmed = async (): Promise<number> => issuer.witnessCount('nostr', 'confirmed');
       // Kill points: early intake, late intake, and while relays and the calendar are busy.
       const points: Array<[string, () => Promise<boolean>]> = [
@@ -137,7 +137,7 @@ describe('the daemon SIGKILLed in the middle of bulk jobs', () => {
       // three bulk jobs of 1,000 (four accept calls each)
       for (let i = 0; i < n; i += 1000) await issuer.queue.add(ANCHOR_JOB, { subjects: subjects.slice(i, i + 1000) }, { jobId: `bulk-kill-${i}`, ...ANCHOR_JOB_OPTIONS });
       child = spawnDaemon(config, redis.url, keyFile);
-      const accepted = async (): Promise<number> => issuer.store.subjectCount();
+      const accepted = async (): Promise<number> => issuer.store.indexes.subjectCount();
       // some of a job's chunks in, not all of them
       await waitFor('a bulk job part-way', async () => (await accepted()) % 1000 !== 0, 60_000, 5);
       child.kill('SIGKILL');

@@ -86,7 +86,7 @@ describe('a full Redis (maxmemory, noeviction)', () => {
     for (const relay of relays) expect(anchorEventCount(relay)).toBe(N);
     expect(await issuer.queue.count()).toBe(0);
     expect((await issuer.queue.getJobCounts('failed')).failed ?? 0).toBe(0);
-    const leftInRelayQueues = [...(await new RelayOutbox(issuer.store, relays.map((r) => r.url)).sizes()).values()].reduce((a, b) => a + b, 0);
+    const leftInRelayQueues = [...(await new RelayOutbox(issuer.store.events, relays.map((r) => r.url)).sizes()).values()].reduce((a, b) => a + b, 0);
     const rejected = await issuer.count('rejected');
     expect(rejected).toBe(0);
     const metric = await daemon.metrics.registry.getSingleMetric('aer1_reconciler_repairs_total')?.get();

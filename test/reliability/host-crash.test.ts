@@ -21,14 +21,14 @@ afterEach(async () => {
 });
 
 async function otsStatus(issuer: Issuer, key: string): Promise<string | undefined> {
-  return (await issuer.store.getRecord(key))?.witnesses.ots?.status;
+  return (await issuer.store.subjects.getRecord(key))?.witnesses.ots?.status;
 }
 
 /** The id of the subject's OTS batch once that batch has been submitted (m calendars hold it). */
 async function submittedBatch(issuer: Issuer, key: string): Promise<string> {
   return waitFor(`${key}'s batch submitted`, async () => {
-    const id = (await issuer.store.getRecord(key))?.batches.ots?.id;
-    return id && (await issuer.store.batchField('ots', id, 'submitted')) === '1' && (await otsStatus(issuer, key)) === 'pending' ? id : null;
+    const id = (await issuer.store.subjects.getRecord(key))?.batches.ots?.id;
+    return id && (await issuer.store.batches.batchField('ots', id, 'submitted')) === '1' && (await otsStatus(issuer, key)) === 'pending' ? id : null;
   }, 30_000, 50);
 }
 
@@ -56,7 +56,7 @@ describe('a host crash that cuts the last writes off the append-only file', () =
     const b = receiptFields();
     const before = calendar.stats().digestsReceived;
     await issuer.enqueue(b, b.receipt_uuid);
-    const lostBatch = await waitFor('b in a batch', async () => (await issuer.store.getRecord(b.receipt_uuid))?.batches.ots?.id, 30_000, 20);
+    const lostBatch = await waitFor('b in a batch', async () => (await issuer.store.subjects.getRecord(b.receipt_uuid))?.batches.ots?.id, 30_000, 20);
     expect(lostBatch).not.toBe(firstBatch);
     await waitFor('the lost batch submitted to the calendar', () => calendar.stats().digestsReceived > before, 10_000, 20);
 
@@ -65,10 +65,10 @@ describe('a host crash that cuts the last writes off the append-only file', () =
     await new Promise((r) => redis.child.once('exit', r));
     truncateSync(aof, keptBytes);
     redis = await startEmbeddedRedis({ dir, port });
-    expect(await issuer.store.getRecord(b.receipt_uuid)).toBeNull();
+    expect(await issuer.store.subjects.getRecord(b.receipt_uuid)).toBeNull();
 
     // The in-flight submission answers after the restart and writes under the lost batch's id.
-    await waitFor('the late answer written under the lost batch id', async () => (await issuer.store.batchField('ots', lostBatch, 'submitted')) === '1', 30_000, 50);
+    await waitFor('the late answer written under the lost batch id', async () => (await issuer.store.batches.batchField('ots', lostBatch, 'submitted')) === '1', 30_000, 50);
 
     // The issuer sends b again, with a newcomer: a new batch.
     const c = receiptFields();
@@ -83,7 +83,7 @@ describe('a host crash that cuts the last writes off the append-only file', () =
       const st = await Promise.all([a, b, c].map((s) => otsStatus(issuer, s.receipt_uuid)));
       return st.every((s) => s === 'confirmed');
     }, 30_000, 100).catch(async (err: unknown) => {
-      throw new Error(`${(err as Error).message}; new batch calendar: ${await issuer.store.batchField('ots', newBatch, `cal:${calendar.url}`)}`);
+      throw new Error(`${(err as Error).message}; new batch calendar: ${await issuer.store.batches.batchField('ots', newBatch, `cal:${calendar.url}`)}`);
     });
   });
 
@@ -105,17 +105,17 @@ describe('a host crash that cuts the last writes off the append-only file', () =
     expect(batchB).not.toBe(batchA);
     // b's batch now holds a's calendar answers: what a reused id did.
     const calField = `cal:${calendar!.url}`;
-    const fromA = await issuer.store.batchFields('ots', batchA, ['ts', calField]);
-    await issuer.store.setBatchFields('ots', batchB, fromA);
+    const fromA = await issuer.store.batches.batchFields('ots', batchA, ['ts', calField]);
+    await issuer.store.batches.setBatchFields('ots', batchB, fromA);
 
     await calendar!.mine();
     await waitFor('a confirmed', async () => (await otsStatus(issuer, a.receipt_uuid)) === 'confirmed', 30_000);
-    const failure = await waitFor('the mismatch recorded on b', async () => (await issuer.store.history(b.receipt_uuid)).find((h) => h.witness === 'ots' && /another root/.test(h.detail ?? '')), 30_000);
+    const failure = await waitFor('the mismatch recorded on b', async () => (await issuer.store.subjects.history(b.receipt_uuid)).find((h) => h.witness === 'ots' && /another root/.test(h.detail ?? '')), 30_000);
     expect(failure.to).toBe('partial');
     await submittedBatch(issuer, b.receipt_uuid);
     await calendar!.mine();
     await waitFor('b confirmed', async () => (await otsStatus(issuer, b.receipt_uuid)) === 'confirmed', 30_000);
-    const cal = JSON.parse((await issuer.store.batchField('ots', batchB, calField))!) as { status: string };
+    const cal = JSON.parse((await issuer.store.batches.batchField('ots', batchB, calField))!) as { status: string };
     expect(cal.status).toBe('confirmed');
   });
 });

@@ -46,7 +46,7 @@ export async function expectLogAgrees(issuer: Issuer, log: LogUnderTest, keys: r
   expect(Number(await issuer.redis.get(logKeys.published))).toBe(n);
   expect(await issuer.redis.hlen(logKeys.index)).toBe(n);
   expect(await issuer.redis.llen(logKeys.tail)).toBe(0);
-  const records = await issuer.store.getRecords(entries.map((e) => e.key));
+  const records = await issuer.store.subjects.getRecords(entries.map((e) => e.key));
   const idx = await issuer.redis.hmget(logKeys.index, ...entries.map((e) => e.key));
   const wrong = entries.flatMap((e, i) => {
     const problems: string[] = [];

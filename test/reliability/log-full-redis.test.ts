@@ -9,7 +9,8 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AnchorStore, type AcceptSubject } from '../../src/adapters/state/anchor-store.js';
+import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
+import type { AcceptSubject } from '../../src/adapters/state/subjects.js';
 import { LogService } from '../../src/adapters/log/log-service.js';
 import { verifyLog } from '../../src/adapters/log/log-check.js';
 import { DirectorySource } from '../../src/adapters/log/log-source.js';
@@ -42,23 +43,23 @@ describe('the anchor log with a full Redis', () => {
     const { signer } = generateSignerKey('example.test/full');
     const logDir = join(dir, 'log');
     const service = new LogService(client, { dir: logDir, origin: 'example.test/full', signer, intervalMs: 100_000, base: store.keys.base }, createLogger('silent'));
-    store.logKeys = service.keys;
+    store.subjects.logKeys = service.keys;
     service.start();
     try {
-      await store.acceptMany(targets, Array.from({ length: 300 }, (_, i) => subject(`a${i}`)));
+      await store.subjects.acceptMany(targets, Array.from({ length: 300 }, (_, i) => subject(`a${i}`)));
       // full: the limit below what is used
       const used = Number(/used_memory:(\d+)/.exec(await client.info('memory'))![1]);
       await client.config('SET', 'maxmemory', String(Math.floor(used / 2)));
-      await expect(store.acceptMany(targets, [subject('refused')])).rejects.toThrow(/OOM/);
+      await expect(store.subjects.acceptMany(targets, [subject('refused')])).rejects.toThrow(/OOM/);
       expect(await client.hexists(service.keys.index, 'refused')).toBe(0);
-      expect(await store.getRecord('refused')).toBeNull();
+      expect(await store.subjects.getRecord('refused')).toBeNull();
       // Redis refuses the publisher's lease: no checkpoint while full, the files do not run ahead
       expect(await service.tick()).toBeNull();
       expect(LogWriter.open({ dir: logDir, origin: 'example.test/full', signer }).checkpointed.checkpoint.size).toBe(0);
       expect(await service.sequencer.state()).toEqual({ size: 300, published: 0 });
 
       await client.config('SET', 'maxmemory', '0');
-      await store.acceptMany(targets, [subject('after'), subject('a5')]);
+      await store.subjects.acceptMany(targets, [subject('after'), subject('a5')]);
       expect(await service.tick()).toEqual({ size: 301 });
       expect(await service.sequencer.state()).toEqual({ size: 301, published: 301 });
       const writer = LogWriter.open({ dir: logDir, origin: 'example.test/full', signer });

@@ -61,7 +61,7 @@ describe('the anchor log with the daemon SIGKILLed three times', () => {
     try {
       // three waves, one before each kill point, so each kill finds work to interrupt
       const waves = [subjects.slice(0, 600), subjects.slice(600, 1200), subjects.slice(1200)];
-      const accepted = async (): Promise<number> => issuer.store.subjectCount();
+      const accepted = async (): Promise<number> => issuer.store.indexes.subjectCount();
       const published = async (): Promise<number> => Number((await issuer.redis.get(logKeys.published)) ?? 0);
       let before = 0;
       const points: Array<[string, () => Promise<boolean>]> = [
@@ -109,14 +109,14 @@ describe('the anchor log with the daemon SIGKILLed three times', () => {
       console.log(`log-kill: ${kills.join('; ')}; all logged after ${Date.now() - started} ms`);
 
       await expectLogAgrees(issuer, { dir, origin: 'example.test/kill' }, subjects.map((s) => s.receipt_uuid));
-      const records = await issuer.store.getRecords(subjects.map((s) => s.receipt_uuid));
+      const records = await issuer.store.subjects.getRecords(subjects.map((s) => s.receipt_uuid));
       // each subject in one OTS batch, each batch's keys its own, each batch rooted in a kept checkpoint
       const batchIds = new Set(records.map((r) => r!.batches.ots!.id));
       const batched: string[] = [];
       for (const id of batchIds) {
-        const batch = (await issuer.store.getBatch('ots', id))!;
+        const batch = (await issuer.store.batches.getBatch('ots', id))!;
         expect(batch.fields.note, `batch ${id}`).toBe(readFileSync(join(logDir, 'checkpoints', batch.fields.cp!), 'utf8'));
-        batched.push(...(await issuer.store.batchKeys('ots', id)));
+        batched.push(...(await issuer.store.batches.batchKeys('ots', id)));
       }
       expect(batched.length).toBe(N);
       expect(new Set(batched).size).toBe(N);

@@ -64,11 +64,11 @@ async function published(issuer: Issuer, keys: LogKeys): Promise<number> {
 /** Sends the subjects Redis does not hold as accepted (again, as an issuer does) until it holds them all; bounded. */
 async function acceptAll(issuer: Issuer, subjects: readonly Subject[]): Promise<void> {
   for (let round = 0; round < 12; round++) {
-    const records = await issuer.store.getRecords(subjects.map((s) => s.receipt_uuid));
+    const records = await issuer.store.subjects.getRecords(subjects.map((s) => s.receipt_uuid));
     const missing = subjects.filter((_, i) => !records[i]);
     if (missing.length === 0) return;
     await issuer.enqueueMany(missing.map((s) => ({ data: s, key: s.receipt_uuid })));
-    await waitFor(`${missing.length} subjects accepted`, async () => (await issuer.store.getRecords(missing.map((s) => s.receipt_uuid))).every(Boolean), 10_000, 100).catch(() => undefined);
+    await waitFor(`${missing.length} subjects accepted`, async () => (await issuer.store.subjects.getRecords(missing.map((s) => s.receipt_uuid))).every(Boolean), 10_000, 100).catch(() => undefined);
   }
   throw new Error('subjects still not accepted after 12 rounds of sending them again');
 }
@@ -95,7 +95,7 @@ describe('the anchor log when Redis loses its process or its last writes', () =>
     cleanups.push(() => server.stop());
     const subjects = Array.from({ length: 1500 }, () => receiptFields());
     await issuer.enqueueMany(subjects.slice(0, 1000).map((s) => ({ data: s, key: s.receipt_uuid })));
-    await waitFor('subjects accepted and a checkpoint written', async () => (await issuer.store.subjectCount()) >= 300 && (await published(issuer, keys)) > 0, 60_000, 20);
+    await waitFor('subjects accepted and a checkpoint written', async () => (await issuer.store.indexes.subjectCount()) >= 300 && (await published(issuer, keys)) > 0, 60_000, 20);
 
     await killRedis(server);
     const before = logEntries(log);
@@ -126,11 +126,11 @@ describe('the anchor log when Redis loses its process or its last writes', () =>
     server = cut.redis;
     const before = logEntries(log);
     const redisPublished = await published(issuer, keys);
-    console.log(`log-aof-cut: folder ${before.length} entries, Redis after the cut: published ${redisPublished}, ${await issuer.store.subjectCount()} accepted; redis-check-aof: ${cut.fix.split('\n').pop()}`);
+    console.log(`log-aof-cut: folder ${before.length} entries, Redis after the cut: published ${redisPublished}, ${await issuer.store.indexes.subjectCount()} accepted; redis-check-aof: ${cut.fix.split('\n').pop()}`);
     expect(redisPublished, 'Redis lost the writes the folder holds').toBeLessThan(before.length);
     // accepted, logged and signed, then lost by Redis: sent again, each keeps its entry (a key
     // is logged once), which holds the first acceptance's digest (its anchored_at was another second)
-    const records = await issuer.store.getRecords(before.map((e) => e.key));
+    const records = await issuer.store.subjects.getRecords(before.map((e) => e.key));
     const lost = new Set(before.filter((_, i) => !records[i]).map((e) => e.key));
     expect(lost.size).toBeGreaterThan(0);
 

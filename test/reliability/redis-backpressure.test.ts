@@ -67,7 +67,7 @@ async function ready(): Promise<boolean> {
 }
 
 async function accepted(key: string): Promise<boolean> {
-  return (await s.daemon.store.getRecord(key)) !== null;
+  return (await s.daemon.store.subjects.getRecord(key)) !== null;
 }
 
 /** The subject reached Redis: as a job or as a record. */

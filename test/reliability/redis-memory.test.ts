@@ -57,7 +57,7 @@ async function breakdown(): Promise<Record<string, number>> {
 
 async function count(status: string, witness?: 'nostr' | 'ots'): Promise<number> {
   const store = s.daemon.store;
-  return witness ? ((await store.countByWitness([witness]))[witness]?.[status] ?? 0) : ((await store.countByStatus())[status] ?? 0);
+  return witness ? ((await store.indexes.countByWitness([witness]))[witness]?.[status] ?? 0) : ((await store.indexes.countByStatus())[status] ?? 0);
 }
 
 describe('Redis memory per subject', () => {

@@ -38,7 +38,7 @@ describe('Redis restarted with 1,000 subjects in flight', () => {
       const subjects = Array.from({ length: N }, () => receiptFields());
       const keys = subjects.map((s) => s.receipt_uuid);
       await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
-      await waitFor('some subjects accepted', async () => (await issuer.store.subjectCount()) >= 200, 60_000, 20);
+      await waitFor('some subjects accepted', async () => (await issuer.store.indexes.subjectCount()) >= 200, 60_000, 20);
 
       const atRestart = await statusCounts(issuer, keys);
       // SIGTERM: redis-server writes its append-only file out and exits

@@ -95,13 +95,13 @@ async function relayFault(
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
     // The two healthy relays accept everything; the bad one keeps failing and is retried.
     await waitFor(`${n} partial`, async () => (await issuer.count('partial')) === n, 90_000, 200);
-    const records = await issuer.store.getRecords(keys);
+    const records = await issuer.store.subjects.getRecords(keys);
     const eventIds = records.map((r) => r!.nostrEventId!);
     // Every subject has been tried on the bad relay and failed at least once.
     const failures = await waitFor(`${n} failures reported by the bad relay`, async () => {
       const out = [];
       for (const id of eventIds) {
-        const rep = (await issuer.store.relayReports(id)).find((r) => r.url === bad.url);
+        const rep = (await issuer.store.events.relayReports(id)).find((r) => r.url === bad.url);
         if (!rep) return null;
         out.push(rep);
       }
@@ -134,8 +134,8 @@ async function relayFault(
       },
     });
     for (const key of keys) {
-      const r = await issuer.store.getRecord(key);
-      const rep = (await issuer.store.relayReports(r!.nostrEventId!)).find((x) => x.url === bad.url);
+      const r = await issuer.store.subjects.getRecord(key);
+      const rep = (await issuer.store.events.relayReports(r!.nostrEventId!)).find((x) => x.url === bad.url);
       expect(rep?.status).toBe('accepted');
       if ((rep?.attempts ?? 0) > 1) retried++;
     }

@@ -91,7 +91,7 @@ describe('retention: confirmed subjects retired to the proof archive', () => {
   async function confirmAll(issuer: Issuer, keys: readonly string[]): Promise<void> {
     await waitFor(`${keys.length} subjects confirmed`, async () => {
       for (const cal of calendars) if (cal.pendingCount() > 0) await cal.mine();
-      const records = await issuer.store.getRecords(keys);
+      const records = await issuer.store.subjects.getRecords(keys);
       return records.every((r) => r?.status === 'confirmed');
     }, 60_000, 100);
   }
@@ -130,9 +130,9 @@ describe('retention: confirmed subjects retired to the proof archive', () => {
       const base = a.daemon.store.keys.base;
       const before = await prefixKeys(redis, base);
       // their batches (Nostr and OTS) and every key of theirs: hash, key list, transitions, events
-      const batchIds = [...new Set((await issuer.store.getRecords(keys)).flatMap((r) => [r!.batches.nostr?.id, r!.batches.ots?.id]).filter((id): id is string => !!id))];
+      const batchIds = [...new Set((await issuer.store.subjects.getRecords(keys)).flatMap((r) => [r!.batches.nostr?.id, r!.batches.ots?.id]).filter((id): id is string => !!id))];
       expect(batchIds.length).toBeGreaterThanOrEqual(2);
-      const batchEvents = (await Promise.all(batchIds.map((id) => issuer.store.batchField('nostr', id, 'event')))).flatMap((j) => (j ? [(JSON.parse(j) as { id: string }).id] : []));
+      const batchEvents = (await Promise.all(batchIds.map((id) => issuer.store.batches.batchField('nostr', id, 'event')))).flatMap((j) => (j ? [(JSON.parse(j) as { id: string }).id] : []));
       expect(before.filter((k) => batchIds.some((id) => k.includes(id))).length).toBeGreaterThanOrEqual(2 * batchIds.length);
       await stop(a);
 
@@ -211,7 +211,7 @@ describe('retention: confirmed subjects retired to the proof archive', () => {
       await expect(intake.process(keys[2], { ...subjects[2], output_sha256: 'ab'.repeat(32) })).rejects.toThrow(/conflict: subject .* retired to the proof archive/);
       const bulk = await intake.process(undefined, { subjects: [subjects[3], subjects[4]] });
       expect(bulk).toMatchObject({ created: 0, duplicate: 2 });
-      expect(await d.daemon.store.getRecords([keys[1]!, keys[2]!, keys[3]!, keys[4]!])).toEqual([null, null, null, null]);
+      expect(await d.daemon.store.subjects.getRecords([keys[1]!, keys[2]!, keys[3]!, keys[4]!])).toEqual([null, null, null, null]);
     } finally {
       await stop(d);
     }
@@ -238,14 +238,14 @@ describe('retention: confirmed subjects retired to the proof archive', () => {
       const archive = new ProofArchive(archiveDir);
       for (const key of freshKeys) {
         // both copies exist: Redis still holds the subject, the archive its proof
-        expect((await issuer.store.getRecord(key))?.status).toBe('confirmed');
+        expect((await issuer.store.subjects.getRecord(key))?.status).toBe('confirmed');
         expect((await archive.read(key))?.proof.status).toBe('confirmed');
       }
       crash = false;
       const second = await e.daemon.retention!.pass();
       expect(second).toMatchObject({ archived: 3, removed: 3, failed: 0 });
       for (const key of freshKeys) {
-        expect(await issuer.store.getRecord(key)).toBeNull();
+        expect(await issuer.store.subjects.getRecord(key)).toBeNull();
         const cli = await cliVerify([archive.pathFor(key), '--headers', headersFile, '--network', 'regtest', '--expected-pubkey', signingKey.publicKey, '--require-confirmed']);
         expect(cli.verdict, cli.stdout).toMatch(/^VERDICT: PASS/);
       }
@@ -278,10 +278,10 @@ describe('retention: a batch half retired', () => {
       await issuer.enqueueMany(subjects.map((x) => ({ data: x, key: x.receipt_uuid })));
       await waitFor('6 confirmed', async () => {
         for (const cal of calendars) if (cal.pendingCount() > 0) await cal.mine();
-        return (await issuer.store.getRecords(all)).every((r) => r?.status === 'confirmed');
+        return (await issuer.store.subjects.getRecords(all)).every((r) => r?.status === 'confirmed');
       }, 60_000, 100);
       // the subjects of the OTS batch of the first one (the cut may have split them)
-      const records = (await issuer.store.getRecords(all))!;
+      const records = (await issuer.store.subjects.getRecords(all))!;
       const otsBatch = records[0]!.batches.ots!.id;
       const nostrBatch = records[0]!.batches.nostr!.id;
       const inBatch = records.filter((r) => r!.batches.ots?.id === otsBatch && r!.batches.nostr?.id === nostrBatch).map((r) => r!.key);
@@ -295,7 +295,7 @@ describe('retention: a batch half retired', () => {
         histories.set(key, (await detail(key)).history);
       }
       const half = Math.floor(inBatch.length / 2);
-      expect(await daemon.store.forget(inBatch.slice(0, half))).toEqual(inBatch.slice(0, half));
+      expect(await daemon.store.subjects.forget(inBatch.slice(0, half))).toEqual(inBatch.slice(0, half));
       const dir = tempDir('half');
       for (const key of inBatch.slice(half)) {
         const res = await checkedFetch(`${http.url}/v1/anchors/${key}/proof`);
@@ -311,7 +311,7 @@ describe('retention: a batch half retired', () => {
       const base = issuer.store.keys.base;
       const batchKeys = async (): Promise<string[]> => (await prefixKeys(issuer.redis as Redis, base)).filter((k) => k.includes(otsBatch) || k.includes(nostrBatch));
       expect((await batchKeys()).length).toBeGreaterThanOrEqual(6);
-      expect(await daemon.store.forget(inBatch.slice(half))).toEqual(inBatch.slice(half));
+      expect(await daemon.store.subjects.forget(inBatch.slice(half))).toEqual(inBatch.slice(half));
       expect(await batchKeys()).toEqual([]);
       expect((await prefixKeys(issuer.redis as Redis, base)).filter((k) => inBatch.some((key) => k.includes(key)))).toEqual([]);
     } finally {
@@ -347,7 +347,7 @@ describe('retention with two daemons', () => {
         return Number(await issuer.redis.hget(`${issuer.store.keys.base}:meta`, 'retired')) >= M;
       }, 90_000, 100);
       expect(Number(await issuer.redis.hget(`${issuer.store.keys.base}:meta`, 'retired'))).toBe(M);
-      expect(await issuer.store.subjectCount()).toBe(0);
+      expect(await issuer.store.indexes.subjectCount()).toBe(0);
       expect(await issuer.redis.zcard(issuer.store.keys.byStatus('confirmed'))).toBe(0);
       expect(files(archiveDir).filter((f) => f.endsWith('.json')).length).toBe(M);
       const archive = new ProofArchive(archiveDir);
@@ -400,7 +400,7 @@ describe('retention: the daemon SIGKILLed while it archives', () => {
       await waitFor('a first proof archived', () => existsSync(archiveDir) && files(archiveDir).some((f) => f.endsWith('.json')), 60_000, 5);
       child.kill('SIGKILL');
       await waitFor('the daemon gone', () => child.exitCode !== null || child.signalCode !== null, 10_000, 10);
-      const inRedis = new Set((await issuer.store.getRecords(keys)).flatMap((r) => (r ? [r.key] : [])));
+      const inRedis = new Set((await issuer.store.subjects.getRecords(keys)).flatMap((r) => (r ? [r.key] : [])));
       const inArchive = new Set<string>();
       for (const k of keys) if (await archive.read(k)) inArchive.add(k);
       // nothing lost: each subject is in Redis or its proof in the archive (or both: the crash window)

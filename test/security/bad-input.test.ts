@@ -114,7 +114,7 @@ describe('hostile jobs on the intake queue', () => {
 
     let missing: string[] = [];
     const refused = await waitFor('every bad job refused', async () => {
-      const rs = await issuer.store.getRecords(badKeys);
+      const rs = await issuer.store.subjects.getRecords(badKeys);
       missing = BAD.filter((_, i) => rs[i]?.status !== 'rejected').map((b) => b.label);
       return missing.length === 0 ? rs : null;
     }, 60_000, 200).catch((err: unknown) => {
@@ -125,7 +125,7 @@ describe('hostile jobs on the intake queue', () => {
       expect(refused![i]!.reason!.length, b.label).toBeLessThan(2000);
     }
     const goodKeys = good.map((g) => g.receipt_uuid);
-    await waitFor('the good subjects confirmed', async () => (await issuer.store.getRecords(goodKeys)).every((r) => r?.status === 'confirmed'), 60_000, 200);
+    await waitFor('the good subjects confirmed', async () => (await issuer.store.subjects.getRecords(goodKeys)).every((r) => r?.status === 'confirmed'), 60_000, 200);
     const result = await audit('bad-input-jobs', issuer, [...goodKeys, ...badKeys], [tap], { refused: new Set(badKeys) });
     expect(result.refused).toBe(BAD.length);
     expect(relay.eventCount()).toBe(good.length);
@@ -136,8 +136,8 @@ describe('hostile jobs on the intake queue', () => {
     // 2,600 CJK characters: 15,600 bytes escaped, just under the envelope limit
     const s = { subject: 'receipt' as const, receipt_uuid: `${randomUUID()}-${'\u4e2d'.repeat(2600)}`, output_sha256: hex };
     await issuer.enqueue(s, s.receipt_uuid);
-    await waitFor('confirmed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
-    const record = await issuer.store.getRecord(s.receipt_uuid);
+    await waitFor('confirmed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
+    const record = await issuer.store.subjects.getRecord(s.receipt_uuid);
     expect(record!.envelopeCanonical!.length).toBeGreaterThan(15_000);
     expect(record!.envelopeCanonical!.length).toBeLessThanOrEqual(16_384);
     const event = relay.events().find((e) => e.id === record!.nostrEventId);
@@ -147,24 +147,24 @@ describe('hostile jobs on the intake queue', () => {
   it('refuses a job whose id is not its subject key, recording why under that id', { timeout: 60_000 }, async () => {
     const s = receiptFields();
     await issuer.enqueue(s, 'someone-else');
-    const r = await waitFor('refused', () => issuer.store.getRecord('someone-else'), 30_000);
+    const r = await waitFor('refused', () => issuer.store.subjects.getRecord('someone-else'), 30_000);
     expect(r!.status).toBe('rejected');
     expect(r!.reason).toMatch(/job id "someone-else" is not the subject key/);
-    expect(await issuer.store.getRecord(s.receipt_uuid)).toBeNull();
+    expect(await issuer.store.subjects.getRecord(s.receipt_uuid)).toBeNull();
   });
 
   it('refuses a conflicting root for a known key, keeping the first anchor and saying so in its history', { timeout: 60_000 }, async () => {
     const s = receiptFields();
     await issuer.enqueue(s, s.receipt_uuid);
-    await waitFor('confirmed', async () => (await issuer.store.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
-    const before = await issuer.store.getRecord(s.receipt_uuid);
+    await waitFor('confirmed', async () => (await issuer.store.subjects.getRecord(s.receipt_uuid))?.status === 'confirmed', 30_000);
+    const before = await issuer.store.subjects.getRecord(s.receipt_uuid);
     await issuer.enqueue({ ...s, output_sha256: 'cd'.repeat(32) }, s.receipt_uuid);
     const history = await waitFor('conflict recorded', async () => {
-      const h = await issuer.store.history(s.receipt_uuid);
+      const h = await issuer.store.subjects.history(s.receipt_uuid);
       return h.some((e) => e.event === 'conflict') ? h : null;
     }, 30_000);
     expect(history!.find((e) => e.event === 'conflict')?.reason).toMatch(new RegExp(`conflict: subject ${s.receipt_uuid} is already anchored with another root \\(envelope digest ${before!.digest}\\)`));
-    const after = await issuer.store.getRecord(s.receipt_uuid);
+    const after = await issuer.store.subjects.getRecord(s.receipt_uuid);
     expect(after).toMatchObject({ status: 'confirmed', digest: before!.digest, envelopeCanonical: before!.envelopeCanonical });
     expect(relay.events().filter((e) => e.tags.some((t) => t[0] === 'x' && t[1] === before!.digest))).toHaveLength(1);
     expect(relay.events().filter((e) => e.content.includes('cd'.repeat(32)))).toHaveLength(0);
@@ -179,16 +179,16 @@ describe('hostile jobs on the intake queue', () => {
     const bytes = Buffer.byteLength(JSON.stringify(ok));
     const t0 = Date.now();
     await issuer.enqueue(ok, okKey);
-    const accepted = await waitFor('100,000 steps accepted', () => issuer.store.getRecord(okKey), 60_000, 50);
+    const accepted = await waitFor('100,000 steps accepted', () => issuer.store.subjects.getRecord(okKey), 60_000, 50);
     const acceptMs = Date.now() - t0;
     expect(accepted!.status).not.toBe('rejected');
     expect(JSON.parse(accepted!.envelopeCanonical!)).toMatchObject({ subject: 'workflow-close', step_count: 100_000, merkle_root: ok.merkle_root });
     const t1 = Date.now();
     await issuer.enqueue(over, overKey);
-    const refused = await waitFor('100,001 steps refused', () => issuer.store.getRecord(overKey), 60_000, 50);
+    const refused = await waitFor('100,001 steps refused', () => issuer.store.subjects.getRecord(overKey), 60_000, 50);
     const refuseMs = Date.now() - t1;
     expect(refused).toMatchObject({ status: 'rejected', reason: 'steps: 100001 exceeds the limit maxSteps = 100000' });
-    await waitFor('the 100,000-step close confirmed', async () => (await issuer.store.getRecord(okKey))?.status === 'confirmed', 60_000);
+    await waitFor('the 100,000-step close confirmed', async () => (await issuer.store.subjects.getRecord(okKey))?.status === 'confirmed', 60_000);
     // measured, not asserted: the machine is shared
     console.log(`workflow-100k: ${bytes} bytes of JSON accepted in ${acceptMs} ms (queue to record); 100,001 steps refused in ${refuseMs} ms`);
   });

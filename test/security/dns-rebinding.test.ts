@@ -95,7 +95,7 @@ describe('DNS rebinding: a request naming another host', () => {
       headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` },
     });
     expect(a.status).toBe(421);
-    expect(await s.daemon.store.getRecords([subject.receipt_uuid])).toEqual([null]);
+    expect(await s.daemon.store.subjects.getRecords([subject.receipt_uuid])).toEqual([null]);
   });
 
   it('look-alikes are refused too: a loopback name as a subdomain, a userinfo trick, no Host at all', async () => {

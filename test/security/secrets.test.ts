@@ -160,13 +160,13 @@ describe('secrets never leave the daemon', () => {
     // the relay refuses, then accepts; the calendar fails, then recovers and confirms
     await waitFor('nostr confirmed', async () => {
       await call(`/v1/anchors?witness=nostr&status=confirmed&access_token=${TOKEN}`);
-      return (await running.daemon.store.countByWitness(['nostr'])).nostr!.confirmed! >= 5;
+      return (await running.daemon.store.indexes.countByWitness(['nostr'])).nostr!.confirmed! >= 5;
     }, 30_000, 300);
     calendar.setMode('ok');
     const keys = subjects.map((s) => s.receipt_uuid);
     await waitFor('confirmed', async () => {
       if (calendar.pendingCount() > 0) await calendar.mine();
-      return (await running.daemon.store.getRecords(keys)).every((r) => r?.status === 'confirmed');
+      return (await running.daemon.store.subjects.getRecords(keys)).every((r) => r?.status === 'confirmed');
     }, 60_000, 300);
     const conflict = await call('/v1/anchors', { method: 'POST', headers: auth(json), body: JSON.stringify({ ...subjects[0]!, output_sha256: 'cd'.repeat(32) }) });
     expect(conflict.status).toBe(409);

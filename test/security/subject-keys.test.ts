@@ -36,12 +36,12 @@ describe('subject keys that cannot be BullMQ job ids', () => {
 
   it.each(KEYS)('queues and anchors the key %j, once', { timeout: 60_000 }, async (key) => {
     const data = { subject: 'receipt', receipt_uuid: key, output_sha256: hex };
-    const first = await enqueueAnchor(issuer.queue, issuer.store, data, limits);
+    const first = await enqueueAnchor(issuer.queue, issuer.store.subjects, data, limits);
     expect(first.key).toBe(key);
-    await waitFor('confirmed', async () => (await issuer.store.getRecord(key))?.status === 'confirmed', 30_000);
-    const again = await enqueueAnchor(issuer.queue, issuer.store, data, limits);
+    await waitFor('confirmed', async () => (await issuer.store.subjects.getRecord(key))?.status === 'confirmed', 30_000);
+    const again = await enqueueAnchor(issuer.queue, issuer.store.subjects, data, limits);
     expect(again).toMatchObject({ key, result: 'known', status: 'confirmed' });
-    const record = await issuer.store.getRecord(key);
+    const record = await issuer.store.subjects.getRecord(key);
     expect(relay.events().filter((e) => e.id === record!.nostrEventId)).toHaveLength(1);
   });
 });

@@ -90,11 +90,11 @@ describe('Unicode edge cases in batch mode (the envelope kept as its claims, reb
     const all = Object.entries(EDGES).flatMap(([name, s]) => subjectsWith(s).map((x) => ({ ...x, name })));
     await issuer.enqueueMany(all.map((x) => ({ data: x.data, key: x.key })));
     const keys = all.map((x) => x.key);
-    await waitFor(`${keys.length} confirmed`, async () => (await issuer.store.getRecords(keys)).every((r) => r?.status === 'confirmed'), 90_000, 200);
+    await waitFor(`${keys.length} confirmed`, async () => (await issuer.store.subjects.getRecords(keys)).every((r) => r?.status === 'confirmed'), 90_000, 200);
     // most are kept as claims (no e:<key>); the ones with a value over 64 bytes keep their text
     const kept = await Promise.all(keys.map((k) => issuer.redis.exists(issuer.store.keys.envelope(k))));
     expect(kept.filter((e) => e === 0).length).toBeGreaterThan(keys.length / 2);
-    const records = await issuer.store.getRecords(keys);
+    const records = await issuer.store.subjects.getRecords(keys);
     const canonicals = records.map((r) => r!.envelopeCanonical!);
     const python = pythonCanonical(canonicals);
     const exporter = new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: [] });
@@ -146,12 +146,12 @@ describe('Unicode edge cases in every string member', () => {
     }
     await issuer.enqueueMany(all.map((x) => ({ data: x.data, key: x.key })));
     const keys = all.map((x) => x.key);
-    await waitFor(`${keys.length} confirmed`, async () => (await issuer.store.getRecords(keys)).every((r) => r?.status === 'confirmed'), 90_000, 200).catch(async (err: unknown) => {
-      const rs = await issuer.store.getRecords(keys);
+    await waitFor(`${keys.length} confirmed`, async () => (await issuer.store.subjects.getRecords(keys)).every((r) => r?.status === 'confirmed'), 90_000, 200).catch(async (err: unknown) => {
+      const rs = await issuer.store.subjects.getRecords(keys);
       const bad = all.filter((_, i) => rs[i]?.status !== 'confirmed').map((x, i) => `${x.name}/${x.what}: ${rs[i]?.status} ${rs[i]?.reason ?? ''}`);
       throw new Error(`${(err as Error).message}; ${bad.slice(0, 5).join('; ')}`);
     });
-    const records = await issuer.store.getRecords(keys);
+    const records = await issuer.store.subjects.getRecords(keys);
     const canonicals = records.map((r) => r!.envelopeCanonical!);
     const python = pythonCanonical(canonicals);
     const exporter = new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: [] });
@@ -190,14 +190,14 @@ describe('Unicode edge cases in every string member', () => {
     const jobIds = all.map(() => `lone-${randomUUID()}`);
     for (const [i, x] of all.entries()) await issuer.queue.add('anchor', x.data, { jobId: jobIds[i]!, removeOnComplete: true, removeOnFail: true });
     const records = await waitFor('all refused', async () => {
-      const rs = await issuer.store.getRecords(jobIds);
+      const rs = await issuer.store.subjects.getRecords(jobIds);
       return rs.every((r) => r?.status === 'rejected') ? rs : null;
     }, 30_000, 200);
     for (const [i, x] of all.entries()) {
       expect(records![i]!.reason, `${x.name}/${x.what}`).toMatch(/contains an unpaired UTF-16 surrogate/);
     }
     // nothing anchored under any of those keys
-    expect((await issuer.store.getRecords(all.map((x) => x.key))).filter((r) => r !== null)).toEqual([]);
+    expect((await issuer.store.subjects.getRecords(all.map((x) => x.key))).filter((r) => r !== null)).toEqual([]);
     console.log(`unicode: ${all.length} subjects with unpaired surrogates refused`);
   });
 });

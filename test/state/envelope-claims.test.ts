@@ -73,7 +73,7 @@ describe('AnchorStore in batch mode', () => {
   const accept = async (claims: SubjectClaims, atMs = CREATED) => {
     const text = canonicalOf(claims, atMs);
     const s = { key: keyOf(claims), kind: claims.subject, envelopeCanonical: text, digest: sha256Hex(text), fingerprint: hex() };
-    expect((await store.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: ['ots'] }, [s])).results).toEqual([{ result: 'created' }]);
+    expect((await store.subjects.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: ['ots'] }, [s])).results).toEqual([{ result: 'created' }]);
     return s;
   };
 
@@ -82,7 +82,7 @@ describe('AnchorStore in batch mode', () => {
       const s = await accept(claims, CREATED - 1_000);
       expect(await redis.exists(store.keys.envelope(s.key))).toBe(0);
       expect(await redis.object('ENCODING', store.keys.subject(s.key))).toBe('listpack');
-      const record = (await store.getRecord(s.key))!;
+      const record = (await store.subjects.getRecord(s.key))!;
       expect(record.envelopeCanonical).toBe(s.envelopeCanonical);
       expect(record.digest).toBe(s.digest);
     }
@@ -91,7 +91,7 @@ describe('AnchorStore in batch mode', () => {
   it('keeps :e: for a subject whose claims do not fit, and reads it as before', async () => {
     const s = await accept(receipt({ evidence_url: `https://example.org/${'b'.repeat(80)}` } as Partial<SubjectClaims>));
     expect(await redis.get(store.keys.envelope(s.key))).toBe(s.envelopeCanonical);
-    expect((await store.getRecord(s.key))!.envelopeCanonical).toBe(s.envelopeCanonical);
+    expect((await store.subjects.getRecord(s.key))!.envelopeCanonical).toBe(s.envelopeCanonical);
   });
 
   it('reads a subject whose envelope is under :e: (no claims in the hash) from there', async () => {
@@ -101,12 +101,12 @@ describe('AnchorStore in batch mode', () => {
     // what accept.lua writes when the claims do not fit: the hash without them, the text beside it
     await redis.hdel(store.keys.subject(s.key), ...fields);
     await redis.set(store.keys.envelope(s.key), s.envelopeCanonical);
-    expect((await store.getRecord(s.key))!.envelopeCanonical).toBe(s.envelopeCanonical);
+    expect((await store.subjects.getRecord(s.key))!.envelopeCanonical).toBe(s.envelopeCanonical);
   });
 
   it('refuses, naming the subject, an envelope whose rebuilt text does not match the stored digest', async () => {
     const s = await accept(receipt());
     await redis.hset(store.keys.subject(s.key), '$o', randomBytes(32));
-    await expect(store.getRecord(s.key)).rejects.toThrow(new RegExp(`^subject ${s.key}: the envelope rebuilt from the claims stored with it has digest [0-9a-f]{64}, not the stored ${s.digest}$`));
+    await expect(store.subjects.getRecord(s.key)).rejects.toThrow(new RegExp(`^subject ${s.key}: the envelope rebuilt from the claims stored with it has digest [0-9a-f]{64}, not the stored ${s.digest}$`));
   });
 });

@@ -11,7 +11,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AnchorStore, STATE_SCHEMA } from '../../src/adapters/state/anchor-store.js';
+import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
+import { STATE_SCHEMA } from '../../src/adapters/state/schema.js';
 import type { StateKeys } from '../../src/adapters/state/keys.js';
 import { UsageError } from '../../src/core/errors/errors.js';
 import { REPO_ROOT, SHARED_REDIS_URL, startDaemon, tempDir, testConfig, uniquePrefix } from '../helpers/harness.js';
@@ -107,11 +108,11 @@ describe('one stored layout', () => {
     const config = testConfig({ overrides: { ots: { enabled: true } } });
     const store = new AnchorStore(redis, config.redis.prefix);
     try {
-      await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [{ key: 'k-1', kind: 'receipt', envelopeCanonical: '{"k":"k-1"}', digest: 'a'.repeat(64), fingerprint: 'b'.repeat(64) }]);
+      await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [{ key: 'k-1', kind: 'receipt', envelopeCanonical: '{"k":"k-1"}', digest: 'a'.repeat(64), fingerprint: 'b'.repeat(64) }]);
       expect(await store.openSchema({ write: false })).toEqual({ found: 'fresh', recorded: false });
       expect(await store.openSchema({ write: true })).toEqual({ found: 'fresh', recorded: true });
       expect(await redis.get(store.keys.schema)).toBe(String(STATE_SCHEMA));
-      expect((await store.getRecord('k-1'))?.status).toBe('pending');
+      expect((await store.subjects.getRecord('k-1'))?.status).toBe('pending');
     } finally {
       await dropKeys(store.keys);
     }

@@ -1,5 +1,5 @@
 /**
- * Paging the subject list (AnchorStore.list, ShardedStore.list: GET /v1/anchors) while
+ * Paging the subject list (SubjectIndexes.list, ShardedStore.list: GET /v1/anchors) while
  * subjects move between the status indexes as their witnesses answer (pending → partial →
  * confirmed). Found as a flake of test/http/api.test.ts ("pages newest first with an opaque
  * cursor until next is null"). Here the moves are driven, not hoped for: the store that lists
@@ -14,7 +14,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisClient } from '../../src/adapters/redis/connection.js';
-import { AnchorStore, type AcceptSubject, type ListQuery } from '../../src/adapters/state/anchor-store.js';
+import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
+import type { AcceptSubject } from '../../src/adapters/state/subjects.js';
+import type { ListQuery } from '../../src/adapters/state/subject-indexes.js';
 import { ShardedStore } from '../../src/adapters/state/sharded-store.js';
 import { shardOf } from '../../src/core/shard/shard.js';
 import { SHARED_REDIS_URL, uniquePrefix } from '../helpers/harness.js';
@@ -115,7 +117,7 @@ async function world(opts: { n: number; perMs: number; shards: number; seed: num
     const byStore = new Map<AnchorStore, string[]>();
     for (const key of group) byStore.set(storeOf(key), [...(byStore.get(storeOf(key)) ?? []), key]);
     for (const [store, ks] of byStore) {
-      const res = await store.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: [] }, ks.map(subject));
+      const res = await store.subjects.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: [] }, ks.map(subject));
       expect(res.results.every((r) => r.result === 'created')).toBe(true);
     }
     for (const key of group) {
@@ -126,7 +128,7 @@ async function world(opts: { n: number; perMs: number; shards: number; seed: num
   const next = async (key: string): Promise<void> => {
     const step = steps.get(key)!;
     if (step === 2) return;
-    const change = await storeOf(key).setWitness(key, step === 0 ? 'nostr' : 'ots', 'confirmed', 1e12);
+    const change = await storeOf(key).subjects.setWitness(key, step === 0 ? 'nostr' : 'ots', 'confirmed', 1e12);
     expect(change.overall).toBe(step === 0 ? 'partial' : 'confirmed');
     steps.set(key, (step + 1) as Step);
   };
@@ -149,7 +151,7 @@ async function world(opts: { n: number; perMs: number; shards: number; seed: num
   };
   const conn = interleaved(redis, before);
   const listers = Array.from({ length: opts.shards }, (_, i) => new AnchorStore(conn, opts.shards === 1 ? prefix : `${prefix}:${i}`));
-  w.lister = opts.shards === 1 ? listers[0]! : new ShardedStore(listers);
+  w.lister = opts.shards === 1 ? listers[0]!.indexes : new ShardedStore(listers);
   return w;
 }
 

@@ -9,8 +9,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AnchorStore, type AcceptSubject, type AcceptTargets } from '../../src/adapters/state/anchor-store.js';
-import { CUT_BATCH, CUT_CHECKPOINT, MARK_SENT, SET_SUBJECT_EVENT } from '../../src/adapters/state/scripts.js';
+import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
+import type { AcceptSubject, AcceptTargets } from '../../src/adapters/state/subjects.js';
+import { SET_SUBJECT_EVENT } from '../../src/adapters/state/events.js';
+import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
+import { CUT_BATCH } from '../../src/adapters/state/batches.js';
+import { CUT_CHECKPOINT } from '../../src/adapters/state/checkpoint-cuts.js';
 import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { privateRedis, waitFor } from '../helpers/harness.js';
@@ -100,7 +104,7 @@ function subject(key = `k-${randomBytes(4).toString('hex')}`, root = 'a'): Accep
 }
 
 async function historyEvents(key: string): Promise<string[]> {
-  return (await store.history(key)).map((h) => h.event);
+  return (await store.subjects.history(key)).map((h) => h.event);
 }
 
 async function streamTypes(): Promise<string[]> {
@@ -123,23 +127,23 @@ describe('accept.lua', () => {
   for (const c of cases) {
     it(c.name, async () => {
       for (const b of c.before) {
-        if (b.reject) await store.reject(b.s.key, b.reject);
-        else await store.acceptMany(BOTH, [b.s]);
+        if (b.reject) await store.subjects.reject(b.s.key, b.reject);
+        else await store.subjects.acceptMany(BOTH, [b.s]);
       }
-      const before = await store.inboxLength('ots');
-      const res = await store.acceptMany(BOTH, c.call);
+      const before = await store.batches.inboxLength('ots');
+      const res = await store.subjects.acceptMany(BOTH, c.call);
       expect(res.results.map((r) => r.result)).toEqual(c.expect);
       expect(res.inboxLengths.ots ?? null).toBe(c.inbox === null ? null : before + c.inbox);
       expect(res.inboxLengths.nostr ?? null).toBe(c.inbox === null ? null : before + c.inbox);
-      expect(await store.inboxLength('ots')).toBe(before + (c.inbox ?? 0));
+      expect(await store.batches.inboxLength('ots')).toBe(before + (c.inbox ?? 0));
       // the counts follow the indexes: one per subject in its status, one per witness status
-      const counts = await store.countByStatus();
+      const counts = await store.indexes.countByStatus();
       for (const st of ['pending', 'rejected']) expect(counts[st], st).toBe(await redis.zcard(store.keys.byStatus(st)));
-      const byWitness = await store.countByWitness(['nostr', 'ots']);
+      const byWitness = await store.indexes.countByWitness(['nostr', 'ots']);
       for (const w of ['nostr', 'ots'] as const) expect(byWitness[w]!.pending, w).toBe(await redis.zcard(store.keys.byWitness(w, 'pending')));
       for (const [i, s] of c.call.entries()) {
         const r = res.results[i]!;
-        const rec = await store.getRecord(s.key);
+        const rec = await store.subjects.getRecord(s.key);
         if (r.result === 'created') {
           expect(rec).toMatchObject({ status: 'pending', digest: s.digest, envelopeCanonical: s.envelopeCanonical, witnesses: { nostr: { status: 'pending' }, ots: { status: 'pending' } } });
           expect(await redis.zscore(store.keys.byStatus('pending'), s.key)).not.toBeNull();
@@ -161,10 +165,10 @@ describe('accept.lua', () => {
   it('stores the signed event of envelope mode with the subject and hands it back on a duplicate', async () => {
     const s = { ...subject(), nostrEvent: { id: 'e'.repeat(64), json: '{"id":"eee"}' } };
     const targets: AcceptTargets = { witnesses: ['nostr'], inboxes: [] };
-    expect((await store.acceptMany(targets, [s])).results[0]).toEqual({ result: 'created' });
-    expect(await store.eventOwner(s.nostrEvent.id)).toEqual({ subject: s.key, batch: null });
-    expect((await store.getRecord(s.key))?.nostrEventId).toBe(s.nostrEvent.id);
-    expect((await store.acceptMany(targets, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: s.nostrEvent.id });
+    expect((await store.subjects.acceptMany(targets, [s])).results[0]).toEqual({ result: 'created' });
+    expect(await store.events.eventOwner(s.nostrEvent.id)).toEqual({ subject: s.key, batch: null });
+    expect((await store.subjects.getRecord(s.key))?.nostrEventId).toBe(s.nostrEvent.id);
+    expect((await store.subjects.acceptMany(targets, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: s.nostrEvent.id });
     // the id as its 32 bytes in the hash
     expect((await redis.hgetBuffer(store.keys.subject(s.key), 'nostr:event'))!.equals(Buffer.from(s.nostrEvent.id, 'hex'))).toBe(true);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
@@ -172,13 +176,13 @@ describe('accept.lua', () => {
 
   it('takes more subjects than one call holds in several calls (ACCEPT_CHUNK), every one in order', async () => {
     const many = Array.from({ length: 600 }, () => subject());
-    const res = await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
+    const res = await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
     expect(res.results.filter((r) => r.result === 'created')).toHaveLength(600);
     expect(await redis.lrange(store.keys.inbox('ots'), 0, -1)).toEqual(many.map((s) => s.key));
     expect(res.inboxLengths.ots).toBe(600);
-    const again = await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
+    const again = await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
     expect(again.results.every((r) => r.result === 'duplicate')).toBe(true);
-    expect(await store.inboxLength('ots')).toBe(600);
+    expect(await store.batches.inboxLength('ots')).toBe(600);
     await expectKeysDeclared();
   });
 });
@@ -189,15 +193,15 @@ describe('reject.lua', () => {
     ['an accepted subject keeps its state; the refusal goes to its history', true, 'pending', 0],
   ])('%s', async (_name, acceptedFirst, status, rejectedCount) => {
     const s = subject();
-    if (acceptedFirst) await store.acceptMany(BOTH, [s]);
-    await store.reject(s.key, 'not a receipt');
-    const rec = await store.getRecord(s.key);
+    if (acceptedFirst) await store.subjects.acceptMany(BOTH, [s]);
+    await store.subjects.reject(s.key, 'not a receipt');
+    const rec = await store.subjects.getRecord(s.key);
     expect(rec?.status).toBe(status);
     expect(await redis.zcard(store.keys.byStatus('rejected'))).toBe(rejectedCount);
-    expect((await store.countByStatus()).rejected).toBe(rejectedCount);
+    expect((await store.indexes.countByStatus()).rejected).toBe(rejectedCount);
     // refused twice: still one rejected subject
-    await store.reject(s.key, 'not a receipt');
-    expect((await store.countByStatus()).rejected).toBe(rejectedCount);
+    await store.subjects.reject(s.key, 'not a receipt');
+    expect((await store.indexes.countByStatus()).rejected).toBe(rejectedCount);
     expect(await historyEvents(s.key)).toContain('rejected');
     if (!acceptedFirst) expect(rec?.reason).toBe('not a receipt');
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
@@ -217,44 +221,44 @@ describe('set-witness.lua', () => {
   for (const [name, steps] of cases) {
     it(name, async () => {
       const s = subject();
-      await store.acceptMany(BOTH, [s]);
+      await store.subjects.acceptMany(BOTH, [s]);
       const want: Record<string, string> = { nostr: 'pending', ots: 'pending' };
       for (const [w, status, progress, changed, overall] of steps) {
-        const res = await store.setWitness(s.key, w, status, progress, 'why');
+        const res = await store.subjects.setWitness(s.key, w, status, progress, 'why');
         expect({ changed: res.changed, overall: res.overall }).toEqual({ changed, overall });
         if (changed) want[w] = status;
       }
-      const rec = (await store.getRecord(s.key))!;
+      const rec = (await store.subjects.getRecord(s.key))!;
       const overall = steps[steps.length - 1]![4];
       expect(rec.status).toBe(overall);
       for (const w of ['nostr', 'ots'] as const) {
         expect(rec.witnesses[w]?.status).toBe(want[w]);
         // the subject sits in its witness's index while that is pending, partial or failed, in
         // none once confirmed; the witness counts say the same
-        const counts = (await store.countByWitness([w]))[w]!;
+        const counts = (await store.indexes.countByWitness([w]))[w]!;
         for (const st of ['pending', 'partial', 'confirmed', 'failed']) {
           expect(await redis.zscore(store.keys.byWitness(w, st), s.key), `${w} ${st}`).toBe(st === want[w] && st !== 'confirmed' ? String(rec.createdMs) : null);
           expect(counts[st], `${w} ${st} count`).toBe(st === want[w] ? 1 : 0);
         }
       }
       // and in exactly one index of the overall status, counted once
-      const counts = await store.countByStatus();
+      const counts = await store.indexes.countByStatus();
       for (const st of ['pending', 'partial', 'confirmed', 'failed']) {
         expect(await redis.zscore(store.keys.byStatus(st), s.key)).toBe(st === overall ? String(rec.createdMs) : null);
         expect(counts[st], `${st} count`).toBe(st === overall ? 1 : 0);
       }
-      if (want.ots === 'confirmed') expect(await store.lastConfirmed('ots')).not.toBeNull();
+      if (want.ots === 'confirmed') expect(await store.indexes.lastConfirmed('ots')).not.toBeNull();
       expect(await expectKeysDeclared()).toBeGreaterThan(0);
     });
   }
 
   it('a confirmation counts in its minute of the timeline, per witness and per subject', async () => {
     const s = subject();
-    await store.acceptMany(BOTH, [s]);
-    await store.setWitness(s.key, 'nostr', 'confirmed', 1);
-    await store.setWitness(s.key, 'ots', 'partial', 1);
-    await store.setWitness(s.key, 'ots', 'confirmed', 2);
-    const rec = (await store.getRecord(s.key))!;
+    await store.subjects.acceptMany(BOTH, [s]);
+    await store.subjects.setWitness(s.key, 'nostr', 'confirmed', 1);
+    await store.subjects.setWitness(s.key, 'ots', 'partial', 1);
+    await store.subjects.setWitness(s.key, 'ots', 'confirmed', 2);
+    const rec = (await store.subjects.getRecord(s.key))!;
     const minute = Math.floor(rec.updatedMs / 60_000);
     const tl = await redis.hgetall(store.keys.timeline(minute));
     expect({ nostr: tl['n:nostr'], ots: tl['n:ots'], subject: tl['n:subject'] }).toEqual({ nostr: '1', ots: '1', subject: '1' });
@@ -264,18 +268,18 @@ describe('set-witness.lua', () => {
   });
 
   it('an unknown key changes nothing; an unknown status is an error', async () => {
-    expect((await store.setWitness('nobody', 'ots', 'partial', 1)).changed).toBe(false);
+    expect((await store.subjects.setWitness('nobody', 'ots', 'partial', 1)).changed).toBe(false);
     expect(await redis.exists(store.keys.subject('nobody'))).toBe(0);
-    await expect(store.setWitness('nobody', 'ots', 'done' as 'partial', 1)).rejects.toThrow(/unknown status done/);
+    await expect(store.subjects.setWitness('nobody', 'ots', 'done' as 'partial', 1)).rejects.toThrow(/unknown status done/);
     await expectKeysDeclared();
   });
 
   it('setWitnessMany pipelines the same transition over many subjects', async () => {
     const many = [subject(), subject(), subject()];
-    await store.acceptMany(BOTH, many);
-    const res = await store.setWitnessMany(many.map((s) => s.key), 'nostr', 'confirmed', 1);
+    await store.subjects.acceptMany(BOTH, many);
+    const res = await store.subjects.setWitnessMany(many.map((s) => s.key), 'nostr', 'confirmed', 1);
     expect(res.map((r) => r.overall)).toEqual(['partial', 'partial', 'partial']);
-    expect((await store.countByWitness(['nostr'])).nostr).toEqual({ pending: 0, partial: 0, confirmed: 3, failed: 0 });
+    expect((await store.indexes.countByWitness(['nostr'])).nostr).toEqual({ pending: 0, partial: 0, confirmed: 3, failed: 0 });
     expect(await redis.exists(store.keys.byWitness('nostr', 'confirmed'))).toBe(0);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
@@ -297,34 +301,34 @@ describe('the subject record: compact hash, acceptance derived from it', () => {
     it(c.name, async () => {
       const s = subject();
       const k = store.keys;
-      if (c.steps.includes('refused before')) await store.reject(s.key, 'bad document');
-      await store.acceptMany(BOTH, [s]);
+      if (c.steps.includes('refused before')) await store.subjects.reject(s.key, 'bad document');
+      await store.subjects.acceptMany(BOTH, [s]);
       if (c.steps.includes('batches confirmed')) {
         for (const w of ['nostr', 'ots'] as const) {
-          const cut = (await store.cutBatch(w, 1))!;
-          await store.setWitnessMany([s.key], w, 'confirmed', 3, '', cut.id);
+          const cut = (await store.batches.cutBatch(w, 1))!;
+          await store.subjects.setWitnessMany([s.key], w, 'confirmed', 3, '', cut.id);
         }
       }
-      if (c.steps.includes('conflict')) expect((await store.acceptMany(BOTH, [{ ...s, fingerprint: sha256Hex('fp-other') }])).results[0]).toMatchObject({ result: 'conflict', digest: s.digest });
+      if (c.steps.includes('conflict')) expect((await store.subjects.acceptMany(BOTH, [{ ...s, fingerprint: sha256Hex('fp-other') }])).results[0]).toMatchObject({ result: 'conflict', digest: s.digest });
       const hash = await redis.hgetallBuffer(k.subject(s.key));
       expect(Object.keys(hash).sort()).toEqual([...c.fields].sort());
       // a listpack: every value within 64 bytes; the digest as its 32 bytes
       expect(await redis.object('ENCODING', k.subject(s.key))).toBe('listpack');
       expect(hash.digest!.length).toBe(32);
-      const rec = (await store.getRecord(s.key))!;
+      const rec = (await store.subjects.getRecord(s.key))!;
       expect(rec).toMatchObject({ key: s.key, kind: 'receipt', digest: s.digest, envelopeCanonical: s.envelopeCanonical });
       if (!hash.u) expect(rec.updatedMs).toBe(rec.createdMs);
-      expect((await store.intakeStates([s.key]))[0]).toEqual({ fingerprint: s.fingerprint, status: rec.status, digest: s.digest });
+      expect((await store.subjects.intakeStates([s.key]))[0]).toEqual({ fingerprint: s.fingerprint, status: rec.status, digest: s.digest });
       const list = await redis.lrange(k.history(s.key), 0, -1);
       if (c.list === null) expect(await redis.exists(k.history(s.key))).toBe(0);
       else expect(list.map((t) => (JSON.parse(t) as { event: string }).event)).toEqual(c.list);
-      const history = await store.history(s.key);
+      const history = await store.subjects.history(s.key);
       expect(history.map((h) => h.event)).toEqual(c.history);
       const accepted = history.find((h) => h.event === 'accepted')!;
       // the derived entry: the fields of an entry written to the list, in the same order
       expect(JSON.stringify(accepted)).toBe(JSON.stringify({ at: new Date(Math.floor(rec.createdMs / 1000) * 1000).toISOString().replace('.000Z', 'Z'), status: 'pending', event: 'accepted', digest: s.digest }));
       // a repeat of the same root is a duplicate however the record is stored
-      expect((await store.acceptMany(BOTH, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: null });
+      expect((await store.subjects.acceptMany(BOTH, [s])).results[0]).toEqual({ result: 'duplicate', digest: s.digest, nostrEventId: null });
       expect(await expectKeysDeclared()).toBeGreaterThanOrEqual(0);
     });
   }
@@ -332,11 +336,11 @@ describe('the subject record: compact hash, acceptance derived from it', () => {
   it('a batch keeps 32 bytes per digest (digests32), read back in order', async () => {
     const [x, y] = [subject(), subject()];
     const k = store.keys;
-    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [x, y]);
-    const cut = (await store.cutBatch('ots', 2))!;
+    await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [x, y]);
+    const cut = (await store.batches.cutBatch('ots', 2))!;
     const packed = await redis.hgetBuffer(k.batch('ots', cut.id), 'digests32');
     expect(packed!.length).toBe(64);
-    const batch = (await store.getBatch('ots', cut.id))!;
+    const batch = (await store.batches.getBatch('ots', cut.id))!;
     expect(batch.digests.map((d) => d.toString('hex'))).toEqual([x.digest, y.digest]);
     expect(Object.keys(batch.fields)).toEqual([]);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
@@ -349,7 +353,7 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
 
   it('accept.lua: the subjects a call created are one entry, in order, with their digests; a lone subject keeps the one-subject form', async () => {
     const many = [subject(), subject(), subject()];
-    await store.acceptMany(BOTH, many);
+    await store.subjects.acceptMany(BOTH, many);
     const { counts, xaddTrims, tallied } = await scriptCommands();
     expect(counts.XADD).toBe(1);
     // the entry's 3 subject events are counted in the stream's tally, and no entry cap trims it
@@ -361,7 +365,7 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
     expect(events.map((e) => e.id)).toEqual([0, 1, 2].map((i) => `${entry![0]}.${i}`));
     expect(events.map((e) => e.event)).toEqual(many.map((m) => ({ type: 'accepted', key: m.key, status: 'pending', at: expect.any(String), digest: m.digest })));
     const one = subject();
-    await store.acceptMany(BOTH, [one]);
+    await store.subjects.acceptMany(BOTH, [one]);
     const last = (await entries()).at(-1)!;
     expect(expandEntry(last)).toEqual([{ id: last[0], event: { type: 'accepted', key: one.key, status: 'pending', at: expect.any(String), digest: one.digest }, text: last[1][1] }]);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
@@ -369,9 +373,9 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
 
   it('accept.lua: a conflict between created subjects stays where it happened in the stream', async () => {
     const a = subject('k-conflicted', 'a');
-    await store.acceptMany(BOTH, [a]);
+    await store.subjects.acceptMany(BOTH, [a]);
     const [x, y, z] = [subject(), subject(), subject()];
-    await store.acceptMany(BOTH, [x, y, { ...a, fingerprint: sha256Hex('fp-b') }, z]);
+    await store.subjects.acceptMany(BOTH, [x, y, { ...a, fingerprint: sha256Hex('fp-b') }, z]);
     expect((await expanded()).map((e) => `${e.event.type} ${e.event.key}`)).toEqual([`accepted ${a.key}`, `accepted ${x.key}`, `accepted ${y.key}`, `conflict ${a.key}`, `accepted ${z.key}`]);
     expect(await redis.xlen(store.keys.events)).toBe(4);
     await expectKeysDeclared();
@@ -379,15 +383,15 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
 
   it('set-witness.lua: one entry per call of the subjects that changed, in order, each with its own from/previous/status; one HMGET per subject', async () => {
     const subs = Array.from({ length: 6 }, () => subject());
-    await store.acceptMany(BOTH, subs);
+    await store.subjects.acceptMany(BOTH, subs);
     // subs[1] has ots partial already (its overall differs), subs[3] has nostr confirmed (no change), subs[4] nostr failed
-    await store.setWitness(subs[1]!.key, 'ots', 'partial', 1);
-    await store.setWitness(subs[3]!.key, 'nostr', 'confirmed', 9);
-    await store.setWitness(subs[4]!.key, 'nostr', 'failed', 1);
+    await store.subjects.setWitness(subs[1]!.key, 'ots', 'partial', 1);
+    await store.subjects.setWitness(subs[3]!.key, 'nostr', 'confirmed', 9);
+    await store.subjects.setWitness(subs[4]!.key, 'nostr', 'failed', 1);
     const before = (await entries()).length;
     await scriptCommands();
     seen.splice(0);
-    await store.setWitnessMany(subs.map((m) => m.key), 'nostr', 'confirmed', 2, 'relays: 2 of 2');
+    await store.subjects.setWitnessMany(subs.map((m) => m.key), 'nostr', 'confirmed', 2, 'relays: 2 of 2');
     const { counts, xaddTrims, tallied } = await scriptCommands();
     expect(counts.XADD).toBe(1);
     expect(xaddTrims).toBe(0);
@@ -420,26 +424,26 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
   it('set-witness.lua: each subject is judged by its own witnesses (the w:<witness> fields it has)', async () => {
     const both = subject();
     const otsOnly = subject();
-    await store.acceptMany(BOTH, [both]);
-    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [otsOnly]);
-    const res = await store.setWitnessMany([both.key, otsOnly.key], 'ots', 'confirmed', 1);
+    await store.subjects.acceptMany(BOTH, [both]);
+    await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [otsOnly]);
+    const res = await store.subjects.setWitnessMany([both.key, otsOnly.key], 'ots', 'confirmed', 1);
     expect(res.map((r) => r.overall)).toEqual(['partial', 'confirmed']);
-    expect((await store.getRecord(otsOnly.key))?.status).toBe('confirmed');
+    expect((await store.subjects.getRecord(otsOnly.key))?.status).toBe('confirmed');
     expect((await expanded()).filter((e) => e.event.type === 'state').map((e) => [e.event.key, e.event.status])).toEqual([[both.key, 'partial'], [otsOnly.key, 'confirmed']]);
-    expect((await store.setWitnessMany([both.key], 'nostr', 'confirmed', 5)).map((r) => r.overall)).toEqual(['confirmed']);
+    expect((await store.subjects.setWitnessMany([both.key], 'nostr', 'confirmed', 5)).map((r) => r.overall)).toEqual(['confirmed']);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 
   it('set-witness.lua: one subject, or a call where one changed, writes the one-subject form; none changed, no entry', async () => {
     const [a, b] = [subject(), subject()];
-    await store.acceptMany(BOTH, [a, b]);
-    await store.setWitness(a.key, 'ots', 'partial', 1);
+    await store.subjects.acceptMany(BOTH, [a, b]);
+    await store.subjects.setWitness(a.key, 'ots', 'partial', 1);
     const n = await redis.xlen(store.keys.events);
-    await store.setWitnessMany([a.key, b.key], 'ots', 'partial', 1);
+    await store.subjects.setWitnessMany([a.key, b.key], 'ots', 'partial', 1);
     const last = (await entries()).at(-1)!;
     expect(JSON.parse(last[1][1]!)).toEqual({ type: 'state', key: b.key, witness: 'ots', from: 'pending', to: 'partial', status: 'partial', previous: 'pending', at: expect.any(String), detail: '' });
     expect(expandEntry(last).map((e) => e.id)).toEqual([last[0]]);
-    await store.setWitnessMany([a.key, b.key], 'ots', 'partial', 1);
+    await store.subjects.setWitnessMany([a.key, b.key], 'ots', 'partial', 1);
     expect(await redis.xlen(store.keys.events)).toBe(n + 1);
     await expectKeysDeclared();
   });
@@ -447,8 +451,8 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
   it('a call whose keys are all canonical UUIDs writes them as tokens (22 characters a key, 43 a digest) and expands to the same events as the plain form', async () => {
     const uuids = Array.from({ length: 5 }, () => subject(randomUUID()));
     const plain = Array.from({ length: 5 }, () => subject());
-    await store.acceptMany(BOTH, uuids);
-    await store.acceptMany(BOTH, plain);
+    await store.subjects.acceptMany(BOTH, uuids);
+    await store.subjects.acceptMany(BOTH, plain);
     const [tok, pl] = await entries();
     const tokData = JSON.parse(tok![1][1]!) as Record<string, unknown>;
     expect(Object.keys(tokData).sort()).toEqual(['at', 'status', 'type', 'u']);
@@ -457,9 +461,9 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
     expect(expandEntry(tok!).map((e) => e.event)).toEqual(uuids.map((m) => ({ type: 'accepted', key: m.key, status: 'pending', at: expect.any(String), digest: m.digest })));
     expect(expandEntry(tok!).map((e) => e.id)).toEqual([0, 1, 2, 3, 4].map((i) => `${tok![0]}.${i}`));
     // a run per (from, previous, status), as in the plain form; subject 1 moved ahead, subject 3 changes nothing
-    await store.setWitness(uuids[1]!.key, 'ots', 'partial', 1);
-    await store.setWitness(uuids[3]!.key, 'nostr', 'confirmed', 9);
-    await store.setWitnessMany(uuids.map((m) => m.key), 'nostr', 'confirmed', 2, 'relays: 2 of 2');
+    await store.subjects.setWitness(uuids[1]!.key, 'ots', 'partial', 1);
+    await store.subjects.setWitness(uuids[3]!.key, 'nostr', 'confirmed', 9);
+    await store.subjects.setWitnessMany(uuids.map((m) => m.key), 'nostr', 'confirmed', 2, 'relays: 2 of 2');
     const last = (await entries()).at(-1)!;
     const data = JSON.parse(last[1][1]!) as { ru: string[][]; runs?: unknown };
     expect(data.runs).toBeUndefined();
@@ -473,20 +477,20 @@ describe('the state-change stream: one entry per call (packed), expanded to the 
     expect(expandEntry(last).map((e) => JSON.parse(e.text))).toEqual(expandEntry(last).map((e) => e.event));
     // one key that is not a canonical UUID (here in upper case) makes the call plain
     const mixed = [subject(randomUUID()), subject(randomUUID().toUpperCase())];
-    await store.acceptMany(BOTH, mixed);
+    await store.subjects.acceptMany(BOTH, mixed);
     expect(JSON.parse((await entries()).at(-1)![1][1]!)).toMatchObject({ subjects: mixed.map((m) => [m.key, m.digest]) });
-    await store.setWitnessMany(mixed.map((m) => m.key), 'ots', 'partial', 1);
+    await store.subjects.setWitnessMany(mixed.map((m) => m.key), 'ots', 'partial', 1);
     expect(JSON.parse((await entries()).at(-1)![1][1]!)).toMatchObject({ runs: [['pending', 'pending', 'partial', ...mixed.map((m) => m.key)]] });
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 
   it('a token call with duplicates and conflicts among its subjects announces each created one with its own key and digest', async () => {
     const [a, b] = [subject(randomUUID()), subject(randomUUID())];
-    await store.acceptMany(BOTH, [a, b]);
+    await store.subjects.acceptMany(BOTH, [a, b]);
     const [f, g, h, i] = Array.from({ length: 4 }, () => subject(randomUUID()));
     // a again (a duplicate), f, g, b with another root (a conflict), h, h again (a duplicate in the call), i
     const call = [a, f!, g!, subject(b.key, 'other'), h!, h!, i!];
-    const res = await store.acceptMany(BOTH, call);
+    const res = await store.subjects.acceptMany(BOTH, call);
     expect(res.results.map((r) => r.result)).toEqual(['duplicate', 'created', 'created', 'conflict', 'created', 'duplicate', 'created']);
     const got = (await entries()).slice(1).flatMap((e) => expandEntry(e).map((x) => x.event));
     expect(got.map((e) => [e.type, e.key, e.digest])).toEqual([
@@ -551,27 +555,27 @@ describe('batch transitions recorded once on the batch', () => {
   ];
 
   async function batchOf(w: 'nostr' | 'ots', n: number): Promise<{ id: string; keys: string[] }> {
-    const cut = (await store.cutBatch(w, n))!;
-    return { id: cut.id, keys: await store.batchKeys(w, cut.id) };
+    const cut = (await store.batches.cutBatch(w, n))!;
+    return { id: cut.id, keys: await store.batches.batchKeys(w, cut.id) };
   }
 
   it('a subject reads the same history as when every transition was written to it, from one entry per transition', async () => {
     const single = subject();
     const batched = [subject(), subject(), subject()];
-    await store.acceptMany(BOTH, [single]);
-    for (const w of ['nostr', 'ots'] as const) await store.cutBatch(w, 1);
-    await store.acceptMany(BOTH, batched);
+    await store.subjects.acceptMany(BOTH, [single]);
+    for (const w of ['nostr', 'ots'] as const) await store.batches.cutBatch(w, 1);
+    await store.subjects.acceptMany(BOTH, batched);
     const nb = await batchOf('nostr', 3);
     const ob = await batchOf('ots', 3);
     for (const [w, status, progress, detail] of path) {
-      await store.setWitness(single.key, w, status, progress, detail);
+      await store.subjects.setWitness(single.key, w, status, progress, detail);
       const b = w === 'nostr' ? nb : ob;
-      await store.setWitnessMany(b.keys, w, status, progress, detail, b.id);
+      await store.subjects.setWitnessMany(b.keys, w, status, progress, detail, b.id);
     }
-    const want = await store.history(single.key);
+    const want = await store.subjects.history(single.key);
     expect(want.map((h) => `${h.witness ?? ''} ${h.to ?? ''} ${h.status}`)).toEqual(['  pending', 'nostr partial partial', 'ots partial partial', 'nostr partial partial', 'nostr confirmed partial', 'ots confirmed confirmed']);
     for (const s of batched) {
-      const got = await store.history(s.key);
+      const got = await store.subjects.history(s.key);
       expect(strip(got as never)).toEqual(strip(want as never));
       expect(got.map((h) => h.at)).toEqual([...got.map((h) => h.at)].sort());
       // nothing is the subject's own, not even its acceptance (derived from its hash)
@@ -584,31 +588,31 @@ describe('batch transitions recorded once on the batch', () => {
 
   it('a batch subject that did not take a transition (ahead of it, or from another status) does not show it', async () => {
     const [ahead, other, plain] = [subject(), subject(), subject()];
-    await store.acceptMany(BOTH, [ahead, other, plain]);
+    await store.subjects.acceptMany(BOTH, [ahead, other, plain]);
     const b = await batchOf('ots', 3);
-    await store.setWitness(ahead.key, 'ots', 'confirmed', 9, 'alone');
-    await store.setWitness(other.key, 'ots', 'failed', 0, 'calendar refused');
+    await store.subjects.setWitness(ahead.key, 'ots', 'confirmed', 9, 'alone');
+    await store.subjects.setWitness(other.key, 'ots', 'failed', 0, 'calendar refused');
     // plain comes first in the call so the entry's `from` is pending
     const order = [plain.key, ahead.key, other.key];
     expect(b.keys.sort()).toEqual([...order].sort());
-    const res = await store.setWitnessMany(order, 'ots', 'partial', 1, 'submitted', b.id);
+    const res = await store.subjects.setWitnessMany(order, 'ots', 'partial', 1, 'submitted', b.id);
     expect(res.map((r) => r.changed)).toEqual([true, false, true]);
-    const last = (h: Awaited<ReturnType<typeof store.history>>) => h.filter((e) => e.witness === 'ots').map((e) => `${e.from}>${e.to} ${e.detail ?? ''}`);
-    expect(last(await store.history(plain.key))).toEqual(['pending>partial submitted']);
-    expect(last(await store.history(ahead.key))).toEqual(['pending>confirmed alone']);
-    expect(last(await store.history(other.key))).toEqual(['pending>failed calendar refused', 'failed>partial submitted']);
+    const last = (h: Awaited<ReturnType<typeof store.subjects.history>>) => h.filter((e) => e.witness === 'ots').map((e) => `${e.from}>${e.to} ${e.detail ?? ''}`);
+    expect(last(await store.subjects.history(plain.key))).toEqual(['pending>partial submitted']);
+    expect(last(await store.subjects.history(ahead.key))).toEqual(['pending>confirmed alone']);
+    expect(last(await store.subjects.history(other.key))).toEqual(['pending>failed calendar refused', 'failed>partial submitted']);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 
   it('over several chunks: subjects of a chunk before the entry existed are marked after', async () => {
     const many = Array.from({ length: 260 }, () => subject());
-    await store.acceptMany(BOTH, many);
+    await store.subjects.acceptMany(BOTH, many);
     const b = await batchOf('ots', 260);
     // the first chunk (250) is ahead of the transition, the rest takes it
-    await store.setWitnessMany(b.keys.slice(0, 250), 'ots', 'partial', 4, 'alone');
-    const res = await store.setWitnessMany(b.keys, 'ots', 'partial', 2, 'submitted', b.id);
+    await store.subjects.setWitnessMany(b.keys.slice(0, 250), 'ots', 'partial', 4, 'alone');
+    const res = await store.subjects.setWitnessMany(b.keys, 'ots', 'partial', 2, 'submitted', b.id);
     expect(res.map((r) => r.changed)).toEqual([...Array<boolean>(250).fill(false), ...Array<boolean>(10).fill(true)]);
-    const details = async (key: string) => (await store.history(key)).filter((e) => e.witness === 'ots').map((e) => e.detail);
+    const details = async (key: string) => (await store.subjects.history(key)).filter((e) => e.witness === 'ots').map((e) => e.detail);
     expect(await details(b.keys[0]!)).toEqual(['alone']);
     expect(await details(b.keys[249]!)).toEqual(['alone']);
     expect(await details(b.keys[250]!)).toEqual(['submitted']);
@@ -618,17 +622,17 @@ describe('batch transitions recorded once on the batch', () => {
 
   it('two calls on one batch whose chunks interleave (two daemons): each call makes one entry, and every history ends where the record is', async () => {
     const many = Array.from({ length: 600 }, () => subject());
-    await store.acceptMany(BOTH, many);
+    await store.subjects.acceptMany(BOTH, many);
     const b = await batchOf('nostr', 600);
     // chunk by chunk on one connection, the two calls alternate: A1, B1, A2, B2, A3, B3
     await Promise.all([
-      store.setWitnessMany(b.keys, 'nostr', 'partial', 1, 'one relay accepted', b.id),
-      store.setWitnessMany(b.keys, 'nostr', 'confirmed', 2, 'quorum', b.id),
+      store.subjects.setWitnessMany(b.keys, 'nostr', 'partial', 1, 'one relay accepted', b.id),
+      store.subjects.setWitnessMany(b.keys, 'nostr', 'confirmed', 2, 'quorum', b.id),
     ]);
     expect(await redis.llen(store.keys.batchHistory('nostr', b.id))).toBeLessThanOrEqual(2);
-    const records = await store.getRecords(b.keys);
+    const records = await store.subjects.getRecords(b.keys);
     for (const [i, key] of b.keys.entries()) {
-      const changes = (await store.history(key)).filter((e) => e.event === 'witness' && e.from !== e.to && e.witness === 'nostr');
+      const changes = (await store.subjects.history(key)).filter((e) => e.event === 'witness' && e.from !== e.to && e.witness === 'nostr');
       expect(records[i]!.witnesses.nostr!.status, key).toBe('confirmed');
       expect(changes.at(-1)?.to, `${key}: ${JSON.stringify(changes)}`).toBe('confirmed');
     }
@@ -641,7 +645,7 @@ describe('listing subjects (one index membership each)', () => {
     const pages: string[][] = [];
     let cursor: string | undefined;
     for (let i = 0; i < 50; i++) {
-      const page = await store.list({ ...q, cursor, limit });
+      const page = await store.indexes.list({ ...q, cursor, limit });
       pages.push(page.keys);
       if (!page.next) return pages;
       cursor = page.next;
@@ -652,16 +656,16 @@ describe('listing subjects (one index membership each)', () => {
   it('pages through every status, newest first, each subject once; a witness confirmed from the overall indexes', async () => {
     // three accepted one by one, five in one call (one score), one refused
     const single = [subject(), subject(), subject()];
-    for (const x of single) await store.acceptMany(BOTH, [x]);
+    for (const x of single) await store.subjects.acceptMany(BOTH, [x]);
     const bulk = Array.from({ length: 5 }, () => subject());
-    await store.acceptMany(BOTH, bulk);
+    await store.subjects.acceptMany(BOTH, bulk);
     const refused = subject();
-    await store.reject(refused.key, 'bad');
+    await store.subjects.reject(refused.key, 'bad');
     // nostr confirms four (partial), of which two are confirmed by OTS too (confirmed)
     const nostrDone = [single[0]!, bulk[1]!, bulk[3]!, single[2]!];
-    await store.setWitnessMany(nostrDone.map((x) => x.key), 'nostr', 'confirmed', 1);
-    await store.setWitnessMany([bulk[1]!.key, single[2]!.key], 'ots', 'confirmed', 1);
-    const records = (await store.getRecords([...single, ...bulk, refused].map((x) => x.key))).map((r) => r!);
+    await store.subjects.setWitnessMany(nostrDone.map((x) => x.key), 'nostr', 'confirmed', 1);
+    await store.subjects.setWitnessMany([bulk[1]!.key, single[2]!.key], 'ots', 'confirmed', 1);
+    const records = (await store.subjects.getRecords([...single, ...bulk, refused].map((x) => x.key))).map((r) => r!);
     const order = (rs: typeof records) => [...rs].sort((x, y) => y.createdMs - x.createdMs || (x.key < y.key ? 1 : -1)).map((r) => r.key);
 
     for (const limit of [1, 2, 3, 20]) {
@@ -673,8 +677,8 @@ describe('listing subjects (one index membership each)', () => {
       expect((await all({ witness: 'ots', status: 'pending' }, limit)).flat()).toEqual(order(records.filter((r) => r.witnesses.ots?.status === 'pending')));
       expect((await all({ status: 'partial' }, limit)).flat()).toEqual(order(records.filter((r) => r.status === 'partial')));
     }
-    expect(await store.countByStatus()).toEqual({ pending: 4, partial: 2, confirmed: 2, failed: 0, rejected: 1 });
-    expect(await store.subjectCount()).toBe(9);
+    expect(await store.indexes.countByStatus()).toEqual({ pending: 4, partial: 2, confirmed: 2, failed: 0, rejected: 1 });
+    expect(await store.indexes.subjectCount()).toBe(9);
   });
 });
 
@@ -683,28 +687,28 @@ describe('forget.lua (retention)', () => {
     const withEvent = subject();
     const id = randomBytes(32).toString('hex');
     const [pending] = [subject()];
-    await store.acceptMany(BOTH, [{ ...withEvent, nostrEvent: { id, json: JSON.stringify({ content: withEvent.envelopeCanonical }) } }, pending]);
-    await store.noteNostrQueued(id, Date.now(), 3_600_000);
-    const batch = (await store.cutBatch('ots', 10))!;
-    await store.setWitnessMany([withEvent.key], 'nostr', 'confirmed', 1);
-    await store.setWitnessMany([withEvent.key], 'ots', 'confirmed', 1);
-    await store.reject('refused', 'bad');
-    expect(await store.countByStatus()).toEqual({ pending: 1, partial: 0, confirmed: 1, failed: 0, rejected: 1 });
+    await store.subjects.acceptMany(BOTH, [{ ...withEvent, nostrEvent: { id, json: JSON.stringify({ content: withEvent.envelopeCanonical }) } }, pending]);
+    await store.events.noteNostrQueued(id, Date.now(), 3_600_000);
+    const batch = (await store.batches.cutBatch('ots', 10))!;
+    await store.subjects.setWitnessMany([withEvent.key], 'nostr', 'confirmed', 1);
+    await store.subjects.setWitnessMany([withEvent.key], 'ots', 'confirmed', 1);
+    await store.subjects.reject('refused', 'bad');
+    expect(await store.indexes.countByStatus()).toEqual({ pending: 1, partial: 0, confirmed: 1, failed: 0, rejected: 1 });
     seen.splice(0);
 
-    expect(await store.forget([withEvent.key, pending.key, 'refused', 'never-there'])).toEqual([withEvent.key]);
+    expect(await store.subjects.forget([withEvent.key, pending.key, 'refused', 'never-there'])).toEqual([withEvent.key]);
     await expectKeysDeclared();
     expect(await redis.exists(store.keys.subject(withEvent.key), store.keys.envelope(withEvent.key), store.keys.history(withEvent.key), store.keys.event(id))).toBe(0);
     expect(await redis.zscore(store.keys.nostrRecent, id)).toBeNull();
-    expect(await store.countByStatus()).toEqual({ pending: 1, partial: 0, confirmed: 0, failed: 0, rejected: 1 });
-    expect(await store.countByWitness(['nostr', 'ots'])).toEqual({ nostr: { pending: 1, partial: 0, confirmed: 0, failed: 0 }, ots: { pending: 1, partial: 0, confirmed: 0, failed: 0 } });
-    expect((await store.list({ limit: 10 })).keys.sort()).toEqual([pending.key, 'refused'].sort());
-    expect((await store.getBatch('ots', batch.id))?.digests).toHaveLength(2);
-    expect(await store.getRecord(pending.key)).toMatchObject({ status: 'pending', envelopeCanonical: pending.envelopeCanonical });
+    expect(await store.indexes.countByStatus()).toEqual({ pending: 1, partial: 0, confirmed: 0, failed: 0, rejected: 1 });
+    expect(await store.indexes.countByWitness(['nostr', 'ots'])).toEqual({ nostr: { pending: 1, partial: 0, confirmed: 0, failed: 0 }, ots: { pending: 1, partial: 0, confirmed: 0, failed: 0 } });
+    expect((await store.indexes.list({ limit: 10 })).keys.sort()).toEqual([pending.key, 'refused'].sort());
+    expect((await store.batches.getBatch('ots', batch.id))?.digests).toHaveLength(2);
+    expect(await store.subjects.getRecord(pending.key)).toMatchObject({ status: 'pending', envelopeCanonical: pending.envelopeCanonical });
   });
 });
 
-describe('set-relay.lua', () => {
+describe('set-relays.lua', () => {
   const report = (status: string) => ({ url: 'ws://r', status, message: status, at: '2026-01-01T00:00:00Z' });
   it.each([
     ['a first report is stored', [], 'failed', 'failed'],
@@ -714,25 +718,13 @@ describe('set-relay.lua', () => {
     ['a failure is replaced by an acceptance', ['failed'], 'accepted', 'accepted'],
   ])('%s', async (_name, before, next, kept) => {
     const ev = randomBytes(32).toString('hex');
-    for (const b of before as string[]) await store.setRelayReport(ev, report(b));
-    const all = await store.setRelayReport(ev, report(next as string));
-    expect(all.map((r) => r.status)).toEqual([kept]);
+    await store.events.storeEvent(ev, '{}', { subject: 'some-subject' });
+    const outbox = new RelayOutbox(store.events, ['ws://r']);
+    for (const b of before as string[]) await outbox.record('ws://r', [{ id: ev, report: report(b) }]);
+    const [recorded] = await outbox.record('ws://r', [{ id: ev, report: report(next as string) }]);
+    expect(recorded!.reports.map((r) => r.status)).toEqual([kept]);
+    expect((await store.events.relayReports(ev)).map((r) => r.status)).toEqual([kept]);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
-  });
-});
-
-describe('mark-sent.lua', () => {
-  it.each([
-    ['a first list is stored in order', [], ['ws://a', 'ws://b'], ['ws://a', 'ws://b'], 1],
-    ['relays already listed are skipped, new ones appended', [['ws://a', 'ws://b']], ['ws://b', 'ws://c'], ['ws://a', 'ws://b', 'ws://c'], 1],
-    ['nothing new: nothing written', [['ws://a']], ['ws://a'], ['ws://a'], 0],
-  ])('%s', async (_name, before, urls, want, added) => {
-    const ev = randomBytes(32).toString('hex');
-    for (const b of before as string[][]) await store.markRelaysSent(ev, b);
-    const res = await redis.eval(MARK_SENT.lua, 1, store.keys.event(ev), ...(urls as string[]));
-    expect(res).toBe(added);
-    expect((await store.eventRelays(ev)).relays).toEqual(want);
-    await expectKeysDeclared();
   });
 });
 
@@ -743,16 +735,16 @@ describe('set-subject-event.lua', () => {
     ['a subject that is gone gets nothing', 'gone', null],
   ])('%s', async (_name, before, want) => {
     const s = subject();
-    if (before !== 'gone') await store.accept({ ...s, ...BOTH });
+    if (before !== 'gone') await store.subjects.accept({ ...s, ...BOTH });
     const oldId = randomBytes(32).toString('hex');
     const newId = randomBytes(32).toString('hex');
-    if (before === 'has') await store.setSubjectEvents([{ key: s.key, id: oldId, json: '{"old":1}' }]);
+    if (before === 'has') await store.events.setSubjectEvents([{ key: s.key, id: oldId, json: '{"old":1}' }]);
     await expectKeysDeclared();
     const res = await redis.eval(SET_SUBJECT_EVENT.lua, 3, store.keys.subject(s.key), store.keys.event(newId), store.keys.envelope(s.key), newId, '{"new":1}', s.key, Buffer.from(newId, 'hex'));
     const expected = want === 'new' ? newId : want === 'old' ? oldId : null;
     expect(res).toBe(expected);
     // stored as its 32 bytes, read as hex
-    expect((await store.getRecord(s.key))?.nostrEventId ?? null).toBe(expected);
+    expect((await store.subjects.getRecord(s.key))?.nostrEventId ?? null).toBe(expected);
     if (want !== null) expect((await redis.hgetBuffer(store.keys.subject(s.key), 'nostr:event'))!.length).toBe(32);
     // a refused copy is not written beside the one in force
     expect(await redis.exists(store.keys.event(newId))).toBe(want === 'new' ? 1 : 0);
@@ -766,30 +758,30 @@ describe('the envelope is stored once', () => {
   it('envelope mode: a subject with its own event keeps the envelope only in it, and reads back the same', async () => {
     const s = subject();
     const id = randomBytes(32).toString('hex');
-    await store.accept({ ...s, nostrEvent: { id, json: eventOf(s) }, ...BOTH });
+    await store.subjects.accept({ ...s, nostrEvent: { id, json: eventOf(s) }, ...BOTH });
     expect(await redis.exists(store.keys.envelope(s.key))).toBe(0);
-    expect((await store.getRecord(s.key))?.envelopeCanonical).toBe(s.envelopeCanonical);
+    expect((await store.subjects.getRecord(s.key))?.envelopeCanonical).toBe(s.envelopeCanonical);
     await expectKeysDeclared();
   });
 
   it('an event whose content is not the envelope leaves the envelope beside the subject', async () => {
     const s = subject();
     const id = randomBytes(32).toString('hex');
-    await store.accept({ ...s, nostrEvent: { id, json: eventOf(s, '{"other":1}') }, ...BOTH });
+    await store.subjects.accept({ ...s, nostrEvent: { id, json: eventOf(s, '{"other":1}') }, ...BOTH });
     expect(await redis.get(store.keys.envelope(s.key))).toBe(s.envelopeCanonical);
-    expect((await store.getRecord(s.key))?.envelopeCanonical).toBe(s.envelopeCanonical);
+    expect((await store.subjects.getRecord(s.key))?.envelopeCanonical).toBe(s.envelopeCanonical);
   });
 
   it('auto mode: linking the subject its own event drops the envelope copy; the record still has it', async () => {
     const [s, t] = [subject(), subject()];
-    await store.acceptMany(BOTH, [s, t]);
+    await store.subjects.acceptMany(BOTH, [s, t]);
     expect(await redis.get(store.keys.envelope(s.key))).toBe(s.envelopeCanonical);
     const [idS, idT] = [randomBytes(32).toString('hex'), randomBytes(32).toString('hex')];
-    await store.setSubjectEvents([{ key: s.key, id: idS, json: eventOf(s) }, { key: t.key, id: idT, json: eventOf(t, 'not the envelope') }]);
+    await store.events.setSubjectEvents([{ key: s.key, id: idS, json: eventOf(s) }, { key: t.key, id: idT, json: eventOf(t, 'not the envelope') }]);
     await expectKeysDeclared();
     expect(await redis.exists(store.keys.envelope(s.key))).toBe(0);
     expect(await redis.get(store.keys.envelope(t.key))).toBe(t.envelopeCanonical);
-    const [rs, rt] = await store.getRecords([s.key, t.key]);
+    const [rs, rt] = await store.subjects.getRecords([s.key, t.key]);
     expect(rs).toMatchObject({ envelopeCanonical: s.envelopeCanonical, nostrEventId: idS });
     expect(rt).toMatchObject({ envelopeCanonical: t.envelopeCanonical, nostrEventId: idT });
   });
@@ -798,36 +790,36 @@ describe('the envelope is stored once', () => {
 describe('cut-batch.lua', () => {
   it('cuts the inbox head into a batch: digests in order, subjects linked, batch open', async () => {
     const many = [subject(), subject(), subject()];
-    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
-    const cut = (await store.cutBatch('ots', 2))!;
+    await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
+    const cut = (await store.batches.cutBatch('ots', 2))!;
     expect(cut.size).toBe(2);
     expect(cut.id).toMatch(/^1-[0-9a-f]{12}$/);
-    const batch = (await store.getBatch('ots', cut.id))!;
+    const batch = (await store.batches.getBatch('ots', cut.id))!;
     expect(batch.digests.map((d) => d.toString('hex'))).toEqual([many[0]!.digest, many[1]!.digest]);
-    expect(await store.batchKeys('ots', cut.id)).toEqual([many[0]!.key, many[1]!.key]);
-    expect((await store.getRecord(many[1]!.key))?.batches.ots).toEqual({ id: cut.id, index: 1 });
-    expect(await store.openBatchIds('ots')).toEqual([cut.id]);
+    expect(await store.batches.batchKeys('ots', cut.id)).toEqual([many[0]!.key, many[1]!.key]);
+    expect((await store.subjects.getRecord(many[1]!.key))?.batches.ots).toEqual({ id: cut.id, index: 1 });
+    expect(await store.batches.openBatchIds('ots')).toEqual([cut.id]);
     expect(await redis.lrange(store.keys.inbox('ots'), 0, -1)).toEqual([many[2]!.key]);
-    const second = (await store.cutBatch('ots', 10))!;
+    const second = (await store.batches.cutBatch('ots', 10))!;
     expect(second).toMatchObject({ size: 1 });
     expect(second.id).toMatch(/^2-/);
-    expect(await store.cutBatch('ots', 10)).toBeNull();
+    expect(await store.batches.cutBatch('ots', 10)).toBeNull();
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 
   it('skips subjects already in a batch (put back by the reconciler) and drops them from the inbox', async () => {
     const s = subject();
-    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [s]);
-    await store.cutBatch('ots', 10);
-    await store.addToInbox('ots', s.key);
-    expect(await store.cutBatch('ots', 10)).toBeNull();
-    expect(await store.inboxLength('ots')).toBe(0);
+    await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [s]);
+    await store.batches.cutBatch('ots', 10);
+    await store.batches.addToInbox('ots', s.key);
+    expect(await store.batches.cutBatch('ots', 10)).toBeNull();
+    expect(await store.batches.inboxLength('ots')).toBe(0);
     await expectKeysDeclared();
   });
 
   it('refuses a stale proposal (the head or the sequence moved) without writing', async () => {
     const [x, y] = [subject(), subject()];
-    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [x, y]);
+    await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, [x, y]);
     const k = store.keys;
     const run = (head: string[], seq: number): Promise<unknown> => {
       const id = `${seq}-000000000000`;
@@ -835,27 +827,27 @@ describe('cut-batch.lua', () => {
     };
     expect(await run([y.key], 1)).toEqual(['retry']); // not the head
     expect(await run([x.key], 2)).toEqual(['retry']); // not the next sequence number
-    expect(await store.inboxLength('ots')).toBe(2);
+    expect(await store.batches.inboxLength('ots')).toBe(2);
     expect(await redis.get(k.batchSeq('ots'))).toBeNull();
     expect(await run([x.key], 1)).toEqual(['1-000000000000', 1]);
   });
 
   it('two cutters racing on one inbox cut disjoint batches that cover every subject once', async () => {
     const many = Array.from({ length: 200 }, () => subject());
-    await store.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
+    await store.subjects.acceptMany({ witnesses: ['ots'], inboxes: ['ots'] }, many);
     const other = new AnchorStore(new Redis(server.url), prefix);
     try {
       const cutAll = async (st: AnchorStore): Promise<string[]> => {
         const ids: string[] = [];
         for (let i = 0; i < 100; i++) {
-          const c = await st.cutBatch('ots', 7);
+          const c = await st.batches.cutBatch('ots', 7);
           if (!c) break;
           ids.push(c.id);
         }
         return ids;
       };
       const [a, b] = await Promise.all([cutAll(store), cutAll(other)]);
-      const keys = (await Promise.all([...a, ...b].map((id) => store.batchKeys('ots', id)))).flat();
+      const keys = (await Promise.all([...a, ...b].map((id) => store.batches.batchKeys('ots', id)))).flat();
       expect(keys.sort()).toEqual(many.map((s) => s.key).sort());
       expect(new Set([...a, ...b].map((id) => id.split('-')[0])).size).toBe(a.length + b.length);
     } finally {
@@ -870,7 +862,7 @@ describe('cut-checkpoint.lua (the anchor log on)', () => {
   function logged() {
     const dir = tempDir('cut-checkpoint');
     const service = new LogService(redis as never, { dir, origin: 'example.test/cut', signer: generateSignerKey('example.test/cut').signer, intervalMs: 1_000_000, base: store.keys.base }, createLogger('silent'));
-    store.logKeys = service.keys;
+    store.subjects.logKeys = service.keys;
     service.start();
     const cuts = new CheckpointCuts(store, new LogFolder(dir), service.keys);
     return { service, cuts };
@@ -880,23 +872,23 @@ describe('cut-checkpoint.lua (the anchor log on)', () => {
     const { service, cuts } = logged();
     try {
       const first = [subject(), subject(), subject()];
-      const res = await store.acceptMany(BOTH, first);
+      const res = await store.subjects.acceptMany(BOTH, first);
       expect(res.inboxLengths).toEqual({});
-      expect(await store.inboxLength('ots')).toBe(0);
+      expect(await store.batches.inboxLength('ots')).toBe(0);
       expect(await cuts.cut('ots', 10)).toBeNull(); // no checkpoint yet
       expect(await service.tick()).toEqual({ size: 3 });
       const later = subject();
-      await store.acceptMany(BOTH, [later]); // sequenced after the checkpoint: not in this cut
+      await store.subjects.acceptMany(BOTH, [later]); // sequenced after the checkpoint: not in this cut
       expect(await cuts.waiting('ots')).toBe(3);
       const cut = (await cuts.cut('ots', 10))!;
       expect(cut).toMatchObject({ size: 3 });
-      const batch = (await store.getBatch('ots', cut.id))!;
+      const batch = (await store.batches.getBatch('ots', cut.id))!;
       expect(batch.digests).toEqual([]);
       expect(readCheckpointNote(batch.fields.note!).checkpoint.size).toBe(3);
       expect(batch.fields.cp).toBe('3');
-      expect(await store.batchKeys('ots', cut.id)).toEqual(first.map((s) => s.key));
-      expect((await store.getRecord(first[2]!.key))?.batches.ots).toEqual({ id: cut.id, index: 2 });
-      expect(await store.openBatchIds('ots')).toEqual([cut.id]);
+      expect(await store.batches.batchKeys('ots', cut.id)).toEqual(first.map((s) => s.key));
+      expect((await store.subjects.getRecord(first[2]!.key))?.batches.ots).toEqual({ id: cut.id, index: 2 });
+      expect(await store.batches.openBatchIds('ots')).toEqual([cut.id]);
       expect(await cuts.cut('ots', 10)).toBeNull(); // a range is cut once
       expect(await cuts.ahead('ots', later.key)).toBe(true);
       expect(await cuts.ahead('ots', first[0]!.key)).toBe(false);
@@ -905,7 +897,7 @@ describe('cut-checkpoint.lua (the anchor log on)', () => {
       expect(await expectKeysDeclared()).toBeGreaterThan(0);
     } finally {
       await service.stop();
-      store.logKeys = null;
+      store.subjects.logKeys = null;
     }
   });
 
@@ -914,15 +906,15 @@ describe('cut-checkpoint.lua (the anchor log on)', () => {
     try {
       const again = subject();
       await redis.hset(service.keys.index, again.key, '0');
-      const res = await store.acceptMany(BOTH, [again, subject()]);
+      const res = await store.subjects.acceptMany(BOTH, [again, subject()]);
       expect(res.inboxLengths).toEqual({ nostr: 1, ots: 1 });
       expect(await redis.lrange(store.keys.inbox('ots'), 0, -1)).toEqual([again.key]);
-      const cut = (await store.cutBatch('ots', 10))!;
-      expect((await store.getBatch('ots', cut.id))!.digests.map((d) => d.toString('hex'))).toEqual([again.digest]);
+      const cut = (await store.batches.cutBatch('ots', 10))!;
+      expect((await store.batches.getBatch('ots', cut.id))!.digests.map((d) => d.toString('hex'))).toEqual([again.digest]);
       await expectKeysDeclared();
     } finally {
       await service.stop();
-      store.logKeys = null;
+      store.subjects.logKeys = null;
     }
   });
 
@@ -930,17 +922,17 @@ describe('cut-checkpoint.lua (the anchor log on)', () => {
     const { service, cuts } = logged();
     try {
       for (const n of [2, 2, 3]) {
-        await store.acceptMany(BOTH, Array.from({ length: n }, () => subject()));
+        await store.subjects.acceptMany(BOTH, Array.from({ length: n }, () => subject()));
         await service.tick();
       }
       const sizes: number[] = [];
-      for (let c = await cuts.cut('ots', 4); c; c = await cuts.cut('ots', 4)) sizes.push(Number((await store.getBatch('ots', c.id))!.fields.cp));
+      for (let c = await cuts.cut('ots', 4); c; c = await cuts.cut('ots', 4)) sizes.push(Number((await store.batches.getBatch('ots', c.id))!.fields.cp));
       // 4 fits sizes 2 and 4; then 7 alone (3 more)
       expect(sizes).toEqual([4, 7]);
       await expectKeysDeclared();
     } finally {
       await service.stop();
-      store.logKeys = null;
+      store.subjects.logKeys = null;
     }
   });
 
@@ -948,13 +940,13 @@ describe('cut-checkpoint.lua (the anchor log on)', () => {
     const { service, cuts } = logged();
     try {
       const [x, y, z] = [subject(), subject(), subject()];
-      await store.acceptMany(BOTH, [x, y, z]);
+      await store.subjects.acceptMany(BOTH, [x, y, z]);
       await service.tick();
       const batchNote = (): string => readFileSync(join(service.options.dir, 'checkpoint'), 'utf8');
       await redis.hset(store.keys.subject(x.key), 'ots:batch', 'elsewhere');
       await redis.del(store.keys.subject(y.key));
       const cut = (await cuts.cut('ots', 10))!;
-      expect(await store.batchKeys('ots', cut.id)).toEqual([z.key]);
+      expect(await store.batches.batchKeys('ots', cut.id)).toEqual([z.key]);
       for (const k of [x.key, z.key]) await redis.hset(store.keys.subject(k), 'nostr:event', randomBytes(32));
       // a proposal from a cursor that moved (another daemon's cut landed) is refused
       const k = store.keys;
@@ -966,7 +958,7 @@ describe('cut-checkpoint.lua (the anchor log on)', () => {
       await expectKeysDeclared();
     } finally {
       await service.stop();
-      store.logKeys = null;
+      store.subjects.logKeys = null;
     }
   });
 });
@@ -985,11 +977,11 @@ describe('forget.lua', () => {
       const s = subject();
       const eventId = randomBytes(32).toString('hex');
       const other = subject();
-      await store.acceptMany(BOTH, [c.withEvent ? { ...s, nostrEvent: { id: eventId, json: '{"id":"x"}' } } : s, other]);
+      await store.subjects.acceptMany(BOTH, [c.withEvent ? { ...s, nostrEvent: { id: eventId, json: '{"id":"x"}' } } : s, other]);
       let progress = 1;
-      for (const [w, st] of c.witnesses) await store.setWitness(s.key, w, st, progress++);
-      await store.setWitness(other.key, 'nostr', 'confirmed', 1);
-      await store.setWitness(other.key, 'ots', 'confirmed', 1);
+      for (const [w, st] of c.witnesses) await store.subjects.setWitness(s.key, w, st, progress++);
+      await store.subjects.setWitness(other.key, 'nostr', 'confirmed', 1);
+      await store.subjects.setWitness(other.key, 'ots', 'confirmed', 1);
       const k = store.keys;
       if (c.eventMoved) {
         // another event linked between the read of the link and the script: simulated by a
@@ -1002,12 +994,12 @@ describe('forget.lua', () => {
           return v;
         };
         try {
-          expect(await store.forget([s.key, other.key])).toEqual([other.key]);
+          expect(await store.subjects.forget([s.key, other.key])).toEqual([other.key]);
         } finally {
           patched.hmgetBuffer = realHmget as never;
         }
       } else {
-        expect(await store.forget([s.key, other.key])).toEqual(c.expectRemoved ? [s.key, other.key] : [other.key]);
+        expect(await store.subjects.forget([s.key, other.key])).toEqual(c.expectRemoved ? [s.key, other.key] : [other.key]);
       }
       const left = await redis.exists(k.subject(s.key), k.envelope(s.key), k.history(s.key));
       expect(left).toBe(c.expectRemoved ? 0 : 3);
@@ -1017,9 +1009,9 @@ describe('forget.lua', () => {
       else expect(inIndexes).toBeGreaterThan(0);
       if (c.withEvent) expect(await redis.exists(k.event(eventId))).toBe(c.expectRemoved ? 0 : 1);
       // the counts follow: what stays is counted, what went is not
-      const counts = await store.countByStatus();
+      const counts = await store.indexes.countByStatus();
       for (const st of ['pending', 'partial', 'confirmed', 'failed']) expect(counts[st], st).toBe(await redis.zcard(k.byStatus(st)));
-      expect((await store.countByWitness(['nostr'])).nostr!.confirmed).toBe(c.witnesses[0]![1] === 'confirmed' && !c.expectRemoved ? 1 : 0);
+      expect((await store.indexes.countByWitness(['nostr'])).nostr!.confirmed).toBe(c.witnesses[0]![1] === 'confirmed' && !c.expectRemoved ? 1 : 0);
       expect(await redis.exists(k.subject(other.key))).toBe(0);
       expect(Number(await redis.hget(k.meta, 'retired'))).toBe(c.expectRemoved ? 2 : 1);
       // one entry for the call (the one-subject form for one subject), one retired event per subject
@@ -1027,7 +1019,7 @@ describe('forget.lua', () => {
       expect(retired).toHaveLength(1);
       expect(retired.flatMap((e) => expandEntry(e as RawEntry)).map((e) => [e.event.type, e.event.key, e.event.status])).toEqual(c.expectRemoved ? [['retired', s.key, 'confirmed'], ['retired', other.key, 'confirmed']] : [['retired', other.key, 'confirmed']]);
       // again: a no-op, except the subject skipped for a stale link, which a fresh read now removes
-      expect(await store.forget([s.key, other.key])).toEqual(c.eventMoved ? [s.key] : []);
+      expect(await store.subjects.forget([s.key, other.key])).toEqual(c.eventMoved ? [s.key] : []);
       expect(await expectKeysDeclared()).toBeGreaterThan(0);
     });
   }
@@ -1039,21 +1031,21 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
     const subjects = [subject(), subject(), subject(), subject()];
     const own = randomBytes(32).toString('hex');
     subjects[0] = { ...subjects[0]!, nostrEvent: { id: own, json: JSON.stringify({ id: own, content: subjects[0]!.envelopeCanonical }) } };
-    await store.acceptMany(BOTH, subjects);
+    await store.subjects.acceptMany(BOTH, subjects);
     const keys = subjects.map((s) => s.key);
-    const nostr = (await store.cutBatch('nostr', 10))!.id;
-    const ots = (await store.cutBatch('ots', 10))!.id;
+    const nostr = (await store.batches.cutBatch('nostr', 10))!.id;
+    const ots = (await store.batches.cutBatch('ots', 10))!.id;
     const batchEvent = randomBytes(32).toString('hex');
-    const json = await store.setBatchFieldOnce('nostr', nostr, 'event', JSON.stringify({ id: batchEvent, kind: 1 }));
-    await store.storeEvent(batchEvent, json, { batch: nostr });
-    await store.markRelaysSent(batchEvent, ['ws://127.0.0.1:1']);
-    await store.noteNostrQueued(batchEvent, Date.now(), 60_000);
+    const json = await store.batches.setBatchFieldOnce('nostr', nostr, 'event', JSON.stringify({ id: batchEvent, kind: 1 }));
+    await store.events.storeEvent(batchEvent, json, { batch: nostr });
+    await new RelayOutbox(store.events, ['ws://127.0.0.1:1']).add([batchEvent], Date.now());
+    await store.events.noteNostrQueued(batchEvent, Date.now(), 60_000);
     const attestation = randomBytes(32).toString('hex');
-    await store.storeEvent(attestation, '{"kind":1040}', {});
-    await store.setBatchFields('ots', ots, { [`nip03:${own}`]: attestation, nip03: 'done' });
-    await store.setWitnessMany(keys, 'nostr', 'confirmed', 1e12, '1 of 1 relays', nostr);
-    await store.setWitnessMany(keys, 'ots', 'pending', 1200, 'submitted', ots);
-    await store.setWitnessMany(keys, 'ots', 'confirmed', 1e12, 'Bitcoin block 7', ots);
+    await store.events.storeEvent(attestation, '{"kind":1040}', {});
+    await store.batches.setBatchFields('ots', ots, { [`nip03:${own}`]: attestation, nip03: 'done' });
+    await store.subjects.setWitnessMany(keys, 'nostr', 'confirmed', 1e12, '1 of 1 relays', nostr);
+    await store.subjects.setWitnessMany(keys, 'ots', 'pending', 1200, 'submitted', ots);
+    await store.subjects.setWitnessMany(keys, 'ots', 'confirmed', 1e12, 'Bitcoin block 7', ots);
     return { keys, nostr, ots, batchEvent, attestation, own };
   }
 
@@ -1064,40 +1056,40 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
 
   it('retiring half leaves both batches whole for the other half (history, digests); retiring the rest leaves no key of either batch', async () => {
     const b = await confirmedBatches();
-    const histories = await Promise.all(b.keys.map((key) => store.history(key)));
+    const histories = await Promise.all(b.keys.map((key) => store.subjects.history(key)));
     const before = await keysOf([b.nostr, b.ots, b.batchEvent, b.attestation]);
     expect(before.length).toBeGreaterThanOrEqual(7);
 
-    expect(await store.forget(b.keys.slice(0, 2))).toEqual(b.keys.slice(0, 2));
+    expect(await store.subjects.forget(b.keys.slice(0, 2))).toEqual(b.keys.slice(0, 2));
     expect((await keysOf([b.nostr, b.ots, b.batchEvent, b.attestation])).sort()).toEqual([...before].sort());
     for (const [i, key] of b.keys.entries()) {
       if (i < 2) continue;
-      expect(await store.history(key)).toEqual(histories[i]);
-      expect((await store.getBatch('ots', b.ots))?.digests.length).toBe(4);
+      expect(await store.subjects.history(key)).toEqual(histories[i]);
+      expect((await store.batches.getBatch('ots', b.ots))?.digests.length).toBe(4);
     }
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
 
-    expect(await store.forget(b.keys.slice(2))).toEqual(b.keys.slice(2));
+    expect(await store.subjects.forget(b.keys.slice(2))).toEqual(b.keys.slice(2));
     expect(await keysOf([b.nostr, b.ots, b.batchEvent, b.attestation, ...b.keys, b.own])).toEqual([]);
     expect(await redis.zscore(store.keys.nostrRecent, b.batchEvent)).toBeNull();
     expect(await redis.scard(store.keys.emptiedBatches('nostr'))).toBe(0);
     expect(await redis.scard(store.keys.emptiedBatches('ots'))).toBe(0);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
     // again: nothing to do
-    expect(await store.forget(b.keys)).toEqual([]);
-    expect(await store.dropEmptiedBatches()).toBe(0);
+    expect(await store.subjects.forget(b.keys)).toEqual([]);
+    expect(await store.batches.dropEmptiedBatches()).toBe(0);
   });
 
   it('a batch with work left after its confirmation (polls, NIP-03) stays until that work is done', async () => {
     const b = await confirmedBatches();
-    await store.setBatchWork('ots', b.ots, true);
-    expect(await store.forget(b.keys)).toEqual(b.keys);
+    await store.batches.setBatchWork('ots', b.ots, true);
+    expect(await store.subjects.forget(b.keys)).toEqual(b.keys);
     // the Nostr batch went; the OTS batch waits
     expect(await keysOf([b.nostr, b.batchEvent])).toEqual([]);
     expect((await keysOf([b.ots])).length).toBeGreaterThanOrEqual(3);
-    expect(await store.dropEmptiedBatches()).toBe(0);
-    await store.setBatchWork('ots', b.ots, false);
-    expect(await store.dropEmptiedBatches()).toBe(1);
+    expect(await store.batches.dropEmptiedBatches()).toBe(0);
+    await store.batches.setBatchWork('ots', b.ots, false);
+    expect(await store.batches.dropEmptiedBatches()).toBe(1);
     expect(await keysOf([b.ots, b.attestation])).toEqual([]);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
@@ -1105,9 +1097,9 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
   it('an attestation signed between the read and the drop: nothing dropped by the stale call, the next read drops it all', async () => {
     const b = await confirmedBatches();
     // the last subject's forget leaves the OTS batch listed, not yet dropped
-    await store.setBatchWork('ots', b.ots, true);
-    await store.forget(b.keys);
-    await store.setBatchWork('ots', b.ots, false);
+    await store.batches.setBatchWork('ots', b.ots, true);
+    await store.subjects.forget(b.keys);
+    await store.batches.setBatchWork('ots', b.ots, false);
     const late = randomBytes(32).toString('hex');
     const realHkeys = store.redis.hkeys.bind(store.redis);
     const patched = store.redis as unknown as { hkeys: (k: string) => Promise<string[]> };
@@ -1116,13 +1108,13 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
       const v = await realHkeys(k);
       if (once && k === store.keys.batch('ots', b.ots)) {
         once = false;
-        await store.storeEvent(late, '{"kind":1040}', {});
-        await store.setBatchFields('ots', b.ots, { 'nip03:other': late });
+        await store.events.storeEvent(late, '{"kind":1040}', {});
+        await store.batches.setBatchFields('ots', b.ots, { 'nip03:other': late });
       }
       return v;
     };
     try {
-      expect(await store.dropEmptiedBatches()).toBe(1);
+      expect(await store.batches.dropEmptiedBatches()).toBe(1);
     } finally {
       patched.hkeys = realHkeys as never;
     }

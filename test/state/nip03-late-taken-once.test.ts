@@ -32,38 +32,38 @@ const eventId = (): string => randomBytes(32).toString('hex');
 it('batches fixing their lists at the same time commit each late event once, and the waiting set empties', async () => {
   const store = new AnchorStore(redis, 'late');
   const late = Array.from({ length: 50 }, eventId);
-  await store.addLateNip03Events(late);
+  await store.batches.addLateNip03Events(late);
   const lists = await Promise.all(['b1', 'b2', 'b3', 'b4'].map((b) => fixBatchEventIds(store, b)));
   const committed = lists.flat();
   expect(new Set(committed).size).toBe(committed.length);
   expect([...committed].sort()).toEqual([...late].sort());
-  expect(await store.lateNip03Events(100)).toEqual([]);
+  expect(await store.batches.lateNip03Events(100)).toEqual([]);
   // a retry of a batch gets its list in force, and takes nothing more
-  await store.addLateNip03Events([eventId()]);
+  await store.batches.addLateNip03Events([eventId()]);
   expect(await fixBatchEventIds(store, 'b1')).toEqual(lists[0]);
-  expect(await store.lateNip03Events(100)).toHaveLength(1);
+  expect(await store.batches.lateNip03Events(100)).toHaveLength(1);
 });
 
 it("a batch's own subjects linked to an event after its list was fixed wait for a later batch, whichever side sees the link", async () => {
   const store = new AnchorStore(redis, 'late-own');
   const keys = ['own-1', 'own-2', 'own-3', 'own-4'];
-  await store.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: ['ots'] }, keys.map((key, i) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: String(i).repeat(64), fingerprint: 'b'.repeat(64) })));
-  const cut = (await store.cutBatch('ots', 4))!;
+  await store.subjects.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: ['ots'] }, keys.map((key, i) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: String(i).repeat(64), fingerprint: 'b'.repeat(64) })));
+  const cut = (await store.batches.cutBatch('ots', 4))!;
   const link = async (key: string): Promise<string> => {
     const id = eventId();
-    expect(await store.setSubjectEvents([{ key, id, json: JSON.stringify({ id, content: `{"k":"${key}"}` }) }])).toEqual([id]);
+    expect(await store.events.setSubjectEvents([{ key, id, json: JSON.stringify({ id, content: `{"k":"${key}"}` }) }])).toEqual([id]);
     return id;
   };
   const before = await link('own-1');
   // the OTS side fixes the list: the event linked before is in it, nothing waits
   expect(await fixBatchEventIds(store, cut.id)).toEqual([before]);
-  expect(await store.lateNip03Events(10)).toEqual([]);
+  expect(await store.batches.lateNip03Events(10)).toEqual([]);
   // linked after: the Nostr side reads the fixed list and notes the event
   const after = await link('own-2');
   await noteLateEvents(store, [{ key: 'own-2', eventId: after }]);
-  expect(await store.lateNip03Events(10)).toEqual([after]);
+  expect(await store.batches.lateNip03Events(10)).toEqual([after]);
   // a retry of the OTS side (the list in force) reads every subject again: the late one is noted once, a new one too
   const later = await link('own-3');
   expect(await fixBatchEventIds(store, cut.id)).toEqual([before]);
-  expect((await store.lateNip03Events(10)).sort()).toEqual([after, later].sort());
+  expect((await store.batches.lateNip03Events(10)).sort()).toEqual([after, later].sort());
 });

@@ -59,7 +59,7 @@ const T = 1_700_000_000_000;
 
 beforeEach(async () => {
   store = new AnchorStore(redis, `ob-${randomBytes(3).toString('hex')}`);
-  outbox = new RelayOutbox(store, [A, B]);
+  outbox = new RelayOutbox(store.events, [A, B]);
   seen.splice(0);
 });
 
@@ -101,7 +101,7 @@ describe('relay outboxes', () => {
     const ids = Array.from({ length: 5 }, (_, i) => `e${i}`);
     for (const id of ids) await event(id);
     await outbox.add(ids, T);
-    const other = new RelayOutbox(store, [A, B]);
+    const other = new RelayOutbox(store.events, [A, B]);
     const first = await outbox.take(A, T, 10, 60_000, 3);
     expect(first).toEqual({ ids: ['e0', 'e1', 'e2'] });
     const second = await other.take(A, T, 10, 60_000, 3);

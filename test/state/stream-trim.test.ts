@@ -8,7 +8,8 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { AnchorStore, type AcceptSubject, type AcceptTargets } from '../../src/adapters/state/anchor-store.js';
+import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
+import type { AcceptSubject, AcceptTargets } from '../../src/adapters/state/subjects.js';
 import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { privateRedis } from '../helpers/harness.js';
@@ -38,11 +39,11 @@ it('a bulk accept after 1,000 lone accepts keeps every subject event for a consu
   // a consumer group that has read nothing yet (a reader lagging behind, as the webhook fan-out's cursor may)
   await redis.xgroup('CREATE', store.keys.events, 'lagging', '0', 'MKSTREAM');
   const lone = Array.from({ length: 1000 }, () => subject());
-  for (const s of lone) await store.acceptMany(TARGETS, [s]);
+  for (const s of lone) await store.subjects.acceptMany(TARGETS, [s]);
   expect(await redis.xlen(store.keys.events)).toBe(1000);
   // one bulk job of 250 subjects (one accept.lua call: ACCEPT_CHUNK)
   const bulk = Array.from({ length: 250 }, () => subject());
-  await store.acceptMany(TARGETS, bulk);
+  await store.subjects.acceptMany(TARGETS, bulk);
   const seen: string[] = [];
   for (let i = 0; i < 100; i++) {
     const res = (await redis.xreadgroup('GROUP', 'lagging', 'c', 'COUNT', 500, 'STREAMS', store.keys.events, '>')) as Array<[string, RawEntry[]]> | null;
@@ -62,15 +63,15 @@ it('retention: the proofs it offers the webhooks stay on the stream while its fo
   await redis.xgroup('CREATE', store.keys.events, 'fan-out', '$', 'MKSTREAM');
   // last pass's 100 subjects, acknowledged by every hook: confirmed, ready to be forgotten
   const ready = Array.from({ length: 100 }, () => subject());
-  await store.acceptMany({ witnesses: ['nostr'], inboxes: ['nostr'] }, ready);
-  await store.setWitnessMany(ready.map((s) => s.key), 'nostr', 'confirmed', 1e12, '1 of 1 relays');
+  await store.subjects.acceptMany({ witnesses: ['nostr'], inboxes: ['nostr'] }, ready);
+  await store.subjects.setWitnessMany(ready.map((s) => s.key), 'nostr', 'confirmed', 1e12, '1 of 1 relays');
   const lastId = (await redis.xrevrange(store.keys.events, '+', '-', 'COUNT', 1))[0]![0];
   await redis.xgroup('SETID', store.keys.events, 'fan-out', lastId);
   // this pass (retention.limit 5,000): 5,000 proofs offered (one entry each), then the forget
   const handover = new WebhookHandover(redis, store.keys.base, ['hook']);
   const offered = Array.from({ length: 5000 }, (_, i) => `offered-${i}`);
   for (const key of offered) await handover.offer(store.keys.events, store.keys.eventTally, key, { status: 'confirmed', digest: 'd'.repeat(64) } as never, 1_700_000_000_000);
-  expect(await store.forget(ready.map((s) => s.key))).toHaveLength(100);
+  expect(await store.subjects.forget(ready.map((s) => s.key))).toHaveLength(100);
   // the fan-out then reads what it has not read yet
   const proofs: string[] = [];
   for (let i = 0; i < 100; i++) {

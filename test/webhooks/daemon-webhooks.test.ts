@@ -73,12 +73,12 @@ describe('a batch transition of 300 subjects (packed stream entries)', () => {
     try {
       const keys = Array.from({ length: 300 }, (_, i) => `hooked-${randomBytes(3).toString('hex')}-${i}`);
       // no inbox: the daemon's witnesses leave these subjects alone
-      await s.daemon.store.acceptMany(
+      await s.daemon.store.subjects.acceptMany(
         { witnesses: ['ots'], inboxes: [] },
         keys.map((key) => ({ key, kind: 'receipt', envelopeCanonical: `{"k":"${key}"}`, digest: randomBytes(32).toString('hex'), fingerprint: sha256Hex(`fp-${key}`) })),
       );
       const mid = (await s.daemon.redis.xrevrange(s.daemon.store.keys.events, '+', '-', 'COUNT', 1))[0]![0];
-      await s.daemon.store.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted to 2 calendars', `b-${keys[0]}`);
+      await s.daemon.store.subjects.setWitnessMany(keys, 'ots', 'partial', 1, 'submitted to 2 calendars', `b-${keys[0]}`);
       const entries = (await s.daemon.redis.xrange(s.daemon.store.keys.events, `(${mid}`, '+')).map((e) => e[0]);
       expect(entries).toHaveLength(2);
 

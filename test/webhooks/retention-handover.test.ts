@@ -65,7 +65,7 @@ describe('retention hands proofs to every webhook before removing subjects', () 
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
     await waitFor(`${N} subjects confirmed`, async () => {
       for (const cal of calendars) if (cal.pendingCount() > 0) await cal.mine();
-      const records = await issuer.store.getRecords(keys);
+      const records = await issuer.store.subjects.getRecords(keys);
       return records.every((r) => r?.status === 'confirmed');
     }, 60_000, 100);
     const exporter = new ProofExporter(issuer.store, { relays: daemon.config.nostr.relays, calendars: daemon.config.ots.calendars });
@@ -78,11 +78,11 @@ describe('retention hands proofs to every webhook before removing subjects', () 
     const passesBefore = b.requests.length;
     await waitFor('b refused several more attempts meanwhile', () => b.requests.length > passesBefore + 2, 30_000, 50);
     expect(await issuer.count('confirmed')).toBe(N);
-    expect((await issuer.store.getRecords(keys)).every((r) => r?.status === 'confirmed')).toBe(true);
+    expect((await issuer.store.subjects.getRecords(keys)).every((r) => r?.status === 'confirmed')).toBe(true);
     for (const e of proofsAt(a)) if (expected.has(e.key)) expect(JSON.stringify(e.proof)).toBe(expected.get(e.key));
 
     b.policy = () => 204;
-    await waitFor('every subject removed', async () => (await issuer.store.getRecords(keys)).every((r) => r === null), 60_000, 100);
+    await waitFor('every subject removed', async () => (await issuer.store.subjects.getRecords(keys)).every((r) => r === null), 60_000, 100);
     expect(await issuer.count('confirmed')).toBe(0);
     for (const r of [a, b]) for (const k of keys) expect(proofsAt(r).some((e) => e.key === k), `${k} at ${r.url}`).toBe(true);
     // the notes of the handover are cleared with the subjects (right after them: forget, then clear)

@@ -5,7 +5,7 @@
  */
 import { BatchTree } from '../../core/batch/batch-tree.js';
 import { readCheckpointNote } from '../../core/nostr/events.js';
-import type { BatchInfo } from '../state/anchor-store.js';
+import type { BatchInfo } from '../state/batches.js';
 
 /** A batch's checkpoint: the tree size it covers, its signed note and root. */
 export interface BatchCheckpoint {

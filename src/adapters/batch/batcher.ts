@@ -68,7 +68,7 @@ export class Batcher {
    */
   async poke(waiting?: number | null): Promise<void> {
     if (waiting === null) return;
-    const n = waiting ?? (await this.store.inboxLength(this.witness)) + ((await this.opts.fromLog?.waiting()) ?? 0);
+    const n = waiting ?? (await this.store.batches.inboxLength(this.witness)) + ((await this.opts.fromLog?.waiting()) ?? 0);
     if (n >= this.opts.maxSize) await this.tick(false);
     else if (n > 0 && this.opts.cutEarly && (await this.opts.cutEarly(n))) await this.tick(true);
   }
@@ -96,8 +96,8 @@ export class Batcher {
   }
 
   private async pass(cutPartial: boolean): Promise<void> {
-    for (const id of await this.store.openBatchIds(this.witness)) await this.opts.handOver(id);
-    const inbox: CutSource = { waiting: () => this.store.inboxLength(this.witness), cut: (max) => this.store.cutBatch(this.witness, max) };
+    for (const id of await this.store.batches.openBatchIds(this.witness)) await this.opts.handOver(id);
+    const inbox: CutSource = { waiting: () => this.store.batches.inboxLength(this.witness), cut: (max) => this.store.batches.cutBatch(this.witness, max) };
     for (const source of this.opts.fromLog ? [this.opts.fromLog, inbox] : [inbox]) {
       for (let i = 0; i < MAX_CUTS_PER_TICK; i++) {
         // A timer tick cuts one partial batch; beyond that, and on pokes, only full ones.

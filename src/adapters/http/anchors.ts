@@ -9,7 +9,7 @@ import { ProofArchive, archivedSummary } from '../archive/proof-archive.js';
 import { type BulkEnqueueOutcome, type EnqueueOutcome } from '../queue/producer.js';
 import { enqueueSubjectRouted, enqueueSubjectsRouted } from '../queue/routed-producer.js';
 import { readSubject, type JobLimits, type SubjectInput } from '../intake/job-data.js';
-import { SUBJECT_STATUSES } from '../state/anchor-store.js';
+import { SUBJECT_STATUSES } from '../state/subject-hash.js';
 import { WITNESSES, type WitnessName } from '../state/keys.js';
 import { anchorDetail, configuredSources, summarize } from '../state/subject-view.js';
 import { readJsonBody } from './body.js';
@@ -54,7 +54,7 @@ export class AnchorRoutes {
   async get({ params }: RequestContext): Promise<Reply> {
     const key = params.key!;
     const store = this.daemon.state.of(key);
-    const record = await store.getRecord(key);
+    const record = await store.subjects.getRecord(key);
     if (!record) {
       const archived = await this.archive?.read(key);
       if (archived) return json(200, archivedSummary(key, archived.proof));

@@ -35,7 +35,7 @@ export class RequestRedis {
     const mirrored = new Map<Queue, Queue>([[daemon.intakeQueue, intakeQueue]]);
     for (const q of daemon.queues) if (!mirrored.has(q)) mirrored.set(q, mirror(q));
     const queues = [...mirrored.values()];
-    const intakeTargets = daemon.intakeTargets.map((t, i) => ({ queue: mirrored.get(t.queue) ?? mirror(t.queue), store: state.shards[i]! }));
+    const intakeTargets = daemon.intakeTargets.map((t, i) => ({ queue: mirrored.get(t.queue) ?? mirror(t.queue), subjects: state.shards[i]!.subjects }));
     this.queues = queues;
     this.view = {
       config: daemon.config,

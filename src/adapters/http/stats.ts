@@ -89,7 +89,7 @@ async function relayWaiting(daemon: DaemonView): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   if (!daemon.config.nostr.enabled) return out;
   const relays = daemon.config.nostr.relays;
-  const sizes = await Promise.all(daemon.state.shards.map((store) => new RelayOutbox(store, relays).sizes()));
+  const sizes = await Promise.all(daemon.state.shards.map((store) => new RelayOutbox(store.events, relays).sizes()));
   for (const url of relays) out.set(displayUrl(url), sizes.reduce((n, m) => n + (m.get(url) ?? 0), 0));
   return out;
 }

@@ -18,7 +18,8 @@ import type { Logger } from 'pino';
 import { Aer1Error, InputError } from '../../core/errors/errors.js';
 import { rootFingerprint, type PreparedSubject } from '../../core/envelope/prepared.js';
 import type { Envelope } from '../../core/envelope/envelope.js';
-import { ACCEPT_CHUNK, type AcceptSubject, type AnchorStore } from '../state/anchor-store.js';
+import type { AnchorStore } from '../state/anchor-store.js';
+import { ACCEPT_CHUNK, type AcceptSubject } from '../state/subjects.js';
 import type { WitnessName } from '../state/keys.js';
 import { bulkSubjectsOf, isBulkJobData, readOutcome, type JobLimits, type ReadOutcome, type SubjectInput } from './job-data.js';
 import { backoffDelay } from '../../core/retry/backoff.js';
@@ -135,7 +136,7 @@ export class IntakeProcessor {
 
   /** Records a job refused before its data is read (another job name), like any refusal; always throws. */
   async refuse(jobId: string | undefined, reason: string): Promise<never> {
-    if (jobId !== undefined) await this.store.reject(jobId, reason);
+    if (jobId !== undefined) await this.store.subjects.reject(jobId, reason);
     this.log.warn({ jobId, reason }, 'job refused');
     throw new UnrecoverableError(`refused: ${reason}`);
   }
@@ -165,7 +166,7 @@ export class IntakeProcessor {
     const key = read.key;
     if (jobId !== undefined && jobId !== key && !isGeneratedJobId(jobId)) {
       const reason = `job id ${quoteBounded(jobId)} is not the subject key ${quoteBounded(key)} (receipt_uuid, or job_id for chain heads)`;
-      await this.store.reject(jobId, reason);
+      await this.store.subjects.reject(jobId, reason);
       throw new UnrecoverableError(`refused: ${reason}`);
     }
     const archived = await this.fromArchive(read);
@@ -175,7 +176,7 @@ export class IntakeProcessor {
       throw new UnrecoverableError(archived.reason);
     }
     const subject = this.signed(read);
-    const { results, inboxLengths } = await this.store.acceptMany(this.anchoring, [subject]);
+    const { results, inboxLengths } = await this.store.subjects.acceptMany(this.anchoring, [subject]);
     const res = results[0]!;
     if (res.result === 'conflict') {
       // the accept script recorded it in the subject's history and on the stream
@@ -246,7 +247,7 @@ export class IntakeProcessor {
         keep(notes);
         continue;
       }
-      const page = await this.store.acceptMany(this.anchoring, valid.map((v) => v.subject));
+      const page = await this.store.subjects.acceptMany(this.anchoring, valid.map((v) => v.subject));
       Object.assign(inboxLengths, page.inboxLengths);
       page.results.forEach((res, i) => {
         const { index, subject } = valid[i]!;

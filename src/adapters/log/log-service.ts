@@ -1,6 +1,6 @@
 /**
  * One shard's anchor log in the daemon (log.enabled, docs/log.md): accept.lua sequences the
- * subjects into Redis (AnchorStore.logKeys); this service moves them into the log's files
+ * subjects into Redis (SubjectStore.logKeys); this service moves them into the log's files
  * and signs a checkpoint at most every log.checkpointIntervalMs while there are new entries.
  * One daemon publishes a shard at a time: it holds a lease in Redis (`<base>:log:lease`,
  * renewed each tick); another daemon takes over only once the lease has expired, and then

@@ -35,20 +35,20 @@ export class Nip03Publisher {
 
   /** Publishes the batch's attestations; returns how many events were handed to the relays. */
   async publishBatch(batchId: string): Promise<number> {
-    const fields = await this.store.otsNip03State(batchId);
+    const fields = await this.store.batches.otsNip03State(batchId);
     if (fields.done || !fields.eventsRoot || !fields.bitcoin || !fields.ts) return 0;
-    const batch = await this.store.getBatch('ots', batchId);
+    const batch = await this.store.batches.getBatch('ots', batchId);
     if (!batch) return 0;
     const bitcoin = JSON.parse(fields.bitcoin) as { height: number; time?: number };
     const subjectsRoot = batchRoot(batch);
     // the list fixed with events_root (event_ids is written with it, so one without the other is a hand edit)
-    const eventIds = (await this.store.otsEventIds(batchId)) ?? [];
+    const eventIds = (await this.store.batches.otsEventIds(batchId)) ?? [];
     const ids = eventIds.map((e) => Buffer.from(e, 'hex'));
     const eventsRoot = eventsRootOf(ids);
     if (!eventsRoot || eventsRoot.toString('hex') !== fields.eventsRoot) {
       // Only a state edited by hand gets here: never sign a proof that does not hold.
       this.log.error({ batchId }, 'NIP-03: the batch\'s event ids no longer give its events_root; no attestations published');
-      await this.store.finishOtsNip03(batchId, 'event ids do not match events_root');
+      await this.store.batches.finishOtsNip03(batchId, 'event ids do not match events_root');
       return 0;
     }
     const ts = parseTimestamp(Buffer.from(fields.ts, 'base64'), subjectsRoot);
@@ -74,14 +74,14 @@ export class Nip03Publisher {
     let sent = 0;
     for (let i = 0; i < ids.length; i++) {
       const eventId = eventIds[i]!;
-      const done = await this.store.otsNip03Attestation(batchId, eventId);
+      const done = await this.store.batches.otsNip03Attestation(batchId, eventId);
       if (done) {
         // signed by an earlier run: make sure it is on its way, sign nothing new
         await this.nostr.ensurePublishing(done);
         sent++;
         continue;
       }
-      const target = await this.store.eventJson(eventId);
+      const target = await this.store.events.eventJson(eventId);
       if (!target) continue;
       const kind = (JSON.parse(target) as SignedEvent).kind;
       const ots = serializeDetached(eventIdProof(events, ids[i]!, i, subjectsRoot, single));
@@ -89,12 +89,12 @@ export class Nip03Publisher {
       // The first attestation signed for this event is the one published, across retries and
       // daemons: its JSON is stored before its id is named in the batch, so the id named
       // always has its JSON. (A candidate that lost the race stays stored, unpublished.)
-      await this.store.storeEvent(candidate.id, serializeEvent(candidate), {});
-      const chosen = await this.store.fixOtsNip03Attestation(batchId, eventId, candidate.id);
+      await this.store.events.storeEvent(candidate.id, serializeEvent(candidate), {});
+      const chosen = await this.store.batches.fixOtsNip03Attestation(batchId, eventId, candidate.id);
       await this.nostr.ensurePublishing(chosen);
       sent++;
     }
-    await this.store.finishOtsNip03(batchId);
+    await this.store.batches.finishOtsNip03(batchId);
     this.log.info({ batchId, events: sent, height: bitcoin.height }, 'NIP-03 attestations handed to the relays');
     return sent;
   }

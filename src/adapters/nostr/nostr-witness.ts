@@ -11,7 +11,8 @@
 import { Queue, Worker, type Job, type ConnectionOptions } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import type { AnchorStore, RelayReportRecord } from '../state/anchor-store.js';
+import type { AnchorStore } from '../state/anchor-store.js';
+import type { RelayReportRecord } from '../state/events.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { backoffDelay } from '../../core/retry/backoff.js';
 import { nostrBatchQueueName } from '../bullmq/names.js';
@@ -163,7 +164,7 @@ export class NostrWitness {
     this.log = log.child({ witness: 'nostr' });
     this.hooks = hooks;
     this.policy = new PolicyPublisher(store, key, opts);
-    this.outbox = new RelayOutbox(store, opts.relays);
+    this.outbox = new RelayOutbox(store.events, opts.relays);
     this.kept = opts.upkeep ? new UpkeepState(store) : null;
     // In every mode: batches cut under auto or batch mode are finished after a switch to envelope.
     this.batchQueue = new Queue(nostrBatchQueueName(opts.queueBase), { connection: opts.connection, prefix: opts.bullPrefix });
@@ -264,7 +265,7 @@ export class NostrWitness {
    */
   async repairPublishing(eventId: string, current: WitnessStatus, reopenBeforeMs: number): Promise<PublishRepair> {
     const out: PublishRepair = { missing: 0, reopened: 0, moved: 0 };
-    const reports = await this.store.relayReports(eventId);
+    const reports = await this.store.events.relayReports(eventId);
     const byUrl = new Map(reports.map((r) => [r.url, r]));
     const latest = [...reports].sort((a, b) => a.at.localeCompare(b.at)).at(-1);
     if (latest && nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum).status !== current) {
@@ -300,7 +301,7 @@ export class NostrWitness {
 
   /** The batch event of a batch, or null when it has none (not decided yet, not made yet, or decided `envelope`). */
   async batchEventId(batchId: string): Promise<string | null> {
-    const { event: json } = await this.store.nostrBatchEvent(batchId);
+    const { event: json } = await this.store.batches.nostrBatchEvent(batchId);
     return json ? (JSON.parse(json) as SignedEvent).id : null;
   }
 
@@ -332,7 +333,7 @@ export class NostrWitness {
 
   /** Auto mode: what the relays already carry against the budget (docs/nostr.md): the backlog and the events queued within the horizon. */
   async load(): Promise<{ backlog: number; recent: number }> {
-    const [backlog, recent] = await Promise.all([this.backlog(), this.store.recentNostrQueued(Date.now(), this.opts.autoHorizonMs)]);
+    const [backlog, recent] = await Promise.all([this.backlog(), this.store.events.recentNostrQueued(Date.now(), this.opts.autoHorizonMs)]);
     return { backlog, recent };
   }
 
@@ -352,7 +353,7 @@ export class NostrWitness {
     } else {
       decision = { mode: this.opts.mode, size };
     }
-    const inForce = (await this.store.fixNostrBatchMode(batchId, decision.mode)) as NostrEventMode;
+    const inForce = (await this.store.batches.fixNostrBatchMode(batchId, decision.mode)) as NostrEventMode;
     if (inForce !== decision.mode) return { mode: inForce, size };
     this.hooks.onModeDecision?.(decision.mode, size);
     if (this.opts.mode === 'auto' && this.lastMode !== null && this.lastMode !== decision.mode) {
@@ -372,19 +373,19 @@ export class NostrWitness {
   }
 
   private async batchJob(batchId: string): Promise<void> {
-    const batch = await this.store.getBatch('nostr', batchId);
+    const batch = await this.store.batches.getBatch('nostr', batchId);
     if (!batch) {
-      await this.store.closeBatch('nostr', batchId);
+      await this.store.batches.closeBatch('nostr', batchId);
       return;
     }
     const mode = await this.serialized(async () => {
-      const decision = await this.decideMode(batchId, batch.size, await this.store.nostrBatchEvent(batchId));
+      const decision = await this.decideMode(batchId, batch.size, await this.store.batches.nostrBatchEvent(batchId));
       // The per-subject publishes are queued before the next decision reads the backlog.
       if (decision.mode === 'envelope') await this.publishEnvelopes(batchId);
       return decision.mode;
     });
     if (mode === 'envelope') {
-      await this.store.closeBatch('nostr', batchId);
+      await this.store.batches.closeBatch('nostr', batchId);
       return;
     }
     // cut from the anchor log: the batch event is the checkpoint's (its note, byte for byte)
@@ -393,11 +394,11 @@ export class NostrWitness {
       ? checkpointEvent({ note: cp.note, createdAt: Math.floor(Date.parse(batch.anchoredAt) / 1000), kind: this.opts.kind }, this.key)
       : batchEvent({ anchoredAt: batch.anchoredAt, batchRootHex: batchRoot(batch).toString('hex'), leafCount: batch.size, kind: this.opts.kind }, this.key);
     // Two daemons may race here: the first event stored for the batch is the one published.
-    const json = await this.store.fixNostrBatchEvent(batchId, serializeEvent(candidate));
+    const json = await this.store.batches.fixNostrBatchEvent(batchId, serializeEvent(candidate));
     const event = JSON.parse(json) as SignedEvent;
-    await this.store.storeEvent(event.id, json, { batch: batchId });
+    await this.store.events.storeEvent(event.id, json, { batch: batchId });
     await this.ensurePublishing(event.id);
-    await this.store.closeBatch('nostr', batchId);
+    await this.store.batches.closeBatch('nostr', batchId);
   }
 
   /**
@@ -405,10 +406,10 @@ export class NostrWitness {
    * unless it has one (a retry keeps the copy stored first), and queues it on every relay.
    */
   private async publishEnvelopes(batchId: string): Promise<void> {
-    const keys = await this.store.batchKeys('nostr', batchId);
+    const keys = await this.store.batches.batchKeys('nostr', batchId);
     for (let i = 0; i < keys.length; i += 500) {
       const chunk = keys.slice(i, i + 500);
-      const records = await this.store.getRecords(chunk);
+      const records = await this.store.subjects.getRecords(chunk);
       const items: Array<{ key: string; id: string; json: string; envelope?: string }> = [];
       for (const r of records) {
         if (!r || !r.envelopeCanonical || !r.digest) continue;
@@ -420,7 +421,7 @@ export class NostrWitness {
         items.push({ key: r.key, id: ev.id, json: serializeEvent(ev), envelope: r.envelopeCanonical });
       }
       const fresh = items.filter((it) => it.json !== '');
-      const stored = await this.store.setSubjectEvents(fresh);
+      const stored = await this.store.events.setSubjectEvents(fresh);
       await this.hooks.onSubjectEvents?.(fresh.flatMap((it, j) => (stored[j] ? [{ key: it.key, eventId: stored[j] }] : [])));
       const ids = [...items.filter((it) => it.json === '').map((it) => it.id), ...stored.filter((x): x is string => x !== null)];
       await this.ensurePublishingMany(ids);
@@ -533,7 +534,7 @@ export class NostrWitness {
       const recorded = await this.outbox.record(url, attempts);
       await this.moveWitnesses(attempts.map((a, i) => ({ id: a.id, report: a.report, recorded: recorded[i]! })));
       for (const id of redo) {
-        const reports = await this.store.relayReports(id);
+        const reports = await this.store.events.relayReports(id);
         const mine = reports.find((r) => r.url === url);
         if (mine) await this.moveWitness(id, reports, mine);
       }
@@ -654,7 +655,7 @@ export class NostrWitness {
       groups.set(group, g);
     }
     for (const g of groups.values()) {
-      const changes = await this.store.setWitnessMany(g.keys, 'nostr', g.status, g.progress, g.detail);
+      const changes = await this.store.subjects.setWitnessMany(g.keys, 'nostr', g.status, g.progress, g.detail);
       changes.forEach((c, i) => {
         if (c.changed) this.hooks.onWitnessChange?.(g.keys[i]!, g.status, c.createdMs);
       });
@@ -664,11 +665,11 @@ export class NostrWitness {
   /** Moves the witness of every subject the event carries to what its relays' reports say. */
   private async moveWitness(eventId: string, reports: readonly RelayReportRecord[], report: RelayReportRecord, unchanged = false): Promise<void> {
     const { status, progress, reason } = nostrStatusOf(reports, this.opts.relays.length, this.opts.quorum);
-    const owner = await this.store.eventOwner(eventId);
+    const owner = await this.store.events.eventOwner(eventId);
     if (unchanged && !owner.subject) return;
-    const keys = owner.subject ? [owner.subject] : owner.batch ? await this.store.batchKeys('nostr', owner.batch) : [];
+    const keys = owner.subject ? [owner.subject] : owner.batch ? await this.store.batches.batchKeys('nostr', owner.batch) : [];
     const detail = reason ?? `${report.url}: ${report.status}${report.message ? ` (${report.message})` : ''}`;
-    const changes = await this.store.setWitnessMany(keys, 'nostr', status, progress, detail, owner.subject ? undefined : (owner.batch ?? undefined));
+    const changes = await this.store.subjects.setWitnessMany(keys, 'nostr', status, progress, detail, owner.subject ? undefined : (owner.batch ?? undefined));
     changes.forEach((c, i) => {
       if (c.changed) this.hooks.onWitnessChange?.(keys[i]!, status, c.createdMs);
     });

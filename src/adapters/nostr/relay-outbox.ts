@@ -8,8 +8,8 @@
  * so they hold across every daemon on the same Redis.
  */
 import { createHash } from 'node:crypto';
-import type { AnchorStore, RelayReportRecord } from '../state/anchor-store.js';
-import { OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS } from '../state/scripts.js';
+import { OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, type EventStore, type RelayReportRecord } from '../state/events.js';
+import { runScript } from '../state/scripts.js';
 
 /** Events handed to one outbox-add.lua call: bounds how long one call holds Redis. */
 const ADD_CHUNK = 200;
@@ -32,23 +32,23 @@ export interface RecordedReports {
 export type Taken = { ids: string[] } | { waitMs: number | null };
 
 export class RelayOutbox {
-  constructor(private readonly store: AnchorStore, private readonly relays: readonly string[]) {}
+  constructor(private readonly events: EventStore, private readonly relays: readonly string[]) {}
 
   key(url: string): string {
-    return `${this.store.keys.base}:nostr:ob:${relayTag(url)}`;
+    return `${this.events.keys.base}:nostr:ob:${relayTag(url)}`;
   }
 
   private pauseKey(url: string): string {
-    return `${this.store.keys.base}:nostr:pause:${relayTag(url)}`;
+    return `${this.events.keys.base}:nostr:pause:${relayTag(url)}`;
   }
 
   private rateKey(url: string): string {
-    return `${this.store.keys.base}:nostr:rate:${relayTag(url)}`;
+    return `${this.events.keys.base}:nostr:rate:${relayTag(url)}`;
   }
 
   /** Events relay upkeep found lost on `url`, sent again although the relay answered them for good: event id → attempts spent. */
   private resendKey(url: string): string {
-    return `${this.store.keys.base}:nostr:resend:${relayTag(url)}`;
+    return `${this.events.keys.base}:nostr:resend:${relayTag(url)}`;
   }
 
   /**
@@ -60,8 +60,8 @@ export class RelayOutbox {
     let queued = 0;
     for (let i = 0; i < ids.length; i += ADD_CHUNK) {
       const chunk = ids.slice(i, i + ADD_CHUNK);
-      const keys = [...urls.map((u) => this.key(u)), ...chunk.map((id) => this.store.keys.event(id))];
-      queued += Number(await this.store.runScript(OUTBOX_ADD, keys, [urls.length, nowMs, ...urls, ...chunk]));
+      const keys = [...urls.map((u) => this.key(u)), ...chunk.map((id) => this.events.keys.event(id))];
+      queued += Number(await runScript(this.events.redis, OUTBOX_ADD, keys, [urls.length, nowMs, ...urls, ...chunk]));
     }
     return queued;
   }
@@ -73,7 +73,7 @@ export class RelayOutbox {
    */
   async resend(url: string, ids: readonly string[], nowMs: number): Promise<number> {
     if (ids.length === 0) return 0;
-    const pipe = this.store.redis.multi();
+    const pipe = this.events.redis.multi();
     for (const id of ids) pipe.hsetnx(this.resendKey(url), id, '0');
     pipe.zadd(this.key(url), 'NX', ...ids.flatMap((id) => [nowMs, id]));
     const res = (await pipe.exec()) ?? [];
@@ -85,12 +85,12 @@ export class RelayOutbox {
   /** Records the attempts spent sending events again that are still to be sent (a retry's backoff). */
   async resendTried(url: string, items: ReadonlyArray<{ id: string; attempts: number }>): Promise<void> {
     if (items.length === 0) return;
-    await this.store.redis.hset(this.resendKey(url), ...items.flatMap((it) => [it.id, String(it.attempts)]));
+    await this.events.redis.hset(this.resendKey(url), ...items.flatMap((it) => [it.id, String(it.attempts)]));
   }
 
   /** The next due events on `url`, at most `most`, leased for `leaseMs`, within `ratePerMinute`. */
   async take(url: string, nowMs: number, most: number, leaseMs: number, ratePerMinute: number): Promise<Taken> {
-    const res = (await this.store.runScript(OUTBOX_TAKE, [this.key(url), this.pauseKey(url), this.rateKey(url)], [nowMs, most, leaseMs, ratePerMinute])) as Array<number | string>;
+    const res = (await runScript(this.events.redis, OUTBOX_TAKE, [this.key(url), this.pauseKey(url), this.rateKey(url)], [nowMs, most, leaseMs, ratePerMinute])) as Array<number | string>;
     const head = Number(res[0]);
     if (head === 0) return { ids: res.slice(1).map(String) };
     return { waitMs: head < 0 ? null : head };
@@ -99,35 +99,35 @@ export class RelayOutbox {
   /** Extends the lease of events still being worked on (only those still in the outbox). */
   async renew(url: string, ids: readonly string[], untilMs: number): Promise<void> {
     if (ids.length === 0) return;
-    await this.store.redis.zadd(this.key(url), 'XX', 'GT', ...ids.flatMap((id) => [untilMs, id]));
+    await this.events.redis.zadd(this.key(url), 'XX', 'GT', ...ids.flatMap((id) => [untilMs, id]));
   }
 
   /** Sets when each event is due again on `url` (a retry's backoff, a pause), if still queued. */
   async later(url: string, due: ReadonlyArray<{ id: string; atMs: number }>): Promise<void> {
     if (due.length === 0) return;
-    await this.store.redis.zadd(this.key(url), 'XX', ...due.flatMap((d) => [d.atMs, d.id]));
+    await this.events.redis.zadd(this.key(url), 'XX', ...due.flatMap((d) => [d.atMs, d.id]));
   }
 
   /** Removes events their relay answered for good (and, sent again, answered again). */
   async done(url: string, ids: readonly string[]): Promise<void> {
     if (ids.length === 0) return;
-    const res = await this.store.redis.multi().zrem(this.key(url), ...ids).hdel(this.resendKey(url), ...ids).exec();
+    const res = await this.events.redis.multi().zrem(this.key(url), ...ids).hdel(this.resendKey(url), ...ids).exec();
     for (const [err] of res ?? []) if (err) throw err;
   }
 
   /** Pauses `url` for every daemon (a `rate-limited:` answer). */
   async pause(url: string, ms: number): Promise<void> {
-    await this.store.redis.set(this.pauseKey(url), '1', 'PX', Math.max(1, Math.round(ms)));
+    await this.events.redis.set(this.pauseKey(url), '1', 'PX', Math.max(1, Math.round(ms)));
   }
 
   /** Whether the event waits in `url`'s outbox. */
   async holds(url: string, id: string): Promise<boolean> {
-    return (await this.store.redis.zscore(this.key(url), id)) !== null;
+    return (await this.events.redis.zscore(this.key(url), id)) !== null;
   }
 
   /** Events waiting per relay (due now, later, or leased). */
   async sizes(): Promise<Map<string, number>> {
-    const pipe = this.store.redis.pipeline();
+    const pipe = this.events.redis.pipeline();
     for (const url of this.relays) pipe.zcard(this.key(url));
     const res = (await pipe.exec()) ?? [];
     return new Map(this.relays.map((url, i) => {
@@ -143,8 +143,8 @@ export class RelayOutbox {
    * and HMGET of the resend hash.
    */
   async read(url: string, ids: readonly string[]): Promise<Array<{ json: string | null; report: RelayReportRecord | undefined; resend: number | null }>> {
-    const pipe = this.store.redis.pipeline();
-    for (const id of ids) pipe.hmget(this.store.keys.event(id), 'json', `r:${url}`);
+    const pipe = this.events.redis.pipeline();
+    for (const id of ids) pipe.hmget(this.events.keys.event(id), 'json', `r:${url}`);
     pipe.hmget(this.resendKey(url), ...ids);
     const res = (await pipe.exec()) ?? [];
     const [rerr, resends] = res[ids.length] ?? [null, []];
@@ -161,7 +161,7 @@ export class RelayOutbox {
   /** Records `url`'s reports on many events in one script call (set-relays.lua). */
   async record(url: string, items: ReadonlyArray<{ id: string; report: RelayReportRecord }>): Promise<RecordedReports[]> {
     if (items.length === 0) return [];
-    const flat = (await this.store.runScript(SET_RELAYS, items.map((it) => this.store.keys.event(it.id)), [url, ...items.flatMap((it) => [JSON.stringify(it.report), it.report.status])])) as string[];
+    const flat = (await runScript(this.events.redis, SET_RELAYS, items.map((it) => this.events.keys.event(it.id)), [url, ...items.flatMap((it) => [JSON.stringify(it.report), it.report.status])])) as string[];
     const out: RecordedReports[] = [];
     for (let i = 0; i < items.length; i++) {
       const [subject, batch, previous, all] = flat.slice(4 * i, 4 * i + 4) as [string, string, string, string];

@@ -191,7 +191,7 @@ export class PolicyPublisher {
 
   /** The relay's stored copy when it still meets `pow` (and the window), else a new one mined, signed and stored. */
   private async copyFor(url: string, event: SignedEvent, pow: number, refresh: boolean): Promise<{ event: SignedEvent } | { final: string }> {
-    const stored = await this.store.relayCopy(event.id, url);
+    const stored = await this.store.events.relayCopy(event.id, url);
     if (stored) {
       const copy = JSON.parse(stored) as SignedEvent;
       if (getPow(copy.id) >= pow && (refresh ? copy.created_at !== event.created_at : copy.created_at === event.created_at)) return { event: copy };
@@ -204,7 +204,7 @@ export class PolicyPublisher {
       tags = mined.tags;
     }
     const copy = this.key.sign({ kind: template.kind, created_at: template.created_at, tags, content: template.content });
-    await this.store.setRelayCopy(event.id, url, serializeEvent(copy));
+    await this.store.events.setRelayCopy(event.id, url, serializeEvent(copy));
     return { event: copy };
   }
 
@@ -239,5 +239,5 @@ export class PolicyPublisher {
 
 /** The copy of `eventId` a relay was sent instead of it (proof of work, re-dated), or null. */
 export async function relayCopyJson(store: AnchorStore, eventId: string, url: string): Promise<string | null> {
-  return store.relayCopy(eventId, url);
+  return store.events.relayCopy(eventId, url);
 }

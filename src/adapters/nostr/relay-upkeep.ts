@@ -86,7 +86,7 @@ export class RelayUpkeep {
     this.relays = deps.config.nostr.relays;
     this.kinds = new Set(UPKEEP_EVENT_KINDS.map((k) => k.kind(deps.config)));
     this.state = new UpkeepState(deps.store);
-    this.outbox = new RelayOutbox(deps.store, this.relays);
+    this.outbox = new RelayOutbox(deps.store.events, this.relays);
     this.log = deps.log.child({ part: 'relay-upkeep' });
     this.now = deps.now ?? Date.now;
     this.periodic = new PeriodicPass({

@@ -12,7 +12,8 @@
  *
  * Passes run one at a time per shard (PeriodicPass), so the cursor and records need no script.
  */
-import type { AnchorStore, RelayReportRecord } from '../state/anchor-store.js';
+import type { AnchorStore } from '../state/anchor-store.js';
+import type { RelayReportRecord } from '../state/events.js';
 
 /** What upkeep found on one relay: the round under way and the last one finished. */
 export interface RelayUpkeepRecord {

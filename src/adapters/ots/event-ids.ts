@@ -20,7 +20,7 @@ export const MAX_LATE_PER_BATCH = 10_000;
 
 /** Each subject's envelope event id, null for one without (yet): one read of each subject hash, no envelope. */
 async function eventIdsOf(store: AnchorStore, keys: readonly string[]): Promise<Array<string | null>> {
-  return (await store.getRecords(keys, { envelopes: false })).map((r) => r?.nostrEventId ?? null);
+  return (await store.subjects.getRecords(keys, { envelopes: false })).map((r) => r?.nostrEventId ?? null);
 }
 
 /**
@@ -32,37 +32,37 @@ async function eventIdsOf(store: AnchorStore, keys: readonly string[]): Promise<
  * is not the one this call proposed (another daemon's, or one fixed before).
  */
 export async function fixBatchEventIds(store: AnchorStore, batchId: string): Promise<string[]> {
-  const keys = await store.batchKeys('ots', batchId);
-  let ids = await store.otsEventIds(batchId);
+  const keys = await store.batches.batchKeys('ots', batchId);
+  let ids = await store.batches.otsEventIds(batchId);
   let again: readonly string[] = keys;
   if (ids === null) {
     const first = await eventIdsOf(store, keys);
     const own = first.filter((e): e is string => e !== null);
     // one script call fixes the list and takes the late ids it commits out of the waiting set
-    ids = await store.fixOtsEventIds(batchId, own, MAX_LATE_PER_BATCH);
+    ids = await store.batches.fixOtsEventIds(batchId, own, MAX_LATE_PER_BATCH);
     if (own.every((e, i) => ids![i] === e)) again = keys.filter((_k, i) => first[i] === null);
   }
   const committed = new Set(ids);
   const linked = await eventIdsOf(store, again);
-  await store.addLateNip03Events(linked.filter((e): e is string => e !== null && !committed.has(e)));
+  await store.batches.addLateNip03Events(linked.filter((e): e is string => e !== null && !committed.has(e)));
   return ids;
 }
 
 /** The Nostr side, after linking events to subjects: each one whose OTS batch fixed its list without it waits for a later batch. */
 export async function noteLateEvents(store: AnchorStore, linked: ReadonlyArray<{ key: string; eventId: string }>): Promise<void> {
   if (linked.length === 0) return;
-  const records = await store.getRecords(linked.map((l) => l.key), { envelopes: false });
+  const records = await store.subjects.getRecords(linked.map((l) => l.key), { envelopes: false });
   const lists = new Map<string, Set<string> | null>();
   const late: string[] = [];
   for (let i = 0; i < linked.length; i++) {
     const batch = records[i]?.batches.ots?.id;
     if (!batch) continue;
     if (!lists.has(batch)) {
-      const ids = await store.otsEventIds(batch);
+      const ids = await store.batches.otsEventIds(batch);
       lists.set(batch, ids ? new Set(ids) : null);
     }
     const list = lists.get(batch);
     if (list && !list.has(linked[i]!.eventId)) late.push(linked[i]!.eventId);
   }
-  await store.addLateNip03Events(late);
+  await store.batches.addLateNip03Events(late);
 }

@@ -8,7 +8,8 @@
 import { Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
-import type { AnchorStore, OtsBatchState, OtsBatchUpdate } from '../state/anchor-store.js';
+import type { AnchorStore } from '../state/anchor-store.js';
+import type { OtsBatchState, OtsBatchUpdate } from '../state/batch-fields.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { batchRoot } from '../batch/batch-root.js';
 import { backoffDelay } from '../../core/retry/backoff.js';
@@ -83,7 +84,7 @@ function isoNow(): string {
 }
 
 /**
- * Progress numbers keep a stale report from undoing a newer one (see AnchorStore.setWitness).
+ * Progress numbers keep a stale report from undoing a newer one (see SubjectStore.setWitness).
  * A batch sent back to the calendars (its answers committed to another root) starts a new
  * round, so its subjects may go from pending back to partial.
  */
@@ -151,7 +152,7 @@ export class OtsWitness {
   private async publishNip03(batchId: string): Promise<void> {
     await this.nip03!(batchId);
     // the attestations were the batch's last work: it leaves the reconciler's set of batches with work
-    if (!this.nip03Left(await this.store.otsBatchProgress(batchId)) && !(await this.calendarsPending(batchId))) await this.store.setBatchWork('ots', batchId, false);
+    if (!this.nip03Left(await this.store.batches.otsBatchProgress(batchId)) && !(await this.calendarsPending(batchId))) await this.store.batches.setBatchWork('ots', batchId, false);
   }
 
   /** NIP-03 attestations are still to be published for this confirmed batch. */
@@ -161,7 +162,7 @@ export class OtsWitness {
 
   /** A configured calendar still holds the batch pending (an upgrade poll is due). */
   private async calendarsPending(batchId: string): Promise<boolean> {
-    const recorded = await this.store.batchCalendars(batchId);
+    const recorded = await this.store.batches.batchCalendars(batchId);
     return recorded.some((c) => this.cfg.calendars.includes(c.url) && (JSON.parse(c.state) as CalendarState).status === 'pending');
   }
 
@@ -170,29 +171,29 @@ export class OtsWitness {
   }
 
   /**
-   * The reconciler's repair for a confirmed batch with work left (AnchorStore.batchesWithWork):
+   * The reconciler's repair for a confirmed batch with work left (BatchStore.setBatchWork):
    * the NIP-03 attestation job again when it was lost (gone, or failed for good) before the
    * attestations were published; the next upgrade poll of the calendars still pending when
    * its poll died. A batch with nothing left leaves the set. Idempotent (job ids).
    */
   async repairWork(batchId: string): Promise<Array<'nip03' | 'poll'>> {
-    const fields = await this.store.otsBatchProgress(batchId);
+    const fields = await this.store.batches.otsBatchProgress(batchId);
     const pending = fields.exists && !!fields.bitcoin && (await this.calendarsPending(batchId));
     const nip03 = fields.exists && !!fields.bitcoin && this.nip03Left(fields);
     const out: Array<'nip03' | 'poll'> = [];
-    if (nip03 && (await this.jobDead(nip03JobId(batchId))) && (await this.store.otsBatchProgress(batchId)).nip03 !== 'done') {
+    if (nip03 && (await this.jobDead(nip03JobId(batchId))) && (await this.store.batches.otsBatchProgress(batchId)).nip03 !== 'done') {
       await this.queue.remove(nip03JobId(batchId));
       await this.addNip03Job(batchId);
       out.push('nip03');
     }
     if (pending) {
       const current = fields.poll ?? 1;
-      if ((await this.jobDead(upgradeJobId(batchId, current))) && (await this.store.otsBatchProgress(batchId)).poll === fields.poll) {
+      if ((await this.jobDead(upgradeJobId(batchId, current))) && (await this.store.batches.otsBatchProgress(batchId)).poll === fields.poll) {
         await this.scheduleUpgrade(batchId, current + 1, 0);
         out.push('poll');
       }
     }
-    if (!pending && !nip03) await this.store.setBatchWork('ots', batchId, false);
+    if (!pending && !nip03) await this.store.batches.setBatchWork('ots', batchId, false);
     return out;
   }
 
@@ -208,7 +209,7 @@ export class OtsWitness {
     if (!this.nip03 || state.ts) return null;
     const ids = await fixBatchEventIds(this.store, batchId);
     const root = eventsRootOf(ids.map((e) => Buffer.from(e, 'hex')));
-    const value = await this.store.fixOtsEventsRoot(batchId, root ? root.toString('hex') : '');
+    const value = await this.store.batches.fixOtsEventsRoot(batchId, root ? root.toString('hex') : '');
     state.eventsRoot = value;
     return value ? Buffer.from(value, 'hex') : null;
   }
@@ -239,17 +240,17 @@ export class OtsWitness {
   }
 
   private async moveSubjects(batchId: string, status: WitnessStatus, detail: string, round: number): Promise<void> {
-    const keys = await this.store.batchKeys('ots', batchId);
-    const changes = await this.store.setWitnessMany(keys, 'ots', status, progressOf(status, round), detail, batchId);
+    const keys = await this.store.batches.batchKeys('ots', batchId);
+    const changes = await this.store.subjects.setWitnessMany(keys, 'ots', status, progressOf(status, round), detail, batchId);
     changes.forEach((c, i) => {
       if (c.changed) this.hooks.onWitnessChange?.(keys[i]!, status, c.createdMs);
     });
   }
 
   private async submit(batchId: string): Promise<void> {
-    const batch = await this.store.otsBatch(batchId);
+    const batch = await this.store.batches.otsBatch(batchId);
     if (!batch) {
-      await this.store.closeBatch('ots', batchId);
+      await this.store.batches.closeBatch('ots', batchId);
       return;
     }
     const root = batchRoot(batch);
@@ -264,7 +265,7 @@ export class OtsWitness {
       const holding = [...this.calendars(batch.state).values()].filter((c) => c.status === 'pending').length;
       await this.moveSubjects(batchId, 'pending', `${holding} of ${this.cfg.calendars.length} calendars hold the batch root`, round);
       await this.scheduleUpgrade(batchId, 1);
-      await this.store.closeBatch('ots', batchId);
+      await this.store.batches.closeBatch('ots', batchId);
       return;
     }
     const cals = this.calendars(batch.state);
@@ -308,12 +309,12 @@ export class OtsWitness {
     if (allAttestations(ts).length > 0) update.ts = serializeTimestamp(ts).toString('base64');
     update.root = root.toString('hex');
     if (holding >= this.cfg.minCalendars) update.submitted = true;
-    await this.store.setOtsBatch(batchId, update);
+    await this.store.batches.setOtsBatch(batchId, update);
     const failures = result.failures.map((f) => `${f.url}: ${f.code}: ${f.message}`).join('; ');
     if (holding >= this.cfg.minCalendars) {
       await this.moveSubjects(batchId, 'pending', `${holding} of ${this.cfg.calendars.length} calendars hold the batch root${failures ? `; failed: ${failures}` : ''}`, round);
       await this.scheduleUpgrade(batchId, 1);
-      await this.store.closeBatch('ots', batchId);
+      await this.store.batches.closeBatch('ots', batchId);
       return;
     }
     await this.moveSubjects(batchId, 'partial', `${holding} of ${this.cfg.minCalendars} calendars needed answered${failures ? `; failed: ${failures}` : ''}; retrying`, round);
@@ -322,7 +323,7 @@ export class OtsWitness {
 
   private async scheduleUpgrade(batchId: string, poll: number, delay = backoffDelay(poll, this.cfg.upgradeInitialMs, this.cfg.upgradeMaxMs, { jitter: 0 })): Promise<void> {
     // The batch names its current poll, so the reconciler can tell when that job died.
-    await this.store.setOtsBatch(batchId, { poll });
+    await this.store.batches.setOtsBatch(batchId, { poll });
     await this.queue.add(UPGRADE, { batchId, poll }, { jobId: upgradeJobId(batchId, poll), delay, attempts: 5, backoff: { type: 'custom' } });
   }
 
@@ -338,12 +339,12 @@ export class OtsWitness {
    * its scheduled poll died (failed after its attempts, or never written). Idempotent.
    */
   async repairBatch(batchId: string): Promise<'submit' | 'poll' | null> {
-    const { exists, submitted, poll } = await this.store.otsBatchProgress(batchId);
+    const { exists, submitted, poll } = await this.store.batches.otsBatchProgress(batchId);
     if (!exists) return null;
     if (!submitted) {
       const jobId = submitJobId(batchId);
       if (!(await this.jobDead(jobId))) return null;
-      if ((await this.store.otsBatchProgress(batchId)).submitted) return null;
+      if ((await this.store.batches.otsBatchProgress(batchId)).submitted) return null;
       await this.queue.remove(jobId);
       await this.enqueueBatch(batchId);
       return 'submit';
@@ -351,7 +352,7 @@ export class OtsWitness {
     const current = poll ?? 1;
     if (!(await this.jobDead(upgradeJobId(batchId, current)))) return null;
     // A poll that just ended has scheduled the next one: nothing died.
-    if ((await this.store.otsBatchProgress(batchId)).poll !== poll) return null;
+    if ((await this.store.batches.otsBatchProgress(batchId)).poll !== poll) return null;
     await this.scheduleUpgrade(batchId, current + 1, 0);
     return 'poll';
   }
@@ -370,7 +371,7 @@ export class OtsWitness {
   }
 
   private async upgrade(batchId: string, poll: number): Promise<void> {
-    const batch = await this.store.otsBatch(batchId);
+    const batch = await this.store.batches.otsBatch(batchId);
     if (!batch || !batch.state.submitted) return;
     const root = batchRoot(batch);
     const round = batch.state.round;
@@ -439,7 +440,7 @@ export class OtsWitness {
         this.log.warn({ batchId, height: att.height, err }, 'Bitcoin attestation not verified yet');
       }
     }
-    await this.store.setOtsBatch(batchId, fields);
+    await this.store.batches.setOtsBatch(batchId, fields);
     // Also when an earlier run recorded the confirmation and crashed before moving the subjects (idempotent).
     const bitcoinText = fields.bitcoin ?? batch.state.bitcoin;
     const bitcoin = bitcoinText ? (JSON.parse(bitcoinText) as { height: number }) : null;
@@ -447,7 +448,7 @@ export class OtsWitness {
     if (bitcoin) {
       // noted before the subjects leave the reconciler's working sets: the polls of the other
       // calendars and the NIP-03 attestations are found from it when their job is lost
-      await this.store.setBatchWork('ots', batchId, stillPending || this.nip03Left(batch.state));
+      await this.store.batches.setBatchWork('ots', batchId, stillPending || this.nip03Left(batch.state));
       await this.moveSubjects(batchId, 'confirmed', `Bitcoin block ${bitcoin.height}`, round);
     }
     if (bitcoin && this.nip03Left(batch.state)) await this.addNip03Job(batchId);
@@ -505,7 +506,7 @@ export class OtsWitness {
       if (reason) update.calendars[cal.url] = JSON.stringify({ url: cal.url, status: 'failed', message: reason, at: isoNow() } satisfies CalendarState);
       else if (cal.status === 'pending') update.calendars[cal.url] = JSON.stringify({ url: cal.url, status: 'unsubmitted', message: 'answer dropped with the foreign ones; submitting again', at: isoNow() } satisfies CalendarState);
     }
-    await this.store.setOtsBatch(batchId, update);
+    await this.store.batches.setOtsBatch(batchId, update);
     const detail = [...foreign].map(([url, reason]) => `${url}: ${reason}`).join('; ');
     this.log.error({ batchId, detail }, 'calendar answers commit to another root; submitting the batch again');
     await this.moveSubjects(batchId, 'partial', `${detail}; submitting again`, next);

@@ -8,7 +8,9 @@
  */
 import { BatchTree } from '../../core/batch/batch-tree.js';
 import { batchCheckpoint, type BatchCheckpoint } from '../batch/batch-root.js';
-import type { AnchorStore, ProofBatchFields, SubjectRecord } from '../state/anchor-store.js';
+import type { AnchorStore } from '../state/anchor-store.js';
+import type { ProofBatchFields } from '../state/batch-fields.js';
+import type { SubjectRecord } from '../state/subject-hash.js';
 import type { WitnessName } from '../state/keys.js';
 import { parseTimestamp, serializeDetached } from '../../core/ots/codec.js';
 import { proofForSubject } from '../../core/ots/batch-proof.js';
@@ -107,7 +109,7 @@ export class ProofExporter {
 
   /** The proof for `key`, or null when no accepted subject has that key. */
   async export(key: string): Promise<AnchorProof | null> {
-    const record = await this.store.getRecord(key);
+    const record = await this.store.subjects.getRecord(key);
     if (!record || record.status === 'rejected' || !record.envelopeCanonical || !record.digest) return null;
     const proof: AnchorProof = {
       version: PROOF_VERSION,
@@ -124,14 +126,14 @@ export class ProofExporter {
 
   /** The batch's tree (cached) and its current fields (read fresh: answers and upgrades change them). */
   private async tree(witness: WitnessName, id: string): Promise<CachedBatch | null> {
-    const [own, fields] = await Promise.all([this.store.batchFields(witness, id, ['cp', 'note']), this.store.proofBatchFields(witness, id)]);
+    const [own, fields] = await Promise.all([this.store.batches.batchFields(witness, id, ['cp', 'note']), this.store.batches.proofBatchFields(witness, id)]);
     const checkpoint = batchCheckpoint(own);
     if (checkpoint) {
       const folder = this.logFolder;
       if (!folder) return null;
       return { size: checkpoint.size, root: checkpoint.root, path: (index) => folder.inclusion(index, checkpoint.size), checkpoint, fields };
     }
-    const tree = await this.trees.get(`${witness}:${id}`, async () => (await this.store.getBatch(witness, id))?.digests ?? null);
+    const tree = await this.trees.get(`${witness}:${id}`, async () => (await this.store.batches.getBatch(witness, id))?.digests ?? null);
     return tree ? { size: tree.size, root: tree.root, path: (index) => tree.path(index), checkpoint: null, fields } : null;
   }
 
@@ -142,7 +144,7 @@ export class ProofExporter {
     const link = record.batches.nostr;
     if (record.nostrEventId) {
       mode = 'envelope';
-      eventJson = await this.store.eventJson(record.nostrEventId);
+      eventJson = await this.store.events.eventJson(record.nostrEventId);
     } else if (link) {
       const b = await this.tree('nostr', link.id);
       // A batch decided `envelope` whose subject is not signed yet: envelope, no event yet.
@@ -154,7 +156,7 @@ export class ProofExporter {
       }
     }
     const event = eventJson ? (JSON.parse(eventJson) as NostrEventJson) : null;
-    const sent = event ? await this.store.eventRelays(event.id) : { relays: [], reports: [] };
+    const sent = event ? await this.store.events.eventRelays(event.id) : { relays: [], reports: [] };
     const reports = sent.reports;
     // where the event was sent (from state), not the config in force: the rule of the subject view
     const urls = sentTo(sent.relays, this.sources.relays, sent.relays.length > 0);

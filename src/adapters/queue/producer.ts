@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { Aer1Error, ConflictError, InputError } from '../../core/errors/errors.js';
-import type { AnchorStore } from '../state/anchor-store.js';
+import type { KnownSubjects } from '../state/subjects.js';
 import { readSubject, readSubjects, type JobLimits, type ReadOutcome, type SubjectInput } from '../intake/job-data.js';
 import { ANCHOR_JOB } from '../bullmq/names.js';
 
@@ -33,14 +33,14 @@ export function usableAsJobId(key: string): boolean {
   return !key.includes(':') || key.split(':').length === 3;
 }
 
-export async function enqueueAnchor(queue: Queue, store: AnchorStore, data: unknown, limits: JobLimits): Promise<EnqueueOutcome> {
-  return enqueueSubject(queue, store, readSubject(data, limits), limits);
+export async function enqueueAnchor(queue: Queue, known: KnownSubjects, data: unknown, limits: JobLimits): Promise<EnqueueOutcome> {
+  return enqueueSubject(queue, known, readSubject(data, limits), limits);
 }
 
 /** `enqueueAnchor` for a subject read already (readSubject). */
-export async function enqueueSubject(queue: Queue, store: AnchorStore, subject: SubjectInput, limits: JobLimits): Promise<EnqueueOutcome> {
+export async function enqueueSubject(queue: Queue, known: KnownSubjects, subject: SubjectInput, limits: JobLimits): Promise<EnqueueOutcome> {
   const { key, fingerprint, data } = subject;
-  const { fingerprint: fp, status, digest } = (await store.intakeStates([key]))[0]!;
+  const { fingerprint: fp, status, digest } = (await known.intakeStates([key]))[0]!;
   if (status && status !== 'rejected') {
     if (fp !== fingerprint) {
       throw new ConflictError(key, `conflict: subject ${key} is already anchored with another root (envelope digest ${digest}); refused, not re-anchored`);
@@ -107,12 +107,12 @@ export function bulkJobId(items: ReadonlyArray<{ key: string; fingerprint: strin
  * the jobs added before it still queued (adding the same list again is safe: the daemon
  * accepts nothing twice).
  */
-export async function enqueueAnchors(queue: Queue, store: AnchorStore, subjects: readonly unknown[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
-  return enqueueSubjects(queue, store, readSubjects(subjects, limits), limits, opts);
+export async function enqueueAnchors(queue: Queue, known: KnownSubjects, subjects: readonly unknown[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
+  return enqueueSubjects(queue, known, readSubjects(subjects, limits), limits, opts);
 }
 
 /** `enqueueAnchors` for subjects read already (readSubjects); a refused one is reported in its place. */
-export async function enqueueSubjects(queue: Queue, store: AnchorStore, subjects: readonly ReadOutcome[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
+export async function enqueueSubjects(queue: Queue, known: KnownSubjects, subjects: readonly ReadOutcome[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
   const max = opts.maxSubjectsPerJob ?? DEFAULT_MAX_SUBJECTS_PER_JOB;
   if (!Number.isInteger(max) || max < 1) throw new RangeError(`maxSubjectsPerJob must be a positive integer, got ${max}`);
   const out: Array<BulkEnqueueOutcome | null> = subjects.map(() => null);
@@ -123,7 +123,7 @@ export async function enqueueSubjects(queue: Queue, store: AnchorStore, subjects
       out[index] = { index, error: { code: s.code, message: s.message, ...field } };
     } else parsed.push({ index, data: s.data, bytes: s.bytes, key: s.key, fingerprint: s.fingerprint });
   });
-  const states = await store.intakeStates(parsed.map((p) => p.key));
+  const states = await known.intakeStates(parsed.map((p) => p.key));
   const toQueue: typeof parsed = [];
   const seen = new Map<string, { fingerprint: string; index: number }>();
   parsed.forEach((p, i) => {

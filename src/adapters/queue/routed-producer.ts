@@ -10,14 +10,15 @@ import { Queue, type ConnectionOptions } from 'bullmq';
 import { Aer1Error } from '../../core/errors/errors.js';
 import { groupByShard, shardOf, shardPrefix } from '../../core/shard/shard.js';
 import { AnchorStore } from '../state/anchor-store.js';
+import type { KnownSubjects } from '../state/subjects.js';
 import type { RedisClient as Redis } from '../redis/connection.js';
 import { readSubject, readSubjects, type JobLimits, type ReadOutcome, type SubjectInput } from '../intake/job-data.js';
 import { enqueueSubject, enqueueSubjects, type BulkEnqueueOptions, type BulkEnqueueOutcome, type EnqueueOutcome } from './producer.js';
 
-/** Shard i's intake queue and state, at index i. */
+/** Shard i's intake queue and what its producer checks of a key (its subjects), at index i. */
 export interface ShardTarget {
   queue: Queue;
-  store: AnchorStore;
+  subjects: KnownSubjects;
 }
 
 /**
@@ -27,7 +28,7 @@ export interface ShardTarget {
 export function shardTargets(redis: Redis, opts: { prefix: string; queueName: string; shards: number }): ShardTarget[] {
   return Array.from({ length: opts.shards }, (_, i) => {
     const store = new AnchorStore(redis, shardPrefix(opts.prefix, i, opts.shards));
-    return { store, queue: new Queue(opts.queueName, { connection: redis as ConnectionOptions, prefix: store.keys.bullPrefix }) };
+    return { subjects: store.subjects, queue: new Queue(opts.queueName, { connection: redis as ConnectionOptions, prefix: store.keys.bullPrefix }) };
   });
 }
 
@@ -39,7 +40,7 @@ export async function enqueueAnchorRouted(shards: readonly ShardTarget[], data: 
 /** `enqueueAnchorRouted` for a subject read already (readSubject). */
 export function enqueueSubjectRouted(shards: readonly ShardTarget[], subject: SubjectInput, limits: JobLimits): Promise<EnqueueOutcome> {
   const t = shards[shardOf(subject.key, shards.length)]!;
-  return enqueueSubject(t.queue, t.store, subject, limits);
+  return enqueueSubject(t.queue, t.subjects, subject, limits);
 }
 
 /** `enqueueAnchors` with the list split by shard: each shard's subjects in bulk jobs on its queue; outcomes in the order given. */
@@ -49,13 +50,13 @@ export function enqueueAnchorsRouted(shards: readonly ShardTarget[], subjects: r
 
 /** `enqueueAnchorsRouted` for subjects read already (readSubjects). */
 export async function enqueueSubjectsRouted(shards: readonly ShardTarget[], subjects: readonly ReadOutcome[], limits: JobLimits, opts: BulkEnqueueOptions = {}): Promise<BulkEnqueueOutcome[]> {
-  if (shards.length === 1) return enqueueSubjects(shards[0]!.queue, shards[0]!.store, subjects, limits, opts);
+  if (shards.length === 1) return enqueueSubjects(shards[0]!.queue, shards[0]!.subjects, subjects, limits, opts);
   const groups = groupByShard(subjects, shards.length, (s) => (s instanceof Aer1Error ? null : s.key));
   const out: BulkEnqueueOutcome[] = new Array(subjects.length);
   for (const [shard, indexes] of groups) {
     const t = shards[shard]!;
     const back = (o: BulkEnqueueOutcome): BulkEnqueueOutcome => ({ ...o, index: indexes[o.index]! });
-    const part = await enqueueSubjects(t.queue, t.store, indexes.map((i) => subjects[i]!), limits, {
+    const part = await enqueueSubjects(t.queue, t.subjects, indexes.map((i) => subjects[i]!), limits, {
       ...(opts.maxSubjectsPerJob !== undefined ? { maxSubjectsPerJob: opts.maxSubjectsPerJob } : {}),
       ...(opts.onJobAdded ? { onJobAdded: (outcomes: BulkEnqueueOutcome[]) => opts.onJobAdded!(outcomes.map(back)) } : {}),
     });

@@ -6,12 +6,12 @@
  * `retention.limit` subjects, does per subject: export the proof from state; write it to
  * the archive (atomically, read back and compared); offer it to the webhooks (a `proof`
  * entry on the change stream) unless every hook already acknowledged it; and only once
- * every place holds it remove the subject from Redis in one script (`AnchorStore.forget`).
+ * every place holds it remove the subject from Redis in one script (`SubjectStore.forget`).
  * A crash anywhere leaves the subject in Redis (the next pass goes on where it stands) or
  * removed with its proof held elsewhere; never neither. Removed subjects leave the index,
  * so the next pass starts from the oldest left: no cursor to lose. One owner across
  * daemons: the pass is a BullMQ job scheduler's job. A batch goes once none of its subjects
- * is left in Redis (and no work after its confirmation is left: AnchorStore.dropEmptiedBatches);
+ * is left in Redis (and no work after its confirmation is left: BatchStore.dropEmptiedBatches);
  * the archived proofs of its subjects are whole without it.
  */
 import type { ConnectionOptions } from 'bullmq';
@@ -102,7 +102,7 @@ export class Retention {
     const before = now - this.afterMs;
     // an offer not acknowledged by every hook within the delivery horizon is made again
     const reofferMs = Math.max(this.deps.config.webhookDelivery.retryHorizonMs, 60_000) + this.deps.config.retention.intervalMs;
-    const keys = await store.confirmedBefore(before, this.deps.config.retention.limit);
+    const keys = await store.indexes.confirmedBefore(before, this.deps.config.retention.limit);
     const ready: string[] = [];
     for (let i = 0; i < keys.length; i += CONCURRENCY) {
       const page = keys.slice(i, i + CONCURRENCY);
@@ -137,13 +137,13 @@ export class Retention {
       );
     }
     if (ready.length > 0) {
-      const removed = await store.forget(ready);
+      const removed = await store.subjects.forget(ready);
       out.removed = removed.length;
       await handover?.clear(removed);
       this.deps.onRetired?.(removed.length);
     } else {
       // batches emptied by an earlier pass that crashed before dropping them, or that had work left then
-      await store.dropEmptiedBatches();
+      await store.batches.dropEmptiedBatches();
     }
     if (out.removed > 0 || out.failed > 0 || out.offered > 0) this.log.info(out, 'retention pass');
     return out;

@@ -14,7 +14,10 @@ import type { LogFolder } from '../log/log-folder.js';
 import type { LogKeys } from '../log/log-sequencer.js';
 import type { AnchorStore } from './anchor-store.js';
 import type { WitnessName } from './keys.js';
-import { CUT_CHECKPOINT } from './scripts.js';
+import { DIR, defineScripts, load, runScript } from './scripts.js';
+
+/** Cuts a batch whose root is a signed checkpoint's, from the log's entries. */
+export const CUT_CHECKPOINT = load(DIR, 'cut-checkpoint');
 
 /** Kept checkpoints looked at when choosing the largest that fits a batch (bounds a cut's file reads). */
 const SIZES_LOOKED_AT = 64;
@@ -27,7 +30,9 @@ export class CheckpointCuts {
     private readonly folder: LogFolder,
     private readonly logKeys: LogKeys,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    defineScripts(store.redis, [CUT_CHECKPOINT]);
+  }
 
   /** Where the witness's checkpoint cuts stopped: the entries from here on are not cut yet. */
   async cursor(witness: WitnessName): Promise<number> {
@@ -77,7 +82,7 @@ export class CheckpointCuts {
       const keys = [k.checkpointCut(witness), k.batchSeq(witness), k.openBatches(witness), k.batch(witness, id), k.batchKeys(witness, id), ...entries.map((e) => k.subject(e.key))];
       const args: Array<string | number | Buffer> = [witness, now, formatAnchoredAt(new Date(now)), id, seq, from, to, cp.note];
       for (const e of entries) args.push(e.key, Buffer.from(e.digest), e.index);
-      const res = (await this.store.runScript(CUT_CHECKPOINT, keys, args)) as [string, number] | null;
+      const res = (await runScript(this.store.redis, CUT_CHECKPOINT, keys, args)) as [string, number] | null;
       if (res === null) continue;
       if (res[0] === 'retry') continue;
       return { id: String(res[0]), size: Number(res[1]) };

@@ -1,5 +1,5 @@
 /**
- * A subject's place in the list (GET /v1/anchors, AnchorStore.list, ShardedStore.list): its
+ * A subject's place in the list (GET /v1/anchors, SubjectIndexes.list, ShardedStore.list): its
  * acceptance time (ms, its score in every idx:st: and idx:w: index) and its key, newest first,
  * then the greater key first. Neither changes while the subject moves between statuses, so a
  * cursor (the last position a page gave) means the same in every index and every shard.

@@ -2,12 +2,15 @@
  * Lua scripts: every state change that must be atomic (accept, witness transitions,
  * relay reports, batch cuts) is one script, so a crash between two writes cannot
  * leave a subject half-recorded, and every read that must see one moment of several keys (a
- * list page over the status indexes) is one script too. Each lives in its own file under `lua/` (read once, when
- * this module loads) and touches only the keys it is given in KEYS, so a Redis Cluster can
- * route it; what each script takes and returns is written at the top of its file.
+ * list page over the status indexes) is one script too. Each lives in its own file under `lua/`,
+ * is loaded (load) by the module of the key family it changes, which defines it on its
+ * connection (defineScripts) and runs it (runScript, scriptCommand); it touches only the keys
+ * it is given in KEYS, so a Redis Cluster can route it; what each script takes and returns is
+ * written at the top of its file.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { RedisClient as Redis } from '../redis/connection.js';
 
 const CANDIDATES = [
   // running from src/adapters/state/
@@ -31,46 +34,41 @@ export interface LuaScript {
   lua: string;
 }
 
-function load(dir: string, name: string, prelude = ''): LuaScript {
+export function load(dir: string, name: string, prelude = ''): LuaScript {
   return { name, lua: prelude + readFileSync(`${dir}${name}.lua`, 'utf8') };
 }
 
-const DIR = luaDir();
+export const DIR = luaDir();
 /** Put in front of the scripts that write the state-change stream: add_events, which keeps it near its length in subject events. */
 export const STREAM_LIB = readFileSync(`${DIR}stream-lib.lua`, 'utf8');
 
-/** Accepts one or many subjects (intake of single-subject and bulk jobs); records conflicts. */
-export const ACCEPT = load(DIR, 'accept', STREAM_LIB);
-/** Records a refused job without touching an accepted subject. */
-export const REJECT = load(DIR, 'reject', STREAM_LIB);
-/** One witness transition of one subject, only forward. */
-export const SET_WITNESS = load(DIR, 'set-witness', STREAM_LIB);
-/** One relay's report on an event, never downgrading an acceptance. */
-export const SET_RELAY = load(DIR, 'set-relay');
-/** Adds relays to the list of those an event was handed to. */
-export const MARK_SENT = load(DIR, 'mark-sent');
-/** Cuts a batch from the head of a witness's inbox. */
-export const CUT_BATCH = load(DIR, 'cut-batch');
-/** With the anchor log on: cuts a batch whose root is a signed checkpoint's, from the log's entries (checkpoint-cuts.ts). */
-export const CUT_CHECKPOINT = load(DIR, 'cut-checkpoint');
-/** Auto mode: links a subject's own event, first stored copy wins. */
-export const SET_SUBJECT_EVENT = load(DIR, 'set-subject-event');
+type ScriptFn = (...args: Array<string | Buffer>) => Promise<unknown>;
+type Commander = Redis | ReturnType<Redis['pipeline']>;
 
-/** Nostr relay outboxes: hands events to the relays (outbox-add), the next group due on one relay (outbox-take). */
-export const OUTBOX_ADD = load(DIR, 'outbox-add');
-export const OUTBOX_TAKE = load(DIR, 'outbox-take');
-/** One relay's reports on many events, never downgrading an acceptance. */
-export const SET_RELAYS = load(DIR, 'set-relays');
+function commandName(script: LuaScript): string {
+  return `aer1_${script.name.replace(/-/g, '_')}`;
+}
 
-/** One page of the subject list from one or more indexes, in one read (AnchorStore.list). */
-export const LIST_PAGE = load(DIR, 'list-page');
+/**
+ * Defines the scripts as ioredis custom commands (EVALSHA, reloaded after a Redis restart).
+ * The number of keys varies per call (accept and cut-batch take lists), so it is the first argument.
+ */
+export function defineScripts(redis: Redis, scripts: readonly LuaScript[]): void {
+  const defined = redis as unknown as Record<string, unknown>;
+  for (const script of scripts) {
+    const name = commandName(script);
+    if (typeof defined[name] !== 'function') redis.defineCommand(name, { lua: script.lua });
+  }
+}
 
-/** Retention: removes confirmed subjects whose proofs are archived, every trace of them. */
-export const FORGET = load(DIR, 'forget', STREAM_LIB);
-/** Retention: removes a batch none of whose subjects is left in Redis, with every key of its own. */
-export const DROP_BATCH = load(DIR, 'drop-batch');
+/** A defined script on a connection or a pipeline created after defineScripts. */
+export function scriptCommand(target: Commander, script: LuaScript): ScriptFn {
+  const fn = (target as unknown as Record<string, ScriptFn | undefined>)[commandName(script)];
+  if (!fn) throw new Error('script not defined on this connection');
+  return fn.bind(target);
+}
 
-/** NIP-03: fixes the event ids an OTS batch commits to and takes the late ones it commits out of the waiting set. */
-export const FIX_EVENT_IDS = load(DIR, 'fix-event-ids');
-
-export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, CUT_CHECKPOINT, SET_SUBJECT_EVENT, LIST_PAGE, FORGET, DROP_BATCH, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, FIX_EVENT_IDS];
+/** Runs a defined script with its keys (all declared, so a Redis Cluster can route it) and arguments. */
+export function runScript(redis: Redis, script: LuaScript, keys: readonly string[], args: ReadonlyArray<string | number | Buffer>): Promise<unknown> {
+  return scriptCommand(redis, script)(String(keys.length), ...keys, ...args.map((a) => (Buffer.isBuffer(a) ? a : String(a))));
+}

@@ -9,7 +9,10 @@
  */
 import type { RedisClient as Redis } from '../redis/connection.js';
 import { groupByShard, shardOf, shardPrefix } from '../../core/shard/shard.js';
-import { AnchorStore, type ListQuery, type SubjectRecord } from './anchor-store.js';
+import { AnchorStore } from './anchor-store.js';
+import type { ListQuery, SubjectIndexes } from './subject-indexes.js';
+import type { SubjectRecord } from './subject-hash.js';
+import type { SubjectStore } from './subjects.js';
 import type { WitnessName } from './keys.js';
 import { decodeCursor, encodeCursor, listOrder, type Position } from './list-position.js';
 
@@ -37,16 +40,16 @@ export class ShardedStore {
   }
 
   getRecord(key: string): Promise<SubjectRecord | null> {
-    return this.of(key).getRecord(key);
+    return this.of(key).subjects.getRecord(key);
   }
 
-  /** AnchorStore.getRecords over every shard (`envelopes: false`: none read, as for a list page). */
+  /** SubjectStore.getRecords over every shard (`envelopes: false`: none read, as for a list page). */
   async getRecords(keys: readonly string[], opts: { envelopes?: boolean } = {}): Promise<Array<SubjectRecord | null>> {
-    if (this.shards.length === 1) return this.shards[0]!.getRecords(keys, opts);
+    if (this.shards.length === 1) return this.shards[0]!.subjects.getRecords(keys, opts);
     const groups = groupByShard(keys, this.shards.length, (k) => k);
     const out: Array<SubjectRecord | null> = keys.map(() => null);
     await Promise.all([...groups].map(async ([s, idx]) => {
-      const recs = await this.shards[s]!.getRecords(idx.map((i) => keys[i]!), opts);
+      const recs = await this.shards[s]!.subjects.getRecords(idx.map((i) => keys[i]!), opts);
       idx.forEach((i, j) => (out[i] = recs[j] ?? null));
     }));
     return out;
@@ -58,9 +61,9 @@ export class ShardedStore {
    * stopped early, its filter rounds spent, has not looked beyond its `next`).
    */
   async list(q: ListQuery): Promise<{ keys: string[]; next: string | null }> {
-    if (this.shards.length === 1) return this.shards[0]!.list(q);
+    if (this.shards.length === 1) return this.shards[0]!.indexes.list(q);
     const pages = await Promise.all(this.shards.map(async (s) => {
-      const page = await s.listPositions(q);
+      const page = await s.indexes.listPositions(q);
       return { items: page.items, next: page.next ? decodeCursor(page.next) : null };
     }));
     // a shard with more to read has seen up to its next: nothing past the earliest such point is known for all
@@ -78,12 +81,12 @@ export class ShardedStore {
     return { keys, next: encodeCursor(keys.length === q.limit ? last! : bound!) };
   }
 
-  history(key: string): ReturnType<AnchorStore['history']> {
-    return this.of(key).history(key);
+  history(key: string): ReturnType<SubjectStore['history']> {
+    return this.of(key).subjects.history(key);
   }
 
   async countByStatus(): Promise<Record<string, number>> {
-    return sumRecords(await Promise.all(this.shards.map((s) => s.countByStatus())));
+    return sumRecords(await Promise.all(this.shards.map((s) => s.indexes.countByStatus())));
   }
 
   async subjectCount(): Promise<number> {
@@ -91,28 +94,28 @@ export class ShardedStore {
   }
 
   async countByWitness(witnesses: readonly WitnessName[]): Promise<Record<string, Record<string, number>>> {
-    const all = await Promise.all(this.shards.map((s) => s.countByWitness(witnesses)));
+    const all = await Promise.all(this.shards.map((s) => s.indexes.countByWitness(witnesses)));
     const out: Record<string, Record<string, number>> = {};
     for (const w of witnesses) out[w] = sumRecords(all.map((a) => a[w] ?? {}));
     return out;
   }
 
   async oldestWithStatus(statuses: readonly string[]): Promise<{ key: string; ms: number } | null> {
-    const all = await Promise.all(this.shards.map((s) => s.oldestWithStatus(statuses)));
+    const all = await Promise.all(this.shards.map((s) => s.indexes.oldestWithStatus(statuses)));
     return all.reduce<{ key: string; ms: number } | null>((a, b) => (b && (a === null || b.ms < a.ms) ? b : a), null);
   }
 
   async oldestUnconfirmed(witness: WitnessName): Promise<number | null> {
-    return minOf(await Promise.all(this.shards.map((s) => s.oldestUnconfirmed(witness))));
+    return minOf(await Promise.all(this.shards.map((s) => s.indexes.oldestUnconfirmed(witness))));
   }
 
   async lastConfirmed(witness: WitnessName): Promise<number | null> {
-    const all = (await Promise.all(this.shards.map((s) => s.lastConfirmed(witness)))).filter((v): v is number => v !== null);
+    const all = (await Promise.all(this.shards.map((s) => s.indexes.lastConfirmed(witness)))).filter((v): v is number => v !== null);
     return all.length === 0 ? null : Math.max(...all);
   }
 
-  async timelineMinutes(first: number, last: number, series: readonly string[]): ReturnType<AnchorStore['timelineMinutes']> {
-    const all = await Promise.all(this.shards.map((s) => s.timelineMinutes(first, last, series)));
+  async timelineMinutes(first: number, last: number, series: readonly string[]): ReturnType<SubjectIndexes['timelineMinutes']> {
+    const all = await Promise.all(this.shards.map((s) => s.indexes.timelineMinutes(first, last, series)));
     if (all.length === 1) return all[0]!;
     return all[0]!.map((m, i) => {
       const confirmed: Record<string, { count: number; sumMs: number; maxMs: number }> = {};

@@ -4,9 +4,10 @@
  * relay and calendar, and its history. Reads only the batch fields it shows, never a
  * batch's digests.
  */
-import type { Config } from '../config/config.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
-import type { AnchorStore, HistoryEntry, RelayReportRecord, SubjectRecord } from './anchor-store.js';
+import type { AnchorStore } from './anchor-store.js';
+import type { RelayReportRecord } from './events.js';
+import type { HistoryEntry, SubjectRecord } from './subject-hash.js';
 
 /** RFC 3339 UTC, seconds. */
 export function isoSeconds(ms: number): string {
@@ -86,11 +87,17 @@ export function summarize(record: SubjectRecord): AnchorSummary {
   };
 }
 
+/** What the view takes of the config in force: each witness on or off, its relays and calendars (a Config is one). */
+export interface SourcesConfig {
+  nostr: { enabled: boolean; relays: readonly string[] };
+  ots: { enabled: boolean; calendars: readonly string[] };
+}
+
 /**
  * The relays and calendars of the config in force that a subject still waits for, when it
  * has been sent nowhere yet (sentTo): those of an enabled witness, none of a disabled one.
  */
-export function configuredSources(config: Config): { relays: readonly string[]; calendars: readonly string[] } {
+export function configuredSources(config: SourcesConfig): { relays: readonly string[]; calendars: readonly string[] } {
   return { relays: config.nostr.enabled ? config.nostr.relays : [], calendars: config.ots.enabled ? config.ots.calendars : [] };
 }
 
@@ -139,7 +146,7 @@ function relayView(url: string, r: RelayReportRecord | undefined): RelayView {
   };
 }
 
-async function nostrView(store: AnchorStore, config: Config, record: SubjectRecord): Promise<NostrView | undefined> {
+async function nostrView(store: AnchorStore, config: SourcesConfig, record: SubjectRecord): Promise<NostrView | undefined> {
   const w = record.witnesses.nostr;
   if (!w) return undefined;
   let eventId = record.nostrEventId;
@@ -147,7 +154,7 @@ async function nostrView(store: AnchorStore, config: Config, record: SubjectReco
   let mode: NostrView['mode'] = eventId ? 'envelope' : null;
   const link = record.batches.nostr;
   if (!eventId && link) {
-    const { event: eventJson, size, mode: decided } = await store.nostrBatchEvent(link.id);
+    const { event: eventJson, size, mode: decided } = await store.batches.nostrBatchEvent(link.id);
     // Decided `envelope`: the subject's own event is on its way (the batch is only how it was cut).
     if (decided === 'envelope') mode = 'envelope';
     else {
@@ -160,7 +167,7 @@ async function nostrView(store: AnchorStore, config: Config, record: SubjectReco
   // sentTo: the relays the state says the event went to, never the current config's (a
   // subject anchored with relays A and B keeps showing A and B after the config moves to C);
   // before it went anywhere, the configured relays it waits for.
-  const sent = eventId ? await store.eventRelays(eventId) : { relays: [], reports: [] };
+  const sent = eventId ? await store.events.eventRelays(eventId) : { relays: [], reports: [] };
   const relays = sentTo(sent.relays, configuredSources(config).relays, sent.relays.length > 0).map((url) => relayView(url, sent.reports.find((r) => r.url === url)));
   return {
     status: w.status,
@@ -188,7 +195,7 @@ function calendarView(url: string, raw: string | null | undefined): CalendarView
  * until the batch is submitted, also the configured calendars it is still to go to, listed
  * `unsubmitted`; once it is, only the ones the state names.
  */
-async function otsView(store: AnchorStore, config: Config, record: SubjectRecord): Promise<OtsView | undefined> {
+async function otsView(store: AnchorStore, config: SourcesConfig, record: SubjectRecord): Promise<OtsView | undefined> {
   const w = record.witnesses.ots;
   if (!w) return undefined;
   const link = record.batches.ots;
@@ -201,8 +208,8 @@ async function otsView(store: AnchorStore, config: Config, record: SubjectRecord
   };
   if (!link) return view;
   const [fields, recorded] = await Promise.all([
-    store.otsBatchSummary(link.id),
-    store.batchCalendars(link.id),
+    store.batches.otsBatchSummary(link.id),
+    store.batches.batchCalendars(link.id),
   ]);
   const submitted = fields.submitted;
   view.batch = { id: link.id, index: link.index, size: fields.size, anchoredAt: fields.anchoredAt, submitted };
@@ -211,8 +218,8 @@ async function otsView(store: AnchorStore, config: Config, record: SubjectRecord
   return view;
 }
 
-export async function anchorDetail(store: AnchorStore, config: Config, record: SubjectRecord): Promise<AnchorDetail> {
-  const [nostr, ots, history] = await Promise.all([nostrView(store, config, record), otsView(store, config, record), store.history(record.key)]);
+export async function anchorDetail(store: AnchorStore, config: SourcesConfig, record: SubjectRecord): Promise<AnchorDetail> {
+  const [nostr, ots, history] = await Promise.all([nostrView(store, config, record), otsView(store, config, record), store.subjects.history(record.key)]);
   const { witnesses: _statuses, reason: _reason, ...summary } = summarize(record);
   return {
     ...summary,
@@ -224,7 +231,7 @@ export async function anchorDetail(store: AnchorStore, config: Config, record: S
 }
 
 /** The detail of the subject under `key`, or null when there is none. */
-export async function subjectDetail(store: AnchorStore, config: Config, key: string): Promise<AnchorDetail | null> {
-  const record = await store.getRecord(key);
+export async function subjectDetail(store: AnchorStore, config: SourcesConfig, key: string): Promise<AnchorDetail | null> {
+  const record = await store.subjects.getRecord(key);
   return record ? anchorDetail(store, config, record) : null;
 }

@@ -91,7 +91,7 @@ export async function connectClient(opts: { config?: string | undefined; 'redis-
     store,
     state,
     targets() {
-      targets ??= config.redis.shards === 1 ? [{ queue: usualQueue(), store }] : shardTargets(redis, { prefix: config.redis.prefix, queueName: config.queue.name, shards: config.redis.shards });
+      targets ??= config.redis.shards === 1 ? [{ queue: usualQueue(), subjects: store.subjects }] : shardTargets(redis, { prefix: config.redis.prefix, queueName: config.queue.name, shards: config.redis.shards });
       return targets;
     },
     queue: usualQueue,

@@ -1,7 +1,7 @@
 /** nostrStatusOf: the Nostr witness status from its relays' reports, quorum reachable or not. */
 import { describe, expect, it } from 'vitest';
 import { nostrStatusOf } from '../../../src/adapters/nostr/nostr-witness.js';
-import type { RelayReportRecord } from '../../../src/adapters/state/anchor-store.js';
+import type { RelayReportRecord } from '../../../src/adapters/state/events.js';
 
 const at = '2026-01-01T00:00:00.000Z';
 const ok = (url: string): RelayReportRecord => ({ url, status: 'accepted', message: '', at, final: true });

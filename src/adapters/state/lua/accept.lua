@@ -21,11 +21,11 @@
 -- claims), digest (hex), fingerprint (as stored: 32 bytes), event id as stored (its 32 bytes; '' for none), event JSON, digest
 -- as stored (32 bytes; the caller converts, not the script), the envelope's claims as
 -- subject-hash fields ('' for none: pairs, each of name and value as one length byte then
--- its bytes; AnchorStore names them).
+-- its bytes; subject-hash.ts names them).
 -- The subject hash keeps the digest, fingerprint and own event id (`nostr:event`) as 32
 -- bytes, no `key` (it is in the key's name), no `u` until something changes (reads as
 -- `created`), no `p:<witness>` while 0, no list of witnesses (they are its w:<witness>
--- fields). The acceptance is not written to the history list: AnchorStore.history derives it
+-- fields). The acceptance is not written to the history list: SubjectStore.history derives it
 -- from the hash (`created`, `digest`), except for a subject refused before (its list holds
 -- the refusal, and the acceptance goes after it).
 -- Returns per subject {result, digest, detail}: {'created', '', ''}, {'duplicate', stored

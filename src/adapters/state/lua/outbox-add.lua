@@ -1,6 +1,6 @@
 -- outbox-add: hands events to the relays' outboxes, each relay only the events it has not
--- answered for good, and records on each event the relays it was handed to (its `to` field,
--- as mark-sent.lua does). Already queued events keep their due time (ZADD NX).
+-- answered for good, and records on each event the relays it was handed to (its `to` field, a
+-- JSON list in the order handed, each relay once). Already queued events keep their due time (ZADD NX).
 --
 -- KEYS[1..R] the relays' outboxes, then the event hashes. ARGV[1] R, [2] now (ms), then the
 -- R relay URLs, then the event ids (in KEYS order).

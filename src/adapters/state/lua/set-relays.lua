@@ -1,6 +1,6 @@
--- set-relays: records one relay's reports on many events in one call (set-relay.lua's rule for
--- each: a report of accepted or stored is kept against anything but stored, and stored is
--- final), and returns what the caller needs to move the witnesses without reading again.
+-- set-relays: records one relay's reports on many events in one call, never downgrading one (a
+-- report of accepted or stored is kept against anything but stored, and stored is final), and
+-- returns what the caller needs to move the witnesses without reading again.
 --
 -- KEYS: the event hashes. ARGV[1] relay URL, then per event 2: the report JSON, its status.
 -- Returns per event {subject, batch, previous report JSON, every report JSON joined by "\n"}

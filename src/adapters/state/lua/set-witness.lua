@@ -18,7 +18,7 @@
 -- entries says the entry is this call's) that takes an entry fixes its `from`. A subject that
 -- takes none while the entry exists, or takes one from another status, is marked
 -- `hx:<witness>:<n>` (entry n does not apply to it) in its hash, and in the second case gets
--- its own entry in h:<key> as before. AnchorStore.history merges the two.
+-- its own entry in h:<key> as before. SubjectStore.history merges the two.
 --
 -- KEYS[1] events stream, [2..4] idx:w:<witness>:pending, partial, failed (of the witness in
 -- ARGV[1]), [5..8] idx:st:pending, partial, confirmed, failed, [9] meta, [10] the timeline
