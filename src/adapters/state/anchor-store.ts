@@ -11,7 +11,7 @@ import type { RedisClient as Redis } from '../redis/connection.js';
 import { StateKeys, WITNESSES, type WitnessName } from './keys.js';
 import { digestToken, keyToken } from './stream-entries.js';
 import { decodeCursor, encodeCursor, listOrder, type Position } from './list-position.js';
-import { ACCEPT, CUT_BATCH, DROP_BATCH, FIX_EVENT_IDS, FORGET, LIST_PAGE, MARK_SENT, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
+import { ACCEPT, CUT_BATCH, DROP_BATCH, FIX_EVENT_IDS, FORGET, LIST_PAGE, MARK_SENT, NOTE_LATE, REJECT, SCRIPTS, SET_RELAY, SET_SUBJECT_EVENT, SET_WITNESS, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
@@ -1058,11 +1058,16 @@ export class AnchorStore {
     return this.redis.zrange(this.keys.nip03Late, 0, limit - 1);
   }
 
-  /** NIP-03: event ids whose batch's event tree was fixed without them (kept with the time first noted). */
+  /**
+   * NIP-03: event ids whose batch's event tree was fixed without them (kept with the time first
+   * noted). Each is noted once in its life (note-late.lua): one a later batch took is not noted again.
+   */
   async addLateNip03Events(eventIds: readonly string[]): Promise<void> {
-    if (eventIds.length === 0) return;
     const now = Date.now();
-    await this.redis.zadd(this.keys.nip03Late, 'NX', ...eventIds.flatMap((e) => [now, e]));
+    for (let i = 0; i < eventIds.length; i += 1000) {
+      const chunk = eventIds.slice(i, i + 1000);
+      await this.run(NOTE_LATE, [this.keys.nip03Late, ...chunk.map((e) => this.keys.event(e))], [now, ...chunk]);
+    }
   }
 
   /** Nostr: the batch's signed event (JSON) and the mode decided for it (auto mode), null while none. */

@@ -72,5 +72,7 @@ export const DROP_BATCH = load(DIR, 'drop-batch');
 
 /** NIP-03: fixes the event ids an OTS batch commits to and takes the late ones it commits out of the waiting set. */
 export const FIX_EVENT_IDS = load(DIR, 'fix-event-ids');
+/** NIP-03: notes event ids for a later batch, each once in its life (the event hash keeps the mark). */
+export const NOTE_LATE = load(DIR, 'note-late');
 
-export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, CUT_CHECKPOINT, SET_SUBJECT_EVENT, LIST_PAGE, FORGET, DROP_BATCH, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, FIX_EVENT_IDS];
+export const SCRIPTS: readonly LuaScript[] = [ACCEPT, REJECT, SET_WITNESS, SET_RELAY, MARK_SENT, CUT_BATCH, CUT_CHECKPOINT, SET_SUBJECT_EVENT, LIST_PAGE, FORGET, DROP_BATCH, OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, FIX_EVENT_IDS, NOTE_LATE];
