@@ -67,3 +67,24 @@ it("a batch's own subjects linked to an event after its list was fixed wait for 
   expect(await fixBatchEventIds(store, cut.id)).toEqual([before]);
   expect((await store.batches.lateNip03Events(10)).sort()).toEqual([after, later].sort());
 });
+
+it('a late event committed by a later batch is not noted again by a retry of either side, so no third batch commits it (two attestations)', async () => {
+  const store = new AnchorStore(redis, 'late-retry');
+  await store.subjects.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: ['ots'] }, [{ key: 'r-1', kind: 'receipt', envelopeCanonical: '{"k":"r-1"}', digest: '1'.repeat(64), fingerprint: 'b'.repeat(64) }]);
+  const cut = (await store.batches.cutBatch('ots', 1))!;
+  // the OTS side fixes the list before the subject has its event
+  expect(await fixBatchEventIds(store, cut.id)).toEqual([]);
+  const id = eventId();
+  expect(await store.events.setSubjectEvents([{ key: 'r-1', id, json: JSON.stringify({ id, content: '{"k":"r-1"}' }) }])).toEqual([id]);
+  await noteLateEvents(store, [{ key: 'r-1', eventId: id }]);
+  // the next batch commits it
+  expect(await fixBatchEventIds(store, 'next')).toEqual([id]);
+  expect(await store.batches.lateNip03Events(10)).toEqual([]);
+  // a daemon SIGKILLed before its batch's events_root was written runs the OTS side again, and
+  // a Nostr job killed after linking runs its side again: both find the event outside its own
+  // batch's list, and neither may hand it back to the waiting set
+  expect(await fixBatchEventIds(store, cut.id)).toEqual([]);
+  await noteLateEvents(store, [{ key: 'r-1', eventId: id }]);
+  expect(await store.batches.lateNip03Events(10)).toEqual([]);
+  expect(await fixBatchEventIds(store, 'third')).toEqual([]);
+});

@@ -4,7 +4,8 @@
  * submission, as the envelope event id of each of its subjects that has one (batch order),
  * then the late event ids waiting for a batch (oldest first). A subject whose event is
  * linked after its batch's list was fixed (auto mode decides its Nostr cut later) is
- * noted late, by whichever of the two sides sees it second, and a later batch commits it:
+ * noted late, by whichever of the two sides sees it second (once in its life: a side run again
+ * never hands back an event a later batch took, note-late.lua), and a later batch commits it:
  *
  * - the OTS side fixes the list, then reads its subjects' events again and notes any missing;
  * - the Nostr side links the event, then reads the subject's OTS batch list and notes the event

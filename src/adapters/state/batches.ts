@@ -18,6 +18,8 @@ export const CUT_BATCH = load(DIR, 'cut-batch');
 export const DROP_BATCH = load(DIR, 'drop-batch');
 /** NIP-03: fixes the event ids an OTS batch commits to and takes the late ones it commits out of the waiting set. */
 export const FIX_EVENT_IDS = load(DIR, 'fix-event-ids');
+/** NIP-03: notes event ids for a later batch, each once in its life (the event hash keeps the mark). */
+export const NOTE_LATE = load(DIR, 'note-late');
 
 export interface BatchInfo {
   witness: WitnessName;
@@ -42,7 +44,7 @@ export class BatchStore {
     private readonly keys: StateKeys,
     private readonly now: () => number = Date.now,
   ) {
-    defineScripts(redis, [CUT_BATCH, DROP_BATCH, FIX_EVENT_IDS]);
+    defineScripts(redis, [CUT_BATCH, DROP_BATCH, FIX_EVENT_IDS, NOTE_LATE]);
   }
 
   async inboxLength(witness: WitnessName): Promise<number> {
@@ -148,11 +150,16 @@ export class BatchStore {
     return this.redis.zrange(this.keys.nip03Late, 0, limit - 1);
   }
 
-  /** NIP-03: event ids whose batch's event tree was fixed without them (kept with the time first noted). */
+  /**
+   * NIP-03: event ids whose batch's event tree was fixed without them (kept with the time first
+   * noted). Each is noted once in its life (note-late.lua): one a later batch took is not noted again.
+   */
   async addLateNip03Events(eventIds: readonly string[]): Promise<void> {
-    if (eventIds.length === 0) return;
     const now = Date.now();
-    await this.redis.zadd(this.keys.nip03Late, 'NX', ...eventIds.flatMap((e) => [now, e]));
+    for (let i = 0; i < eventIds.length; i += 1000) {
+      const chunk = eventIds.slice(i, i + 1000);
+      await runScript(this.redis, NOTE_LATE, [this.keys.nip03Late, ...chunk.map((e) => this.keys.event(e))], [now, ...chunk]);
+    }
   }
 
   /** Nostr: the batch's signed event (JSON) and the mode decided for it (auto mode), null while none. */
