@@ -184,12 +184,12 @@ export class IntakeProcessor {
       this.log.warn({ key }, 'conflicting root refused (subject retired to the archive)');
       throw new UnrecoverableError(archived.reason);
     }
-    const [stamped] = await this.asLogged([read]);
-    if ('result' in stamped!) {
+    const stamped = (await this.asLogged([read]))[0]!;
+    if ('result' in stamped) {
       this.log.warn({ key }, 'conflicting root refused (subject in the anchor log)');
       throw new UnrecoverableError(stamped.reason);
     }
-    const subject = this.signed(stamped!);
+    const subject = this.signed(stamped);
     const { results, inboxLengths } = await this.store.acceptMany(this.anchoring, [subject]);
     const res = results[0]!;
     if (res.result === 'conflict') {
@@ -257,27 +257,27 @@ export class IntakeProcessor {
     const after: Accepted['subjects'] = [];
     const inboxLengths: Accepted['inboxLengths'] = {};
     for (let p = 0; p < count; p += INTAKE_PAGE) {
-      const read: Array<{ index: number; subject: SubjectInput }> = [];
+      const unarchived: Array<{ index: number; subject: SubjectInput }> = [];
       // this page's subjects not created, kept in the job's order once the page is in
       const notes: BulkSubjectResult[] = [];
       for (let index = p; index < Math.min(p + INTAKE_PAGE, count); index++) {
-        const subject = subjectAt(index);
-        if (subject instanceof Aer1Error) {
-          const field = subject instanceof InputError && subject.field !== undefined && subject.field !== '$' ? subject.field : undefined;
+        const read = subjectAt(index);
+        if (read instanceof Aer1Error) {
+          const field = read instanceof InputError && read.field !== undefined && read.field !== '$' ? read.field : undefined;
           tally.refused++;
-          notes.push({ index, result: 'refused', code: subject.code, reason: subject.message, ...(field !== undefined ? { field } : {}) });
+          notes.push({ index, result: 'refused', code: read.code, reason: read.message, ...(field !== undefined ? { field } : {}) });
           continue;
         }
-        const archived = await this.fromArchive(subject);
+        const archived = await this.fromArchive(read);
         if (archived) {
           tally[archived.result]++;
-          notes.push({ index, key: subject.key, ...archived });
-        } else read.push({ index, subject });
+          notes.push({ index, key: read.key, ...archived });
+        } else unarchived.push({ index, subject: read });
       }
-      const stamped = await this.asLogged(read.map((r) => r.subject));
+      const stamped = await this.asLogged(unarchived.map((r) => r.subject));
       const valid: Array<{ index: number; subject: AcceptSubject }> = [];
       stamped.forEach((s, i) => {
-        const { index, subject } = read[i]!;
+        const { index, subject } = unarchived[i]!;
         if (!('result' in s)) return void valid.push({ index, subject: this.signed(s) });
         tally.conflict++;
         notes.push({ index, key: subject.key, ...s });
