@@ -137,12 +137,12 @@ describe('the anchor log when Redis loses its process or its last writes', () =>
     const before = logEntries(log);
     const redisPublished = await published(issuer, keys);
     console.log(`log-aof-cut: folder ${before.length} entries, Redis after the cut: published ${redisPublished}, ${await issuer.store.subjectCount()} accepted; redis-check-aof: ${cut.fix.split('\n').pop()}`);
-    expect(redisPublished, 'Redis lost the writes the folder holds').toBeLessThan(before.length);
     // accepted, logged and signed, then lost by Redis: sent again, each gets back the envelope
     // its entry holds (a key is logged once), and with it its entry's digest
     const records = await issuer.store.getRecords(before.map((e) => e.key));
     const lost = new Set(before.filter((_, i) => !records[i]).map((e) => e.key));
-    expect(lost.size).toBeGreaterThan(0);
+    // (not its `published`, which the running publisher may have settled from the files already)
+    expect(lost.size, 'Redis lost the acceptances the folder holds').toBeGreaterThan(0);
     console.log(`log-aof-cut: ${lost.size} subjects logged whose acceptance Redis lost`);
 
     // the issuer sends again what Redis lost, and new subjects, while the publisher settles
