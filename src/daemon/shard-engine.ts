@@ -36,6 +36,7 @@ import { WebhookHandover } from '../adapters/retention/handover.js';
 import { hookId } from '../adapters/webhooks/delivery-log.js';
 import { LogService } from '../adapters/log/log-service.js';
 import { LogFolder } from '../adapters/log/log-folder.js';
+import { LoggedStamps } from '../adapters/log/logged-stamps.js';
 import { CheckpointCuts } from '../adapters/state/checkpoint-cuts.js';
 import { CheckpointWitnesses } from '../adapters/time/checkpoint-witnesses.js';
 import { TsaClient } from '../adapters/tsa/tsa-client.js';
@@ -86,6 +87,7 @@ export class ShardEngine {
   readonly upkeep: RelayUpkeep | null = null;
   /** The shard's anchor log publisher (log.enabled), null when off. */
   readonly anchorLog: LogService | null = null;
+  private readonly loggedStamps: LoggedStamps | null = null;
   /** With the anchor log on: the witnesses' batches cut from its checkpoints. */
   readonly checkpointCuts: CheckpointCuts | null = null;
   /** The anchor log checkpoints' TSAs and witnesses (log.tsaUrls, log.witnesses), null when none. */
@@ -116,7 +118,10 @@ export class ShardEngine {
       // accept.lua sequences each subject it creates into the log, in the same script call
       this.store.subjects.logKeys = this.anchorLog.keys;
       // and the witnesses cut those subjects from the log's checkpoints (docs/log.md)
-      this.checkpointCuts = new CheckpointCuts(this.store, new LogFolder(deps.anchorLog.dir), this.anchorLog.keys);
+      const folder = new LogFolder(deps.anchorLog.dir);
+      this.checkpointCuts = new CheckpointCuts(this.store, folder, this.anchorLog.keys);
+      // a subject sent again after Redis lost its acceptance gets back the envelope it was logged with
+      this.loggedStamps = new LoggedStamps(deps.logRedis ?? deps.storeRedis, this.anchorLog.keys, folder, async (keys) => (await this.store.subjects.intakeStates(keys)).map((s) => s.digest !== null));
       if (config.log.tsaUrls.length > 0 || config.log.witnesses.length > 0) {
         const service = this.anchorLog;
         const quorums = logTimeQuorums(config);
@@ -288,6 +293,7 @@ export class ShardEngine {
               },
             }
           : {}),
+        ...(this.loggedStamps ? { logged: (subjects: readonly PreparedSubject[]) => this.loggedStamps!.find(subjects) } : {}),
         afterAccept: async ({ subjects, inboxLengths }) => {
           if (envelopeMode) await nostr.ensurePublishingMany(subjects.flatMap((s) => (s.nostrEventId ? [s.nostrEventId] : [])));
           // the accept script said how long each inbox is: only a full one needs a pass now

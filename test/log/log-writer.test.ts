@@ -62,7 +62,7 @@ describe('LogWriter', () => {
     expect(tiles0).toContain('tile/0/273.p/112');
     expect(all.filter((f) => /^tile\/[12]\//.test(f))).toEqual(['tile/1/000', 'tile/1/001.p/17', 'tile/2/000.p/1']);
     expect(all.filter((f) => f.startsWith('tile/entries/'))).toHaveLength(274);
-    expect(all.filter((f) => !f.startsWith('tile/'))).toEqual(['checkpoint', 'checkpoints/0', 'checkpoints/70000', 'checkpoints/sizes']);
+    expect(all.filter((f) => !f.startsWith('tile/'))).toEqual(['checkpoint', 'checkpoints/0', 'checkpoints/70000', 'checkpoints/sizes', 'checkpoints/times']);
     expect(statSync(join(dir, 'tile/0/000')).size).toBe(8192);
     expect(readFileSync(join(dir, 'checkpoint'), 'utf8')).toBe(note);
     const opened = openCheckpoint(note, [vkey]);
@@ -88,7 +88,7 @@ describe('LogWriter', () => {
     const opened = openCheckpoint(readFileSync(join(dir, 'checkpoint')), [vkey]);
     expect(opened).toMatchObject({ ok: true, checkpoint: { size: 0 } });
     expect(opened.checkpoint.root.toString('hex')).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
-    expect(files(dir)).toEqual(['checkpoint', 'checkpoints/0', 'checkpoints/sizes']);
+    expect(files(dir)).toEqual(['checkpoint', 'checkpoints/0', 'checkpoints/sizes', 'checkpoints/times']);
   });
 
   it('reopens a log and continues: the same root as one written in a single run, partial tiles of earlier checkpoints kept', () => {

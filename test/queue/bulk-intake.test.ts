@@ -15,6 +15,8 @@ import { ANCHOR_JOB } from '../../src/adapters/bullmq/names.js';
 import { ShardRouter } from '../../src/adapters/intake/shard-router.js';
 import { ANCHOR_JOB_OPTIONS, enqueueAnchors } from '../../src/adapters/queue/producer.js';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
+import { readSubject } from '../../src/adapters/intake/job-data.js';
+import type { LoggedStamp } from '../../src/adapters/log/logged-stamps.js';
 import { SHARED_REDIS_URL, receiptFields, uniquePrefix, waitFor } from '../helpers/harness.js';
 import { sha256Hex } from '../../src/core/aer1/hash.js';
 
@@ -181,6 +183,36 @@ describe('a bulk job over shards (redis.shards > 1)', () => {
     expect(rv).toMatchObject({ subjects: 40, created: 19, duplicate: 20, refused: 1, conflict: 0, omitted: 0 });
     expect(rv.results.map((x) => [x.index, x.result])).toEqual([...Array.from({ length: 20 }, (_, i) => [i, 'duplicate']), [25, 'refused']]);
     expect(rv.results[3]).toMatchObject({ key: (subjects[3] as { receipt_uuid: string }).receipt_uuid });
+  });
+});
+
+describe('subjects the anchor log holds while Redis lost their acceptance', () => {
+  it('are accepted with the anchored_at their entry holds; one no stamp fits is a conflict, reported at its place or refusing its job', { timeout: 30_000 }, async () => {
+    const redis = connectRedis(SHARED_REDIS_URL);
+    cleanups.push(() => redis.quit());
+    const store = new AnchorStore(redis, uniquePrefix('relogged'));
+    const [again, other, fresh] = [receiptFields(), receiptFields(), receiptFields()];
+    const loggedAt = '2026-01-02T03:04:05Z';
+    const logged = readSubject(again, LIMITS, loggedAt);
+    const stamps = new Map<string, LoggedStamp>([
+      [again.receipt_uuid, { index: 7, digest: logged.digest, anchoredAt: loggedAt }],
+      [other.receipt_uuid, { index: 8, digest: 'cd'.repeat(32), anchoredAt: null }],
+    ]);
+    const processor = new IntakeProcessor(
+      store,
+      { ...LIMITS, maxSubjectsPerJob: 1000 },
+      { witnesses: ['ots'], inboxes: ['ots'], afterAccept: async () => undefined, logged: async (subjects) => subjects.map((s) => stamps.get(s.key) ?? null) },
+      createLogger('silent'),
+    );
+    const rv = (await processor.process('job', { subjects: [again, other, fresh] })) as BulkIntakeResult;
+    expect(rv).toMatchObject({ subjects: 3, created: 2, conflict: 1, refused: 0 });
+    expect(rv.results).toEqual([{ index: 1, key: other.receipt_uuid, result: 'conflict', digest: 'cd'.repeat(32), reason: expect.stringContaining('already in the anchor log with another root (entry 8') }]);
+    const [record, otherRecord, freshRecord] = await store.subjects.getRecords([again.receipt_uuid, other.receipt_uuid, fresh.receipt_uuid]);
+    expect(record?.digest).toBe(logged.digest);
+    expect(JSON.parse(record!.envelopeCanonical!)).toMatchObject({ anchored_at: loggedAt });
+    expect(otherRecord).toBeNull();
+    expect(freshRecord?.digest).toMatch(/^[0-9a-f]{64}$/);
+    await expect(processor.process(other.receipt_uuid, other)).rejects.toThrow(/already in the anchor log with another root/);
   });
 });
 

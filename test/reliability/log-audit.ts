@@ -27,12 +27,8 @@ export function logEntries(log: LogUnderTest, to?: number): LogEntry[] {
   return writer.entries(0, to ?? writer.checkpointed.checkpoint.size).map((e) => decodeEntry(e));
 }
 
-/**
- * Asserts the folder and Redis agree on exactly `keys` (in any order); returns the entries in
- * log order. A key in `lostAfterLogging` (its acceptance lost by Redis after the folder logged it,
- * accepted again since) keeps its entry from the first acceptance: its digest is not checked.
- */
-export async function expectLogAgrees(issuer: Issuer, log: LogUnderTest, keys: readonly string[], lostAfterLogging: ReadonlySet<string> = new Set()): Promise<LogEntry[]> {
+/** Asserts the folder and Redis agree on exactly `keys` (in any order), each entry holding its subject's digest; returns the entries in log order. */
+export async function expectLogAgrees(issuer: Issuer, log: LogUnderTest, keys: readonly string[]): Promise<LogEntry[]> {
   const n = keys.length;
   const signer = loadLogKeyFile(join(log.dir, 'log.key'));
   const report = await verifyLog(new DirectorySource(join(log.dir, 'log')), { trusted: [parseVerifierKey(signer.verifierKey)] });
@@ -50,7 +46,7 @@ export async function expectLogAgrees(issuer: Issuer, log: LogUnderTest, keys: r
   const idx = await issuer.redis.hmget(logKeys.index, ...entries.map((e) => e.key));
   const wrong = entries.flatMap((e, i) => {
     const problems: string[] = [];
-    if (!lostAfterLogging.has(e.key) && records[i]?.digest !== Buffer.from(e.digest).toString('hex')) problems.push(`entry ${i} (${e.key}): not the subject's digest`);
+    if (records[i]?.digest !== Buffer.from(e.digest).toString('hex')) problems.push(`entry ${i} (${e.key}): not the subject's digest`);
     if (idx[i] !== String(i)) problems.push(`entry ${i} (${e.key}): Redis's index says ${idx[i]}`);
     return problems;
   });

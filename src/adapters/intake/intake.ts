@@ -29,6 +29,7 @@ import { stalledJobOptions } from '../bullmq/stalled.js';
 import { quoteBounded } from '../../core/aer1/json-limits.js';
 import { redisRefusal } from '../redis/redis-refusal.js';
 import { SubjectBudget } from './subject-budget.js';
+import type { LoggedStamp } from '../log/logged-stamps.js';
 import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 
 export interface IntakeResult {
@@ -102,9 +103,18 @@ export interface Anchoring {
    * never accepted as new.
    */
   archived?: (key: string) => Promise<{ envelope: Record<string, unknown>; digest: string } | null>;
+  /**
+   * With the anchor log: per subject, the entry the log holds for its key when Redis no
+   * longer holds its acceptance, and the `anchored_at` giving that entry's digest (null: none
+   * does); null when the log does not hold the key or Redis holds its acceptance
+   * (src/adapters/log/logged-stamps.ts). Such a subject is accepted with the envelope it was
+   * logged with, or refused as a conflict.
+   */
+  logged?: (subjects: readonly SubjectInput[]) => Promise<Array<LoggedStamp | null>>;
 }
 
 type ArchivedAnswer = { result: 'duplicate'; digest: string } | { result: 'conflict'; digest: string; reason: string };
+type Conflict = Extract<ArchivedAnswer, { result: 'conflict' }>;
 
 export interface IntakeLimits extends JobLimits {
   /** Most subjects one bulk job may carry (queue.maxSubjectsPerJob). */
@@ -175,7 +185,12 @@ export class IntakeProcessor {
       this.log.warn({ key }, 'conflicting root refused (subject retired to the archive)');
       throw new UnrecoverableError(archived.reason);
     }
-    const subject = this.signed(read);
+    const stamped = (await this.asLogged([read]))[0]!;
+    if ('result' in stamped) {
+      this.log.warn({ key }, 'conflicting root refused (subject in the anchor log)');
+      throw new UnrecoverableError(stamped.reason);
+    }
+    const subject = this.signed(stamped);
     const { results, inboxLengths } = await this.store.subjects.acceptMany(this.anchoring, [subject]);
     const res = results[0]!;
     if (res.result === 'conflict') {
@@ -196,6 +211,23 @@ export class IntakeProcessor {
     if (!found) return null;
     if (rootFingerprint(found.envelope as unknown as Envelope) === subject.fingerprint) return { result: 'duplicate', digest: found.digest };
     return { result: 'conflict', digest: found.digest, reason: `conflict: subject ${key} is already anchored with another root (envelope digest ${found.digest}, retired to the proof archive); refused, not re-anchored` };
+  }
+
+  /**
+   * Subjects whose key the anchor log holds while Redis does not hold their acceptance (lost
+   * writes) stamped with the `anchored_at` they were logged with, so each gets back the
+   * envelope its entry holds; a subject no such stamp fits is another root: a conflict.
+   */
+  private async asLogged(subjects: SubjectInput[]): Promise<Array<SubjectInput | Conflict>> {
+    if (!this.anchoring.logged || subjects.length === 0) return subjects;
+    const stamps = await this.anchoring.logged(subjects);
+    return subjects.map((subject, i) => {
+      const stamp = stamps[i];
+      if (!stamp) return subject;
+      const again = stamp.anchoredAt === null ? null : readOutcome(subject.data, this.limits, stamp.anchoredAt);
+      if (again && !(again instanceof Aer1Error) && again.digest === stamp.digest) return again;
+      return { result: 'conflict', digest: stamp.digest, reason: `conflict: subject ${subject.key} is already in the anchor log with another root (entry ${stamp.index}, envelope digest ${stamp.digest}); refused, not re-anchored` };
+    });
   }
 
   /** What the accept script stores for a subject read: the subject as read, its event signed in envelope mode. */
@@ -226,7 +258,7 @@ export class IntakeProcessor {
     const after: Accepted['subjects'] = [];
     const inboxLengths: Accepted['inboxLengths'] = {};
     for (let p = 0; p < count; p += INTAKE_PAGE) {
-      const valid: Array<{ index: number; subject: AcceptSubject }> = [];
+      const unarchived: Array<{ index: number; subject: SubjectInput }> = [];
       // this page's subjects not created, kept in the job's order once the page is in
       const notes: BulkSubjectResult[] = [];
       for (let index = p; index < Math.min(p + INTAKE_PAGE, count); index++) {
@@ -241,8 +273,16 @@ export class IntakeProcessor {
         if (archived) {
           tally[archived.result]++;
           notes.push({ index, key: read.key, ...archived });
-        } else valid.push({ index, subject: this.signed(read) });
+        } else unarchived.push({ index, subject: read });
       }
+      const stamped = await this.asLogged(unarchived.map((r) => r.subject));
+      const valid: Array<{ index: number; subject: AcceptSubject }> = [];
+      stamped.forEach((s, i) => {
+        const { index, subject } = unarchived[i]!;
+        if (!('result' in s)) return void valid.push({ index, subject: this.signed(s) });
+        tally.conflict++;
+        notes.push({ index, key: subject.key, ...s });
+      });
       if (valid.length === 0) {
         keep(notes);
         continue;

@@ -2,19 +2,23 @@
  * Every checkpoint a log folder published, kept beside the live `checkpoint` file (our
  * extension to the tlog-tiles layout; docs/log.md): `checkpoints/<size>` holds that size's
  * signed note, and `checkpoints/sizes` lists the sizes in order, 8 bytes each (big-endian),
- * so the first checkpoint covering an index is a binary search, not a folder listing.
+ * so the first checkpoint covering an index is a binary search, not a folder listing;
+ * `checkpoints/times` holds, in the same slots, when each was kept (Unix ms, 8 bytes each,
+ * big-endian; written before its size, so every listed size has its time): the window in
+ * which a subject was accepted (acceptanceWindow).
  * Proofs are built against the first checkpoint that covers their entry: the one the
  * witnesses attested soonest after acceptance. Its time evidence sits beside it:
  * `checkpoints/<size>.tsr.json` holds its RFC 3161 tokens (`[{"url", "token"}]`, base64 DER,
  * replaced atomically as tokens come), and the witnesses' cosignature lines are appended to
  * `checkpoints/<size>` itself.
  */
-import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { readOptional, writeReplacing } from './tile-files.js';
 
 export const CHECKPOINTS_DIR = 'checkpoints';
 const SIZES_FILE = `${CHECKPOINTS_DIR}/sizes`;
+const TIMES_FILE = `${CHECKPOINTS_DIR}/times`;
 const SLOT = 8;
 
 /** A TSA's token over a checkpoint's note body, as proofs carry it (anchor_proof.log.timestamps). */
@@ -24,15 +28,24 @@ export interface KeptTimestamp {
   readonly token: string;
 }
 
+/** When a subject of some index was accepted: within [fromMs, toMs] (CheckpointHistory.acceptanceWindow). */
+export interface AcceptanceWindow {
+  readonly fromMs: number;
+  readonly toMs: number;
+}
+
 export interface KeptCheckpoint {
   readonly size: number;
   readonly note: string;
 }
 
 export class CheckpointHistory {
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    private readonly now: () => number = Date.now,
+  ) {}
 
-  /** Keeps `note` as the checkpoint of `size` (idempotent: a size already listed is not listed twice). */
+  /** Keeps `note` as the checkpoint of `size`, kept now (idempotent: a size already listed is not listed twice). */
   record(size: number, note: string): void {
     mkdirSync(join(this.dir, CHECKPOINTS_DIR), { recursive: true });
     writeReplacing(this.dir, `${CHECKPOINTS_DIR}/${size}`, Buffer.from(note, 'utf8'));
@@ -40,16 +53,23 @@ export class CheckpointHistory {
     const last = this.last();
     if (last === size) return;
     if (size < last) throw new RangeError(`checkpoint size ${size} is below the last kept (${last})`);
-    const slot = Buffer.alloc(SLOT);
-    slot.writeBigUInt64BE(BigInt(size));
-    // positioned writes (no O_APPEND): a slot cut short by a crash is overwritten in place
-    const fd = openSync(join(this.dir, SIZES_FILE), constants.O_WRONLY | constants.O_CREAT, 0o644);
-    try {
-      writeSync(fd, slot, 0, SLOT, count * SLOT);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    // its time first: a size listed always has one
+    this.writeSlot(TIMES_FILE, count, this.now());
+    this.writeSlot(SIZES_FILE, count, size);
+  }
+
+  /**
+   * When the subject of entry `index` was accepted, as the kept checkpoints bound it: before
+   * the first checkpoint covering it was kept, and after the one two before that was (the
+   * publisher read the entries of the previous checkpoint after that one was kept, and this
+   * entry was sequenced after that read). From the first checkpoint on, the lower bound is the
+   * upper one less `firstSpanMs`. Null when no kept checkpoint covers `index`.
+   */
+  acceptanceWindow(index: number, firstSpanMs: number): AcceptanceWindow | null {
+    const at = this.firstSlotAbove(index);
+    if (at === this.count()) return null;
+    const toMs = this.timeAt(at);
+    return { fromMs: at >= 2 ? this.timeAt(at - 2) : toMs - firstSpanMs, toMs };
   }
 
   /** The TSA tokens kept for `size` (empty when none). */
@@ -84,13 +104,7 @@ export class CheckpointHistory {
 
   /** The first kept checkpoint whose tree holds entry `index`, or null when none does yet. */
   covering(index: number): KeptCheckpoint | null {
-    let lo = 0;
-    let hi = this.count();
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.sizeAt(mid) > index) hi = mid;
-      else lo = mid + 1;
-    }
+    const lo = this.firstSlotAbove(index);
     if (lo === this.count()) return null;
     const size = this.sizeAt(lo);
     const note = this.at(size);
@@ -100,16 +114,42 @@ export class CheckpointHistory {
   /** Up to `limit` kept sizes above `after`, in order (for consumers catching up from a cursor). */
   sizesAfter(after: number, limit: number): number[] {
     const n = this.count();
-    let lo = 0;
-    let hi = n;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.sizeAt(mid) > after) hi = mid;
-      else lo = mid + 1;
-    }
+    const lo = this.firstSlotAbove(after);
     const out: number[] = [];
     for (let i = lo; i < n && out.length < limit; i++) out.push(this.sizeAt(i));
     return out;
+  }
+
+  /** The first slot whose size is above `n` (count() when none is). */
+  private firstSlotAbove(n: number): number {
+    let lo = 0;
+    let hi = this.count();
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.sizeAt(mid) > n) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
+  }
+
+  /** Positioned writes (no O_APPEND): a slot cut short by a crash is overwritten in place. */
+  private writeSlot(file: string, i: number, value: number): void {
+    const slot = Buffer.alloc(SLOT);
+    slot.writeBigUInt64BE(BigInt(value));
+    const fd = openSync(join(this.dir, file), constants.O_WRONLY | constants.O_CREAT, 0o644);
+    try {
+      writeSync(fd, slot, 0, SLOT, i * SLOT);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** When slot `i`'s checkpoint was kept: its time, or its note's modification time when the times file lacks it. */
+  private timeAt(i: number): number {
+    const ms = this.readSlot(TIMES_FILE, i);
+    // 0: a hole (slots written past a times file that was missing)
+    return ms !== null && ms > 0 ? ms : statSync(join(this.dir, `${CHECKPOINTS_DIR}/${this.sizeAt(i)}`)).mtimeMs;
   }
 
   private count(): number {
@@ -127,11 +167,23 @@ export class CheckpointHistory {
   }
 
   private sizeAt(i: number): number {
-    const fd = openSync(join(this.dir, SIZES_FILE), 'r');
+    const size = this.readSlot(SIZES_FILE, i);
+    if (size === null) throw new RangeError(`${SIZES_FILE}: slot ${i} is short`);
+    return size;
+  }
+
+  /** Slot `i` of `file`, or null when the file is missing or shorter. */
+  private readSlot(file: string, i: number): number | null {
+    let fd: number;
+    try {
+      fd = openSync(join(this.dir, file), 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
     try {
       const slot = Buffer.alloc(SLOT);
-      if (readSync(fd, slot, 0, SLOT, i * SLOT) !== SLOT) throw new RangeError(`${SIZES_FILE}: slot ${i} is short`);
-      return Number(slot.readBigUInt64BE());
+      return readSync(fd, slot, 0, SLOT, i * SLOT) === SLOT ? Number(slot.readBigUInt64BE()) : null;
     } finally {
       closeSync(fd);
     }

@@ -10,7 +10,7 @@ import { parseCheckpointText } from '../../core/log/checkpoint.js';
 import { parseNote } from '../../core/log/note.js';
 import { consistencyProof, inclusionProof } from '../../core/log/proof.js';
 import { decodeBundle, TILE_WIDTH, TileHashes, tileInTree, tilePath, type TileRef } from '../../core/log/tiles.js';
-import { CheckpointHistory, type KeptTimestamp } from './checkpoint-history.js';
+import { CheckpointHistory, type AcceptanceWindow, type KeptTimestamp } from './checkpoint-history.js';
 import { CHECKPOINT_FILE, readOptional } from './tile-files.js';
 
 export interface FolderCheckpoint {
@@ -43,6 +43,11 @@ export class LogFolder {
     return kept === null ? null : described(kept.note, `${this.dir}/checkpoints/${kept.size}`);
   }
 
+  /** When the subject of entry `index` was accepted, as the kept checkpoints bound it (CheckpointHistory.acceptanceWindow), or null. */
+  acceptanceWindow(index: number, firstSpanMs: number): AcceptanceWindow | null {
+    return this.history.acceptanceWindow(index, firstSpanMs);
+  }
+
   /** Up to `limit` kept checkpoint sizes above `after`, in order. */
   sizesAfter(after: number, limit: number): number[] {
     return this.history.sizesAfter(after, limit);
@@ -64,13 +69,23 @@ export class LogFolder {
   entries(from: number, to: number): Buffer[] {
     const out: Buffer[] = [];
     for (let n = Math.floor(from / TILE_WIDTH); n * TILE_WIDTH < to; n++) {
-      const ref = { ...tileInTree(to, 0, n), level: 'entries' as const };
-      const bytes = this.tile(ref, to);
-      if (bytes === null) throw new RangeError(`${tilePath(ref)}: missing from ${this.dir}`);
-      const bundle = decodeBundle(bytes, ref);
+      const bundle = this.bundle(n, to);
       for (let i = Math.max(from, n * TILE_WIDTH); i < Math.min(to, (n + 1) * TILE_WIDTH); i++) out.push(bundle[i - n * TILE_WIDTH]!);
     }
     return out;
+  }
+
+  /** The entry of `index` (encoded), as the bundle of the checkpointed size `size` (above `index`) holds it. */
+  entry(index: number, size: number): Buffer {
+    return this.bundle(Math.floor(index / TILE_WIDTH), size)[index % TILE_WIDTH]!;
+  }
+
+  /** Entry bundle `n` of the tree of the checkpointed size `size`, decoded. */
+  private bundle(n: number, size: number): Buffer[] {
+    const ref = { ...tileInTree(size, 0, n), level: 'entries' as const };
+    const bytes = this.tile(ref, size);
+    if (bytes === null) throw new RangeError(`${tilePath(ref)}: missing from ${this.dir}`);
+    return decodeBundle(bytes, ref);
   }
 
   /** The RFC 6962 inclusion path of `index` in the tree of `size` (a checkpointed size), leaf upward. */

@@ -19,8 +19,8 @@ export interface Published {
   readonly resequenced: number;
   /**
    * Entries of the files whose acceptance Redis had lost (a lost AOF tail after the
-   * checkpoint): each keeps its entry; a subject sent again is accepted with a new
-   * `anchored_at`, so its entry does not hold its new digest (docs/log.md, Proofs).
+   * checkpoint): each keeps its entry; a subject sent again is accepted with the envelope
+   * it was logged with (LoggedStamps; docs/log.md, Proofs).
    */
   readonly lost: number;
 }

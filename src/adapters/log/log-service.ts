@@ -123,7 +123,7 @@ export class LogService {
       const out = await new LogPublisher(this.sequencer, this.writer).publish();
       if (out.resequenced > 0) this.log.warn({ resequenced: out.resequenced }, 'anchor log: Redis was behind the log folder; settled from the files');
       if (out.lost > 0) {
-        this.log.warn({ lost: out.lost }, 'anchor log: the folder holds subjects whose acceptance Redis lost (its last writes); each keeps its entry, and one sent again is accepted with a new anchored_at, so its proof carries no log');
+        this.log.warn({ lost: out.lost }, 'anchor log: the folder holds subjects whose acceptance Redis lost (its last writes); each keeps its entry, and one sent again is accepted with the envelope it was logged with');
       }
       this.lastError = '';
       if (!out.checkpoint) return null;

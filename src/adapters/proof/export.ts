@@ -82,8 +82,8 @@ export class ProofExporter {
 
   /**
    * The subject in the anchor log, once a checkpoint covers it: null before, when the log is
-   * off, or when its key was logged with another digest (accepted again after retention
-   * forgot it: a key is logged once).
+   * off, or when its key was logged with another digest (a key is logged once; the intake
+   * gives a subject sent again the envelope it was logged with: LoggedStamps).
    */
   private async log(record: SubjectRecord): Promise<LogProof | null> {
     const kind = record.kind === null ? undefined : entryKindOfSubject(record.kind);
