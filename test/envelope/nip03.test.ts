@@ -50,19 +50,24 @@ async function stack(nip03: boolean, log: Record<string, unknown> = {}): Promise
 
 const attestations = (relay: DevRelay) => relay.events().filter((e) => e.kind === 1040);
 
+/** Waits until every subject's own event is confirmed on Nostr and its OTS batch is submitted to the calendar. */
+function submittedAndConfirmed(issuer: Issuer, keys: readonly string[]) {
+  return waitFor('all submitted to the calendar, nostr confirmed', async () => {
+    const rs = await issuer.store.subjects.getRecords(keys);
+    for (const r of rs) {
+      if (!r?.nostrEventId || r.witnesses.nostr?.status !== 'confirmed' || !r.batches.ots) return null;
+      if ((await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
+    }
+    return rs;
+  }, 60_000, 100);
+}
+
 describe('NIP-03 attestations of envelope events', () => {
   it('one calendar submission per batch; after Bitcoin confirms, a kind-1040 event per envelope event on every relay, its .ots proving the event id', { timeout: 120_000 }, async () => {
     const { relays, calendar, headersFile, daemon, key, issuer, config } = await stack(true);
     const subjects = Array.from({ length: 5 }, () => receiptFields());
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
-    const records = await waitFor('all submitted to the calendar, nostr confirmed', async () => {
-      const rs = await issuer.store.subjects.getRecords(subjects.map((s) => s.receipt_uuid));
-      for (const r of rs) {
-        if (!r?.nostrEventId || r.witnesses.nostr?.status !== 'confirmed' || !r.batches.ots) return null;
-        if ((await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
-      }
-      return rs;
-    }, 60_000, 100);
+    const records = await submittedAndConfirmed(issuer, subjects.map((s) => s.receipt_uuid));
     const batches = new Set(records.map((r) => r!.batches.ots!.id));
     // the event ids ride in the same submission: one digest per batch, no more
     expect(calendar.stats().digestsReceived).toBe(batches.size);
@@ -153,14 +158,7 @@ print(json.dumps(out))
     const { relays, calendar, headersFile, issuer, config, key } = await stack(true, { enabled: true, dir: join(dir, 'log'), keyFile: join(dir, 'log.key'), origin: 'example.test/nip03', checkpointIntervalMs: 100 });
     const subjects = Array.from({ length: 4 }, () => receiptFields());
     await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
-    const records = await waitFor('all submitted to the calendar, nostr confirmed', async () => {
-      const rs = await issuer.store.subjects.getRecords(subjects.map((s) => s.receipt_uuid));
-      for (const r of rs) {
-        if (!r?.nostrEventId || r.witnesses.nostr?.status !== 'confirmed' || !r.batches.ots) return null;
-        if ((await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return null;
-      }
-      return rs;
-    }, 60_000, 100);
+    const records = await submittedAndConfirmed(issuer, subjects.map((s) => s.receipt_uuid));
     for (const id of new Set(records.map((r) => r!.batches.ots!.id))) {
       expect(await issuer.store.batches.batchField('ots', id, 'cp')).toMatch(/^[0-9]+$/);
       expect(await issuer.store.batches.batchField('ots', id, 'events_root')).toMatch(/^[0-9a-f]{64}$/);

@@ -21,7 +21,7 @@ import type { Envelope } from '../../core/envelope/envelope.js';
 import type { AnchorStore } from '../state/anchor-store.js';
 import { ACCEPT_CHUNK, type AcceptSubject } from '../state/subjects.js';
 import type { WitnessName } from '../state/keys.js';
-import { bulkSubjectsOf, isBulkJobData, readOutcome, type JobLimits, type ReadOutcome, type SubjectInput } from './job-data.js';
+import { bulkSubjectsOrReason, isBulkJobData, readOutcome, type JobLimits, type ReadOutcome, type SubjectInput } from './job-data.js';
 import { backoffDelay } from '../../core/retry/backoff.js';
 import { ANCHOR_JOB } from '../bullmq/names.js';
 import { boundedFailures } from '../bullmq/failed-attempts.js';
@@ -159,13 +159,9 @@ export class IntakeProcessor {
   /** Validates and accepts one job's data under `jobId`; throws UnrecoverableError when refused. */
   async process(jobId: string | undefined, data: unknown): Promise<IntakeResult | BulkIntakeResult> {
     if (!isBulkJobData(data)) return this.acceptOne(jobId, this.read(data));
-    let list: unknown[];
-    try {
-      list = bulkSubjectsOf(data, this.limits);
-    } catch (err) {
-      if (!(err instanceof Aer1Error)) throw err;
-      return this.refuse(jobId, err.message);
-    }
+    const bulk = bulkSubjectsOrReason(data, this.limits);
+    if ('reason' in bulk) return this.refuse(jobId, bulk.reason);
+    const { list } = bulk;
     // read a page at a time, as acceptBulk takes them
     return this.acceptBulk(jobId, list.length, (i) => this.read(list[i]));
   }

@@ -135,3 +135,13 @@ export function bulkSubjectsOf(data: Record<string, unknown>, limits: { maxJobBy
   }
   return list;
 }
+
+/** A bulk job's subjects, or why the job is refused as a whole (bulkSubjectsOf's message). */
+export function bulkSubjectsOrReason(data: Record<string, unknown>, limits: { maxJobBytes: number; maxSubjectsPerJob: number }): { list: unknown[] } | { reason: string } {
+  try {
+    return { list: bulkSubjectsOf(data, limits) };
+  } catch (err) {
+    if (!(err instanceof Aer1Error)) throw err;
+    return { reason: err.message };
+  }
+}

@@ -10,7 +10,7 @@
 import { Aer1Error } from '../../core/errors/errors.js';
 import { groupByShard, shardOf } from '../../core/shard/shard.js';
 import { bulkResultsListed, isGeneratedJobId, type BulkIntakeResult, type BulkSubjectResult, type IntakeHandler, type IntakeLimits, type IntakeProcessor, type IntakeResult } from './intake.js';
-import { bulkSubjectsOf, isBulkJobData, readOutcome, type ReadOutcome } from './job-data.js';
+import { bulkSubjectsOrReason, isBulkJobData, readOutcome, type ReadOutcome } from './job-data.js';
 
 export class ShardRouter implements IntakeHandler {
   private readonly shards: readonly IntakeProcessor[];
@@ -47,13 +47,9 @@ export class ShardRouter implements IntakeHandler {
       const read = this.read(data);
       return this.of(read instanceof Aer1Error ? (jobId ?? '') : read.key).acceptOne(jobId, read);
     }
-    let list: unknown[];
-    try {
-      list = bulkSubjectsOf(data, this.limits);
-    } catch (err) {
-      if (!(err instanceof Aer1Error)) throw err;
-      return this.refuse(jobId, err.message);
-    }
+    const bulk = bulkSubjectsOrReason(data, this.limits);
+    if ('reason' in bulk) return this.refuse(jobId, bulk.reason);
+    const { list } = bulk;
     // a subject that does not read is refused in its place by any shard (nothing is written for it)
     const read = list.map((item) => this.read(item));
     const groups = groupByShard(read, this.shards.length, (r) => (r instanceof Aer1Error ? null : r.key));
