@@ -56,7 +56,7 @@ describe('aer1-verify-anchor (built bin)', () => {
       '  WITNESS nostr established', '  WITNESS nostr not established', '  WITNESS ots   not established',
     ]);
     expect(checkLines.map((l) => l.trim().split(/\s+/)[1])).toEqual([
-      'input', 'recompute', 'envelope', 'digest', 'nostr-event', 'nostr-content', 'signer', 'ots-digest', 'ots-attestations', 'bitcoin', 'log', 'online', 'equivocation',
+      'input', 'recompute', 'envelope', 'digest', 'nostr-event', 'nostr-content', 'signer', 'ots-digest', 'ots-attestations', 'bitcoin', 'log', 'tsa', 'cosignatures', 'online', 'equivocation',
     ]);
     for (const l of checkLines) expect(l).toMatch(/^ {2}(PASS|SKIP) {2}\S+ +\S/);
     expect(lines.at(-1)).toMatch(/^VERDICT: PASS: pending: no witness confirmed yet \(/);
@@ -122,7 +122,7 @@ describe('aer1-verify-anchor (built bin)', () => {
       witnesses: { nostr: { claimed: 'confirmed', verified: 'untrusted', mode: 'envelope', pubkey: KEY.publicKey }, ots: { claimed: 'pending', verified: 'pending', header_source: null } },
     });
     const checks = out.checks as Array<Json>;
-    expect(checks).toHaveLength(13);
+    expect(checks).toHaveLength(15);
     expect(checks[0]).toEqual({ name: 'input', status: 'PASS', detail: expect.any(String) });
   });
 
