@@ -343,17 +343,29 @@ export class ShardEngine {
     await this.intakeWorker?.close();
   }
 
-  /** Lets in-flight work finish or go back to its queue. */
+  /**
+   * Lets in-flight work finish or go back to its queue. Every part is told to close even when
+   * an earlier one failed or hangs on a frozen Redis: a worker never told would, once the stop
+   * drops the connections, retry its next job without pause for ever. The periodic passes are
+   * told at once, for the same reason. The first failure is thrown at the end.
+   */
   async closeRest(): Promise<void> {
-    await this.reconciler.close();
-    await this.retention?.close();
-    await this.upkeep?.close();
-    for (const b of this.batchers) await b.stop();
-    await this.nostr?.close();
-    await this.ots?.close();
-    await this.intakeQueue.close();
-    await this.timeWitnesses?.stop();
-    await this.anchorLog?.stop();
+    const failures: unknown[] = [];
+    const attempt = async (closing: Promise<unknown> | undefined): Promise<void> => {
+      try {
+        await closing;
+      } catch (err) {
+        failures.push(err);
+      }
+    };
+    await Promise.all([attempt(this.reconciler.close()), attempt(this.retention?.close()), attempt(this.upkeep?.close())]);
+    for (const b of this.batchers) await attempt(b.stop());
+    await attempt(this.nostr?.close());
+    await attempt(this.ots?.close());
+    await attempt(this.intakeQueue.close());
+    await attempt(this.timeWitnesses?.stop());
+    await attempt(this.anchorLog?.stop());
+    if (failures.length > 0) throw failures[0];
   }
 }
 
