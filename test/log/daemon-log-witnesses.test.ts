@@ -92,7 +92,14 @@ describe('the log on, Nostr batch mode: checkpoints are what the witnesses ancho
   });
 
   it('the relays hold checkpoint events only; every subject is confirmed on Nostr and held by the calendar', { timeout: 60_000 }, async () => {
-    await waitFor('nostr confirmed and ots pending for all', async () => (await issuer.witnessCount('nostr', 'confirmed')) === N && (await issuer.witnessCount('ots', 'pending')) === N, 40_000);
+    // (a subject is ots `pending` from its acceptance on: wait for its batch to be submitted)
+    await waitFor('nostr confirmed, and every OTS batch held by the calendar', async () => {
+      if ((await issuer.witnessCount('nostr', 'confirmed')) !== N) return false;
+      for (const r of await issuer.store.subjects.getRecords(subjects.map((x) => x.receipt_uuid))) {
+        if (!r?.batches.ots || (await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return false;
+      }
+      return true;
+    }, 40_000);
     for (const relay of relays) {
       const mine = relay.events().filter((e) => e.pubkey === key.publicKey);
       expect(mine.length).toBeGreaterThanOrEqual(2);
