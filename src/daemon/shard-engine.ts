@@ -113,11 +113,11 @@ export class ShardEngine {
     this.refusals = deps.refusals;
     this.store = new AnchorStore(deps.storeRedis, deps.prefix);
     if (deps.anchorLog) {
-      const log = this.wireAnchorLog(deps, deps.anchorLog);
-      this.anchorLog = log.service;
-      this.checkpointCuts = log.cuts;
-      this.loggedStamps = log.stamps;
-      this.timeWitnesses = log.time;
+      const parts = this.wireAnchorLog(deps, deps.anchorLog);
+      this.anchorLog = parts.service;
+      this.checkpointCuts = parts.cuts;
+      this.loggedStamps = parts.stamps;
+      this.timeWitnesses = parts.time;
     }
     this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: this.store.keys.bullPrefix });
     // NIP-03 rides on the envelope events: not in batch mode, and only with both witnesses on.
