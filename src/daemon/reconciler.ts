@@ -20,15 +20,13 @@
  * One owner across daemons: the pass is a BullMQ job scheduler's job (one job per tick,
  * taken by one worker), so two daemons never reconcile at once.
  */
-import type { ConnectionOptions } from 'bullmq';
 import type { Logger } from 'pino';
 import type { Config } from '../adapters/config/config.js';
 import type { AnchorStore } from '../adapters/state/anchor-store.js';
 import type { WitnessName } from '../adapters/state/keys.js';
 import type { WitnessStatus } from '../core/proof/format.js';
 import { reconcileQueueName } from '../adapters/bullmq/names.js';
-import { PeriodicPass } from '../adapters/bullmq/periodic-pass.js';
-import type { RefusalBackoff } from '../adapters/redis/refusal-backoff.js';
+import { PeriodicPass, shardPass, type ShardPassDeps } from '../adapters/bullmq/periodic-pass.js';
 import type { NostrWitness } from '../adapters/nostr/nostr-witness.js';
 import type { OtsWitness } from '../adapters/ots/ots-witness.js';
 
@@ -36,17 +34,14 @@ export const REPAIR_KINDS = ['inbox', 'relay-publish', 'relay-reopen', 'nostr-wi
 export type RepairKind = (typeof REPAIR_KINDS)[number];
 export type Repairs = Record<RepairKind, number>;
 
-export interface ReconcilerDeps {
+export interface ReconcilerDeps extends ShardPassDeps {
   config: Config;
   store: AnchorStore;
   nostr: NostrWitness | null;
   ots: OtsWitness | null;
-  connection: ConnectionOptions;
   log: Logger;
   onRepair?: (kind: RepairKind, n: number) => void;
   now?: () => number;
-  /** The daemon's shared backoff while Redis refuses writes. */
-  refusals?: RefusalBackoff;
   /** With the anchor log on: true when a checkpoint cut of the witness is still to take the subject (it stays out of the inbox). */
   onTheirWay?: (witness: WitnessName, key: string) => Promise<boolean>;
 }
@@ -71,18 +66,7 @@ export class Reconciler {
     this.cfg = deps.config.reconcile;
     this.log = deps.log.child({ part: 'reconciler' });
     this.now = deps.now ?? Date.now;
-    this.periodic = new PeriodicPass({
-      queueName: reconcileQueueName(deps.config.queue.name),
-      prefix: deps.store.keys.bullPrefix,
-      connection: deps.connection,
-      intervalMs: this.cfg.intervalMs,
-      stalledIntervalMs: deps.config.queue.stalledIntervalMs,
-      schedulerId: SCHEDULER_ID,
-      name: 'reconciler',
-      log: this.log,
-      run: () => this.pass(),
-      ...(deps.refusals ? { refusals: deps.refusals } : {}),
-    });
+    this.periodic = shardPass(deps, { queueName: reconcileQueueName, schedulerId: SCHEDULER_ID, name: 'reconciler', intervalMs: this.cfg.intervalMs, log: this.log, run: () => this.pass() });
   }
 
   /** Schedules the pass (every daemon upserts the same scheduler) and starts this daemon's worker. */

@@ -103,163 +103,196 @@ export class ShardEngine {
   private processor: IntakeProcessor | null = null;
 
   constructor(deps: ShardEngineDeps) {
-    const { config, log, signingKey, afterArchive } = deps;
+    const { config, signingKey } = deps;
     this.config = config;
-    this.log = log;
+    this.log = deps.log;
     this.redis = deps.redis;
     this.witnesses = deps.witnesses;
     this.metrics = deps.metrics;
     this.archive = deps.archive;
     this.refusals = deps.refusals;
-    const refusalsOpt = deps.refusals ? { refusals: deps.refusals } : {};
     this.store = new AnchorStore(deps.storeRedis, deps.prefix);
     if (deps.anchorLog) {
-      this.anchorLog = new LogService(deps.logRedis ?? deps.storeRedis, { ...deps.anchorLog, intervalMs: config.log.checkpointIntervalMs, base: this.store.keys.base }, log);
-      // accept.lua sequences each subject it creates into the log, in the same script call
-      this.store.subjects.logKeys = this.anchorLog.keys;
-      // and the witnesses cut those subjects from the log's checkpoints (docs/log.md)
-      const folder = new LogFolder(deps.anchorLog.dir);
-      this.checkpointCuts = new CheckpointCuts(this.store, folder, this.anchorLog.keys);
-      // a subject sent again after Redis lost its acceptance gets back the envelope it was logged with
-      this.loggedStamps = new LoggedStamps(deps.logRedis ?? deps.storeRedis, this.anchorLog.keys, folder, async (keys) => (await this.store.subjects.intakeStates(keys)).map((s) => s.digest !== null));
-      if (config.log.tsaUrls.length > 0 || config.log.witnesses.length > 0) {
-        const service = this.anchorLog;
-        const quorums = logTimeQuorums(config);
-        const time = new CheckpointWitnesses({
-          dir: deps.anchorLog.dir,
-          tsas: config.log.tsaUrls.map((url) => new TsaClient(url)),
-          tsaQuorum: quorums.tsa,
-          witnesses: config.log.witnesses.map((w) => new WitnessClient(w.url, w.key)),
-          witnessQuorum: quorums.witness,
-          intervalMs: config.log.timeWitnessIntervalMs,
-          maxAttempts: config.log.timeWitnessMaxAttempts,
-          isWriter: () => service.writing,
-        }, deps.health, deps.metrics, log);
-        service.onCheckpoint(async () => time.wake());
-        this.timeWitnesses = time;
-      }
+      const parts = this.wireAnchorLog(deps, deps.anchorLog);
+      this.anchorLog = parts.service;
+      this.checkpointCuts = parts.cuts;
+      this.loggedStamps = parts.stamps;
+      this.timeWitnesses = parts.time;
     }
-    const cuts = this.checkpointCuts;
-    const fromLog = (w: WitnessName): { fromLog?: CutSource } => (cuts ? { fromLog: { waiting: () => cuts.waiting(w), cut: (max) => cuts.cut(w, max) } } : {});
-    const bullPrefix = this.store.keys.bullPrefix;
-    this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: bullPrefix });
-    const health = deps.health;
-    // each shard publishes on its own queues: the relay budget is split K ways
-    const shardRate = ratePerShard(config.nostr.ratePerMinute, config.redis.shards);
-
+    this.intakeQueue = new Queue(config.queue.name, { connection: this.redis, prefix: this.store.keys.bullPrefix });
     // NIP-03 rides on the envelope events: not in batch mode, and only with both witnesses on.
     const nip03On = config.nostr.enabled && config.ots.enabled && config.nostr.nip03 && config.nostr.mode !== 'batch';
     if (config.nostr.enabled) {
       if (!signingKey) throw new Error('nostr is enabled but no signing key was given');
-      this.nostr = new NostrWitness(
-        {
-          ...config.nostr,
-          ratePerMinute: shardRate,
-          quorum: nostrQuorum(config),
-          queueBase: config.queue.name,
-          bullPrefix,
-          connection: this.redis,
-          stalledIntervalMs: config.queue.stalledIntervalMs,
-          upkeep: config.relayUpkeep.enabled,
-          ...refusalsOpt,
-        },
-        this.store,
-        signingKey,
-        log,
-        {
-          onPublish: (relay, result, message) => {
-            this.metrics.relayPublish(relay, result);
-            if (RELAY_SUCCESS.has(result)) health.success('relay', relay);
-            else if (result === RELAY_THROTTLED) health.throttled('relay', relay, message);
-            else health.failure('relay', relay, `${result}: ${message}`);
-          },
-          onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('nostr', status, createdMs),
-          onModeDecision: (mode, subjects) => this.metrics.nostrModeDecision(mode, subjects),
-          onRepublished: (relay, n) => this.metrics.relayUpkeep(relay, { republished: n }),
-          ...(nip03On ? { onSubjectEvents: (linked: Array<{ key: string; eventId: string }>) => noteLateEvents(this.store, linked) } : {}),
-        },
-      );
-      // Auto and batch mode cut the inbox; in envelope mode it is empty unless the mode was
-      // switched with subjects waiting, which this batcher then finishes (as envelope events).
-      const nostr = this.nostr;
-      const budget = autoBudget(shardRate, config.nostr.autoHorizonMs);
-      this.batchers.push(
-        new Batcher('nostr', this.store, {
-          ...refusalsOpt,
-          maxSize: config.nostr.batchMaxSize,
-          windowMs: config.nostr.batchWindowMs,
-          handOver: (id) => nostr.enqueueBatch(id),
-          // envelope mode signs each subject at intake: the log's checkpoints are not its cuts
-          ...(config.nostr.mode !== 'envelope' ? fromLog('nostr') : {}),
-          // Auto mode: subjects that would get their own events anyway are cut at once, so a
-          // quiet issuer waits no window (the cut's batch job still decides, by the same rule).
-          ...(config.nostr.mode === 'auto'
-            ? {
-                cutEarly: async (waiting: number) => {
-                  if (waiting > budget) return false;
-                  const { backlog, recent } = await nostr.load();
-                  return waiting + Math.max(backlog, recent) <= budget;
-                },
-              }
-            : {}),
-        }, log),
-      );
+      this.nostr = this.wireNostr(signingKey, deps.health, nip03On);
+      this.batchers.push(this.nostrBatcher(this.nostr));
     }
     if (this.nostr && signingKey && config.relayUpkeep.enabled) {
       this.upkeep = new RelayUpkeep({
-        config,
-        store: this.store,
+        ...this.passDeps(),
         key: signingKey,
-        connection: this.redis,
-        log,
         onChecked: (r) => this.metrics.relayUpkeep(r.url, { checked: r.checked, missing: r.missing, unknown: r.unknown }),
-        ...refusalsOpt,
       });
     }
     const nip03 = this.nostr && signingKey && nip03On
-      ? new Nip03Publisher(this.store, this.nostr, signingKey, log.child({ part: 'nip03' }), headerSourceFromConfig(config.ots), config.ots.network)
+      ? new Nip03Publisher(this.store, this.nostr, signingKey, this.log.child({ part: 'nip03' }), headerSourceFromConfig(config.ots), config.ots.network)
       : null;
     if (config.ots.enabled) {
-      this.ots = new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs, ...refusalsOpt }, this.store, log, {
-        onCalendarRequest: (calendar, result, message) => {
-          this.metrics.calendarRequest(calendar, result);
-          if (calendarAnswered(result)) health.success('calendar', calendar);
-          else health.failure('calendar', calendar, message ?? result);
-        },
-        onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('ots', status, createdMs),
-      }, nip03 ? { nip03: (batchId) => nip03.publishBatch(batchId).then(() => undefined) } : {});
+      this.ots = this.wireOts(deps.health, nip03);
       const ots = this.ots;
       this.batchers.push(
-        new Batcher('ots', this.store, { ...refusalsOpt, maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id), ...fromLog('ots') }, log),
+        new Batcher('ots', this.store, { ...this.refusalsOpt(), maxSize: config.ots.batchMaxSize, windowMs: config.ots.batchWindowMs, handOver: (id) => ots.enqueueBatch(id), ...this.fromLog('ots') }, this.log),
       );
     }
-    this.reconciler = new Reconciler({
-      config,
-      store: this.store,
+    this.reconciler = this.wireReconciler();
+    this.retention = this.wireRetention(deps.anchorLog ?? null, deps.afterArchive);
+  }
+
+  /** `{ refusals }` when the daemon shares a refusal backoff, for the parts' options. */
+  private refusalsOpt(): { refusals?: RefusalBackoff } {
+    return this.refusals ? { refusals: this.refusals } : {};
+  }
+
+  /** What the shard's periodic passes (reconciler, retention, relay upkeep) are built from. */
+  private passDeps(): { config: Config; store: AnchorStore; connection: RedisClient; log: Logger; refusals?: RefusalBackoff } {
+    return { config: this.config, store: this.store, connection: this.redis, log: this.log, ...this.refusalsOpt() };
+  }
+
+  /** With the anchor log on: a witness's batches are cut from the log's checkpoints. */
+  private fromLog(w: WitnessName): { fromLog?: CutSource } {
+    const cuts = this.checkpointCuts;
+    return cuts ? { fromLog: { waiting: () => cuts.waiting(w), cut: (max) => cuts.cut(w, max) } } : {};
+  }
+
+  /** The anchor log's publisher, the checkpoint cuts, the logged stamps and the checkpoints' time witnesses. */
+  private wireAnchorLog(deps: ShardEngineDeps, anchorLog: NonNullable<ShardEngineDeps['anchorLog']>): { service: LogService; cuts: CheckpointCuts; stamps: LoggedStamps; time: CheckpointWitnesses | null } {
+    const { config, log } = deps;
+    const service = new LogService(deps.logRedis ?? deps.storeRedis, { ...anchorLog, intervalMs: config.log.checkpointIntervalMs, base: this.store.keys.base }, log);
+    // accept.lua sequences each subject it creates into the log, in the same script call
+    this.store.subjects.logKeys = service.keys;
+    // and the witnesses cut those subjects from the log's checkpoints (docs/log.md)
+    const folder = new LogFolder(anchorLog.dir);
+    const cuts = new CheckpointCuts(this.store, folder, service.keys);
+    // a subject sent again after Redis lost its acceptance gets back the envelope it was logged with
+    const stamps = new LoggedStamps(deps.logRedis ?? deps.storeRedis, service.keys, folder, async (keys) => (await this.store.subjects.intakeStates(keys)).map((s) => s.digest !== null));
+    if (config.log.tsaUrls.length === 0 && config.log.witnesses.length === 0) return { service, cuts, stamps, time: null };
+    const quorums = logTimeQuorums(config);
+    const time = new CheckpointWitnesses({
+      dir: anchorLog.dir,
+      tsas: config.log.tsaUrls.map((url) => new TsaClient(url)),
+      tsaQuorum: quorums.tsa,
+      witnesses: config.log.witnesses.map((w) => new WitnessClient(w.url, w.key)),
+      witnessQuorum: quorums.witness,
+      intervalMs: config.log.timeWitnessIntervalMs,
+      maxAttempts: config.log.timeWitnessMaxAttempts,
+      isWriter: () => service.writing,
+    }, deps.health, deps.metrics, log);
+    service.onCheckpoint(async () => time.wake());
+    return { service, cuts, stamps, time };
+  }
+
+  /** Each shard publishes on its own queues: the relay budget is split K ways. */
+  private shardRate(): number {
+    return ratePerShard(this.config.nostr.ratePerMinute, this.config.redis.shards);
+  }
+
+  private wireNostr(signingKey: SigningKey, health: WitnessHealth, nip03On: boolean): NostrWitness {
+    const { config } = this;
+    return new NostrWitness(
+      {
+        ...config.nostr,
+        ratePerMinute: this.shardRate(),
+        quorum: nostrQuorum(config),
+        queueBase: config.queue.name,
+        bullPrefix: this.store.keys.bullPrefix,
+        connection: this.redis,
+        stalledIntervalMs: config.queue.stalledIntervalMs,
+        upkeep: config.relayUpkeep.enabled,
+        ...this.refusalsOpt(),
+      },
+      this.store,
+      signingKey,
+      this.log,
+      {
+        onPublish: (relay, result, message) => {
+          this.metrics.relayPublish(relay, result);
+          if (RELAY_SUCCESS.has(result)) health.success('relay', relay);
+          else if (result === RELAY_THROTTLED) health.throttled('relay', relay, message);
+          else health.failure('relay', relay, `${result}: ${message}`);
+        },
+        onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('nostr', status, createdMs),
+        onModeDecision: (mode, subjects) => this.metrics.nostrModeDecision(mode, subjects),
+        onRepublished: (relay, n) => this.metrics.relayUpkeep(relay, { republished: n }),
+        ...(nip03On ? { onSubjectEvents: (linked: Array<{ key: string; eventId: string }>) => noteLateEvents(this.store, linked) } : {}),
+      },
+    );
+  }
+
+  /**
+   * Auto and batch mode cut the inbox; in envelope mode it is empty unless the mode was
+   * switched with subjects waiting, which this batcher then finishes (as envelope events).
+   */
+  private nostrBatcher(nostr: NostrWitness): Batcher {
+    const { config } = this;
+    const budget = autoBudget(this.shardRate(), config.nostr.autoHorizonMs);
+    return new Batcher('nostr', this.store, {
+      ...this.refusalsOpt(),
+      maxSize: config.nostr.batchMaxSize,
+      windowMs: config.nostr.batchWindowMs,
+      handOver: (id) => nostr.enqueueBatch(id),
+      // envelope mode signs each subject at intake: the log's checkpoints are not its cuts
+      ...(config.nostr.mode !== 'envelope' ? this.fromLog('nostr') : {}),
+      // Auto mode: subjects that would get their own events anyway are cut at once, so a
+      // quiet issuer waits no window (the cut's batch job still decides, by the same rule).
+      ...(config.nostr.mode === 'auto'
+        ? {
+            cutEarly: async (waiting: number) => {
+              if (waiting > budget) return false;
+              const { backlog, recent } = await nostr.load();
+              return waiting + Math.max(backlog, recent) <= budget;
+            },
+          }
+        : {}),
+    }, this.log);
+  }
+
+  private wireOts(health: WitnessHealth, nip03: Nip03Publisher | null): OtsWitness {
+    const { config } = this;
+    return new OtsWitness(config.ots, { queueBase: config.queue.name, bullPrefix: this.store.keys.bullPrefix, connection: this.redis, stalledIntervalMs: config.queue.stalledIntervalMs, ...this.refusalsOpt() }, this.store, this.log, {
+      onCalendarRequest: (calendar, result, message) => {
+        this.metrics.calendarRequest(calendar, result);
+        if (calendarAnswered(result)) health.success('calendar', calendar);
+        else health.failure('calendar', calendar, message ?? result);
+      },
+      onWitnessChange: (_key, status, createdMs) => this.metrics.witnessChange('ots', status, createdMs),
+    }, nip03 ? { nip03: (batchId) => nip03.publishBatch(batchId).then(() => undefined) } : {});
+  }
+
+  private wireReconciler(): Reconciler {
+    const { config } = this;
+    const cuts = this.checkpointCuts;
+    return new Reconciler({
+      ...this.passDeps(),
       nostr: this.nostr,
       ots: this.ots,
-      connection: this.redis,
-      log,
       ...(cuts ? { onTheirWay: (w: WitnessName, key: string) => (w === 'nostr' && config.nostr.mode === 'envelope' ? Promise.resolve(false) : cuts.ahead(w, key)) } : {}),
       onRepair: (kind, n) => this.metrics.reconcilerRepairs(kind, n),
-      ...refusalsOpt,
     });
+  }
+
+  /** Retention when proofs are held elsewhere (archive.dir, webhooks) and retention.confirmedDays is set; null otherwise. */
+  private wireRetention(anchorLog: ShardEngineDeps['anchorLog'] | null, afterArchive: ShardEngineDeps['afterArchive']): Retention | null {
+    const { config } = this;
     const handover = config.webhooks.length > 0 ? new WebhookHandover(this.redis, this.store.keys.base, config.webhooks.map((h) => hookId(h.url))) : null;
-    this.retention =
-      (this.archive || handover) && retentionAfterMs(config) > 0
-        ? new Retention({
-            config,
-            store: this.store,
-            archive: this.archive,
-            handover,
-            exporter: new ProofExporter(this.store, configuredSources(config), deps.anchorLog ?? null),
-            connection: this.redis,
-            log,
-            ...(afterArchive ? { afterArchive } : {}),
-            onRetired: (n) => this.metrics.retentionRetired(n),
-            ...refusalsOpt,
-          })
-        : null;
+    if (!(this.archive || handover) || !(retentionAfterMs(config) > 0)) return null;
+    return new Retention({
+      ...this.passDeps(),
+      archive: this.archive,
+      handover,
+      exporter: new ProofExporter(this.store, configuredSources(config), anchorLog ?? null),
+      ...(afterArchive ? { afterArchive } : {}),
+      onRetired: (n) => this.metrics.retentionRetired(n),
+    });
   }
 
   /** The intake processor on its own (the HTTP API uses it to answer conflicts synchronously). */

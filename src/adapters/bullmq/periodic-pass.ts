@@ -1,7 +1,8 @@
 /**
  * PeriodicPass: a bounded pass run every `intervalMs` by one daemon at a time across all of
  * them: a BullMQ job scheduler (every daemon upserts the same one) makes one job per tick,
- * taken by one worker with concurrency 1. Used by the reconciler and by retention. A Redis
+ * taken by one worker with concurrency 1. Used by the reconciler, retention and relay upkeep
+ * (each built by `shardPass` from the same shard fields). A Redis
  * refusing writes (full, read-only) when the scheduler is upserted is tried again each
  * interval, not fatal.
  */
@@ -80,4 +81,42 @@ export class PeriodicPass {
     await this.worker?.close();
     await this.queue.close();
   }
+}
+
+/** What every pass of a shard is built from: the deps of the reconciler, retention and relay upkeep carry these. */
+export interface ShardPassDeps {
+  /** `queue.name` (the base of the pass's queue name) and `queue.stalledIntervalMs`. */
+  config: { queue: { name: string; stalledIntervalMs: number } };
+  /** The shard's state store: its BullMQ key prefix. */
+  store: { keys: { bullPrefix: string } };
+  connection: ConnectionOptions;
+  /** The daemon's shared backoff while Redis refuses writes. */
+  refusals?: RefusalBackoff;
+}
+
+/** One kind of pass: what differs between the reconciler, retention and relay upkeep. */
+export interface ShardPassKind {
+  /** The pass's queue name from `queue.name` (names.ts). */
+  queueName: (base: string) => string;
+  schedulerId: string;
+  name: string;
+  intervalMs: number;
+  log: Logger;
+  run: () => Promise<unknown>;
+}
+
+/** A shard's periodic pass of one kind. */
+export function shardPass(deps: ShardPassDeps, kind: ShardPassKind): PeriodicPass {
+  return new PeriodicPass({
+    queueName: kind.queueName(deps.config.queue.name),
+    prefix: deps.store.keys.bullPrefix,
+    connection: deps.connection,
+    intervalMs: kind.intervalMs,
+    stalledIntervalMs: deps.config.queue.stalledIntervalMs,
+    schedulerId: kind.schedulerId,
+    name: kind.name,
+    log: kind.log,
+    run: kind.run,
+    ...(deps.refusals ? { refusals: deps.refusals } : {}),
+  });
 }

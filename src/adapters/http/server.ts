@@ -9,24 +9,18 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { redisRefusal } from '../redis/redis-refusal.js';
 import { ConflictError, InputError, UsageError } from '../../core/errors/errors.js';
-import { AnchorRoutes, parseLimit } from './anchors.js';
 import { TokenAuth } from './auth.js';
 import type { DaemonView } from '../view/daemon-view.js';
-import { EventFeed, normalizeStreamId } from '../feed/event-feed.js';
-import { LiveFeed, parseFeedPosition, type Feed } from '../feed/live-feed.js';
 import { ANY_HOST_PATHS, HostCheck } from './host-check.js';
-import { LiveClients, liveFailure, type ReplayFailure } from './live-clients.js';
+import { LiveClients } from './live-clients.js';
+import { openLiveFeeds, type LiveFeeds } from './live-feeds.js';
 import { Readiness } from './readiness.js';
 import { RequestRedis } from './request-redis.js';
-import { HttpError, JSON_TYPE, json, refusalError, send, sendError, type Reply } from './respond.js';
+import { HttpError, JSON_TYPE, refusalError, send, sendError } from './respond.js';
 import { checkQuery, findRoute, splitUrl, type RequestContext, type Route } from './router.js';
-import { streamEvents, type LiveStream } from './sse.js';
-import { collectStats, gaugeSource } from './stats.js';
-import { collectTimeline, daemonInfo, parseMinutes } from './overview.js';
-import { loadStaticFiles, type StaticFile } from './static-files.js';
-import { EventSocketServer } from './ws.js';
-import { logRoutes } from './log-routes.js';
-import { WebhookLog, mergeHookOverviews } from '../webhooks/delivery-log.js';
+import { routeTable } from './routes.js';
+import { gaugeSource } from './stats.js';
+import { loadStaticFiles } from './static-files.js';
 
 export interface HttpServerOptions {
   daemon: DaemonView;
@@ -42,39 +36,8 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
-const PAGE_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-
 function hostForUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
-}
-
-/** `?shard=i` of the live feed (redis.shards): null when absent (every shard); 400 unless an integer 0–K-1. */
-function shardParam(query: URLSearchParams, shards: number): number | null {
-  const text = query.get('shard');
-  if (text === null) return null;
-  if (!/^\d{1,3}$/.test(text) || Number(text) >= shards) throw new HttpError(400, 'bad_parameter', `shard must be an integer 0–${shards - 1} (redis.shards is ${shards}), got ${JSON.stringify(text.slice(0, 64))}`, 'shard');
-  return Number(text);
-}
-
-/**
- * Where a live client resumes, from `Last-Event-ID` or `?since=`: a stream id on one shard's
- * feed, a merged position (K ids, comma-separated) on the feed of K > 1 shards; 400 when it is not one.
- */
-function resumeFrom(req: IncomingMessage, query: URLSearchParams, shards: number): string | null {
-  const header = req.headers['last-event-id'];
-  const text = (Array.isArray(header) ? header[0] : header) ?? query.get('since');
-  if (text === undefined || text === null || text.trim() === '') return null;
-  const field = header !== undefined ? 'Last-Event-ID' : 'since';
-  if (shards === 1) {
-    const id = normalizeStreamId(text);
-    if (!id) throw new HttpError(400, 'bad_parameter', `not a stream id (like 1700000000000-0 or 1700000000000-0.5): ${JSON.stringify(text.slice(0, 64))}`, field);
-    return id;
-  }
-  const ids = parseFeedPosition(text, shards);
-  if (!Array.isArray(ids)) {
-    throw new HttpError(400, 'bad_parameter', `not a position in the feed of ${shards} shards (the id of one of its messages: ${shards} event ids, shard 0's first, comma-separated, like 1700000000000-0,1700000000002-1.5,…; ?shard=i follows one shard by its own ids): ${ids.problem}`, field);
-  }
-  return ids.join(',');
 }
 
 export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
@@ -90,129 +53,17 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
   // every read and write of a request goes through this connection: bounded, never replayed
   const requests = await RequestRedis.open(daemon, cfg.redisTimeoutMs, log);
   const view = requests.view;
-  // one reader per shard (redis.shards); one live feed over each (?shard=i) and one over all of them (K = 1: the same one).
-  // Replays read through the request connection: one that Redis fails under ends within http.redisTimeoutMs, not when Redis is back.
-  const readers = daemon.state.shards.map((s) => new EventFeed(daemon.redis, s.keys.events, log, { reads: requests.redis }));
-  await Promise.all(readers.map((f) => f.start()));
-  const feeds: Feed[] = readers.map((r) => new LiveFeed([r], log, { maxReplay: cfg.maxReplay }));
-  const all: Feed = feeds.length === 1 ? feeds[0]! : new LiveFeed(readers, log, { maxReplay: cfg.maxReplay });
-  /** One line per client whose replay Redis failed under (the cause, no stack); a fault of ours is logged whole. */
-  const replayFailed = (client: 'WebSocket' | 'SSE'): ReplayFailure => (err) => {
-    const { cause, ours } = liveFailure(err, cfg.redisTimeoutMs);
-    if (ours) log.error({ err }, `${client} client closed: its replay failed`);
-    else log.warn({ cause }, `${client} client closed: its replay could not read Redis`);
-    return cause;
-  };
-  const sockets = new Map<Feed, EventSocketServer>([...new Set<Feed>([...feeds, all])].map((f) => [f, new EventSocketServer(f, replayFailed('WebSocket'))]));
-  /** The feed a live request asks for, and where it resumes. */
-  const liveFeed = (req: IncomingMessage, query: URLSearchParams): { feed: Feed; since: string | null } => {
-    const shard = shardParam(query, feeds.length);
-    return { feed: shard === null ? all : feeds[shard]!, since: resumeFrom(req, query, shard === null ? feeds.length : 1) };
-  };
-  const streams = new Set<LiveStream>();
-  const sseFailed = replayFailed('SSE');
+  const feeds = await openLiveFeeds(daemon, requests, log);
   const readiness = new Readiness(requests.redis, daemon.state.shards.map((s) => s.keys.probe), cfg.redisTimeoutMs);
-  const anchors = new AnchorRoutes(view, { onWriteRefused: (r) => readiness.noteRefusal(r) });
-  const webhookLogs = daemon.state.shards.map((s) => new WebhookLog(requests.redis, s.keys.base));
   const gauges = { ...gaugeSource(view), redisWritable: async () => (await readiness.redisProblem()) === null };
   const live = new LiveClients(cfg.maxLiveClients, daemon.metrics.registry);
-
-  const staticRoute = (path: string, query: readonly string[] = []): Route => ({
-    method: 'GET',
-    path,
-    access: 'public',
-    query,
-    handler: async ({ req }) => serveStatic(req, files.get(path)!),
-  });
-
-  const routes: Route[] = [
-    // the pages read these in the browser: the list's tab and filters, the subject /verify loads
-    staticRoute('/', ['status', 'witness', 'limit']),
-    staticRoute('/app.js'),
-    staticRoute('/style.css'),
-    staticRoute('/openapi.json'),
-    staticRoute('/verify', ['key', 'pubkey', 'network']),
-    staticRoute('/verify.js'),
-    staticRoute('/verify.bundle.js'),
-    { method: 'GET', path: '/livez', access: 'public', handler: async () => json(200, { status: 'ok' }) },
-    {
-      method: 'GET',
-      path: '/readyz',
-      access: 'public',
-      handler: async () => {
-        const reasons: string[] = [];
-        const redis = await readiness.redisProblem();
-        if (redis) reasons.push(redis);
-        if (!daemon.running) reasons.push('worker: the intake worker is not running');
-        // failing witnesses do not make the daemon unready: it still takes and queues work, and retries them
-        // /readyz is public: states and counts only; the error text is in /v1/stats, behind read access
-        const witnesses = daemon.health.snapshot().map(({ lastError: _, ...w }) => w);
-        const failing = witnesses.filter((w) => w.state === 'failing').map((w) => `${w.kind} ${w.url}`);
-        const throttled = witnesses.filter((w) => w.state === 'throttled').map((w) => `${w.kind} ${w.url}`);
-        if (reasons.length > 0) return json(503, { error: { code: 'not_ready', message: reasons.join('; ') }, failing, throttled, witnesses });
-        return json(200, { status: 'ready', failing, throttled, witnesses });
-      },
-    },
-    {
-      method: 'GET',
-      path: '/metrics',
-      access: 'read',
-      handler: async () => {
-        // servers sharing one daemon's metrics (a second listener) each read through their own connection
-        daemon.metrics.attach(gauges);
-        return { status: 200, body: await daemon.metrics.registry.metrics(), headers: { 'Content-Type': daemon.metrics.registry.contentType } };
-      },
-    },
-    { method: 'GET', path: '/v1/stats', access: 'read', handler: async () => json(200, await collectStats(view)) },
-    { method: 'GET', path: '/v1/info', access: 'read', handler: async () => json(200, daemonInfo(view)) },
-    { method: 'GET', path: '/v1/timeline', access: 'read', query: ['minutes'], handler: async ({ query }) => json(200, await collectTimeline(view, parseMinutes(query.get('minutes')))) },
-    { method: 'GET', path: '/v1/anchors', access: 'read', query: ['status', 'witness', 'backend', 'cursor', 'limit'], handler: (c) => anchors.list(c) },
-    { method: 'POST', path: '/v1/anchors', access: 'write', handler: (c) => anchors.post(c) },
-    { method: 'GET', path: '/v1/anchors/{key}', access: 'read', handler: (c) => anchors.get(c) },
-    { method: 'GET', path: '/v1/anchors/{key}/proof', access: 'read', handler: (c) => anchors.proof(c) },
-    {
-      method: 'GET',
-      path: '/v1/events',
-      access: 'read',
-      query: ['since', 'shard'],
-      streaming: true,
-      handler: async ({ req, res, query }) => {
-        const { feed, since } = liveFeed(req, query);
-        const release = live.admit();
-        res.on('close', release);
-        const stream = await streamEvents(res, feed, since, sseFailed);
-        streams.add(stream);
-        res.on('close', () => streams.delete(stream));
-      },
-    },
-    {
-      method: 'GET',
-      path: '/v1/ws',
-      access: 'read',
-      query: ['since', 'shard'],
-      handler: async () => {
-        throw new HttpError(426, 'upgrade_required', 'this is a WebSocket endpoint: connect with Upgrade: websocket', undefined, { Upgrade: 'websocket', Connection: 'Upgrade' });
-      },
-    },
-    {
-      method: 'GET',
-      path: '/v1/webhooks',
-      access: 'read',
-      query: ['limit'],
-      handler: async ({ query }) => {
-        const limit = query.has('limit') ? parseLimit(query.get('limit')) : 20;
-        const urls = daemon.config.webhooks.map((h) => h.url);
-        return json(200, { hooks: mergeHookOverviews(await Promise.all(webhookLogs.map((l) => l.overview(urls, limit))), limit) });
-      },
-    },
-    ...logRoutes(daemon.anchorLogs ?? []),
-  ];
+  const routes = routeTable({ daemon, view, files, readiness, gauges, live, feeds });
 
   const inFlight = { count: 0 };
   const server = createServer({ requestTimeout: 60_000 }, requestHandler({ routes, hosts, auth, log, redisTimeoutMs: cfg.redisTimeoutMs, inFlight }));
   const acceptSocket: SocketAcceptor = (req, query) => {
-    const { feed, since } = liveFeed(req, query);
-    return (socket, head) => sockets.get(feed)!.accept(req, socket, head, since);
+    const { feed, since } = feeds.pick(req, query);
+    return (socket, head) => feeds.sockets.get(feed)!.accept(req, socket, head, since);
   };
   server.on('upgrade', upgradeHandler({ routes, hosts, auth, log, live, accept: acceptSocket }));
   const port = await listen(server, cfg.port, cfg.host);
@@ -227,19 +78,22 @@ export async function startHttpServer(opts: HttpServerOptions): Promise<HttpServ
       return live.size;
     },
     close() {
-      closing ??= (async () => {
-        live.detach();
-        for (const s of sockets.values()) s.close();
-        for (const s of streams) s.close();
-        streams.clear();
-        const { closed } = await drain(server, inFlight);
-        await Promise.all(readers.map((f) => f.close()));
-        await requests.close();
-        await closed;
-      })();
+      closing ??= closeServer(server, inFlight, live, feeds, requests);
       return closing;
     },
   };
+}
+
+/** Live clients first (they never finish on their own), then requests in flight, the feeds' readers and the request connection. */
+async function closeServer(server: Server, inFlight: InFlight, live: LiveClients, feeds: LiveFeeds, requests: RequestRedis): Promise<void> {
+  live.detach();
+  for (const s of feeds.sockets.values()) s.close();
+  for (const s of feeds.streams) s.close();
+  feeds.streams.clear();
+  const { closed } = await drain(server, inFlight);
+  await Promise.all(feeds.readers.map((f) => f.close()));
+  await requests.close();
+  await closed;
 }
 
 interface Dispatch {
@@ -358,16 +212,6 @@ async function drain(server: Server, inFlight: InFlight): Promise<{ closed: Prom
   for (let i = 0; i < 100 && inFlight.count > 0; i++) await new Promise((r) => setTimeout(r, 20));
   server.closeAllConnections();
   return { closed };
-}
-
-function serveStatic(req: IncomingMessage, file: StaticFile): Reply {
-  const headers: Record<string, string> = { 'Content-Type': file.type, ETag: file.etag, 'Cache-Control': 'no-cache' };
-  if (file.type.startsWith('text/html')) {
-    headers['Content-Security-Policy'] = file.csp ?? PAGE_CSP;
-    headers['Referrer-Policy'] = 'no-referrer';
-  }
-  if (req.headers['if-none-match'] === file.etag) return { status: 304, body: '', headers };
-  return { status: 200, body: file.body, headers };
 }
 
 function replyError(res: ServerResponse, err: unknown, log: Logger, redisTimeoutMs: number): void {

@@ -16,9 +16,7 @@ import type { SigningKey } from '../../core/nostr/keys.js';
 import { NIP03_KIND } from '../../core/nostr/nip03.js';
 import { sameSignedEvent } from '../../core/nostr/events.js';
 import { upkeepQueueName } from '../bullmq/names.js';
-import { PeriodicPass } from '../bullmq/periodic-pass.js';
-import type { ConnectionOptions } from 'bullmq';
-import type { RefusalBackoff } from '../redis/refusal-backoff.js';
+import { PeriodicPass, shardPass, type ShardPassDeps } from '../bullmq/periodic-pass.js';
 import { RelayClient } from './relay-client.js';
 import { boundErrorText } from '../bullmq/failed-attempts.js';
 import { scrubUrl } from '../config/display-url.js';
@@ -49,15 +47,13 @@ export interface RelayPassResult {
   requeued: number;
 }
 
-export interface RelayUpkeepDeps {
+export interface RelayUpkeepDeps extends ShardPassDeps {
   config: Config;
   store: AnchorStore;
   key: SigningKey;
-  connection: ConnectionOptions;
   log: Logger;
   /** After each relay's share of a pass (metrics). */
   onChecked?: (result: RelayPassResult) => void;
-  refusals?: RefusalBackoff;
   now?: () => number;
 }
 
@@ -89,18 +85,7 @@ export class RelayUpkeep {
     this.outbox = new RelayOutbox(deps.store.events, this.relays);
     this.log = deps.log.child({ part: 'relay-upkeep' });
     this.now = deps.now ?? Date.now;
-    this.periodic = new PeriodicPass({
-      queueName: upkeepQueueName(deps.config.queue.name),
-      prefix: deps.store.keys.bullPrefix,
-      connection: deps.connection,
-      intervalMs: this.cfg.intervalMs,
-      stalledIntervalMs: deps.config.queue.stalledIntervalMs,
-      schedulerId: SCHEDULER_ID,
-      name: 'relay upkeep',
-      log: this.log,
-      run: () => this.pass(),
-      ...(deps.refusals ? { refusals: deps.refusals } : {}),
-    });
+    this.periodic = shardPass(deps, { queueName: upkeepQueueName, schedulerId: SCHEDULER_ID, name: 'relay upkeep', intervalMs: this.cfg.intervalMs, log: this.log, run: () => this.pass() });
   }
 
   start(): Promise<void> {

@@ -14,7 +14,6 @@
  * is left in Redis (and no work after its confirmation is left: BatchStore.dropEmptiedBatches);
  * the archived proofs of its subjects are whole without it.
  */
-import type { ConnectionOptions } from 'bullmq';
 import type { Logger } from 'pino';
 import { retentionAfterMs, type Config } from '../config/config.js';
 import type { AnchorStore } from '../state/anchor-store.js';
@@ -22,10 +21,9 @@ import type { ProofArchive } from '../archive/proof-archive.js';
 import type { WebhookHandover } from './handover.js';
 import type { ProofExporter } from '../proof/export.js';
 import { retentionQueueName } from '../bullmq/names.js';
-import { PeriodicPass } from '../bullmq/periodic-pass.js';
-import type { RefusalBackoff } from '../redis/refusal-backoff.js';
+import { PeriodicPass, shardPass, type ShardPassDeps } from '../bullmq/periodic-pass.js';
 
-export interface RetentionDeps {
+export interface RetentionDeps extends ShardPassDeps {
   config: Config;
   store: AnchorStore;
   /** The proof archive; null when only webhooks take proofs. */
@@ -33,15 +31,12 @@ export interface RetentionDeps {
   /** Proofs handed to every webhook; null when no webhook is configured. */
   handover: WebhookHandover | null;
   exporter: ProofExporter;
-  connection: ConnectionOptions;
   log: Logger;
   now?: () => number;
   /** Called after a proof is archived and before its subject is removed (tests inject crashes here). */
   afterArchive?: (key: string, path: string) => Promise<void> | void;
   /** Called with the number of subjects removed by a pass (metrics). */
   onRetired?: (n: number) => void;
-  /** The daemon's shared backoff while Redis refuses writes. */
-  refusals?: RefusalBackoff;
 }
 
 export interface RetentionPass {
@@ -71,18 +66,7 @@ export class Retention {
     this.deps = deps;
     this.log = deps.log.child({ part: 'retention' });
     this.now = deps.now ?? Date.now;
-    this.periodic = new PeriodicPass({
-      queueName: retentionQueueName(deps.config.queue.name),
-      prefix: deps.store.keys.bullPrefix,
-      connection: deps.connection,
-      intervalMs: deps.config.retention.intervalMs,
-      stalledIntervalMs: deps.config.queue.stalledIntervalMs,
-      schedulerId: SCHEDULER_ID,
-      name: 'retention',
-      log: this.log,
-      run: () => this.pass(),
-      ...(deps.refusals ? { refusals: deps.refusals } : {}),
-    });
+    this.periodic = shardPass(deps, { queueName: retentionQueueName, schedulerId: SCHEDULER_ID, name: 'retention', intervalMs: deps.config.retention.intervalMs, log: this.log, run: () => this.pass() });
   }
 
   get afterMs(): number {

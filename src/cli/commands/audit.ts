@@ -6,7 +6,6 @@
  * 3 when an answer was incomplete and nothing contradicts the folder.
  */
 import { basename } from 'node:path';
-import { parseArgs } from 'node:util';
 import { checkAnchoredAt } from '../../core/envelope/envelope.js';
 import { quote } from '../../core/verify/anchor-events.js';
 import { npubOf } from '../../core/verify/discover.js';
@@ -19,6 +18,7 @@ import { readJsonFile, UsageError } from '../shared/run.js';
 import { jsonFilesIn, parseMaxEvents } from './verify-anchor.js';
 import { displayName, oneLine } from '../../core/verify/names.js';
 import type { RelayAnswer } from '../../core/verify/relay-pages.js';
+import { commandArgs } from '../shared/args.js';
 
 export const summary = 'hold a folder of documents against every anchor a signer published on relays';
 
@@ -115,23 +115,17 @@ export function readFolder(dir: string): { documents: AuditDocument[]; unreadabl
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      relay: { type: 'string', multiple: true },
-      'expected-pubkey': { type: 'string', multiple: true },
-      since: { type: 'string' },
-      kind: { type: 'string', multiple: true },
-      'max-events': { type: 'string' },
-      log: { type: 'string' },
-      'log-key': { type: 'string', multiple: true },
-      'max-entries': { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals } = commandArgs(argv, {
+    relay: { type: 'string', multiple: true },
+    'expected-pubkey': { type: 'string', multiple: true },
+    since: { type: 'string' },
+    kind: { type: 'string', multiple: true },
+    'max-events': { type: 'string' },
+    log: { type: 'string' },
+    'log-key': { type: 'string', multiple: true },
+    'max-entries': { type: 'string' },
+    json: { type: 'boolean' },
+  }, { positionals: true });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;

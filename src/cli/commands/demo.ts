@@ -3,9 +3,9 @@
  * minute, offline, with nothing configured (see src/dev/demo/demo.ts). Exit 0 when every
  * subject verifies (PASS) and the cut workflow FAILs naming the truncation, else 1.
  */
-import { parseArgs } from 'node:util';
 import { runDemo, type DemoSummary } from '../../dev/demo/demo.js';
 import { prepareOutDir } from '../shared/out-dir.js';
+import { commandArgs } from '../shared/args.js';
 
 export const summary = 'run the whole product on loopback in under a minute: anchor, confirm, verify, detect truncation';
 
@@ -20,15 +20,9 @@ const USAGE = `usage: aer1-anchor demo [--out DIR] [--json]
 
 /** Unknown or malformed flags are usage errors (exit 2, one line): runMain maps parseArgs' errors. */
 function parseFlags(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: false,
-    strict: true,
-    options: {
-      out: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  return commandArgs(argv, {
+    out: { type: 'string' },
+    json: { type: 'boolean' },
   });
 }
 

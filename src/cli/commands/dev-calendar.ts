@@ -2,10 +2,10 @@
  * `aer1-anchor dev-calendar`: a development OpenTimestamps calendar in the foreground.
  * The first line on stdout is its URL; it runs until SIGINT or SIGTERM.
  */
-import { parseArgs } from 'node:util';
 import { startAutoMiner, startDevCalendar, type DevCalendar } from '../../dev/calendar/index.js';
 import { MAX_BEHAVIOUR_MS } from '../../dev/calendar/behaviour.js';
 import { InputError, UsageError } from '../shared/run.js';
+import { commandArgs } from '../shared/args.js';
 
 export const summary = 'run a development OpenTimestamps calendar (regtest, POST /mine)';
 
@@ -24,24 +24,18 @@ function intFlag(name: string, value: string | undefined, min: number, max: numb
 
 export async function run(argv: string[]): Promise<number> {
   // Unknown or malformed flags are usage errors (exit 2, one line): runMain maps parseArgs' errors.
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: false,
-    options: {
-      port: { type: 'string' },
-      host: { type: 'string' },
-      'headers-out': { type: 'string' },
-      'public-url': { type: 'string' },
-      'base-path': { type: 'string' },
-      'aggregation-ms': { type: 'string' },
-      'start-height': { type: 'string' },
-      'mine-every': { type: 'string' },
-      'not-found-ms': { type: 'string' },
-      gzip: { type: 'boolean' },
-      'delay-ms': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  const { values } = commandArgs(argv, {
+    port: { type: 'string' },
+    host: { type: 'string' },
+    'headers-out': { type: 'string' },
+    'public-url': { type: 'string' },
+    'base-path': { type: 'string' },
+    'aggregation-ms': { type: 'string' },
+    'start-height': { type: 'string' },
+    'mine-every': { type: 'string' },
+    'not-found-ms': { type: 'string' },
+    gzip: { type: 'boolean' },
+    'delay-ms': { type: 'string' },
   });
   if (values.help) {
     process.stdout.write(USAGE + '\n');

@@ -3,9 +3,9 @@
  * Nostr relay on loopback for development and tests, in the foreground until
  * SIGINT/SIGTERM. The first line of stdout is its ws:// URL.
  */
-import { parseArgs } from 'node:util';
 import { RELAY_PROFILES, startDevRelay, type RelayProfileName, type RelayProfileOptions } from '../../dev/relay/dev-relay.js';
 import { UsageError } from '../shared/run.js';
+import { commandArgs } from '../shared/args.js';
 
 export const summary = 'run a local Nostr relay (@nostr-relay/*, events in memory) until interrupted';
 
@@ -22,22 +22,16 @@ const USAGE = `usage: aer1-anchor dev-relay [--port P] [--host 127.0.0.1] [--eve
 
 // Unknown or malformed flags are usage errors (exit 2): runMain maps parseArgs' errors.
 function parseFlags(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: false,
-    strict: true,
-    options: {
-      port: { type: 'string', short: 'p' },
-      host: { type: 'string' },
-      events: { type: 'string' },
-      silent: { type: 'boolean' },
-      'drop-on-event': { type: 'boolean' },
-      verbose: { type: 'boolean' },
-      profile: { type: 'string' },
-      rate: { type: 'string' },
-      'pow-difficulty': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  return commandArgs(argv, {
+    port: { type: 'string', short: 'p' },
+    host: { type: 'string' },
+    events: { type: 'string' },
+    silent: { type: 'boolean' },
+    'drop-on-event': { type: 'boolean' },
+    verbose: { type: 'boolean' },
+    profile: { type: 'string' },
+    rate: { type: 'string' },
+    'pow-difficulty': { type: 'string' },
   });
 }
 

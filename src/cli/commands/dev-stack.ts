@@ -3,12 +3,12 @@
  * on loopback, kept up until SIGINT/SIGTERM; then everything is stopped and its ports
  * checked closed (src/dev/stack/). Exit 0 after a clean stop, 1 when a port still answers.
  */
-import { parseArgs } from 'node:util';
 import { RELAY_PROFILES, type RelayProfileName } from '../../dev/relay/dev-relay.js';
 import { describeDevStack, startDevStack } from '../../dev/stack/dev-stack.js';
 import { portAnswers } from '../../dev/stack/stack.js';
 import { prepareOutDir } from '../shared/out-dir.js';
 import { UsageError } from '../shared/run.js';
+import { commandArgs } from '../shared/args.js';
 
 export const summary = 'keep the daemon, dev relays and self-mining dev calendars (regtest) up on loopback until Ctrl-C';
 
@@ -27,19 +27,13 @@ const USAGE = `usage: aer1-anchor dev-stack [--relay-profile LIST] [--calendars 
                         network, config, ...) on stdout once up; the rest goes to stderr`;
 
 function parseFlags(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: false,
-    strict: true,
-    options: {
-      'relay-profile': { type: 'string' },
-      calendars: { type: 'string' },
-      'mine-every': { type: 'string' },
-      'http-port': { type: 'string' },
-      out: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  return commandArgs(argv, {
+    'relay-profile': { type: 'string' },
+    calendars: { type: 'string' },
+    'mine-every': { type: 'string' },
+    'http-port': { type: 'string' },
+    out: { type: 'string' },
+    json: { type: 'boolean' },
   });
 }
 

@@ -3,26 +3,20 @@
  * The first line on stdout is its URL; the CA certificate (PEM) is written to
  * `--out DIR/tsa-ca.pem` for verifiers' `--tsa-ca`. It runs until SIGINT or SIGTERM.
  */
-import { parseArgs } from 'node:util';
 import { formatName } from '../../core/tsa/index.js';
 import { startDevTsa, type DevTsa } from '../../dev/tsa/index.js';
 import { UsageError } from '../shared/run.js';
+import { commandArgs } from '../shared/args.js';
 
 export const summary = 'run a development RFC 3161 timestamp authority (writes its CA certificate)';
 
 const USAGE = 'usage: aer1-anchor dev-tsa [--port P] [--host H] [--out DIR]   (DIR default ./var/dev-tsa)';
 
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: false,
-    options: {
-      port: { type: 'string' },
-      host: { type: 'string' },
-      out: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  const { values } = commandArgs(argv, {
+    port: { type: 'string' },
+    host: { type: 'string' },
+    out: { type: 'string' },
   });
   if (values.help) {
     process.stdout.write(USAGE + '\n');

@@ -1,8 +1,8 @@
-import { parseArgs } from 'node:util';
 import { Aer1Error } from '../../core/errors/errors.js';
 import type { EnqueueOutcome } from '../../adapters/queue/producer.js';
 import { enqueueAnchorRouted, enqueueAnchorsRouted } from '../../adapters/queue/routed-producer.js';
 import { CLIENT_OPTIONS, connectClient } from '../shared/connect.js';
+import { commandArgs } from '../shared/args.js';
 import { readJsonFile, UsageError } from '../shared/run.js';
 
 export const summary = 'validate documents (or bare fields) and enqueue them for anchoring';
@@ -10,7 +10,7 @@ export const summary = 'validate documents (or bare fields) and enqueue them for
 const USAGE = 'usage: aer1-anchor enqueue FILE... [--json] [--config FILE] [--redis-url URL]';
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: CLIENT_OPTIONS, allowPositionals: true, strict: true });
+  const { values, positionals } = commandArgs(argv, CLIENT_OPTIONS, { positionals: true });
   if (values.help) {
     process.stdout.write(`${USAGE}\n  ${summary}; several files go in bulk jobs of up to queue.maxSubjectsPerJob subjects; Redis from --redis-url, else the Redis Cluster in AER1_REDIS_CLUSTER / redis.cluster, else REDIS_URL / redis.url, else 127.0.0.1:6379, else the daemon's embedded redis-server (recorded in redis.embeddedDir/aer1-redis.json).\n`);
     return 0;

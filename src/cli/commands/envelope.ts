@@ -2,11 +2,11 @@
  * `aer1-anchor envelope FILE`: the envelope a receipt, workflow close or job timeline would
  * be anchored as, its canonical text and its digest. Nothing is sent anywhere.
  */
-import { parseArgs } from 'node:util';
 import { claimsFromInput } from '../../core/envelope/from-document.js';
 import type { Evidence } from '../../core/envelope/claims.js';
 import { buildEnvelope, envelopeCanonical, envelopeDigest } from '../../core/envelope/envelope.js';
 import { InputError, readJsonFile, UsageError } from '../shared/run.js';
+import { commandArgs } from '../shared/args.js';
 
 export const summary = 'print the anchor envelope of a receipt, workflow close or job timeline';
 
@@ -14,19 +14,13 @@ const USAGE = 'usage: aer1-anchor envelope FILE|- [--anchored-at TS] [--evidence
 
 // Unknown or malformed flags are usage errors (exit 2): runMain maps parseArgs' errors.
 function parseFlags(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      'anchored-at': { type: 'string' },
-      'evidence-sha256': { type: 'string' },
-      'evidence-byte-length': { type: 'string' },
-      'evidence-url': { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  return commandArgs(argv, {
+    'anchored-at': { type: 'string' },
+    'evidence-sha256': { type: 'string' },
+    'evidence-byte-length': { type: 'string' },
+    'evidence-url': { type: 'string' },
+    json: { type: 'boolean' },
+  }, { positionals: true });
 }
 
 export async function run(argv: string[]): Promise<number> {

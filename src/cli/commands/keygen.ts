@@ -3,12 +3,12 @@
  * (mode 0600) and prints its public key. `--log --name NAME` writes an Ed25519 anchor-log
  * key instead and prints its verifier key. The secret is never printed.
  */
-import { parseArgs } from 'node:util';
 import { configDefault } from '../../adapters/config/schema.js';
 import { writeKeyFile } from '../../adapters/nostr/key-file.js';
 import { writeLogKeyFile } from '../../adapters/log/key-file.js';
 import { isValidKeyName } from '../../core/log/note.js';
 import { UsageError } from '../shared/run.js';
+import { commandArgs } from '../shared/args.js';
 
 export const summary = 'write a new Nostr signing key (or, with --log, an anchor-log key) file, mode 0600, and print its public key';
 
@@ -29,18 +29,12 @@ const USAGE = `usage: aer1-anchor keygen [--out FILE] [--force] [--json]
 
 // Unknown or malformed flags are usage errors (exit 2): runMain maps parseArgs' errors.
 function parseFlags(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: false,
-    strict: true,
-    options: {
-      out: { type: 'string', short: 'o' },
-      force: { type: 'boolean' },
-      json: { type: 'boolean' },
-      log: { type: 'boolean' },
-      name: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
+  return commandArgs(argv, {
+    out: { type: 'string', short: 'o' },
+    force: { type: 'boolean' },
+    json: { type: 'boolean' },
+    log: { type: 'boolean' },
+    name: { type: 'string' },
   });
 }
 

@@ -7,7 +7,6 @@
  * Exit 0 PASS, 1 FAIL, 2 usage or unreadable input, 3 nothing established (no trusted signature).
  */
 import { readFileSync, statSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { LogFormatError } from '../../core/log/errors.js';
 import { MAX_NOTE_BYTES, parseVerifierKey, type VerifierKey } from '../../core/log/note.js';
 import { DEFAULT_MAX_ENTRIES, verifyLog, type LogVerifyReport } from '../../adapters/log/log-check.js';
@@ -21,6 +20,7 @@ import { parseRelays } from '../shared/discovery-options.js';
 import { parseMaxEvents } from './verify-anchor.js';
 import { VERSION } from '../../version.js';
 import { UsageError } from '../shared/run.js';
+import { commandArgs } from '../shared/args.js';
 
 export const summary = 'check an anchor log (C2SP checkpoint, tiles, entry bundles) against your log key';
 
@@ -114,21 +114,15 @@ export function formatLogReport(r: LogVerifyReport, relays: readonly RelayAnswer
 }
 
 async function verify(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      'log-key': { type: 'string', multiple: true },
-      checkpoint: { type: 'string', multiple: true },
-      relay: { type: 'string', multiple: true },
-      author: { type: 'string', multiple: true },
-      'max-events': { type: 'string' },
-      'max-entries': { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals } = commandArgs(argv, {
+    'log-key': { type: 'string', multiple: true },
+    checkpoint: { type: 'string', multiple: true },
+    relay: { type: 'string', multiple: true },
+    author: { type: 'string', multiple: true },
+    'max-events': { type: 'string' },
+    'max-entries': { type: 'string' },
+    json: { type: 'boolean' },
+  }, { positionals: true });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;

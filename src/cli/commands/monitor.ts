@@ -5,7 +5,6 @@
  * (stops at once), 2 usage or the last round unreadable, 3 the checkpoint is signed by no
  * key given.
  */
-import { parseArgs } from 'node:util';
 import { LogMonitor, readMonitorState, writeMonitorState, type MonitorRound, type MonitorState } from '../../adapters/log/log-monitor.js';
 import { logSource } from '../../adapters/log/log-source.js';
 import { RelayClientFetcher } from '../../adapters/nostr/relay-fetcher.js';
@@ -15,6 +14,7 @@ import { parseRelays } from '../shared/discovery-options.js';
 import { UsageError } from '../shared/run.js';
 import { parseAuthors, parseLogKeys, parseMaxEntries, relayLine } from './log.js';
 import { parseMaxEvents } from './verify-anchor.js';
+import { commandArgs } from '../shared/args.js';
 
 export const summary = 'follow an anchor log: prove each new checkpoint consistent, report forks, list new entries';
 
@@ -68,26 +68,20 @@ export function formatRound(r: MonitorRound): string {
 const EXIT: Record<MonitorRound['verdict'], number> = { ok: 0, fork: 1, fail: 1, untrusted: 3, unreadable: 2 };
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      log: { type: 'string' },
-      'log-key': { type: 'string', multiple: true },
-      relay: { type: 'string', multiple: true },
-      author: { type: 'string', multiple: true },
-      state: { type: 'string' },
-      json: { type: 'boolean' },
-      once: { type: 'boolean' },
-      interval: { type: 'string' },
-      'max-rounds': { type: 'string' },
-      'max-entries': { type: 'string' },
-      'max-events': { type: 'string' },
-      'max-listed': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals } = commandArgs(argv, {
+    log: { type: 'string' },
+    'log-key': { type: 'string', multiple: true },
+    relay: { type: 'string', multiple: true },
+    author: { type: 'string', multiple: true },
+    state: { type: 'string' },
+    json: { type: 'boolean' },
+    once: { type: 'boolean' },
+    interval: { type: 'string' },
+    'max-rounds': { type: 'string' },
+    'max-entries': { type: 'string' },
+    'max-events': { type: 'string' },
+    'max-listed': { type: 'string' },
+  }, { positionals: true });
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return 0;

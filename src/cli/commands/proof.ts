@@ -1,21 +1,16 @@
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { ProofExporter } from '../../adapters/proof/export.js';
 import { configuredSources } from '../../adapters/state/subject-view.js';
 import { ProofArchive } from '../../adapters/archive/proof-archive.js';
 import { CLIENT_OPTIONS, connectClient } from '../shared/connect.js';
+import { commandArgs } from '../shared/args.js';
 import { readJsonFile, UsageError } from '../shared/run.js';
 
 export const summary = "print a subject's aer1-anchor-proof-v1, or attach it to the receipt file";
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: { ...CLIENT_OPTIONS, attach: { type: 'string' }, out: { type: 'string' } },
-    allowPositionals: true,
-    strict: true,
-  });
+  const { values, positionals } = commandArgs(argv, { ...CLIENT_OPTIONS, attach: { type: 'string' }, out: { type: 'string' } }, { positionals: true });
   const usage = 'usage: aer1-anchor proof KEY [--attach RECEIPT_FILE [--out FILE]] [--config FILE] [--redis-url URL]';
   if (values.help) {
     process.stdout.write(`${usage}\n  ${summary}\n`);

@@ -1,6 +1,6 @@
-import { parseArgs } from 'node:util';
 import { subjectDetail, type AnchorDetail } from '../../adapters/state/subject-view.js';
 import { CLIENT_OPTIONS, connectClient } from '../shared/connect.js';
+import { commandArgs } from '../shared/args.js';
 import { UsageError } from '../shared/run.js';
 import { ProofArchive, archivedSummary } from '../../adapters/archive/proof-archive.js';
 
@@ -29,7 +29,7 @@ function render(v: AnchorDetail): string {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: CLIENT_OPTIONS, allowPositionals: true, strict: true });
+  const { values, positionals } = commandArgs(argv, CLIENT_OPTIONS, { positionals: true });
   const usage = 'usage: aer1-anchor status KEY [--json] [--config FILE] [--redis-url URL]';
   if (values.help) {
     process.stdout.write(`${usage}\n  ${summary}\n`);

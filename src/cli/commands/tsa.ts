@@ -3,7 +3,6 @@
  * body (or any file), and check a token, by hand. Trust is the caller's: `--tsa-ca FILE`.
  */
 import { writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { TsaClient, TsaError } from '../../adapters/tsa/index.js';
 import { parseNote } from '../../core/log/note.js';
 import { LogFormatError } from '../../core/log/errors.js';
@@ -12,6 +11,7 @@ import {
   type TsaTrustAnchors,
 } from '../../core/tsa/index.js';
 import { readInputBytes, readInputText, UsageError } from '../shared/run.js';
+import { commandArgs } from '../shared/args.js';
 
 export const summary = 'get or check an RFC 3161 timestamp token for a checkpoint (--tsa-ca FILE)';
 
@@ -54,20 +54,14 @@ function report(check: TimestampCheck, json: boolean, extra: Record<string, stri
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: true,
-    options: {
-      checkpoint: { type: 'string' },
-      data: { type: 'string' },
-      token: { type: 'string' },
-      'tsa-ca': { type: 'string' },
-      out: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals } = commandArgs(argv, {
+    checkpoint: { type: 'string' },
+    data: { type: 'string' },
+    token: { type: 'string' },
+    'tsa-ca': { type: 'string' },
+    out: { type: 'string' },
+    json: { type: 'boolean' },
+  }, { positionals: true });
   const [sub, ...rest] = positionals;
   if (values.help) {
     process.stdout.write(USAGE + '\n');

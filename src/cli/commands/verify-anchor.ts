@@ -8,7 +8,6 @@
  */
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { BITCOIN_NETWORKS, type BitcoinNetwork } from '../../core/bitcoin/header.js';
 import { BitcoindRpcSource, EsploraSource, HeadersFileSource, parseHeadersJson, type HeaderSource } from '../../adapters/bitcoin/sources.js';
 import { BitcoinCheckCache } from '../../core/verify/bitcoin.js';
@@ -27,6 +26,7 @@ import { VERSION } from '../../version.js';
 import { parseJsonText, readInputText, readJsonFile, UsageError } from '../shared/run.js';
 import { quoteBounded } from '../../core/aer1/json-limits.js';
 import { displayName } from '../../core/verify/names.js';
+import { commandArgs } from '../shared/args.js';
 
 export const summary = 'verify anchor proofs offline against recomputed roots (same as aer1-verify-anchor)';
 
@@ -68,36 +68,30 @@ Exit 0 PASS, 1 FAIL, 2 usage or unreadable input, 3 INCONCLUSIVE.`;
 
 // Unknown or malformed flags are usage errors (exit 2): runMain maps parseArgs' errors.
 function parseFlags(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      proof: { type: 'string' },
-      dir: { type: 'string', multiple: true },
-      json: { type: 'boolean' },
-      headers: { type: 'string' },
-      esplora: { type: 'string' },
-      bitcoind: { type: 'string' },
-      network: { type: 'string' },
-      'expected-pubkey': { type: 'string', multiple: true },
-      'trust-file': { type: 'string', multiple: true },
-      'log-key': { type: 'string', multiple: true },
-      'tsa-ca': { type: 'string' },
-      witness: { type: 'string', multiple: true },
-      'witness-quorum': { type: 'string' },
-      'min-confirmations': { type: 'string' },
-      online: { type: 'boolean' },
-      relay: { type: 'string', multiple: true },
-      'use-proof-relays': { type: 'boolean' },
-      'require-confirmed': { type: 'boolean' },
-      'require-anchored': { type: 'boolean' },
-      kind: { type: 'string', multiple: true },
-      'max-events': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-      version: { type: 'boolean' },
-    },
-  });
+  return commandArgs(argv, {
+    proof: { type: 'string' },
+    dir: { type: 'string', multiple: true },
+    json: { type: 'boolean' },
+    headers: { type: 'string' },
+    esplora: { type: 'string' },
+    bitcoind: { type: 'string' },
+    network: { type: 'string' },
+    'expected-pubkey': { type: 'string', multiple: true },
+    'trust-file': { type: 'string', multiple: true },
+    'log-key': { type: 'string', multiple: true },
+    'tsa-ca': { type: 'string' },
+    witness: { type: 'string', multiple: true },
+    'witness-quorum': { type: 'string' },
+    'min-confirmations': { type: 'string' },
+    online: { type: 'boolean' },
+    relay: { type: 'string', multiple: true },
+    'use-proof-relays': { type: 'boolean' },
+    'require-confirmed': { type: 'boolean' },
+    'require-anchored': { type: 'boolean' },
+    kind: { type: 'string', multiple: true },
+    'max-events': { type: 'string' },
+    version: { type: 'boolean' },
+  }, { positionals: true });
 }
 
 /** Every `*.json` file directly in `dir`, sorted by name. */

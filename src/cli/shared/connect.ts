@@ -31,7 +31,6 @@ export const CLIENT_OPTIONS = {
   config: { type: 'string' },
   'redis-url': { type: 'string' },
   json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
 } as const;
 
 /**
