@@ -26,6 +26,7 @@ import { RelayClient } from './relay-client.js';
 import { PolicyPublisher } from './relay-policy.js';
 import type { RefusalBackoff } from '../redis/refusal-backoff.js';
 import { RelayOutbox, type RecordedReports } from './relay-outbox.js';
+import { ParsedEvents } from './parsed-events.js';
 import { UpkeepState } from './upkeep-state.js';
 
 /** An idle drain looks for events other daemons queued this often (its own wake it at once). */
@@ -33,6 +34,8 @@ const IDLE_POLL_MS = 500;
 /** Most events one drain takes at once, as a multiple of nostr.concurrency (the publishes in flight). */
 const GROUP_PER_CONCURRENCY = 4;
 const GROUP_MAX = 500;
+/** Events held parsed for the relays still to read them (parsed-events.ts): a few groups' worth. */
+const PARSED_MAX = 1024;
 /** A drain whose Redis calls fail waits from this, doubling, up to DRAIN_ERROR_MAX_MS. */
 const DRAIN_ERROR_MS = 200;
 const DRAIN_ERROR_MAX_MS = 5000;
@@ -156,6 +159,8 @@ export class NostrWitness {
   private lastMode: NostrEventMode | null = null;
   /** NIP-11 limits, NIP-13 copies: what each relay is sent (relay-policy.ts). */
   private readonly policy: PolicyPublisher;
+  /** Each event's stored JSON parsed once for all the relays. */
+  private readonly parsed: ParsedEvents;
 
   constructor(opts: NostrWitnessOptions, store: AnchorStore, key: SigningKey, log: Logger, hooks: NostrWitnessHooks = {}) {
     this.opts = opts;
@@ -165,6 +170,7 @@ export class NostrWitness {
     this.hooks = hooks;
     this.policy = new PolicyPublisher(store, key, opts);
     this.outbox = new RelayOutbox(store.events, opts.relays);
+    this.parsed = new ParsedEvents(opts.relays.length, PARSED_MAX);
     this.kept = opts.upkeep ? new UpkeepState(store) : null;
     // In every mode: batches cut under auto or batch mode are finished after a switch to envelope.
     this.batchQueue = new Queue(nostrBatchQueueName(opts.queueBase), { connection: opts.connection, prefix: opts.bullPrefix });
@@ -508,7 +514,7 @@ export class NostrWitness {
           }
           let event: SignedEvent;
           try {
-            event = JSON.parse(json) as SignedEvent;
+            event = this.parsed.parse(id, json);
           } catch {
             // nothing any relay could take: final for this relay rather than a retry for ever
             attempts.push({ id, report: { url, status: 'failed', message: 'the stored event is not valid JSON', at: new Date().toISOString(), attempts: 0, final: true } });

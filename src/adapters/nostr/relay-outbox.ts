@@ -14,8 +14,18 @@ import { runScript } from '../state/scripts.js';
 /** Events handed to one outbox-add.lua call: bounds how long one call holds Redis. */
 const ADD_CHUNK = 200;
 
+/** Relay URL → its tag in key names, hashed once per URL (every outbox call names its keys). */
+const tags = new Map<string, string>();
+
 function relayTag(url: string): string {
-  return createHash('sha256').update(url).digest('hex').slice(0, 12);
+  let tag = tags.get(url);
+  if (tag === undefined) {
+    tag = createHash('sha256').update(url).digest('hex').slice(0, 12);
+    // a daemon has a handful of relays; a bound all the same
+    if (tags.size >= 1024) tags.clear();
+    tags.set(url, tag);
+  }
+  return tag;
 }
 
 /** What set-relays.lua returned for one event: its owner, this relay's report before, and every report after. */

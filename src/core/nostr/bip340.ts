@@ -20,6 +20,7 @@
 // a namespace import, made use of only when signing: the verifier's browser bundle reaches this
 // module (through keys.ts) with a node:crypto shim that has hashes only
 import * as crypto from 'node:crypto';
+import { sha256 } from '../aer1/hash.js';
 
 /** The order of secp256k1's group. */
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
@@ -34,14 +35,22 @@ const AUX = tagPrefix('BIP0340/aux');
 const NONCE = tagPrefix('BIP0340/nonce');
 const CHALLENGE = tagPrefix('BIP0340/challenge');
 
+/** Room for the longest tagged-hash input: the 64-byte prefix and three 32-byte parts. */
+const scratch = Buffer.alloc(64 + 3 * 32);
+
+/** SHA-256(prefix || parts...), the parts copied into one buffer and hashed in one call (no Hash object per hash). */
 function tagged(prefix: Buffer, ...parts: Uint8Array[]): Buffer {
-  const h = crypto.createHash('sha256').update(prefix);
-  for (const p of parts) h.update(p);
-  return h.digest();
+  let at = prefix.copy(scratch, 0);
+  for (const p of parts) {
+    scratch.set(p, at);
+    at += p.length;
+  }
+  return sha256(scratch.subarray(0, at));
 }
 
 function toBig(bytes: Uint8Array): bigint {
-  return BigInt(`0x${Buffer.from(bytes).toString('hex')}`);
+  const b = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  return BigInt(`0x${b.toString('hex')}`);
 }
 
 function to32(x: bigint): Buffer {

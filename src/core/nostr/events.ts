@@ -350,7 +350,11 @@ function checkSummary(summary: string): string {
   return summary;
 }
 
+/** The last time rfc3339Seconds read (the subjects of a bulk job share one `anchored_at`). */
+let lastTime: { text: string; seconds: number } | null = null;
+
 function rfc3339Seconds(text: string, field: string): number {
+  if (lastTime !== null && lastTime.text === text) return lastTime.seconds;
   const m = typeof text === 'string' ? RFC3339_UTC_SECONDS.exec(text) : null;
   const ms = m ? Date.parse(text) : NaN;
   // Date.parse rolls over impossible dates (02-30); the round trip catches that
@@ -358,6 +362,7 @@ function rfc3339Seconds(text: string, field: string): number {
     throw new InputError('bad_event_input', 'must be RFC 3339 UTC with seconds and Z (2025-01-31T12:00:00Z)', field);
   }
   if (ms < 0) throw new InputError('bad_event_input', 'must not be before 1970', field);
+  lastTime = { text, seconds: ms / 1000 };
   return ms / 1000;
 }
 

@@ -5,10 +5,11 @@
  * error message quotes the key's text.
  */
 import { inspect } from 'node:util';
-import { getEventHash, verifyEvent, generateSecretKey as nostrGenerateSecretKey } from 'nostr-tools/pure';
+import { serializeEvent, verifyEvent, generateSecretKey as nostrGenerateSecretKey } from 'nostr-tools/pure';
 import type { EventTemplate } from 'nostr-tools/core';
 import { decode as nip19Decode, npubEncode } from 'nostr-tools/nip19';
 import { InputError } from '../errors/errors.js';
+import { sha256 } from '../aer1/hash.js';
 import { bip340Key, bip340Sign, type Bip340Key } from './bip340.js';
 
 const REDACTED = '[signing key redacted]';
@@ -98,9 +99,11 @@ export class SigningKey {
    */
   sign(template: EventTemplate): SignedEvent {
     const unsigned = { kind: template.kind, created_at: template.created_at, tags: template.tags.map((t) => [...t]), content: template.content, pubkey: this.publicKey };
-    // NIP-01's id (nostr-tools' serialization, which refuses a malformed template)
-    const id = getEventHash(unsigned);
-    const sig = bip340Sign(Buffer.from(id, 'hex'), this.#prepared).toString('hex');
+    // NIP-01's id: nostr-tools' serialization (which refuses a malformed template) hashed by
+    // node:crypto, where nostr-tools' getEventHash hashes the same text in JavaScript
+    const digest = sha256(serializeEvent(unsigned));
+    const id = digest.toString('hex');
+    const sig = bip340Sign(digest, this.#prepared).toString('hex');
     return { id, pubkey: this.publicKey, created_at: unsigned.created_at, kind: unsigned.kind, tags: unsigned.tags, content: unsigned.content, sig };
   }
 

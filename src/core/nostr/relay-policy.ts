@@ -111,9 +111,12 @@ export function assessEvent(policy: RelayPolicy, event: SignedEvent, nowSeconds:
   if (policy.paymentRequired === true) return { send: false, reason: 'relay policy (NIP-11): payment_required' };
   if (policy.restrictedWrites === true) return { send: false, reason: 'relay policy (NIP-11): restricted_writes' };
   const pow = Math.max(0, powNeeded);
-  const bytes = Buffer.byteLength(`["EVENT",${JSON.stringify(event)}]`, 'utf8') + (pow > 0 ? NONCE_TAG_BYTES : 0);
-  if (policy.maxMessageLength !== undefined && bytes > policy.maxMessageLength) {
-    return { send: false, reason: `relay policy (NIP-11): max_message_length ${policy.maxMessageLength} bytes, our event message is ${bytes}` };
+  if (policy.maxMessageLength !== undefined) {
+    // measured only against a stated limit (the event's JSON text, per publish)
+    const bytes = Buffer.byteLength(`["EVENT",${JSON.stringify(event)}]`, 'utf8') + (pow > 0 ? NONCE_TAG_BYTES : 0);
+    if (bytes > policy.maxMessageLength) {
+      return { send: false, reason: `relay policy (NIP-11): max_message_length ${policy.maxMessageLength} bytes, our event message is ${bytes}` };
+    }
   }
   if (policy.maxContentLength !== undefined && event.content.length > policy.maxContentLength) {
     return { send: false, reason: `relay policy (NIP-11): max_content_length ${policy.maxContentLength}, our content is ${event.content.length} characters` };
