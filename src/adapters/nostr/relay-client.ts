@@ -97,7 +97,9 @@ type OkFrame = { ok: boolean; message: string };
 function socketClass(handshakeTimeoutMs: number, onError: (err: Error) => void): unknown {
   return class RelaySocket extends WebSocket {
     constructor(address: string | URL, protocols?: string | string[]) {
-      super(address, protocols, { handshakeTimeout: handshakeTimeoutMs + 1000, maxPayload: 16 * 1024 * 1024 });
+      // no permessage-deflate: a relay that takes it up (strfry does) would have every
+      // EVENT frame deflated, and answers inflated, for frames of a kilobyte or so
+      super(address, protocols, { handshakeTimeout: handshakeTimeoutMs + 1000, maxPayload: 16 * 1024 * 1024, perMessageDeflate: false });
       this.on('error', onError);
     }
   };
