@@ -3,7 +3,8 @@
  * injected (Node 20 has no global one). Single attempts only: `publish` answers with
  * a `PublishResult` and never rejects; retries, backoff and rate limits belong to
  * the caller. Connects lazily, and after a drop or a timeout connects anew on the
- * next use.
+ * next use. AbstractRelay keeps the connection, AUTH and REQ; publishes go on the socket
+ * directly and wait on one map and one timer (a daemon sends thousands a minute).
  */
 import type { Socket } from 'node:net';
 import WebSocket from 'ws';
