@@ -121,6 +121,8 @@ export interface DaemonRunResult {
     perRetiredSubject: number | null;
     /** From confirmation until every subject was retired (ms). */
     retireMs: number | null;
+    /** MEMORY STATS when retiredBytes was read: Redis's own tables and client buffers (bytes), the keys held. */
+    retiredStats: { mainTable: number; clients: number; keys: number } | null;
     breakdown: MemoryBreakdown | null;
   };
   /** Daemon child memory: RSS when the clock stopped, and the peak (VmHWM) over the run. */
@@ -230,6 +232,15 @@ class BatchCache extends BatchStore {
 
 class BatchCachingStore extends AnchorStore {
   override readonly batches: BatchStore = new BatchCache(this.redis, this.keys);
+}
+
+/** MEMORY STATS: the main key table's overhead, the normal clients' buffers, the keys held. */
+async function memoryStats(redis: Redis): Promise<{ mainTable: number; clients: number; keys: number }> {
+  const flat = (await redis.call('MEMORY', 'STATS')) as unknown[];
+  const get = (name: string): unknown => flat[flat.indexOf(name) + 1];
+  const db0 = get('db.0') as unknown[] | undefined;
+  const mainTable = db0 ? Number(db0[db0.indexOf('overhead.hashtable.main') + 1] ?? 0) : 0;
+  return { mainTable, clients: Number(get('clients.normal') ?? 0), keys: Number(get('keys.count') ?? 0) };
 }
 
 /** Commands only the bench sends while polling; left out of the per-subject counts. */
@@ -393,6 +404,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     }
     let retiredBytes: number | null = null;
     let retireMs: number | null = null;
+    let retiredStats: DaemonRunResult['memory']['retiredStats'] = null;
     if (confirmMs !== null && o.retention) {
       // confirmed subjects leave idx:st:confirmed as they are retired; `retired` counts them
       const r0 = performance.now();
@@ -407,6 +419,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
         // the pass that emptied the last batches drops their key lists; let it end
         await sleep(600);
         retiredBytes = await usedMemory(redis);
+        retiredStats = await memoryStats(redis);
       }
     }
     sampleRss();
@@ -446,6 +459,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
         retiredBytes,
         perRetiredSubject: retiredBytes === null ? null : (retiredBytes - beforeBytes) / o.n,
         retireMs,
+        retiredStats,
         breakdown,
       },
       daemonRssPendingBytes: rssPending,

@@ -34,7 +34,8 @@ export function leanFigures(kept: readonly DaemonRunResult[], retired: readonly 
   const retiredBytes = retired.flatMap((r) => (r.memory.perRetiredSubject === null ? [] : [r.memory.perRetiredSubject]));
   const missing = [...kept, ...retired].filter((r) => (r.memory.perConfirmedSubject ?? r.memory.perRetiredSubject) === null).length;
   const note = missing > 0 ? `; ${missing} run(s) NOT CONFIRMED or NOT RETIRED, left out` : '';
-  const top = Object.entries(retired.at(-1)?.memory.breakdown?.perSubject ?? {}).slice(0, 6).map(([kind, b]) => `${kind} ${b}`).join(', ');
+  const top = Object.entries(retired.at(-1)?.memory.breakdown?.perSubject ?? {}).filter(([, b]) => Math.abs(b) >= 2).map(([kind, b]) => `${kind} ${b}`).join(', ');
+  const stats = retired.at(-1)?.memory.retiredStats ?? null;
   const k = median(keptBytes);
   const r = median(retiredBytes);
   return [
@@ -44,7 +45,7 @@ export function leanFigures(kept: readonly DaemonRunResult[], retired: readonly 
       digits: 0,
       load: retired.at(-1)?.load,
       target: { op: '<=', bound: TARGET_RETIRED_BYTES },
-      note: `INFO used_memory delta / N, every subject retired (retire took ${retired.map((x) => (x.memory.retireMs === null ? '—' : `${Math.round(x.memory.retireMs)} ms`)).join(', ')}); MEMORY USAGE per subject by kind: ${top || '—'}${note}`,
+      note: `INFO used_memory delta / N, every subject retired (retire took ${retired.map((x) => (x.memory.retireMs === null ? '—' : `${Math.round(x.memory.retireMs)} ms`)).join(', ')}); MEMORY USAGE per subject by kind: ${top || '—'}; MEMORY STATS then: ${stats ? `main table ${stats.mainTable} B, clients ${stats.clients} B, ${stats.keys} keys` : '—'}${note}`,
     }),
     figure('Redis per subject, lean retired / kept', '×', k && r ? [r / k] : [], { n, digits: 2, note: 'medians, same run' }),
   ];
