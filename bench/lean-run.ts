@@ -1,14 +1,17 @@
 /**
  * `npm run bench -- --lean`: Redis bytes per subject once confirmed, with the anchor log on,
  * retention off beside retention on (lean retirement: docs/reliability.md, Retention), in one
- * run. Both are INFO used_memory deltas from before the first enqueue, divided by N: with
- * retention off read once every subject is confirmed, with it on once every subject is
- * retired (the meta counter `retired` reached N). The MEMORY USAGE sums per kind of key
- * (bench/memory.ts) of the retired run are given in its note.
+ * run. The used_memory rows are INFO used_memory deltas from before the first enqueue, divided
+ * by N: with retention off read once every subject is confirmed, with it on once every
+ * subject is retired (the meta counter `retired` reached N); at a few thousand subjects they
+ * are mostly what does not grow with subjects (client buffers, the script cache, the change
+ * stream up to its cap). The first row is the MEMORY USAGE sums per kind of key
+ * (bench/memory.ts) of the keys that do grow with subjects, per subject: the target's figure.
  */
 import type { DaemonRunOptions, DaemonRunResult } from './daemon-run.js';
 import { daemonRun } from './daemon-run.js';
 import { figure, median, type Figure } from './report.js';
+import { BULL_EVENTS, OUTSIDE_KEYS, SCRIPT_CACHE } from './memory.js';
 
 /** Issue 26 item 6: Redis per confirmed subject with retention on. */
 export const TARGET_RETIRED_BYTES = 400;
@@ -38,7 +41,21 @@ export function leanFigures(kept: readonly DaemonRunResult[], retired: readonly 
   const stats = retired.at(-1)?.memory.retiredStats ?? null;
   const k = median(keptBytes);
   const r = median(retiredBytes);
+  // the keys that grow with subjects: all but the capped streams (the change stream keeps about
+  // 100,000 subject events, BullMQ's event streams their own cap) and what is paid once per Redis
+  const growing = (r: DaemonRunResult): number[] => {
+    const per = r.memory.breakdown?.perSubject;
+    if (!per) return [];
+    return [Object.entries(per).reduce((a, [kind, b]) => (kind === 'state-change stream' || kind.startsWith(BULL_EVENTS) || kind === SCRIPT_CACHE || kind === OUTSIDE_KEYS ? a : a + b), 0)];
+  };
   return [
+    figure('Redis per retired subject, keys growing with subjects (lean)', 'B', retired.flatMap((r) => (r.memory.perRetiredSubject === null ? [] : growing(r))), {
+      n,
+      digits: 0,
+      load: retired.at(-1)?.load,
+      target: { op: '<=', bound: TARGET_RETIRED_BYTES },
+      note: `MEMORY USAGE summed per kind of key, added per subject, every subject retired: all kinds but the capped change stream and BullMQ event streams, the script cache and Redis's own tables (in the used_memory row below); kept: ${kept.flatMap(growing).map((b) => `${Math.round(b)} B`).join(', ') || '—'}`,
+    }),
     figure('Redis per confirmed subject, log on, retention off', 'B', keptBytes, { n, digits: 0, load: kept.at(-1)?.load, note: `INFO used_memory delta / N, every subject confirmed${note}` }),
     figure('Redis per retired subject, log on, retention on (lean)', 'B', retiredBytes, {
       n,
