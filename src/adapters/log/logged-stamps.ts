@@ -16,7 +16,7 @@ import { decodeEntry, entryKindOfSubject } from '../../core/log/entry.js';
 import type { LogFolder } from './log-folder.js';
 import { MAX_SETTLE } from './log-publisher.js';
 import type { LogKeys } from './log-sequencer.js';
-import { readLogIndex } from '../state/retired-facts.js';
+import { readLogIndex } from './retired-facts.js';
 
 /** A subject whose key the log holds and Redis does not: its entry's index and `d`, and the `anchored_at` that gives that `d` (null: none does). */
 export interface LoggedStamp {

@@ -19,7 +19,7 @@ import { relayCopyJson } from '../nostr/relay-policy.js';
 import { sentTo } from '../state/subject-view.js';
 import { LogFolder } from '../log/log-folder.js';
 import { LogKeys } from '../log/log-sequencer.js';
-import { readLogIndex } from '../state/retired-facts.js';
+import { readLogIndex } from '../log/retired-facts.js';
 import { retiredSubject, retiredSubjects, type RetiredSubject } from './retired.js';
 import { decodeBundle, TILE_WIDTH, tileInTree } from '../../core/log/tiles.js';
 import { encodeEntry, entryKindOfSubject } from '../../core/log/entry.js';

@@ -1,6 +1,6 @@
 /**
  * A subject retired lean (docs/reliability.md, Retention), read back as the record its proof
- * is built from: its log:idx value `<index>:<facts>` (src/adapters/state/retired-facts.ts)
+ * is built from: its log:idx value `<index>:<facts>` (src/adapters/log/retired-facts.ts)
  * and its entry in the log folder's tiles (`d`, kind, key). The envelope is rebuilt from the
  * facts' claims and `anchored_at` and must hash to the entry's `d`; every witness it had
  * confirmed, each linked to its batch with the log index as its place (a checkpoint batch).
@@ -13,7 +13,7 @@ import { unpackEnvelope } from '../../core/envelope/compact.js';
 import { sha256Hex } from '../../core/aer1/hash.js';
 import { WITNESSES } from '../state/keys.js';
 import type { SubjectRecord } from '../state/subject-hash.js';
-import { decodeFacts, readLogIndex, type RetiredFacts } from '../state/retired-facts.js';
+import { decodeFacts, readLogIndex, type RetiredFacts } from '../log/retired-facts.js';
 
 const SUBJECT_OF_ENTRY: Record<EntryKind, string> = { receipt: 'receipt', workflow_close: 'workflow-close', job_timeline: 'chain-head' };
 

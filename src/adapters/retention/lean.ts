@@ -5,7 +5,7 @@
  * handing its proof anywhere: the log folder (its entry, the inclusion path, the checkpoint)
  * and its batches' hashes (the checkpoint event and its relay reports, the calendars' merged
  * timestamp, the block) rebuild the proof, given the few facts kept in its log:idx value
- * (src/adapters/state/retired-facts.ts). A subject is retired lean only when the proof its
+ * (src/adapters/log/retired-facts.ts). A subject is retired lean only when the proof its
  * facts rebuild is byte for byte the proof its record gives now; any other (an own envelope
  * event, a batch cut from an inbox, claims too long to keep) keeps the archive/webhook rule.
  */
@@ -14,7 +14,7 @@ import type { AnchorProof } from '../../core/proof/format.js';
 import type { AnchorStore } from '../state/anchor-store.js';
 import type { SubjectRecord } from '../state/subject-hash.js';
 import { WITNESSES } from '../state/keys.js';
-import { packableBatchId, retiredValue, type RetiredFacts } from '../state/retired-facts.js';
+import { packableBatchId, retiredValue, type RetiredFacts } from '../log/retired-facts.js';
 import type { ProofExporter } from '../proof/export.js';
 import { recordOfFacts } from '../proof/retired.js';
 

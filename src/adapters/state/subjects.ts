@@ -254,7 +254,7 @@ export class SubjectStore implements KnownSubjects {
    * the batches that no longer hold any subject in Redis (dropEmptiedBatches). A subject not
    * confirmed, or whose event or batch links changed since they were read, is left alone.
    * `lean`: the subjects retired lean (with the anchor log on), each with its log:idx value
-   * `<index>:<facts>` (retired-facts.ts), written in the same call; such a subject is left
+   * `<index>:<facts>` (src/adapters/log/retired-facts.ts), written in the same call; such a subject is left
    * alone unless its log:idx value is still its bare index. Returns the keys removed. Safe to repeat.
    */
   async forget(keys: readonly string[], lean: ReadonlyMap<string, Buffer> = new Map()): Promise<string[]> {

@@ -1,6 +1,6 @@
 -- forget: removes retired subjects from Redis once their proofs are held elsewhere (the
 -- proof archive, the webhooks) or, retired lean, once the anchor log and their batches
--- rebuild them (docs/reliability.md, Retention; src/adapters/state/retired-facts.ts). Only a subject whose overall status is
+-- rebuild them (docs/reliability.md, Retention; src/adapters/log/retired-facts.ts). Only a subject whose overall status is
 -- confirmed is removed; anything else is left as it is. A removed subject leaves its index
 -- (a confirmed subject is in idx:st:confirmed only, every witness of it confirmed)
 -- and the counts (so /v1/stats, the list and the metrics count what Redis holds); its

@@ -13,8 +13,11 @@
  * the claims to the end: per member one code byte (its place in CLAIM_CODES), one length byte
  * and the value as core/envelope/compact.ts packs it.
  */
-import { WITNESSES, type WitnessName } from './keys.js';
 import type { CompactMembers } from '../../core/envelope/compact.js';
+
+/** The witnesses a retired subject may have had, in the order their batches are kept (the state's WITNESSES). */
+const WITNESSES = ['nostr', 'ots'] as const;
+type WitnessName = (typeof WITNESSES)[number];
 
 /** The envelope members a claims code names, by code. */
 export const CLAIM_CODES: readonly string[] = ['output_sha256', 'evidence_sha256', 'evidence_byte_length', 'evidence_url', 'workflow_id', 'merkle_root', 'merkle_version', 'step_count', 'final_entry_digest', 'entry_count'];

@@ -4,7 +4,7 @@
  * few; bytes that are not facts are refused with a message naming what is wrong.
  */
 import { describe, expect, it } from 'vitest';
-import { decodeFacts, encodeFacts, packableBatchId, readLogIndex, retiredValue, type RetiredFacts } from '../../src/adapters/state/retired-facts.js';
+import { decodeFacts, encodeFacts, packableBatchId, readLogIndex, retiredValue, type RetiredFacts } from '../../src/adapters/log/retired-facts.js';
 import { envelopeOfFacts } from '../../src/adapters/proof/retired.js';
 import { packEnvelope } from '../../src/core/envelope/compact.js';
 import { canonicalJson } from '../../src/core/aer1/canonical-json.js';
