@@ -115,7 +115,7 @@ describe('lean retirement: confirmed subjects retired to the anchor log', () => 
       // not final yet (no Bitcoin block): not retired lean
       const exporter = new ProofExporter(a.daemon.store, { relays: [], calendars: [] }, { dir: a.daemon.config.log.dir });
       const early = (await a.daemon.store.subjects.getRecord(keys[0]!))!;
-      expect(await leanValue(a.daemon.store, exporter, early, (await exporter.exportOf(early))!)).toBeNull();
+      expect(await leanValue(a.daemon.store, early, (await exporter.exportOf(early))!)).toBeNull();
 
       await calendars[0]!.mine();
       await waitFor('all confirmed', async () => (await issuer.count('confirmed')) === N, 60_000);

@@ -5,8 +5,8 @@
  * handing its proof anywhere: the log folder (its entry, the inclusion path, the checkpoint)
  * and its batches' hashes (the checkpoint event and its relay reports, the calendars' merged
  * timestamp, the block) rebuild the proof, given the few facts kept in its log:idx value
- * (src/adapters/log/retired-facts.ts). A subject is retired lean only when the proof its
- * facts rebuild is byte for byte the proof its record gives now; any other (an own envelope
+ * (src/adapters/log/retired-facts.ts). A subject is retired lean only when the record its
+ * facts give back has every field its proof is built from as its record has it now; any other (an own envelope
  * event, a batch cut from an inbox, claims too long to keep) keeps the archive/webhook rule.
  */
 import { envelopeOfCanonical, packEnvelope } from '../../core/envelope/compact.js';
@@ -15,22 +15,36 @@ import type { AnchorStore } from '../state/anchor-store.js';
 import type { SubjectRecord } from '../state/subject-hash.js';
 import { WITNESSES } from '../state/keys.js';
 import { packableBatchId, retiredValue, type RetiredFacts } from '../log/retired-facts.js';
-import type { ProofExporter } from '../proof/export.js';
 import { recordOfFacts } from '../proof/retired.js';
 
-/** The log:idx value `<index>:<facts>` the subject retires lean with, or null when it may not (yet). */
-export async function leanValue(store: AnchorStore, exporter: ProofExporter, record: SubjectRecord, proof: AnchorProof): Promise<Buffer | null> {
+/**
+ * The log:idx value `<index>:<facts>` the subject retires lean with, or null when it may not
+ * (yet). The exporter builds a proof from a record's key, kind, status, envelope, digest,
+ * witness statuses, own event and batch links, and from state shared with the batches and the
+ * log folder (ProofExporter.exportOf); so the record the facts give back having the same of
+ * each is the proof coming back byte for byte (`test/log/lean-retention.test.ts` compares the
+ * bytes served before and after).
+ */
+export async function leanValue(store: AnchorStore, record: SubjectRecord, proof: AnchorProof): Promise<Buffer | null> {
   const facts = await factsOf(store, record, proof);
   if (facts === null || !proof.log) return null;
-  let rebuilt: AnchorProof | null;
+  let back: SubjectRecord;
   try {
-    rebuilt = await exporter.exportOf(recordOfFacts(record.key, record.kind!, record.digest!, proof.log.index, facts));
+    back = recordOfFacts(record.key, record.kind!, record.digest!, proof.log.index, facts);
   } catch {
     return null;
   }
-  // only a subject whose proof comes back byte for byte
-  if (rebuilt === null || JSON.stringify(rebuilt) !== JSON.stringify(proof)) return null;
-  return retiredValue(proof.log.index, facts);
+  return sameProofInputs(record, back) ? retiredValue(proof.log.index, facts) : null;
+}
+
+/** The fields of a record a proof is built from, as one text. */
+function proofInputs(r: SubjectRecord): string {
+  const witnesses = WITNESSES.map((w) => [w, r.witnesses[w]?.status ?? null, r.batches[w]?.id ?? null, r.batches[w]?.index ?? null]);
+  return JSON.stringify([r.key, r.kind, r.status, r.envelopeCanonical, r.digest, r.nostrEventId, witnesses]);
+}
+
+function sameProofInputs(a: SubjectRecord, b: SubjectRecord): boolean {
+  return proofInputs(a) === proofInputs(b);
 }
 
 /** The facts of a logged-and-final subject: every witness confirmed through a checkpoint batch; null for any other. */

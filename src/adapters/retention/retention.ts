@@ -105,7 +105,7 @@ export class Retention {
       const proofs = await Promise.all(records.map((r) => (r ? exporter.exportOf(r) : null)));
       // confirmed when the index was read; anything else now is left for a later pass
       const confirmed = page.flatMap((key, j) => (proofs[j]?.status === 'confirmed' ? [{ key, record: records[j]!, proof: proofs[j]!, digest: proofs[j]!.digest }] : []));
-      const values = this.deps.lean ? await Promise.all(confirmed.map(({ record, proof }) => leanValue(store, exporter, record, proof))) : [];
+      const values = this.deps.lean ? await Promise.all(confirmed.map(({ record, proof }) => leanValue(store, record, proof))) : [];
       confirmed.forEach(({ key }, j) => {
         if (values[j]) lean.set(key, values[j]!);
       });
