@@ -6,8 +6,6 @@
  * next use. AbstractRelay keeps the connection, AUTH and REQ; publishes go on the socket
  * directly and wait on one map and one timer (a daemon sends thousands a minute).
  */
-import type { Socket } from 'node:net';
-import WebSocket from 'ws';
 import { AbstractRelay, type Subscription } from 'nostr-tools/abstract-relay';
 import { verifyEvent } from 'nostr-tools/pure';
 import type { EventTemplate, VerifiedEvent } from 'nostr-tools/core';
@@ -17,6 +15,7 @@ import { eventFields } from '../../core/nostr/events.js';
 import { configDefault } from '../config/schema.js';
 import { MAX_QUERY_LIMIT, type RelayQueryFilter } from '../../core/nostr/filter.js';
 import { parseOkFrame, splitEventFrame, type OkAnswer } from './relay-frames.js';
+import { socketClass, type RelaySocket } from './relay-socket.js';
 
 export { MAX_QUERY_LIMIT, type RelayQueryFilter };
 export { splitEventFrame };
@@ -103,61 +102,6 @@ interface Waiter {
   /** Date.now() past which it is settled as `publish timed out`. */
   expires: number;
   settle: (answer: OkAnswer | string) => void;
-}
-
-interface SocketSettings {
-  handshakeTimeoutMs: number;
-  onError: (err: Error) => void;
-  onCreate: (socket: RelaySocket) => void;
-}
-
-/**
- * A `ws` WebSocket that always has an error listener (AbstractRelay detaches its own
- * before closing a socket that is still connecting, and an unheard 'error' would throw),
- * and sends the frames of one tick in one write.
- */
-class RelaySocket extends WebSocket {
-  /** Whether the socket reported an error (AbstractRelay then closes the relay as failed). */
-  errored = false;
-  #raw: Socket | undefined;
-  #corked = false;
-
-  constructor(address: string | URL, protocols: string | string[] | undefined, settings: SocketSettings) {
-    // no permessage-deflate: a relay that takes it up (strfry does) would have every
-    // EVENT frame deflated, and answers inflated, for frames of a kilobyte or so
-    super(address, protocols, { handshakeTimeout: settings.handshakeTimeoutMs + 1000, maxPayload: 16 * 1024 * 1024, perMessageDeflate: false });
-    this.on('error', (err) => {
-      this.errored = true;
-      settings.onError(err);
-    });
-    this.once('upgrade', (res) => {
-      this.#raw = res.socket;
-    });
-    settings.onCreate(this);
-  }
-
-  /** Sends a text frame; the frames sent within one tick leave in one write (the TCP socket corked until the next tick). */
-  sendInTick(text: string): void {
-    const raw = this.#raw;
-    if (raw !== undefined && !this.#corked) {
-      raw.cork();
-      this.#corked = true;
-      process.nextTick(() => {
-        this.#corked = false;
-        raw.uncork();
-      });
-    }
-    this.send(text);
-  }
-}
-
-/** RelaySocket with these settings, as the class AbstractRelay constructs with a URL alone. */
-function socketClass(settings: SocketSettings): unknown {
-  return class extends RelaySocket {
-    constructor(address: string | URL, protocols?: string | string[]) {
-      super(address, protocols, settings);
-    }
-  };
 }
 
 export class RelayClient {
