@@ -3,19 +3,22 @@
  * injected (Node 20 has no global one). Single attempts only: `publish` answers with
  * a `PublishResult` and never rejects; retries, backoff and rate limits belong to
  * the caller. Connects lazily, and after a drop or a timeout connects anew on the
- * next use.
+ * next use. AbstractRelay keeps the connection, AUTH and REQ; publishes go on the socket
+ * directly and wait on one map and one timer (a daemon sends thousands a minute).
  */
-import WebSocket from 'ws';
 import { AbstractRelay, type Subscription } from 'nostr-tools/abstract-relay';
 import { verifyEvent } from 'nostr-tools/pure';
-import type { Event as NostrEvent, EventTemplate, VerifiedEvent } from 'nostr-tools/core';
+import type { EventTemplate, VerifiedEvent } from 'nostr-tools/core';
 import type { Filter } from 'nostr-tools/filter';
 import type { SignedEvent } from '../../core/nostr/keys.js';
 import { eventFields } from '../../core/nostr/events.js';
 import { configDefault } from '../config/schema.js';
 import { MAX_QUERY_LIMIT, type RelayQueryFilter } from '../../core/nostr/filter.js';
+import { parseOkFrame, splitEventFrame, type OkAnswer } from './relay-frames.js';
+import { socketClass, type RelaySocket } from './relay-socket.js';
 
 export { MAX_QUERY_LIMIT, type RelayQueryFilter };
+export { splitEventFrame };
 
 export type PublishStatus = 'accepted' | 'rejected' | 'timeout' | 'error';
 
@@ -80,6 +83,9 @@ export interface RelayClientOptions {
 }
 
 
+/** What a publish waiting past its deadline is settled with. */
+const PUBLISH_TIMED_OUT = 'publish timed out';
+
 export class RelayFetchError extends Error {
   readonly url: string;
   readonly retryable = true;
@@ -90,17 +96,12 @@ export class RelayFetchError extends Error {
   }
 }
 
-type OkFrame = { ok: boolean; message: string };
-
-/** A `ws` WebSocket that always has an error listener: AbstractRelay detaches its own
- *  before closing a socket that is still connecting, and an unheard 'error' would throw. */
-function socketClass(handshakeTimeoutMs: number, onError: (err: Error) => void): unknown {
-  return class RelaySocket extends WebSocket {
-    constructor(address: string | URL, protocols?: string | string[]) {
-      super(address, protocols, { handshakeTimeout: handshakeTimeoutMs + 1000, maxPayload: 16 * 1024 * 1024 });
-      this.on('error', onError);
-    }
-  };
+/** A publish waiting for its OK: settled with the answer, or with what went wrong instead. */
+interface Waiter {
+  relay: AbstractRelay;
+  /** Date.now() past which it is settled as `publish timed out`. */
+  expires: number;
+  settle: (answer: OkAnswer | string) => void;
 }
 
 export class RelayClient {
@@ -116,8 +117,13 @@ export class RelayClient {
   #connecting: Promise<AbstractRelay> | undefined;
   #closed = false;
   #lastSocketError: string | undefined;
-  /** OK frames seen, per event id, for the publishes waiting on them. */
-  readonly #okFrames = new Map<string, OkFrame>();
+  /** Publishes waiting for their OK, per event id. */
+  readonly #waiting = new Map<string, Waiter>();
+  /** The one timer that settles overdue waits, and when it fires (Infinity: none set). */
+  #sweep: ReturnType<typeof setTimeout> | undefined;
+  #sweepAt = Infinity;
+  /** The socket under each relay connection. */
+  readonly #sockets = new WeakMap<AbstractRelay, RelaySocket>();
   /** Raw EVENT frames for our fetch subscriptions, per subscription id. */
   readonly #rawEvents = new Map<string, (raw: string) => void>();
   /** One publish at a time per event id: later calls join the first. */
@@ -279,51 +285,90 @@ export class RelayClient {
         ? this.#result('timeout', `could not connect within the deadline: ${message}`, undefined, true)
         : this.#result('error', message, undefined, true);
     }
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) return this.#result('timeout', `no OK within ${timeoutMs} ms`, undefined, true);
-    this.#okFrames.delete(event.id);
+    if (deadline - Date.now() <= 0) return this.#result('timeout', `no OK within ${timeoutMs} ms`, undefined, true);
     this.#lastNotice = undefined;
-    // read by AbstractRelay.publish synchronously, so concurrent publishes keep their own
-    relay.publishTimeout = remaining;
-    const wire: NostrEvent = eventFields(event);
-    let failure: string | undefined;
-    try {
-      await withDeadline(relay.publish(wire), remaining + 250);
-    } catch (err) {
-      failure = describe(err);
-    }
-    let ok = this.#okFrames.get(event.id);
-    this.#okFrames.delete(event.id);
-    if (ok && !ok.ok && prefixOf(ok.message) === 'auth-required' && this.#signAuth && relay.connected) {
+    const frame = `["EVENT",${JSON.stringify(eventFields(event))}]`;
+    let answer = await this.#exchange(relay, event.id, frame, deadline);
+    if (typeof answer !== 'string' && !answer.ok && prefixOf(answer.message) === 'auth-required' && this.#signAuth && relay.connected) {
       // NIP-42: authenticate on this connection (once: AbstractRelay keeps the AUTH promise), send again
       const auth = await this.#authenticate(relay, deadline);
       if (auth !== undefined) return this.#result('rejected', auth.message, auth.prefix, auth.retryable);
-      const left = deadline - Date.now();
-      if (left <= 0) return this.#result('timeout', `no OK within ${timeoutMs} ms (after AUTH)`, undefined, true);
-      relay.publishTimeout = left;
-      failure = undefined;
-      try {
-        await withDeadline(relay.publish(wire), left + 250);
-      } catch (err) {
-        failure = describe(err);
-      }
-      ok = this.#okFrames.get(event.id);
-      this.#okFrames.delete(event.id);
+      if (deadline - Date.now() <= 0) return this.#result('timeout', `no OK within ${timeoutMs} ms (after AUTH)`, undefined, true);
+      answer = await this.#exchange(relay, event.id, frame, deadline);
     }
-    if (ok) {
-      const prefix = prefixOf(ok.message);
+    if (typeof answer !== 'string') {
+      const prefix = prefixOf(answer.message);
       // `OK false "duplicate: …"` (some relays): it already holds the event, an acceptance.
-      if (ok.ok || prefix === 'duplicate') return this.#result('accepted', ok.message, prefix, false);
+      if (answer.ok || prefix === 'duplicate') return this.#result('accepted', answer.message, prefix, false);
       const retryable = prefix !== undefined && prefix in REJECTION_RETRYABLE ? REJECTION_RETRYABLE[prefix] === true : UNKNOWN_REJECTION_RETRYABLE;
-      return this.#result('rejected', ok.message, prefix, retryable);
+      return this.#result('rejected', answer.message, prefix, retryable);
     }
-    if (failure === 'publish timed out' || failure === 'deadline') {
+    if (answer === PUBLISH_TIMED_OUT) {
       // unknown fate: the caller may read back by id; a fresh connection next time
       if (this.#relay === relay) this.#drop();
       const notice = this.#lastNotice !== undefined ? ` (NOTICE: ${this.#lastNotice})` : '';
       return this.#result('timeout', `no OK within ${timeoutMs} ms${notice}`, undefined, true);
     }
-    return this.#result('error', failure ?? 'publish ended without an OK', undefined, true);
+    return this.#result('error', answer, undefined, true);
+  }
+
+  /** Sends `frame` on `relay` and waits until `deadline` for the OK to event `id`: the answer, or what went wrong instead. */
+  #exchange(relay: AbstractRelay, id: string, frame: string, deadline: number): Promise<OkAnswer | string> {
+    return new Promise((settle) => {
+      const socket = this.#sockets.get(relay);
+      if (!relay.connected || socket === undefined) {
+        settle('relay connection closed');
+        return;
+      }
+      this.#waiting.set(id, { relay, expires: deadline, settle });
+      this.#armSweep(deadline);
+      try {
+        socket.sendInTick(frame);
+      } catch (err) {
+        this.#settle(id, describe(err));
+      }
+    });
+  }
+
+  /** Settles the publish waiting on event `id`, if any; true when there was one. */
+  #settle(id: string, answer: OkAnswer | string): boolean {
+    const waiter = this.#waiting.get(id);
+    if (waiter === undefined) return false;
+    this.#waiting.delete(id);
+    if (this.#waiting.size === 0 && this.#sweep !== undefined) {
+      clearTimeout(this.#sweep);
+      this.#sweep = undefined;
+      this.#sweepAt = Infinity;
+    }
+    waiter.settle(answer);
+    return true;
+  }
+
+  /** Has the sweep timer fire by `at` (one timer for every waiting publish, not one each). */
+  #armSweep(at: number): void {
+    if (at >= this.#sweepAt) return;
+    clearTimeout(this.#sweep);
+    this.#sweepAt = at;
+    this.#sweep = setTimeout(() => this.#sweepOverdue(), Math.max(1, at - Date.now()));
+  }
+
+  #sweepOverdue(): void {
+    this.#sweep = undefined;
+    this.#sweepAt = Infinity;
+    const now = Date.now();
+    let next = Infinity;
+    for (const [id, waiter] of this.#waiting) {
+      if (waiter.expires <= now) this.#settle(id, PUBLISH_TIMED_OUT);
+      else next = Math.min(next, waiter.expires);
+    }
+    if (next !== Infinity) this.#armSweep(next);
+  }
+
+  /** Settles every publish waiting on `relay` with `reason` (the connection is gone). */
+  #failWaiting(relay: AbstractRelay, reason: string): void {
+    for (const [id, waiter] of this.#waiting) {
+      if (waiter.relay === relay) this.#settle(id, reason);
+    }
   }
 
   /** NIP-42 on `relay` within `deadline`: undefined once authenticated, else the refusal to report. */
@@ -372,8 +417,12 @@ export class RelayClient {
     this.#lastSocketError = undefined;
     const relay = new AbstractRelay(this.url, {
       verifyEvent: this.#verifyEvents ? (event) => verifyEvent(event) : () => true,
-      websocketImplementation: socketClass(timeoutMs, (err) => {
-        this.#lastSocketError = err.message;
+      websocketImplementation: socketClass({
+        handshakeTimeoutMs: timeoutMs,
+        onError: (err) => {
+          this.#lastSocketError = err.message;
+        },
+        onCreate: (socket) => this.#sockets.set(relay, socket),
       }) as typeof globalThis.WebSocket,
       enablePing: this.#ping,
     });
@@ -382,11 +431,13 @@ export class RelayClient {
     };
     relay.onclose = () => {
       if (this.#relay === relay) this.#relay = undefined;
+      // the reasons AbstractRelay gives its own publishes: after a socket error it closes as failed
+      this.#failWaiting(relay, this.#sockets.get(relay)?.errored === true ? 'relay connection failed' : 'relay connection closed');
     };
     const original = relay._onmessage.bind(relay);
     const sign = this.#signAuth;
     relay._onmessage = (ev: MessageEvent) => {
-      if (typeof ev.data === 'string') this.#inspectFrame(ev.data);
+      if (typeof ev.data === 'string' && this.#takeFrame(ev.data)) return;
       original(ev);
       // NIP-42: answer the relay's challenge at once (AbstractRelay keeps one AUTH per
       // connection). Not through its `onauth`, which rethrows a refused AUTH unhandled.
@@ -418,6 +469,8 @@ export class RelayClient {
     const relay = this.#relay;
     this.#relay = undefined;
     if (relay) {
+      // before AbstractRelay's onclose, which would name it closed by the relay
+      this.#failWaiting(relay, 'relay connection closed by us');
       try {
         relay.close();
       } catch {
@@ -426,74 +479,20 @@ export class RelayClient {
     }
   }
 
-  /** Sees every frame before AbstractRelay does: keeps OK verdicts and raw EVENT text. */
-  #inspectFrame(text: string): void {
-    const head = text.slice(0, 16);
-    if (head.includes('"OK"')) {
-      try {
-        const frame: unknown = JSON.parse(text);
-        // only for publishes still waiting: a late OK must not pile up
-        if (Array.isArray(frame) && frame[0] === 'OK' && typeof frame[1] === 'string' && this.#inflight.has(frame[1])) {
-          this.#okFrames.set(frame[1], { ok: frame[2] === true, message: typeof frame[3] === 'string' ? frame[3] : '' });
-        }
-      } catch {
-        // AbstractRelay reports malformed frames itself
-      }
-    } else if (head.includes('"EVENT"') && this.#rawEvents.size > 0) {
+  /**
+   * Sees every frame before AbstractRelay does: settles our publishes with their OK
+   * answers (true: the frame is used up, AbstractRelay has no publish waiting on it) and
+   * hands raw EVENT text to our fetches.
+   */
+  #takeFrame(text: string): boolean {
+    const ok = parseOkFrame(text);
+    if (ok !== undefined) return this.#settle(ok.id, ok);
+    if (this.#rawEvents.size > 0 && text.slice(0, 16).includes('"EVENT"')) {
       const split = splitEventFrame(text);
       if (split) this.#rawEvents.get(split.subId)?.(split.eventJson);
     }
+    return false;
   }
-}
-
-/**
- * Splits `["EVENT", "<sub id>", {...}]` into the subscription id and the event's
- * JSON text exactly as sent (whitespace around it trimmed).
- */
-export function splitEventFrame(text: string): { subId: string; eventJson: string } | undefined {
-  let i = 0;
-  const ws = (): void => {
-    while (i < text.length && ' \t\n\r'.includes(text[i] as string)) i++;
-  };
-  const str = (): string | undefined => {
-    if (text[i] !== '"') return undefined;
-    const start = i;
-    i++;
-    while (i < text.length && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
-    if (i >= text.length) return undefined;
-    i++;
-    try {
-      return JSON.parse(text.slice(start, i)) as string;
-    } catch {
-      return undefined;
-    }
-  };
-  ws();
-  if (text[i] !== '[') return undefined;
-  i++;
-  ws();
-  if (str() !== 'EVENT') return undefined;
-  ws();
-  if (text[i] !== ',') return undefined;
-  i++;
-  ws();
-  const subId = str();
-  if (subId === undefined) return undefined;
-  ws();
-  if (text[i] !== ',') return undefined;
-  i++;
-  let end = text.length;
-  while (end > i && ' \t\n\r'.includes(text[end - 1] as string)) end--;
-  if (text[end - 1] !== ']') return undefined;
-  end--;
-  const eventJson = text.slice(i, end).trim();
-  try {
-    const v: unknown = JSON.parse(eventJson);
-    if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
-  } catch {
-    return undefined;
-  }
-  return { subId, eventJson };
 }
 
 function prefixOf(message: string): string | undefined {

@@ -12,6 +12,7 @@ import {
   verifySignedEvent,
 } from '../../../src/core/nostr/events.js';
 import { RelayClient, RelayFetchError, splitEventFrame, type PublishResult } from '../../../src/adapters/nostr/relay-client.js';
+import { parseOkFrame } from '../../../src/adapters/nostr/relay-frames.js';
 import { sha256Hex } from '../../../src/core/aer1/hash.js';
 import { TEST_KEY, eventFor, workflowEnvelope } from './fixtures.js';
 
@@ -158,6 +159,60 @@ describe('RelayClient against the dev relay', () => {
     expect(many.map((r) => r.status)).toEqual(Array(6).fill('accepted'));
   });
 
+  it('answers each of many publishes sent in one tick with its own OK', async () => {
+    const c = client(relay.url);
+    await c.connect();
+    const before = relay.eventCount();
+    const fresh = Array.from({ length: 150 }, (_, i) => eventFor(100 + i));
+    const bad = eventFor(300);
+    const tampered = { ...bad, content: bad.content.replace('wf-300', 'wf-301') };
+    // started in one tick: their EVENT frames leave together, the OKs come back together
+    const first = await Promise.all([...fresh, tampered].map((ev) => c.publish(ev, { timeoutMs: 10_000 })));
+    expect(first.slice(0, -1).map((r) => r.status)).toEqual(Array(150).fill('accepted'));
+    expect(first.at(-1)).toMatchObject({ status: 'rejected', prefix: 'invalid', retryable: false });
+    expect(relay.eventCount()).toBe(before + 150);
+    // duplicates (OK false "duplicate:") and new events in one tick: each gets its own answer
+    const mixed = [...fresh.slice(0, 20), ...Array.from({ length: 20 }, (_, i) => eventFor(260 + i))];
+    const second = await Promise.all(mixed.map((ev) => c.publish(ev, { timeoutMs: 10_000 })));
+    expect(second.map((r) => [r.status, r.prefix])).toEqual([
+      ...Array(20).fill(['accepted', 'duplicate']),
+      ...Array(20).fill(['accepted', undefined]),
+    ]);
+    expect(await c.fetchById(eventFor(279).id, { timeoutMs: 5000 })).toBe(serializeEvent(eventFor(279)));
+  });
+
+  it('fails every publish waiting on a connection the relay drops, and they pass on the next use', async () => {
+    const c = client(relay.url);
+    await c.connect();
+    const events = Array.from({ length: 20 }, (_, i) => eventFor(320 + i));
+    relay.faults.dropOnEvent = true;
+    let dropped: PublishResult[];
+    try {
+      dropped = await Promise.all(events.map((ev) => c.publish(ev, { timeoutMs: 10_000 })));
+    } finally {
+      relay.faults.dropOnEvent = false;
+    }
+    expect(dropped.map((r) => [r.status, r.message, r.retryable])).toEqual(Array(20).fill(['error', 'relay connection closed', true]));
+    const again = await Promise.all(events.map((ev) => c.publish(ev, { timeoutMs: 10_000 })));
+    expect(again.map((r) => r.status)).toEqual(Array(20).fill('accepted'));
+  });
+
+  it('ends a silent publish at its own deadline though one with a later deadline started first', async () => {
+    const c = client(relay.url);
+    await c.connect();
+    relay.faults.silent = true;
+    try {
+      const long = c.publish(eventFor(350), { timeoutMs: 60_000 });
+      const short = await c.publish(eventFor(351), { timeoutMs: 300 });
+      expect(short).toMatchObject({ status: 'timeout', retryable: true, message: 'no OK within 300 ms' });
+      // a timeout drops the connection (its OKs may still come): the other publish on it ends with it
+      expect(await long).toMatchObject({ status: 'error', retryable: true, message: 'relay connection closed by us' });
+    } finally {
+      relay.faults.silent = false;
+    }
+    expect((await c.publish(eventFor(350), { timeoutMs: 5000 })).status).toBe('accepted');
+  });
+
   it('times out within the deadline when the relay never answers, then recovers', async () => {
     const c = client(relay.url);
     // connected first, so the short deadline is spent waiting for the OK alone
@@ -300,6 +355,25 @@ describe('RelayClient against peers that misbehave', () => {
   it('refuses URLs that are not ws:// or wss://', () => {
     expect(() => new RelayClient('http://127.0.0.1:1')).toThrow(/ws:\/\/ or wss:\/\//);
     expect(() => new RelayClient('not a url')).toThrow(/not a URL/);
+  });
+});
+
+describe('parseOkFrame', () => {
+  const id = 'ab'.repeat(32);
+  it('reads the usual shape and any other spelling of an OK alike', () => {
+    expect(parseOkFrame(`["OK","${id}",true,""]`)).toEqual({ id, ok: true, message: '' });
+    expect(parseOkFrame(`["OK","${id}",false,"duplicate: have it"]`)).toEqual({ id, ok: false, message: 'duplicate: have it' });
+    expect(parseOkFrame(`["OK","${id}",false,"invalid: \\"x\\"], [\\u00e9"]`)).toEqual({ id, ok: false, message: 'invalid: "x"], [\u00e9' });
+    expect(parseOkFrame(`[ "OK", "${id}", true, "spaced" ]`)).toEqual({ id, ok: true, message: 'spaced' });
+    expect(parseOkFrame(`["OK","${id}",true]`)).toEqual({ id, ok: true, message: '' });
+    expect(parseOkFrame('["OK","short",false,"error: x"]')).toEqual({ id: 'short', ok: false, message: 'error: x' });
+  });
+  it('passes over frames that are not OK answers', () => {
+    expect(parseOkFrame(`["OK","${id}",true,"a"],["x"]`)).toBeUndefined();
+    expect(parseOkFrame('["NOTICE","OK"]')).toBeUndefined();
+    expect(parseOkFrame(`["EVENT","s",{"id":"${id}"}]`)).toBeUndefined();
+    expect(parseOkFrame('["OK",1,true,""]')).toBeUndefined();
+    expect(parseOkFrame('not json "OK"')).toBeUndefined();
   });
 });
 
