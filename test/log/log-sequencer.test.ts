@@ -6,7 +6,7 @@
  * handed out again, no key is logged twice, and the files stay consistent with every
  * earlier checkpoint.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -86,6 +86,24 @@ describe('LogSequencer and LogPublisher', () => {
     expect(out).toMatchObject({ resequenced: 0, lost: 0, checkpoint: { size: 4 } });
     expect(s.logged()).toEqual(['a', 'b', 'c', 'd']);
     expect(await s.sequencer.state()).toEqual({ size: 4, published: 4 });
+  });
+
+  it('settles a crash between keeping a checkpoint and renaming the live one: the kept size stands, no index handed out twice', async () => {
+    const s = setup('kept');
+    await s.sequencer.sequence(['a', 'b', 'c'].map((k) => entry(k)));
+    await s.publisher().publish();
+    const live = readFileSync(join(s.dir, 'checkpoint'));
+    await s.sequencer.sequence(['d', 'e'].map((k) => entry(k)));
+    // the publisher's first half up to checkpoints/5 kept; the process dies before the live rename
+    for (const e of await s.sequencer.tail(10)) s.writer.appendEncoded(e);
+    s.writer.checkpoint();
+    writeFileSync(join(s.dir, 'checkpoint'), live);
+    s.reopen();
+    expect(await s.sequencer.sequence([entry('f'), entry('d')])).toEqual([{ index: 5, added: true }, { index: 3, added: false }]);
+    const out = await s.publisher().publish();
+    expect(out).toMatchObject({ resequenced: 0, lost: 0, checkpoint: { size: 6 } });
+    expect(s.logged()).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+    expect(await s.sequencer.state()).toEqual({ size: 6, published: 6 });
   });
 
   it('settles a Redis that lost writes the files hold: the signed indexes stay, the reused ones are sequenced anew, a key re-sent is not logged twice', async () => {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { createHash } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openCheckpoint } from '../../src/core/log/checkpoint.js';
+import { openCheckpoint, signCheckpoint } from '../../src/core/log/checkpoint.js';
 import { encodeEntry, type LogEntry } from '../../src/core/log/entry.js';
 import { generateSignerKey, parseVerifierKey } from '../../src/core/log/note.js';
 import { verifyConsistency, verifyInclusion } from '../../src/core/log/proof.js';
@@ -137,6 +137,42 @@ describe('LogWriter', () => {
     expect(() => writeTile(dir, 'tile/0/000', Buffer.alloc(8192, 1), true)).toThrow(/a checkpointed tile is immutable/);
     expect(() => writeTile(dir, 'tile/0/000', readFileSync(join(dir, 'tile/0/000')), true)).not.toThrow();
     expect(files(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('reopens from a checkpoint kept before a crash left the live file one behind: the kept size stands, no index is reused, no entry lost', () => {
+    const dir = newDir();
+    const w = LogWriter.open({ dir, origin: ORIGIN, signer });
+    for (let i = 0; i < 242; i++) w.append(entry(i));
+    w.checkpoint();
+    const live242 = readFileSync(join(dir, 'checkpoint'));
+    for (let i = 242; i < 287; i++) w.append(entry(i));
+    const kept = w.checkpoint();
+    // what a crash after keeping checkpoints/287 and before renaming the live file leaves
+    writeFileSync(join(dir, 'checkpoint'), live242);
+    const again = LogWriter.open({ dir, origin: ORIGIN, signer });
+    expect(again.checkpointed).toMatchObject({ note: kept, checkpoint: { size: 287 } });
+    expect(readFileSync(join(dir, 'checkpoint'), 'utf8')).toBe(kept);
+    expect(again.append(entry(287))).toBe(287);
+    again.checkpoint();
+    const all = Array.from({ length: 288 }, (_, k) => entry(k));
+    expect(again.entries(0, 288)).toEqual(all.map(encodeEntry));
+    expect(again.checkpointed.checkpoint.root).toEqual(rootOf(all));
+    expect(again.history.sizesAfter(-1, 10)).toEqual([0, 242, 287, 288]);
+  });
+
+  it('refuses to reopen from a kept checkpoint the tiles do not hash to', () => {
+    const dir = newDir();
+    const w = LogWriter.open({ dir, origin: ORIGIN, signer });
+    for (let i = 0; i < 10; i++) w.append(entry(i));
+    w.checkpoint();
+    const live10 = readFileSync(join(dir, 'checkpoint'));
+    for (let i = 10; i < 20; i++) w.append(entry(i));
+    w.checkpoint();
+    writeFileSync(join(dir, 'checkpoint'), live10);
+    // a note of this log's key over another tree of 20
+    writeFileSync(join(dir, 'checkpoints/20'), signCheckpoint({ origin: ORIGIN, size: 20, root: Buffer.alloc(32, 7), extensions: [] }, signer));
+    expect(() => LogWriter.open({ dir, origin: ORIGIN, signer })).toThrow(/checkpoints\/20\.root: the tiles under .* do not hash to the checkpoint's root/);
+    expect(readFileSync(join(dir, 'checkpoint'))).toEqual(live10);
   });
 
   it('gives inclusion and consistency proofs from the files that check against its checkpoints', () => {

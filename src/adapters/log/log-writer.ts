@@ -14,7 +14,7 @@ import { parseVerifierKey, type LogSigner } from '../../core/log/note.js';
 import { consistencyProof, inclusionProof, treeHash } from '../../core/log/proof.js';
 import { CompactRange, leafHash } from '../../core/log/rfc6962.js';
 import { decodeBundle, encodeBundle, splitTile, TILE_HEIGHT, TILE_WIDTH, TileHashes, tileInTree, tilePath, type TileRef } from '../../core/log/tiles.js';
-import { CheckpointHistory } from './checkpoint-history.js';
+import { CHECKPOINTS_DIR, CheckpointHistory } from './checkpoint-history.js';
 import { CHECKPOINT_FILE, readOptional, syncFolder, writeReplacing, writeTile } from './tile-files.js';
 
 export interface LogWriterOptions {
@@ -45,11 +45,15 @@ export class LogWriter {
     this.note = start.note;
   }
 
-  /** Opens the log in `dir` (made when missing), or starts an empty one. */
+  /**
+   * Opens the log in `dir` (made when missing), or starts an empty one. It starts from the
+   * newest checkpoint the folder holds: the live file, or a kept one past it (a crash after
+   * keeping checkpoints/<size> and before the live rename), which is then renamed into place.
+   */
   static open(options: LogWriterOptions): LogWriter {
     mkdirSync(options.dir, { recursive: true });
-    const existing = readOptional(options.dir, CHECKPOINT_FILE);
-    if (existing === null) {
+    const newest = LogWriter.newest(options);
+    if (newest === null) {
       if (existsSync(join(options.dir, 'tile'))) {
         throw new LogFormatError('log_bad_checkpoint', `${options.dir} holds tiles but no checkpoint: not starting a new log over them`, `${options.dir}/${CHECKPOINT_FILE}`);
       }
@@ -57,11 +61,7 @@ export class LogWriter {
       writer.checkpoint();
       return writer;
     }
-    const field = `${options.dir}/${CHECKPOINT_FILE}`;
-    const opened = openCheckpoint(existing, [parseVerifierKey(options.signer.verifierKey)], field);
-    if (!opened.ok) throw new LogFormatError('log_bad_checkpoint', `not signed by this log's key ${options.signer.verifierKey}: ${opened.message}`, field);
-    const cp = opened.checkpoint;
-    if (cp.origin !== options.origin) throw new LogFormatError('log_bad_checkpoint', `origin ${JSON.stringify(cp.origin)}, not ${JSON.stringify(options.origin)}`, `${field}.origin`);
+    const { checkpoint: cp, note, field, live } = newest;
     const read = (tile: TileRef): Buffer => {
       const bytes = readOptional(options.dir, tilePath(tile));
       if (bytes === null) throw new LogFormatError('log_bad_tile', `missing under ${options.dir}`, tilePath(tile));
@@ -87,11 +87,35 @@ export class LogWriter {
     bundle.forEach((entry, i) => {
       if (!leafHash(entry).equals(tail0[i]!)) throw new LogFormatError('log_bad_bundle', `entry ${cp.size - tail0.length + i} does not hash to its level-0 tile hash`, `${options.dir}/tile/entries`);
     });
-    const writer = new LogWriter(options, { checkpoint: cp, note: existing.toString('utf8'), subtrees, tails, bundle });
+    const writer = new LogWriter(options, { checkpoint: cp, note, subtrees, tails, bundle });
     if (!writer.range.root().equals(cp.root)) throw new LogFormatError('log_bad_checkpoint', `the tiles under ${options.dir} do not hash to the checkpoint's root`, `${field}.root`);
-    // a crash between keeping the checkpoint and listing its size: list it now
-    if (writer.history.last() !== cp.size) writer.history.record(cp.size, existing.toString('utf8'));
+    // a live checkpoint whose size the history does not list yet: list it now
+    if (writer.history.last() !== cp.size) writer.history.record(cp.size, note);
+    // a kept checkpoint the live file is behind: the live file catches up
+    if (!live) writeReplacing(options.dir, CHECKPOINT_FILE, Buffer.from(note, 'utf8'));
     return writer;
+  }
+
+  /** The newest checkpoint in the folder, checked against this log's key and origin (`live`: it is the live file), or null before the first. */
+  private static newest(options: LogWriterOptions): { checkpoint: Checkpoint; note: string; field: string; live: boolean } | null {
+    const opened = (bytes: Buffer, field: string): Checkpoint => {
+      const check = openCheckpoint(bytes, [parseVerifierKey(options.signer.verifierKey)], field);
+      if (!check.ok) throw new LogFormatError('log_bad_checkpoint', `not signed by this log's key ${options.signer.verifierKey}: ${check.message}`, field);
+      if (check.checkpoint.origin !== options.origin) throw new LogFormatError('log_bad_checkpoint', `origin ${JSON.stringify(check.checkpoint.origin)}, not ${JSON.stringify(options.origin)}`, `${field}.origin`);
+      return check.checkpoint;
+    };
+    const liveField = `${options.dir}/${CHECKPOINT_FILE}`;
+    const liveBytes = readOptional(options.dir, CHECKPOINT_FILE);
+    const live = liveBytes === null ? null : { checkpoint: opened(liveBytes, liveField), note: liveBytes.toString('utf8'), field: liveField, live: true };
+    const history = new CheckpointHistory(options.dir);
+    const last = history.last();
+    if (last <= (live?.checkpoint.size ?? -1)) return live;
+    const keptField = `${options.dir}/${CHECKPOINTS_DIR}/${last}`;
+    const kept = history.at(last);
+    if (kept === null) throw new LogFormatError('log_bad_checkpoint', `${CHECKPOINTS_DIR}/sizes lists ${last}, but its note is missing`, keptField);
+    const checkpoint = opened(Buffer.from(kept, 'utf8'), keptField);
+    if (checkpoint.size !== last) throw new LogFormatError('log_bad_checkpoint', `size ${checkpoint.size}, not the ${last} its name says`, `${keptField}.size`);
+    return { checkpoint, note: kept, field: keptField, live: false };
   }
 
   /** Entries appended, published or not. */
