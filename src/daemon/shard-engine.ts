@@ -349,7 +349,7 @@ export class ShardEngine {
     this.anchorLog?.onCheckpoint(async () => {
       await Promise.all(this.batchers.map((b) => b.poke()));
     });
-    this.anchorLog?.start();
+    await this.anchorLog?.start();
     this.timeWitnesses?.start();
     this.nostr?.start();
     this.ots?.start();

@@ -15,7 +15,7 @@ import { consistencyProof, inclusionProof, treeHash } from '../../core/log/proof
 import { CompactRange, leafHash } from '../../core/log/rfc6962.js';
 import { decodeBundle, encodeBundle, splitTile, TILE_HEIGHT, TILE_WIDTH, TileHashes, tileInTree, tilePath, type TileRef } from '../../core/log/tiles.js';
 import { CHECKPOINTS_DIR, CheckpointHistory } from './checkpoint-history.js';
-import { CHECKPOINT_FILE, readOptional, syncFolder, writeReplacing, writeTile } from './tile-files.js';
+import { CHECKPOINT_FILE, readOptional, replaceAsync, writeTiles, type FileWrite } from './tile-files.js';
 
 export interface LogWriterOptions {
   readonly dir: string;
@@ -50,7 +50,7 @@ export class LogWriter {
    * newest checkpoint the folder holds: the live file, or a kept one past it (a crash after
    * keeping checkpoints/<size> and before the live rename), which is then renamed into place.
    */
-  static open(options: LogWriterOptions): LogWriter {
+  static async open(options: LogWriterOptions): Promise<LogWriter> {
     mkdirSync(options.dir, { recursive: true });
     const newest = LogWriter.newest(options);
     if (newest === null) {
@@ -58,7 +58,7 @@ export class LogWriter {
         throw new LogFormatError('log_bad_checkpoint', `${options.dir} holds tiles but no checkpoint: not starting a new log over them`, `${options.dir}/${CHECKPOINT_FILE}`);
       }
       const writer = new LogWriter(options, { checkpoint: { origin: options.origin, size: 0, root: new CompactRange().root(), extensions: [] }, note: '', subtrees: [], tails: [], bundle: [] });
-      writer.checkpoint();
+      await writer.checkpoint();
       return writer;
     }
     const { checkpoint: cp, note, field, live } = newest;
@@ -90,9 +90,9 @@ export class LogWriter {
     const writer = new LogWriter(options, { checkpoint: cp, note, subtrees, tails, bundle });
     if (!writer.range.root().equals(cp.root)) throw new LogFormatError('log_bad_checkpoint', `the tiles under ${options.dir} do not hash to the checkpoint's root`, `${field}.root`);
     // a live checkpoint whose size the history does not list yet: list it now
-    if (writer.history.last() !== cp.size) writer.history.record(cp.size, note);
+    if (writer.history.last() !== cp.size) await writer.history.record(cp.size, note);
     // a kept checkpoint the live file is behind: the live file catches up
-    if (!live) writeReplacing(options.dir, CHECKPOINT_FILE, Buffer.from(note, 'utf8'));
+    if (!live) await replaceAsync(options.dir, CHECKPOINT_FILE, Buffer.from(note, 'utf8'));
     return writer;
   }
 
@@ -179,30 +179,32 @@ export class LogWriter {
     }
   }
 
-  /** Writes the tiles for the current size, then its signed checkpoint; the note. */
-  checkpoint(): string {
-    const { dir } = this.options;
-    const folders = new Set<string>();
-    const write = (tile: TileRef, bytes: Buffer): void => {
-      const folder = writeTile(dir, tilePath(tile), bytes, this.isCommitted(tile));
-      if (folder !== null) folders.add(folder);
-    };
-    for (const f of this.finished) write(f.tile, f.bytes);
-    this.finished.length = 0;
+  /**
+   * Writes the tiles for the current size, then its signed checkpoint; the note. In this
+   * order, each step fsynced before the next: the tiles, the checkpoint kept under
+   * checkpoints/<size> and listed, the live checkpoint. One at a time: the caller awaits it
+   * before appending again.
+   */
+  async checkpoint(): Promise<string> {
     const size = this.range.size;
+    const files = this.finished.splice(0).map((f) => this.tileFile(f.tile, f.bytes));
     this.tails.forEach((tail, level) => {
-      if (tail.length > 0) write({ level, index: Math.floor(size / TILE_WIDTH ** (level + 1)), width: tail.length }, Buffer.concat(tail));
+      if (tail.length > 0) files.push(this.tileFile({ level, index: Math.floor(size / TILE_WIDTH ** (level + 1)), width: tail.length }, Buffer.concat(tail)));
     });
-    if (this.bundle.length > 0) write({ level: 'entries', index: Math.floor(size / TILE_WIDTH), width: this.bundle.length }, encodeBundle(this.bundle));
-    for (const folder of folders) syncFolder(folder);
+    if (this.bundle.length > 0) files.push(this.tileFile({ level: 'entries', index: Math.floor(size / TILE_WIDTH), width: this.bundle.length }, encodeBundle(this.bundle)));
+    await writeTiles(this.options.dir, files);
     const checkpoint: Checkpoint = { origin: this.options.origin, size, root: this.range.root(), extensions: [] };
     const note = signCheckpoint(checkpoint, this.options.signer);
     // kept first, so the live checkpoint never names a size the history lacks
-    this.history.record(size, note);
-    writeReplacing(dir, CHECKPOINT_FILE, Buffer.from(note, 'utf8'));
+    await this.history.record(size, note);
+    await replaceAsync(this.options.dir, CHECKPOINT_FILE, Buffer.from(note, 'utf8'));
     this.published = checkpoint;
     this.note = note;
     return note;
+  }
+
+  private tileFile(tile: TileRef, bytes: Buffer): FileWrite {
+    return { rel: tilePath(tile), bytes, committed: this.isCommitted(tile) };
   }
 
   /** A tile whose hashes all lie inside the last signed checkpoint: its bytes can never change. */
