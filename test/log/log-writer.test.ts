@@ -4,7 +4,7 @@
  * hash to its checkpoint, tiles that are immutable once checkpointed, proofs from the
  * files, and the key file's permissions.
  */
-import { chmodSync, cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -173,6 +173,27 @@ describe('LogWriter', () => {
     writeFileSync(join(dir, 'checkpoints/20'), signCheckpoint({ origin: ORIGIN, size: 20, root: Buffer.alloc(32, 7), extensions: [] }, signer));
     await expect(LogWriter.open({ dir, origin: ORIGIN, signer })).rejects.toThrow(/checkpoints\/20\.root: the tiles under .* do not hash to the checkpoint's root/);
     expect(readFileSync(join(dir, 'checkpoint'))).toEqual(live10);
+  });
+
+  it('a checkpoint whose tiles cannot be written lists no size and leaves the live checkpoint; reopened, the writer checkpoints the same entries', async () => {
+    const dir = newDir();
+    const w = await LogWriter.open({ dir, origin: ORIGIN, signer });
+    for (let i = 0; i < 300; i++) w.append(entry(i));
+    const at300 = await w.checkpoint();
+    for (let i = 300; i < 344; i++) w.append(entry(i));
+    // a folder where the new size's bundle goes: its write fails
+    mkdirSync(join(dir, 'tile/entries/001.p/88'), { recursive: true });
+    await expect(w.checkpoint()).rejects.toThrow(/EISDIR/);
+    expect(w.history.sizesAfter(-1, 10)).toEqual([0, 300]);
+    expect(readFileSync(join(dir, 'checkpoint'), 'utf8')).toBe(at300);
+    expect(files(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    rmSync(join(dir, 'tile/entries/001.p/88'), { recursive: true });
+    const again = await LogWriter.open({ dir, origin: ORIGIN, signer });
+    expect(again.checkpointed.checkpoint.size).toBe(300);
+    for (let i = 300; i < 344; i++) again.append(entry(i));
+    await again.checkpoint();
+    expect(again.history.sizesAfter(-1, 10)).toEqual([0, 300, 344]);
+    expect(again.checkpointed.checkpoint.root).toEqual(rootOf(Array.from({ length: 344 }, (_, k) => entry(k))));
   });
 
   it('gives inclusion and consistency proofs from the files that check against its checkpoints', async () => {

@@ -55,17 +55,20 @@ export class CheckpointHistory {
 
   /**
    * Keeps `note` as the checkpoint of `size`, kept now (idempotent: a size already listed is
-   * not listed twice): its note and its time, then its size, each fsynced, so a listed size
-   * always has both.
+   * not listed twice): its note and its time, then, once `after` has settled too (the tiles
+   * the note names), its size, each fsynced, so a listed size always has both and its tiles.
    */
-  async record(size: number, note: string): Promise<void> {
+  async record(size: number, note: string, after: Promise<unknown> = Promise.resolve()): Promise<void> {
     const count = this.count();
     const last = this.last();
     if (size < last) throw new RangeError(`checkpoint size ${size} is below the last kept (${last})`);
     await mkdir(join(this.dir, CHECKPOINTS_DIR), { recursive: true });
-    const bytes = Buffer.from(note, 'utf8');
-    if (last === size) return replaceAsync(this.dir, `${CHECKPOINTS_DIR}/${size}`, bytes);
-    await Promise.all([replaceAsync(this.dir, `${CHECKPOINTS_DIR}/${size}`, bytes), writeAtAsync(this.dir, TIMES_FILE, count * SLOT, slot(this.now()))]);
+    const kept = replaceAsync(this.dir, `${CHECKPOINTS_DIR}/${size}`, Buffer.from(note, 'utf8'));
+    if (last === size) {
+      await Promise.all([kept, after]);
+      return;
+    }
+    await Promise.all([kept, writeAtAsync(this.dir, TIMES_FILE, count * SLOT, slot(this.now())), after]);
     await writeAtAsync(this.dir, SIZES_FILE, count * SLOT, slot(size));
   }
 

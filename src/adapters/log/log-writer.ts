@@ -185,10 +185,9 @@ export class LogWriter {
   }
 
   /**
-   * Writes the tiles for the current size, then its signed checkpoint; the note. In this
-   * order, each step fsynced before the next: the tiles, the checkpoint kept under
-   * checkpoints/<size> and listed, the live checkpoint. One at a time: the caller awaits it
-   * before appending again.
+   * Writes the tiles for the current size, then its signed checkpoint; the note. Durable in
+   * this order: the tiles, the checkpoint kept under checkpoints/<size> and listed, the live
+   * checkpoint. One at a time: the caller awaits it before appending again.
    */
   async checkpoint(): Promise<string> {
     const size = this.range.size;
@@ -197,12 +196,13 @@ export class LogWriter {
       if (tail.length > 0) files.push(this.tileFile({ level, index: Math.floor(size / TILE_WIDTH ** (level + 1)), width: tail.length }, Buffer.concat(tail)));
     });
     if (this.bundle.length > 0) files.push(this.tileFile({ level: 'entries', index: Math.floor(size / TILE_WIDTH), width: this.bundle.length }, encodeBundle(this.bundle)));
-    await writeTiles(this.options.dir, files);
     const checkpoint: Checkpoint = { origin: this.options.origin, size, root: this.range.root(), extensions: [] };
     const note = signCheckpoint(checkpoint, this.options.signer);
-    // kept first, so the live checkpoint never names a size the history lacks
-    await this.history.record(size, note);
-    await replaceAsync(this.options.dir, CHECKPOINT_FILE, Buffer.from(note, 'utf8'));
+    // each file is written while the others are; what names another waits for it to be durable:
+    // the size is listed once the tiles are, the live checkpoint renamed once the size is listed
+    const tiles = writeTiles(this.options.dir, files);
+    const kept = this.history.record(size, note, tiles);
+    await replaceAsync(this.options.dir, CHECKPOINT_FILE, Buffer.from(note, 'utf8'), kept);
     this.published = checkpoint;
     this.note = note;
     return note;

@@ -108,17 +108,20 @@ export async function writeTile(dir: string, rel: string, bytes: Uint8Array, com
 
 /**
  * Replaces `rel` atomically, like writeReplacing, with the write and the fsyncs off the event
- * loop. The rename itself is synchronous: a synchronous read-compare-replace of the same file
- * elsewhere in the process (the live checkpoint's cosignatures, checkpoint-witnesses.ts) never
- * has this rename land in its middle.
+ * loop: the new bytes are written aside and fsynced while `after` settles, and renamed in
+ * only once it has (nothing is renamed when it fails). The rename itself is synchronous: a
+ * synchronous read-compare-replace of the same file elsewhere in the process (the live
+ * checkpoint's cosignatures, checkpoint-witnesses.ts) never has this rename land in its middle.
  */
-export async function replaceAsync(dir: string, rel: string, bytes: Uint8Array): Promise<void> {
+export async function replaceAsync(dir: string, rel: string, bytes: Uint8Array, after: Promise<unknown> = Promise.resolve()): Promise<void> {
   const path = join(dir, rel);
-  const tmp = await writeAside(path, bytes);
+  const [aside, ready] = await Promise.allSettled([writeAside(path, bytes), after]);
+  if (aside.status === 'rejected') throw aside.reason;
   try {
-    renameSync(tmp, path);
+    if (ready.status === 'rejected') throw ready.reason;
+    renameSync(aside.value, path);
   } catch (err) {
-    await unlink(tmp).catch(() => undefined);
+    await unlink(aside.value).catch(() => undefined);
     throw err;
   }
   await syncFolderAsync(dirname(path));
