@@ -15,7 +15,7 @@
 import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readOptional, replaceAsync, writeAtAsync, writeReplacing } from './tile-files.js';
+import { allDone, readOptional, replaceAsync, writeAtAsync, writeReplacing } from './tile-files.js';
 
 export const CHECKPOINTS_DIR = 'checkpoints';
 const SIZES_FILE = `${CHECKPOINTS_DIR}/sizes`;
@@ -64,11 +64,8 @@ export class CheckpointHistory {
     if (size < last) throw new RangeError(`checkpoint size ${size} is below the last kept (${last})`);
     await mkdir(join(this.dir, CHECKPOINTS_DIR), { recursive: true });
     const kept = replaceAsync(this.dir, `${CHECKPOINTS_DIR}/${size}`, Buffer.from(note, 'utf8'));
-    if (last === size) {
-      await Promise.all([kept, after]);
-      return;
-    }
-    await Promise.all([kept, writeAtAsync(this.dir, TIMES_FILE, count * SLOT, slot(this.now())), after]);
+    if (last === size) return allDone([kept, after]);
+    await allDone([kept, writeAtAsync(this.dir, TIMES_FILE, count * SLOT, slot(this.now())), after]);
     await writeAtAsync(this.dir, SIZES_FILE, count * SLOT, slot(size));
   }
 

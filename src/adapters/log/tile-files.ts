@@ -54,7 +54,7 @@ export function readOptional(dir: string, rel: string): Buffer | null {
   }
 }
 
-/** A file the writer puts under `rel` (a tile, a bundle, a kept note). */
+/** A tile or an entry bundle the writer puts under `rel`. */
 export interface FileWrite {
   readonly rel: string;
   readonly bytes: Uint8Array;
@@ -70,15 +70,20 @@ export interface FileWrite {
 export async function writeTiles(dir: string, files: readonly FileWrite[]): Promise<void> {
   const folders = new Set<string>();
   let next = 0;
+  let failed = false;
   const worker = async (): Promise<void> => {
-    while (next < files.length) {
+    while (next < files.length && !failed) {
       const f = files[next++]!;
-      const folder = await writeTile(dir, f.rel, f.bytes, f.committed);
+      const folder = await writeTile(dir, f.rel, f.bytes, f.committed).catch((err: unknown) => {
+        failed = true;
+        throw err;
+      });
       if (folder !== null) folders.add(folder);
     }
   };
-  await Promise.all(Array.from({ length: Math.min(TILE_WRITES_AT_ONCE, files.length) }, worker));
-  await Promise.all([...folders].map(syncFolderAsync));
+  // a failed write stops its worker; the others finish theirs before the error is thrown
+  await allDone(Array.from({ length: Math.min(TILE_WRITES_AT_ONCE, files.length) }, worker));
+  await allDone([...folders].map(syncFolderAsync));
 }
 
 /**
@@ -125,6 +130,12 @@ export async function replaceAsync(dir: string, rel: string, bytes: Uint8Array, 
     throw err;
   }
   await syncFolderAsync(dirname(path));
+}
+
+/** Waits for all of `work` to settle (none left running), then throws the first error, if any. */
+export async function allDone(work: readonly Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 /** Writes `bytes` to a new file beside `path` and fsyncs it; its name. */
