@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
 import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
 import { LogFolder } from '../../src/adapters/log/log-folder.js';
+import { LogKeys } from '../../src/adapters/log/log-sequencer.js';
 import { expectLogAgrees } from './log-audit.js';
 import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startCalendars, startDaemon, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
@@ -185,9 +186,11 @@ describe('killed between keeping a checkpoint and renaming the live one into pla
     const [relay] = await startRelays(1);
     const config = testConfig({ relays: [relay!], overrides: { log: { enabled: true, dir: join(dir, 'log'), keyFile: join(dir, 'log.key'), origin: 'example.test/kept', checkpointIntervalMs: 100 } } });
     const folder = new LogFolder(join(dir, 'log'));
-    const logged = (n: number) => async (): Promise<boolean> => folder.checkpoint()?.size === n;
     let daemon = await startDaemon(config);
     const issuer = new Issuer(config);
+    const published = new LogKeys(issuer.store.keys.base).published;
+    // in the folder, and Redis told
+    const logged = (n: number) => async (): Promise<boolean> => folder.checkpoint()?.size === n && Number(await issuer.redis.get(published)) === n;
     try {
       const subjects = Array.from({ length: 6 }, () => receiptFields());
       const enqueue = (from: number, to: number) => issuer.enqueueMany(subjects.slice(from, to).map((s) => ({ data: s, key: s.receipt_uuid })));
