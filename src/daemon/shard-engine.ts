@@ -164,7 +164,7 @@ export class ShardEngine {
   /** With the anchor log on: a witness's batches are cut from the log's checkpoints. */
   private fromLog(w: WitnessName): { fromLog?: CutSource } {
     const cuts = this.checkpointCuts;
-    return cuts ? { fromLog: { waiting: () => cuts.waiting(w), cut: (max) => cuts.cut(w, max) } } : {};
+    return cuts ? { fromLog: { waiting: () => cuts.waiting(w), cut: (max) => cuts.cut(w, max), unsigned: () => cuts.unsigned() } } : {};
   }
 
   /** The anchor log's publisher, the checkpoint cuts, the logged stamps and the checkpoints' time witnesses. */
@@ -355,11 +355,11 @@ export class ShardEngine {
   }
 
   async start(): Promise<void> {
-    // a new checkpoint may fill a batch (or, in auto mode, be worth cutting at once)
+    // a new checkpoint is cut at once when a window has passed since the last cut (or fills a batch, or, in auto mode, is worth cutting)
     this.anchorLog?.onCheckpoint(async () => {
-      await Promise.all(this.batchers.map((b) => b.poke()));
+      await Promise.all(this.batchers.map((b) => b.checkpointed()));
     });
-    this.anchorLog?.start();
+    await this.anchorLog?.start();
     this.timeWitnesses?.start();
     this.nostr?.start();
     this.ots?.start();

@@ -43,19 +43,19 @@ async function stop(child: ChildProcess): Promise<number | null> {
 
 describe('aer1-anchor dev-witness', () => {
   it('prints its URL and vkey, cosigns the origin it was given, and keeps its key across a restart', async () => {
-    const log = openLog(join(tmp.dir, 'log'));
+    const log = await openLog(join(tmp.dir, 'log'));
     const state = join(tmp.dir, 'state');
     const args = ['--state', state, '--name', 'witness.test/cli', '--origin', ORIGIN, '--log-key', log.signer.verifierKey];
     const { child, info } = await start(args);
     expect(info.vkey).toMatch(/^witness\.test\/cli\+[0-9a-f]{8}\+B[A-P]/);
     expect(statSync(join(state, 'witness.key')).mode & 0o777).toBe(0o600);
     const client = new WitnessClient(info.url, info.vkey);
-    const r = await client.addCheckpoint(log.grow(3), () => []);
+    const r = await client.addCheckpoint(await log.grow(3), () => []);
     expect(r.lines).toHaveLength(1);
     expect(await stop(child)).toBe(0);
     const again = await start(args);
     expect(again.info.vkey).toBe(info.vkey);
-    const r2 = await new WitnessClient(again.info.url, info.vkey).addCheckpoint(log.grow(2), (o, n) => log.writer.consistencyProof(o, n));
+    const r2 = await new WitnessClient(again.info.url, info.vkey).addCheckpoint(await log.grow(2), (o, n) => log.writer.consistencyProof(o, n));
     expect(r2).toMatchObject({ oldSize: 3, attempts: 2 });
     expect(await stop(again.child)).toBe(0);
   }, 40_000);

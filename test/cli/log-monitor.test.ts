@@ -52,10 +52,10 @@ const notes: string[] = [];
 
 beforeAll(async () => {
   relay = await startDevRelay();
-  const w = LogWriter.open({ dir, origin: ORIGIN, signer });
+  const w = await LogWriter.open({ dir, origin: ORIGIN, signer });
   for (const size of [300, 700]) {
     for (let i = w.size; i < size; i++) w.append(entry(i));
-    w.checkpoint();
+    await w.checkpoint();
     notes.push(readFileSync(join(dir, 'checkpoint'), 'utf8'));
     await publish(notes.at(-1)!);
   }
@@ -95,9 +95,9 @@ describe('aer1-anchor monitor', () => {
     expect(r1!.other_logs).toBe(1);
     expect(JSON.parse(readFileSync(state, 'utf8'))).toMatchObject({ version: 1, checkpoint: notes[1] });
 
-    const w = LogWriter.open({ dir, origin: ORIGIN, signer });
+    const w = await LogWriter.open({ dir, origin: ORIGIN, signer });
     for (let i = 700; i < 1000; i++) w.append(entry(i));
-    w.checkpoint();
+    await w.checkpoint();
     const second = await cli(base);
     expect(second.code).toBe(0);
     const [r2] = rounds(second.stdout);
@@ -129,9 +129,9 @@ describe('aer1-anchor monitor', () => {
 
   it('fails a log rolled back below the last verified checkpoint, and runs bounded rounds with --interval', async () => {
     const small = join(work, 'small');
-    const w = LogWriter.open({ dir: small, origin: ORIGIN, signer });
+    const w = await LogWriter.open({ dir: small, origin: ORIGIN, signer });
     for (let i = 0; i < 300; i++) w.append(entry(i));
-    w.checkpoint();
+    await w.checkpoint();
     const state = join(work, 'state-rollback.json');
     writeFileSync(state, JSON.stringify({ version: 1, checkpoint: notes[1], relay_since: null }));
     const r = await cli(['monitor', '--log', small, '--log-key', VKEY, '--state', state, '--json']);

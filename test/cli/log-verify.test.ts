@@ -47,12 +47,12 @@ function flip(file: string, at: number): void {
 }
 
 beforeAll(async () => {
-  const w = LogWriter.open({ dir, origin: ORIGIN, signer });
+  const w = await LogWriter.open({ dir, origin: ORIGIN, signer });
   for (let i = 0; i < 600; i++) w.append(entry(i));
-  w.checkpoint();
+  await w.checkpoint();
   copyFileSync(join(dir, 'checkpoint'), join(work, 'old-600'));
   for (let i = 600; i < 2000; i++) w.append(entry(i));
-  w.checkpoint();
+  await w.checkpoint();
   // tlog-tiles content types and caching: the checkpoint short-lived, tiles immutable
   server = createServer((req, res) => {
     const path = join(dir, decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname));
@@ -135,9 +135,9 @@ describe('aer1-anchor log verify', () => {
 
   it('FAILs an older checkpoint of a fork (same key, another history) and one larger than the log (a rollback)', async () => {
     const forkDir = join(work, 'fork');
-    const fw = LogWriter.open({ dir: forkDir, origin: ORIGIN, signer });
+    const fw = await LogWriter.open({ dir: forkDir, origin: ORIGIN, signer });
     for (let i = 0; i < 600; i++) fw.append(i === 300 ? entry(-1) : entry(i));
-    fw.checkpoint();
+    await fw.checkpoint();
     const r = await cli(['log', 'verify', dir, '--log-key', VKEY, '--checkpoint', join(forkDir, 'checkpoint')]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/FAIL consistency: .*fork\/checkpoint: size 600 root \S+ is not a prefix of this log \(a fork: both checkpoints are signed\); the tiles give \S+ at that size/);
@@ -187,9 +187,9 @@ describe('aer1-anchor keygen --log', () => {
     expect(secretPart).toMatch(/^[A-Za-z0-9+/]{40,}$/);
     expect(r.stdout).not.toContain(secretPart);
     const logDir = join(work, 'k2-log');
-    const w = LogWriter.open({ dir: logDir, origin: 'example.test/k2', signer: parseSignerKey(secret) });
+    const w = await LogWriter.open({ dir: logDir, origin: 'example.test/k2', signer: parseSignerKey(secret) });
     w.append(entry(1));
-    w.checkpoint();
+    await w.checkpoint();
     expect((await cli(['log', 'verify', logDir, '--log-key', vkey])).code).toBe(0);
   });
 

@@ -26,20 +26,20 @@ const signer = generateSignerKey(ORIGIN).signer;
 const entry = (i: number): LogEntry => ({ digest: createHash('sha256').update(`s${i}`).digest(), kind: 'receipt', key: `k${i}` });
 
 /** A log in `dir` checkpointed after each group of the given sizes. */
-function grow(dir: string, groups: number[]): LogWriter {
-  const writer = LogWriter.open({ dir, origin: ORIGIN, signer });
+async function grow(dir: string, groups: number[]): Promise<LogWriter> {
+  const writer = await LogWriter.open({ dir, origin: ORIGIN, signer });
   let i = writer.size;
   for (const n of groups) {
     for (let j = 0; j < n; j++) writer.append(entry(i++));
-    writer.checkpoint();
+    await writer.checkpoint();
   }
   return writer;
 }
 
 describe('checkpoint history', () => {
-  it('gives each entry the first checkpoint covering it, with a path that checks against that checkpoint', () => {
+  it('gives each entry the first checkpoint covering it, with a path that checks against that checkpoint', async () => {
     const dir = join(root, 'a');
-    grow(dir, [3, 1, 300, 5]); // sizes 3, 4, 304, 309
+    await grow(dir, [3, 1, 300, 5]); // sizes 3, 4, 304, 309
     const folder = new LogFolder(dir);
     const vkey = parseVerifierKey(signer.verifierKey);
     for (const [index, size] of [[0, 3], [2, 3], [3, 4], [4, 304], [303, 304], [304, 309], [308, 309]] as const) {
@@ -54,24 +54,24 @@ describe('checkpoint history', () => {
     expect(new CheckpointHistory(dir).sizesAfter(3, 10)).toEqual([4, 304, 309]);
   });
 
-  it('mends a sizes list cut short by a crash, and lists the live checkpoint on reopening', () => {
+  it('mends a sizes list cut short by a crash, and lists the live checkpoint on reopening', async () => {
     const dir = join(root, 'b');
-    grow(dir, [2, 2]);
+    await grow(dir, [2, 2]);
     const sizes = join(dir, 'checkpoints', 'sizes');
     // the last slot half written, as a crash between the two files leaves it
     truncateSync(sizes, statSync(sizes).size - 5);
     const history = new CheckpointHistory(dir);
     expect(history.last()).toBe(2);
-    grow(dir, [1]); // reopening lists size 4 again, then 5
+    await grow(dir, [1]); // reopening lists size 4 again, then 5
     expect(history.sizesAfter(-1, 10)).toEqual([0, 2, 4, 5]);
     expect(statSync(sizes).size).toBe(4 * 8);
   });
 });
 
 describe('checkpoint events', () => {
-  it('carry the signed note as content, its root in x and the marker tag', () => {
+  it('carry the signed note as content, its root in x and the marker tag', async () => {
     const dir = join(root, 'c');
-    const writer = grow(dir, [7]);
+    const writer = await grow(dir, [7]);
     const { note, checkpoint } = writer.checkpointed;
     const key = generateSecretKey();
     const event = checkpointEvent({ note, createdAt: 1_790_000_000 }, key);

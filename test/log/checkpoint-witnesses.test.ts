@@ -30,12 +30,12 @@ function loop(dir: string, tsaUrl: string, health: WitnessHealth): CheckpointWit
 describe('the time witnesses\' cursor', () => {
   it('holds at a checkpoint while its TSA is down, across a restart, then catches up in order', async () => {
     const dir = join(tmp.dir, 'log');
-    const log = openLog(dir);
+    const log = await openLog(dir);
     const health = new WitnessHealth(createLogger('silent'));
     // started with the log: the empty tree is passed over, the cursor made before the first entries
     expect((await loop(dir, 'http://127.0.0.1:1/', health).pass()).map((r) => [r.size, r.done])).toEqual([[0, true]]);
-    const first = log.grow(5);
-    const second = log.grow(4);
+    const first = await log.grow(5);
+    const second = await log.grow(4);
 
     const down = await loop(dir, 'http://127.0.0.1:1/', health).pass();
     expect(down.map((r) => [r.size, r.tokens, r.done])).toEqual([[5, 0, false]]);

@@ -206,3 +206,50 @@ describe('the log on, Nostr batch mode: checkpoints are what the witnesses ancho
     expect(untrusted.verdict).not.toBe('FAIL');
   });
 });
+
+describe('the log on: a batch is cut at the checkpoint, not at the window\'s next tick', () => {
+  let relays: DevRelay[] = [];
+  let calendars: DevCalendar[] = [];
+  let daemon: Daemon | undefined;
+  let issuer: Issuer | undefined;
+
+  afterAll(async () => {
+    await daemon?.stop();
+    await issuer?.close();
+    await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
+  });
+
+  it('the first subject after a quiet window is cut as soon as a checkpoint covers it; the next ones wait for the window (one cut a window)', { timeout: 60_000 }, async () => {
+    const dir = tempDir('aer1-cp-cut');
+    const headersFile = join(tempDir('headers'), 'headers.json');
+    relays = await startRelays(1);
+    calendars = await startCalendars(1, headersFile);
+    // windows far longer than the test: only a checkpoint can cut within it
+    const config = testConfig({
+      relays,
+      calendars,
+      headersFile,
+      overrides: {
+        nostr: { mode: 'batch', batchWindowMs: 600_000 },
+        ots: { batchWindowMs: 600_000 },
+        log: { enabled: true, dir: join(dir, 'log'), keyFile: join(dir, 'log.key'), origin: 'example.test/cut', checkpointIntervalMs: 100 },
+      },
+    });
+    daemon = await startDaemon(config);
+    issuer = new Issuer(config);
+    const store = issuer.store;
+    const published = async (): Promise<number> => Number((await issuer!.redis.get(`{${config.redis.prefix}}:log:published`)) ?? 0);
+    const [a, b, c] = [receiptFields(), receiptFields(), receiptFields()];
+    await issuer.enqueue(a, a.receipt_uuid);
+    const record = await waitFor('the first subject in a Nostr and an OTS batch', async () => {
+      const r = await store.subjects.getRecord(a.receipt_uuid);
+      return r?.batches.nostr && r.batches.ots ? r : null;
+    }, 20_000);
+    for (const w of ['nostr', 'ots'] as const) expect((await store.batches.getBatch(w, record.batches[w]!.id))?.fields.cp).toBe('1');
+    await issuer.enqueue(b, b.receipt_uuid);
+    await waitFor('a checkpoint covering the second', async () => (await published()) >= 2, 20_000);
+    await issuer.enqueue(c, c.receipt_uuid);
+    await waitFor('a later checkpoint covering the third', async () => (await published()) >= 3, 20_000);
+    for (const key of [b.receipt_uuid, c.receipt_uuid]) expect((await store.subjects.getRecord(key))?.batches).toEqual({});
+  });
+});

@@ -65,7 +65,7 @@ describe('accept sequences into the anchor log', () => {
     expect(await service.sequencer.indexOf('d')).toBe(3);
 
     expect(await service.tick()).toEqual({ size: 4 });
-    const writer = LogWriter.open({ dir, origin: 'example.test/aer1', signer });
+    const writer = await LogWriter.open({ dir, origin: 'example.test/aer1', signer });
     const entries = writer.entries(0, 4).map((e) => decodeEntry(e));
     expect(entries.map((e) => [e.key, e.kind])).toEqual([['a', 'receipt'], ['b', 'workflow_close'], ['c', 'job_timeline'], ['d', 'receipt']]);
     expect(entries.map((e) => Buffer.from(e.digest).toString('hex'))).toEqual(['a/r', 'b/r', 'c/r', 'd/r'].map((x) => sha256Hex(x)));

@@ -41,7 +41,7 @@ const olds: { file: string; size: number }[] = [];
 let inclusion: { index: number; size: number; path: string[] }[] = [];
 let consistency: { old: string; proof: string[] }[] = [];
 
-beforeAll(() => {
+beforeAll(async () => {
   const go = spawnSync('go', ['version'], { encoding: 'utf8' });
   if (go.error || go.status !== 0) throw new Error('go is not installed: apt-get install golang-go golang-golang-x-mod-dev (.ci/run installs them)');
   const build = spawnSync('go', ['build', '-o', checker, 'main.go'], {
@@ -53,12 +53,12 @@ beforeAll(() => {
   });
   if (build.status !== 0) throw new Error(`go build failed (is golang-golang-x-mod-dev installed?): ${build.stderr}`);
 
-  const w = LogWriter.open({ dir, origin: ORIGIN, signer });
+  const w = await LogWriter.open({ dir, origin: ORIGIN, signer });
   const stops = [1, 1000, 65_536, 66_666];
   let i = 0;
   for (const stop of stops) {
     for (; i < stop; i++) w.append({ digest: createHash('sha256').update(`s${i}`).digest(), kind: (['receipt', 'workflow_close', 'job_timeline'] as const)[i % 3]!, key: `subject/${i}` });
-    w.checkpoint();
+    await w.checkpoint();
     const file = join(work, `checkpoint-${stop}`);
     copyFileSync(join(dir, 'checkpoint'), file);
     olds.push({ file, size: stop });

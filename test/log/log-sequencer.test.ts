@@ -6,7 +6,7 @@
  * handed out again, no key is logged twice, and the files stay consistent with every
  * earlier checkpoint.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -38,11 +38,11 @@ const vkey = parseVerifierKey(signer.verifierKey);
 const entry = (key: string, root = 'r'): Buffer => encodeEntry({ digest: createHash('sha256').update(`${key}/${root}`).digest(), kind: 'receipt', key });
 const keysOf = (entries: Buffer[]): string[] => entries.map((e) => decodeEntry(e).key);
 
-function setup(name: string) {
+async function setup(name: string) {
   const keys = new LogKeys(`{${uniquePrefix('log')}}`);
   const sequencer = new LogSequencer(redis, keys);
   const dir = join(work, name);
-  let writer = LogWriter.open({ dir, origin: ORIGIN, signer });
+  let writer = await LogWriter.open({ dir, origin: ORIGIN, signer });
   return {
     keys,
     sequencer,
@@ -51,8 +51,8 @@ function setup(name: string) {
       return writer;
     },
     publisher: () => new LogPublisher(sequencer, writer),
-    reopen: () => {
-      writer = LogWriter.open({ dir, origin: ORIGIN, signer });
+    reopen: async () => {
+      writer = await LogWriter.open({ dir, origin: ORIGIN, signer });
     },
     logged: () => keysOf(writer.entries(0, writer.checkpointed.checkpoint.size)),
   };
@@ -60,7 +60,7 @@ function setup(name: string) {
 
 describe('LogSequencer and LogPublisher', () => {
   it('gives each key the next index once (also twice in one call), and publishes the tail to the files', async () => {
-    const s = setup('basic');
+    const s = await setup('basic');
     const first = await s.sequencer.sequence([entry('a'), entry('b'), entry('a'), entry('c')]);
     expect(first).toEqual([{ index: 0, added: true }, { index: 1, added: true }, { index: 0, added: false }, { index: 2, added: true }]);
     expect(await s.sequencer.sequence([entry('b', 'another root')])).toEqual([{ index: 1, added: false }]);
@@ -75,12 +75,12 @@ describe('LogSequencer and LogPublisher', () => {
   });
 
   it('settles a crash between the checkpoint and Redis\'s update: nothing logged twice', async () => {
-    const s = setup('crash');
+    const s = await setup('crash');
     await s.sequencer.sequence(['a', 'b', 'c'].map((k) => entry(k)));
     // the publisher's first half: the files, and then the process dies
     for (const e of await s.sequencer.tail(10)) s.writer.appendEncoded(e);
-    s.writer.checkpoint();
-    s.reopen();
+    await s.writer.checkpoint();
+    await s.reopen();
     await s.sequencer.sequence([entry('d')]);
     const out = await s.publisher().publish();
     expect(out).toMatchObject({ resequenced: 0, lost: 0, checkpoint: { size: 4 } });
@@ -88,8 +88,26 @@ describe('LogSequencer and LogPublisher', () => {
     expect(await s.sequencer.state()).toEqual({ size: 4, published: 4 });
   });
 
+  it('settles a crash between keeping a checkpoint and renaming the live one: the kept size stands, no index handed out twice', async () => {
+    const s = await setup('kept');
+    await s.sequencer.sequence(['a', 'b', 'c'].map((k) => entry(k)));
+    await s.publisher().publish();
+    const live = readFileSync(join(s.dir, 'checkpoint'));
+    await s.sequencer.sequence(['d', 'e'].map((k) => entry(k)));
+    // the publisher's first half up to checkpoints/5 kept; the process dies before the live rename
+    for (const e of await s.sequencer.tail(10)) s.writer.appendEncoded(e);
+    await s.writer.checkpoint();
+    writeFileSync(join(s.dir, 'checkpoint'), live);
+    await s.reopen();
+    expect(await s.sequencer.sequence([entry('f'), entry('d')])).toEqual([{ index: 5, added: true }, { index: 3, added: false }]);
+    const out = await s.publisher().publish();
+    expect(out).toMatchObject({ resequenced: 0, lost: 0, checkpoint: { size: 6 } });
+    expect(s.logged()).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+    expect(await s.sequencer.state()).toEqual({ size: 6, published: 6 });
+  });
+
   it('settles a Redis that lost writes the files hold: the signed indexes stay, the reused ones are sequenced anew, a key re-sent is not logged twice', async () => {
-    const s = setup('lost');
+    const s = await setup('lost');
     await s.sequencer.sequence(Array.from({ length: 10 }, (_, i) => entry(`a${i}`)));
     await s.publisher().publish();
     const snapshot = await Promise.all(s.keys.all.map(async (k) => [k, await redis.dumpBuffer(k)] as const));
@@ -119,10 +137,10 @@ describe('LogSequencer and LogPublisher', () => {
   });
 
   it('refuses a log folder behind Redis (restored from an old copy)', async () => {
-    const s = setup('behind');
+    const s = await setup('behind');
     await s.sequencer.sequence([entry('a')]);
     await s.publisher().publish();
-    const other = setup('behind-empty');
+    const other = await setup('behind-empty');
     const stale = new LogPublisher(s.sequencer, other.writer);
     await expect(stale.publish()).rejects.toThrow(/the log folder holds 0 entries, Redis says 1 were published/);
   });

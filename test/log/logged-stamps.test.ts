@@ -40,13 +40,13 @@ const LIMITS = { maxJobBytes: 64 * 1024 };
 const read = (data: unknown, at: Date | string): SubjectInput => readSubject(data, LIMITS, at);
 
 describe('checkpoint times', () => {
-  it('bound an index by the first checkpoint covering it and the one two before; the notes\' mtimes stand in for a missing times file', () => {
+  it('bound an index by the first checkpoint covering it and the one two before; the notes\' mtimes stand in for a missing times file', async () => {
     const dir = join(work, 'times');
     let now = 0;
     const history = new CheckpointHistory(dir, () => now);
     for (const [size, at] of [[3, 1_000_000], [4, 2_000_000], [304, 3_000_000], [309, 4_000_000]] as const) {
       now = at;
-      history.record(size, `note ${size}\n`);
+      await history.record(size, `note ${size}\n`);
     }
     expect(history.acceptanceWindow(0, 500)).toEqual({ fromMs: 999_500, toMs: 1_000_000 });
     expect(history.acceptanceWindow(3, 500)).toEqual({ fromMs: 1_999_500, toMs: 2_000_000 });
@@ -69,11 +69,11 @@ describe('LoggedStamps', () => {
     const first = new Date(Date.now() - 20_000);
     const docs = Array.from({ length: 6 }, () => receiptFields());
     const logged = docs.map((d) => read(d, first));
-    const writer = LogWriter.open({ dir, origin: ORIGIN, signer });
+    const writer = await LogWriter.open({ dir, origin: ORIGIN, signer });
     for (const s of logged.slice(0, 3)) writer.append({ digest: Buffer.from(s.digest, 'hex'), kind: 'receipt', key: s.key });
-    writer.checkpoint();
+    await writer.checkpoint();
     for (const s of logged.slice(3)) writer.append({ digest: Buffer.from(s.digest, 'hex'), kind: 'receipt', key: s.key });
-    writer.checkpoint();
+    await writer.checkpoint();
     // Redis's index names the first checkpoint's keys (settled), and knows nothing of the second's (published 3)
     await redis.hset(keys.index, ...logged.slice(0, 3).flatMap((s, i) => [s.key, String(i)]));
     await redis.set(keys.published, 3);

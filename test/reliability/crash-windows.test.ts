@@ -4,11 +4,14 @@
  * (daemon-kill.test.ts) and is pinned here deterministically.
  */
 import type { ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
 import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
+import { LogFolder } from '../../src/adapters/log/log-folder.js';
+import { LogKeys } from '../../src/adapters/log/log-sequencer.js';
+import { expectLogAgrees } from './log-audit.js';
 import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startCalendars, startDaemon, startRelays, stopChild, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
 describe('killed between a relay report and the witness move', () => {
@@ -173,6 +176,42 @@ describe('killed between a batch\'s submission and the move of its subjects', ()
       await daemon.stop();
       await issuer.close();
       await Promise.all(calendars.map((c) => c.close()));
+    }
+  });
+});
+
+describe('killed between keeping a checkpoint and renaming the live one into place', () => {
+  it('the restart starts from the kept checkpoint: it serves that size, logs the next subject after it and loses none', { timeout: 60_000 }, async () => {
+    const dir = tempDir('aer1-log-kept');
+    const [relay] = await startRelays(1);
+    const config = testConfig({ relays: [relay!], overrides: { log: { enabled: true, dir: join(dir, 'log'), keyFile: join(dir, 'log.key'), origin: 'example.test/kept', checkpointIntervalMs: 100 } } });
+    const folder = new LogFolder(join(dir, 'log'));
+    let daemon = await startDaemon(config);
+    const issuer = new Issuer(config);
+    const published = new LogKeys(issuer.store.keys.base).published;
+    // in the folder, and Redis told
+    const logged = (n: number) => async (): Promise<boolean> => folder.checkpoint()?.size === n && Number(await issuer.redis.get(published)) === n;
+    try {
+      const subjects = Array.from({ length: 6 }, () => receiptFields());
+      const enqueue = (from: number, to: number) => issuer.enqueueMany(subjects.slice(from, to).map((s) => ({ data: s, key: s.receipt_uuid })));
+      await enqueue(0, 3);
+      await waitFor('a checkpoint of 3', logged(3), 30_000);
+      const live3 = readFileSync(join(dir, 'log', 'checkpoint'));
+      await enqueue(3, 5);
+      await waitFor('a checkpoint of 5', logged(5), 30_000);
+      await daemon.stop();
+      // what a crash after keeping checkpoints/5 and before the live rename leaves
+      writeFileSync(join(dir, 'log', 'checkpoint'), live3);
+      daemon = await startDaemon(config);
+      expect(folder.checkpoint()).toEqual({ note: readFileSync(join(dir, 'log', 'checkpoints', '5'), 'utf8'), origin: 'example.test/kept', size: 5 });
+      await enqueue(5, 6);
+      await waitFor('a checkpoint of 6', logged(6), 30_000);
+      const entries = await expectLogAgrees(issuer, { dir, origin: 'example.test/kept' }, subjects.map((s) => s.receipt_uuid));
+      expect(entries[5]!.key).toBe(subjects[5]!.receipt_uuid);
+    } finally {
+      await daemon.stop();
+      await issuer.close();
+      await relay!.close();
     }
   });
 });

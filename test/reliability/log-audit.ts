@@ -22,8 +22,8 @@ export interface LogUnderTest {
 }
 
 /** The folder's entries from 0 to `to` (default: its checkpoint's size; the writer opened anew), decoded. */
-export function logEntries(log: LogUnderTest, to?: number): LogEntry[] {
-  const writer = LogWriter.open({ dir: join(log.dir, 'log'), origin: log.origin, signer: loadLogKeyFile(join(log.dir, 'log.key')) });
+export async function logEntries(log: LogUnderTest, to?: number): Promise<LogEntry[]> {
+  const writer = await LogWriter.open({ dir: join(log.dir, 'log'), origin: log.origin, signer: loadLogKeyFile(join(log.dir, 'log.key')) });
   return writer.entries(0, to ?? writer.checkpointed.checkpoint.size).map((e) => decodeEntry(e));
 }
 
@@ -34,7 +34,7 @@ export async function expectLogAgrees(issuer: Issuer, log: LogUnderTest, keys: r
   const report = await verifyLog(new DirectorySource(join(log.dir, 'log')), { trusted: [parseVerifierKey(signer.verifierKey)] });
   expect(report.verdict, JSON.stringify(report.checks)).toBe('PASS');
   expect(report.checkpoint?.size).toBe(n);
-  const entries = logEntries(log, n);
+  const entries = await logEntries(log, n);
   expect(new Set(entries.map((e) => e.key)).size, 'a key logged twice').toBe(n);
   expect(new Set(entries.map((e) => e.key))).toEqual(new Set(keys));
   const logKeys = new LogKeys(issuer.store.keys.base);

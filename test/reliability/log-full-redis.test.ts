@@ -55,14 +55,14 @@ describe('the anchor log with a full Redis', () => {
       expect(await store.subjects.getRecord('refused')).toBeNull();
       // Redis refuses the publisher's lease: no checkpoint while full, the files do not run ahead
       expect(await service.tick()).toBeNull();
-      expect(LogWriter.open({ dir: logDir, origin: 'example.test/full', signer }).checkpointed.checkpoint.size).toBe(0);
+      expect((await LogWriter.open({ dir: logDir, origin: 'example.test/full', signer })).checkpointed.checkpoint.size).toBe(0);
       expect(await service.sequencer.state()).toEqual({ size: 300, published: 0 });
 
       await client.config('SET', 'maxmemory', '0');
       await store.subjects.acceptMany(targets, [subject('after'), subject('a5')]);
       expect(await service.tick()).toEqual({ size: 301 });
       expect(await service.sequencer.state()).toEqual({ size: 301, published: 301 });
-      const writer = LogWriter.open({ dir: logDir, origin: 'example.test/full', signer });
+      const writer = await LogWriter.open({ dir: logDir, origin: 'example.test/full', signer });
       const keys = writer.entries(0, 301).map((e) => decodeEntry(e).key);
       expect(keys).toEqual([...Array.from({ length: 300 }, (_, i) => `a${i}`), 'after']);
       expect(await service.sequencer.indexOf('after')).toBe(300);

@@ -108,7 +108,7 @@ describe('the anchor log when Redis loses its process or its last writes', () =>
     await waitFor('subjects accepted and a checkpoint written', async () => (await issuer.store.indexes.subjectCount()) >= 300 && (await published(issuer, keys)) > 0, 60_000, 20);
 
     await killRedis(server);
-    const before = logEntries(log);
+    const before = await logEntries(log);
     server = await startEmbeddedRedis({ dir: redis.dir, port: redis.port });
     console.log(`log-redis-kill: killed with ${before.length} entries in the folder`);
     // the last wave after the restart
@@ -134,7 +134,7 @@ describe('the anchor log when Redis loses its process or its last writes', () =>
     // into the last command before the mark: redis-check-aof drops it whole
     const cut = await cutAofTail(server, aof, kept - 5);
     server = cut.redis;
-    const before = logEntries(log);
+    const before = await logEntries(log);
     const redisPublished = await published(issuer, keys);
     console.log(`log-aof-cut: folder ${before.length} entries, Redis after the cut: published ${redisPublished}, ${await issuer.store.indexes.subjectCount()} accepted; redis-check-aof: ${cut.fix.split('\n').pop()}`);
     // accepted, logged and signed, then lost by Redis: sent again, each gets back the envelope

@@ -27,16 +27,16 @@ const other = generateSignerKey(ORIGIN).signer;
 const receipt = loadFixture('receipt-minimal');
 
 /** A proof whose subject is entry 2 of a 5-entry log (the others random). */
-function loggedProof(opts: { digest?: Buffer; sign?: typeof signer } = {}): Json {
+async function loggedProof(opts: { digest?: Buffer; sign?: typeof signer } = {}): Promise<Json> {
   const { proof, subject } = envelopeModeProof(receipt, { nostrStatus: 'pending' });
-  const writer = LogWriter.open({ dir: mkdtempSync(join(work, 'log-')), origin: ORIGIN, signer: opts.sign ?? signer });
+  const writer = await LogWriter.open({ dir: mkdtempSync(join(work, 'log-')), origin: ORIGIN, signer: opts.sign ?? signer });
   const filler = (i: number) => ({ digest: Buffer.alloc(32, i), kind: 'receipt' as const, key: `other-${i}` });
   writer.append(filler(0));
   writer.append(filler(1));
   const index = writer.append({ digest: opts.digest ?? subject.digest, kind: 'receipt', key: subjectKey(subject.envelope) });
   writer.append(filler(3));
   writer.append(filler(4));
-  const note = writer.checkpoint();
+  const note = await writer.checkpoint();
   return { ...proof, log: { origin: ORIGIN, index, checkpoint: note, path: writer.inclusionProof(index).map((h) => h.toString('hex')) } };
 }
 
@@ -45,14 +45,14 @@ const trusted = { logKeys: [parseVerifierKey(signer.verifierKey)] };
 
 describe('anchor_proof.log', () => {
   it('passes with the log key given: the entry rebuilt from the envelope is in the signed tree', async () => {
-    const r = await verifyAnchor({ value: attach(receipt, loggedProof()) }, trusted);
+    const r = await verifyAnchor({ value: attach(receipt, await loggedProof()) }, trusted);
     expect(logCheck(r)).toMatchObject({ status: 'PASS' });
     expect(logCheck(r).detail).toMatch(/entry 2 of example\.test\/aer1 .* tree of size 5, whose checkpoint is signed by example\.test\/aer1\+[0-9a-f]{8}/);
     expect(r.verdict).toBe('PASS');
   });
 
   it('without a log key: the path is checked, the signer is not trusted (SKIP, not FAIL)', async () => {
-    const r = await verifyAnchor({ value: attach(receipt, loggedProof()) });
+    const r = await verifyAnchor({ value: attach(receipt, await loggedProof()) });
     expect(logCheck(r).status).toBe('SKIP');
     expect(logCheck(r).detail).toMatch(/signer not trusted: give --log-key/);
     expect(r.verdict).toBe('PASS');
@@ -63,19 +63,19 @@ describe('anchor_proof.log', () => {
     expect(logCheck(await verifyAnchor({ value: attach(receipt, proof) }, trusted)).status).toBe('SKIP');
   });
 
-  const failing: Array<[string, () => Json, RegExp]> = [
-    ['another digest logged at the index', () => loggedProof({ digest: Buffer.alloc(32, 9) }), /does not lead by the path to the root/],
-    ['an altered path hash', () => {
-      const p = loggedProof();
+  const failing: Array<[string, () => Promise<Json>, RegExp]> = [
+    ['another digest logged at the index', async () => loggedProof({ digest: Buffer.alloc(32, 9) }), /does not lead by the path to the root/],
+    ['an altered path hash', async () => {
+      const p = await loggedProof();
       const log = p.log as { path: string[] };
       log.path[0] = log.path[0]!.replace(/^./, (c) => (c === '0' ? '1' : '0'));
       return p;
     }, /does not lead by the path/],
-    ['another index', () => ({ ...loggedProof(), log: { ...(loggedProof().log as Json), index: 3 } }), /does not lead by the path/],
-    ['an index outside the tree', () => ({ ...loggedProof(), log: { ...(loggedProof().log as Json), index: 5 } }), /outside the checkpoint's tree of 5/],
-    ['a checkpoint signed by another key', () => loggedProof({ sign: other }), /not signed by a log key given/],
-    ['a forged signature', () => {
-      const p = loggedProof();
+    ['another index', async () => ({ ...(await loggedProof()), log: { ...((await loggedProof()).log as Json), index: 3 } }), /does not lead by the path/],
+    ['an index outside the tree', async () => ({ ...(await loggedProof()), log: { ...((await loggedProof()).log as Json), index: 5 } }), /outside the checkpoint's tree of 5/],
+    ['a checkpoint signed by another key', async () => loggedProof({ sign: other }), /not signed by a log key given/],
+    ['a forged signature', async () => {
+      const p = await loggedProof();
       const log = p.log as { checkpoint: string };
       const [text, sig] = log.checkpoint.split('\n\n') as [string, string];
       const raw = Buffer.from(sig.split(' ')[2]!.trim(), 'base64');
@@ -83,20 +83,20 @@ describe('anchor_proof.log', () => {
       log.checkpoint = `${text}\n\n${sig.split(' ').slice(0, 2).join(' ')} ${raw.toString('base64')}\n`;
       return p;
     }, /does not verify/],
-    ['another origin than the checkpoint\'s', () => ({ ...loggedProof(), log: { ...(loggedProof().log as Json), origin: 'elsewhere/log' } }), /is not the proof's log\.origin/],
-    ['a checkpoint that is not a note', () => ({ ...loggedProof(), log: { ...(loggedProof().log as Json), checkpoint: 'hello\n' } }), /no blank line/],
+    ['another origin than the checkpoint\'s', async () => ({ ...(await loggedProof()), log: { ...((await loggedProof()).log as Json), origin: 'elsewhere/log' } }), /is not the proof's log\.origin/],
+    ['a checkpoint that is not a note', async () => ({ ...(await loggedProof()), log: { ...((await loggedProof()).log as Json), checkpoint: 'hello\n' } }), /no blank line/],
   ];
   for (const [name, build, detail] of failing) {
     it(`FAILs: ${name}`, async () => {
-      const r = await verifyAnchor({ value: attach(receipt, build()) }, trusted);
+      const r = await verifyAnchor({ value: attach(receipt, await build()) }, trusted);
       expect(logCheck(r).status, logCheck(r).detail).toBe('FAIL');
       expect(logCheck(r).detail).toMatch(detail);
       expect(r.verdict).toBe('FAIL');
     });
   }
 
-  it('the proof parser takes log strictly', () => {
-    const good = loggedProof();
+  it('the proof parser takes log strictly', async () => {
+    const good = await loggedProof();
     expect(parseAnchorProof(good).log?.index).toBe(2);
     const bad: Array<[Json, RegExp]> = [
       [{ ...good, log: 'x' }, /expected an object/],
@@ -118,7 +118,7 @@ describe('anchor_proof.log', () => {
 
   it('the CLI: --log-key and --trust-file give the key; a malformed --log-key is a usage error', async () => {
     const file = join(work, 'doc.json');
-    writeFileSync(file, JSON.stringify(attach(receipt, loggedProof())));
+    writeFileSync(file, JSON.stringify(attach(receipt, await loggedProof())));
     const trust = join(work, 'trust.txt');
     writeFileSync(trust, `${signer.verifierKey}\n`);
     const out: string[] = [];

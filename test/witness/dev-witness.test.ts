@@ -29,14 +29,14 @@ async function post(body: Buffer | string, url = witness.url): Promise<{ status:
 const req = (old: number, proof: Uint8Array[], note: string): Buffer => formatAddCheckpointRequest(old, proof, note);
 
 beforeAll(async () => {
-  log = openLog(join(tmp.dir, 'log'));
+  log = await openLog(join(tmp.dir, 'log'));
   witness = await startWitness(join(tmp.dir, 'w1'), [log.signer.verifierKey], { clock: () => NOW });
 });
 afterAll(async () => witness.close());
 
 describe('add-checkpoint on the dev witness', () => {
   it('cosigns a first checkpoint from old size 0 (200, one cosignature/v1 line that verifies under its vkey)', async () => {
-    const note = log.grow(10);
+    const note = await log.grow(10);
     const r = await post(req(0, [], note));
     expect(r.status).toBe(200);
     expect(r.text).toMatch(/^\u2014 witness\.test\/w [A-Za-z0-9+/=]+\n$/);
@@ -45,7 +45,7 @@ describe('add-checkpoint on the dev witness', () => {
   });
 
   it('answers 409 text/x.tlog.size "<size>\\n" when the old size is not what it last cosigned', async () => {
-    const note = log.grow(5);
+    const note = await log.grow(5);
     const r = await post(req(0, [], note));
     expect(r).toEqual({ status: 409, type: 'text/x.tlog.size', text: '10\n' });
     const r2 = await post(req(3, log.writer.consistencyProof(3, 15), note));
@@ -61,7 +61,7 @@ describe('add-checkpoint on the dev witness', () => {
   });
 
   it('422: a proof that does not verify, a proof with old size 0 (when it knows 0), a non-empty proof for equal sizes', async () => {
-    const note = log.grow(17);
+    const note = await log.grow(17);
     const proof = log.writer.consistencyProof(15, 32);
     const bent = proof.map((h, i) => (i === 0 ? Buffer.from(h.map((b) => b ^ 1)) : h));
     expect((await post(req(15, bent, note))).status).toBe(422);
@@ -80,14 +80,14 @@ describe('add-checkpoint on the dev witness', () => {
   it('422 on a fork: the same size with another root, signed by the log\'s own key', async () => {
     const forkDir = tempDir('aer1-fork-');
     try {
-      const fork = openLog(forkDir.dir, log.signer);
-      const forked = fork.grow(32, 'other');
+      const fork = await openLog(forkDir.dir, log.signer);
+      const forked = await fork.grow(32, 'other');
       expect(noteText(forked)).not.toBe(noteText(log.writer.checkpointed.note));
       const r = await post(req(32, [], forked));
       expect(r.status).toBe(422);
       expect(r.text).toMatch(/another root hash \(a fork\)/);
       // and from the size before, a proof of the fork's own tree does not reach the cosigned root
-      const forked40 = fork.grow(8, 'other');
+      const forked40 = await fork.grow(8, 'other');
       expect((await post(req(32, fork.writer.consistencyProof(32, 40), forked40))).status).toBe(422);
     } finally {
       forkDir.remove();
@@ -98,7 +98,7 @@ describe('add-checkpoint on the dev witness', () => {
     const small = await (async () => {
       const d = tempDir('aer1-small-');
       try {
-        return openLog(d.dir, log.signer).grow(20);
+        return await (await openLog(d.dir, log.signer)).grow(20);
       } finally {
         d.remove();
       }
@@ -157,29 +157,29 @@ describe('add-checkpoint on the dev witness', () => {
 describe('state', () => {
   it('survives a restart: one JSON file per origin, and the restarted witness still answers 409 with the size', async () => {
     const dir = join(tmp.dir, 'w-restart');
-    const l = openLog(join(tmp.dir, 'log-restart'));
+    const l = await openLog(join(tmp.dir, 'log-restart'));
     const first = await startWitness(dir, [l.signer.verifierKey]);
-    const note = l.grow(7);
+    const note = await l.grow(7);
     expect((await post(req(0, [], note), first.url)).status).toBe(200);
     await first.close();
     expect(readdirSync(dir).filter((f) => f.endsWith('.json'))).toEqual([`${originHash(ORIGIN)}.json`]);
     const again = await startWitness(dir, [l.signer.verifierKey], { key: first.key });
     try {
-      expect(await post(req(0, [], l.grow(1)), again.url)).toMatchObject({ status: 409, text: '7\n' });
+      expect(await post(req(0, [], await l.grow(1)), again.url)).toMatchObject({ status: 409, text: '7\n' });
     } finally {
       await again.close();
     }
   });
 
   it('two requests racing on one old size: exactly one is cosigned, the other gets 409 with the winner\'s size', async () => {
-    const l = openLog(join(tmp.dir, 'log-race'));
+    const l = await openLog(join(tmp.dir, 'log-race'));
     const w = await startWitness(join(tmp.dir, 'w-race'), [l.signer.verifierKey]);
     try {
-      const n4 = l.grow(4);
+      const n4 = await l.grow(4);
       expect((await post(req(0, [], n4), w.url)).status).toBe(200);
-      const n9 = l.grow(5);
+      const n9 = await l.grow(5);
       const p9 = l.writer.consistencyProof(4, 9);
-      const n12 = l.grow(3);
+      const n12 = await l.grow(3);
       const p12 = l.writer.consistencyProof(4, 12);
       const answers = await Promise.all([post(req(4, p9, n9), w.url), post(req(4, p12, n12), w.url)]);
       const statuses = answers.map((a) => a.status).sort();
@@ -196,11 +196,11 @@ describe('state', () => {
 describe('damaged state', () => {
   it('a state file that is not JSON is a 500 naming the file, never a cosignature over unknown state', async () => {
     const dir = join(tmp.dir, 'w-damaged');
-    const l = openLog(join(tmp.dir, 'log-damaged'));
+    const l = await openLog(join(tmp.dir, 'log-damaged'));
     const w = await startWitness(dir, [l.signer.verifierKey]);
     try {
       writeFileSync(join(dir, `${originHash(ORIGIN)}.json`), '{"origin": ');
-      const r = await post(req(0, [], l.grow(1)), w.url);
+      const r = await post(req(0, [], await l.grow(1)), w.url);
       expect(r.status).toBe(500);
       expect(r.text).toMatch(/is not JSON: the witness state is damaged/);
     } finally {

@@ -56,7 +56,7 @@ async function fakeWitness(handler: Parameters<typeof createServer>[1]): Promise
 
 describe('WitnessClient.addCheckpoint', () => {
   it('gets a cosignature that verifies, then resends from the size the witness names after a 409 (one extra request)', async () => {
-    const log = openLog(join(tmp.dir, 'log-a'));
+    const log = await openLog(join(tmp.dir, 'log-a'));
     const w = await startWitness(join(tmp.dir, 'w-a'), [log.signer.verifierKey]);
     servers.push(w);
     const client = new WitnessClient(w.url, w.verifierKey);
@@ -65,9 +65,9 @@ describe('WitnessClient.addCheckpoint', () => {
       asked.push([o, n]);
       return log.writer.consistencyProof(o, n);
     };
-    const first = await client.addCheckpoint(log.grow(3), proofFor);
+    const first = await client.addCheckpoint(await log.grow(3), proofFor);
     expect(first).toMatchObject({ oldSize: 0, attempts: 1 });
-    const note = log.grow(300);
+    const note = await log.grow(300);
     // the caller does not know the witness's size: old 0, a 409 "3", then old 3 with a proof 3 → 303
     const second = await client.addCheckpoint(note, proofFor, 0);
     expect(second).toMatchObject({ oldSize: 3, attempts: 2 });
@@ -79,49 +79,49 @@ describe('WitnessClient.addCheckpoint', () => {
   });
 
   it('a fork (same size, another root, signed by the log\'s key) is witness_inconsistent, sent once and not retried', async () => {
-    const log = openLog(join(tmp.dir, 'log-b'));
+    const log = await openLog(join(tmp.dir, 'log-b'));
     const w = await startWitness(join(tmp.dir, 'w-b'), [log.signer.verifierKey]);
     servers.push(w);
     const client = new WitnessClient(w.url, w.verifierKey);
-    await client.addCheckpoint(log.grow(8), (o, n) => log.writer.consistencyProof(o, n));
-    const fork = openLog(join(tmp.dir, 'log-b-fork'), log.signer);
-    const forked = fork.grow(8, 'fork');
+    await client.addCheckpoint(await log.grow(8), (o, n) => log.writer.consistencyProof(o, n));
+    const fork = await openLog(join(tmp.dir, 'log-b-fork'), log.signer);
+    const forked = await fork.grow(8, 'fork');
     const err = await rejection(client.addCheckpoint(forked, (o, n) => fork.writer.consistencyProof(o, n), 8));
     expect(err).toMatchObject({ code: 'witness_inconsistent', status: 422, retryable: false });
     expect(err.message).toMatch(/a fork/);
     // a fork that grew past the witness's size: old 8, its own proof 8 → 12 does not reach the cosigned root
-    const grown = fork.grow(4, 'fork');
+    const grown = await fork.grow(4, 'fork');
     expect(await rejection(client.addCheckpoint(grown, (o, n) => fork.writer.consistencyProof(o, n), 8))).toMatchObject({ code: 'witness_inconsistent' });
     expect(w.answered.get(422)).toBe(2);
     expect(w.answered.get(200)).toBe(1);
   });
 
   it('a checkpoint smaller than the witness cosigned is witness_ahead with its size, after one request', async () => {
-    const log = openLog(join(tmp.dir, 'log-c'));
+    const log = await openLog(join(tmp.dir, 'log-c'));
     const w = await startWitness(join(tmp.dir, 'w-c'), [log.signer.verifierKey]);
     servers.push(w);
     const client = new WitnessClient(w.url, w.verifierKey);
-    await client.addCheckpoint(log.grow(20), () => []);
-    const old = openLog(join(tmp.dir, 'log-c-old'), log.signer);
-    const err = await rejection(client.addCheckpoint(old.grow(5), (o, n) => old.writer.consistencyProof(o, n)));
+    await client.addCheckpoint(await log.grow(20), () => []);
+    const old = await openLog(join(tmp.dir, 'log-c-old'), log.signer);
+    const err = await rejection(client.addCheckpoint(await old.grow(5), (o, n) => old.writer.consistencyProof(o, n)));
     expect(err).toMatchObject({ code: 'witness_ahead', knownSize: 20, retryable: false });
     expect(w.answered.get(409)).toBe(1);
   });
 
   it('404 unknown origin and 403 untrusted signer are typed, sent once', async () => {
-    const log = openLog(join(tmp.dir, 'log-d'));
+    const log = await openLog(join(tmp.dir, 'log-d'));
     const w = await startWitness(join(tmp.dir, 'w-d'), [generateSignerKey('example.test/aer1/0').signer.verifierKey]);
     servers.push(w);
     const client = new WitnessClient(w.url, w.verifierKey);
-    expect(await rejection(client.addCheckpoint(log.grow(1), () => []))).toMatchObject({ code: 'witness_forbidden', status: 403, retryable: false });
-    const foreign = LogWriter.open({ dir: join(tmp.dir, 'log-f'), origin: 'elsewhere.test/log', signer: generateSignerKey('elsewhere.test/log').signer }).checkpoint();
+    expect(await rejection(client.addCheckpoint(await log.grow(1), () => []))).toMatchObject({ code: 'witness_forbidden', status: 403, retryable: false });
+    const foreign = await (await LogWriter.open({ dir: join(tmp.dir, 'log-f'), origin: 'elsewhere.test/log', signer: generateSignerKey('elsewhere.test/log').signer })).checkpoint();
     expect(await rejection(client.addCheckpoint(foreign, () => []))).toMatchObject({ code: 'witness_unknown_origin', status: 404 });
     expect([...w.answered.entries()].sort()).toEqual([[403, 1], [404, 1]]);
   });
 
   it('keeps only lines by the configured key; a line by that key that does not verify is witness_bad_cosignature; none is witness_bad_response', async () => {
-    const log = openLog(join(tmp.dir, 'log-g'));
-    const note = log.grow(2);
+    const log = await openLog(join(tmp.dir, 'log-g'));
+    const note = await log.grow(2);
     const mine = generateCosignerKey('witness.test/mine').key;
     const stranger = generateCosignerKey('witness.test/other').key;
     const good = cosign(noteText(note), mine, 1_700_000_000n);
@@ -142,8 +142,8 @@ describe('WitnessClient.addCheckpoint', () => {
   });
 
   it('bounded: a witness that never answers is witness_timeout within the deadline; an endless answer is witness_too_large', async () => {
-    const log = openLog(join(tmp.dir, 'log-h'));
-    const note = log.grow(1);
+    const log = await openLog(join(tmp.dir, 'log-h'));
+    const note = await log.grow(1);
     const key = generateCosignerKey('witness.test/slow').key.verifierKey;
     const silent = await fakeWitness(() => undefined);
     const started = Date.now();
@@ -167,8 +167,8 @@ describe('WitnessClient.addCheckpoint', () => {
   });
 
   it('a 409 without text/x.tlog.size, or one naming the size just sent, is witness_bad_response (no loop)', async () => {
-    const log = openLog(join(tmp.dir, 'log-i'));
-    const note = log.grow(4);
+    const log = await openLog(join(tmp.dir, 'log-i'));
+    const note = await log.grow(4);
     const key = generateCosignerKey('witness.test/x').key.verifierKey;
     let type = 'text/plain';
     const fake = await fakeWitness((_req, res) => {
@@ -191,11 +191,11 @@ describe('WitnessClient.addCheckpoint', () => {
 
 describe('collectCosignatures', () => {
   it('records each witness\'s outcome and attaches the cosignatures that came back', async () => {
-    const log = openLog(join(tmp.dir, 'log-j'));
+    const log = await openLog(join(tmp.dir, 'log-j'));
     const w1 = await startWitness(join(tmp.dir, 'w-j1'), [log.signer.verifierKey], { name: 'witness.test/j1' });
     const w2 = await startWitness(join(tmp.dir, 'w-j2'), [generateSignerKey('example.test/aer1/0').signer.verifierKey], { name: 'witness.test/j2' });
     servers.push(w1, w2);
-    const note = log.grow(6);
+    const note = await log.grow(6);
     const { note: cosigned, outcomes } = await collectCosignatures(note, [new WitnessClient(w1.url, w1.verifierKey), new WitnessClient(w2.url, w2.verifierKey)], (o, n) => log.writer.consistencyProof(o, n));
     expect(outcomes.map((o) => (o.ok ? 'ok' : o.code))).toEqual(['ok', 'witness_forbidden']);
     const report = checkCosignatures(cosigned, [w1.verifierKey, w2.verifierKey].map((k) => parseWitnessKey(k)), 1);

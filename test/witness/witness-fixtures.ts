@@ -19,11 +19,11 @@ export interface TestLog {
   readonly writer: LogWriter;
   readonly signer: LogSigner;
   /** Appends `count` entries (their keys start with `tag`) and checkpoints: the signed note. */
-  grow(count: number, tag?: string): string;
+  grow(count: number, tag?: string): Promise<string>;
 }
 
-export function openLog(dir: string, signer: LogSigner = generateSignerKey(ORIGIN).signer): TestLog {
-  const writer = LogWriter.open({ dir, origin: ORIGIN, signer });
+export async function openLog(dir: string, signer: LogSigner = generateSignerKey(ORIGIN).signer): Promise<TestLog> {
+  const writer = await LogWriter.open({ dir, origin: ORIGIN, signer });
   return {
     writer,
     signer,

@@ -34,13 +34,13 @@ const cosigned: { size: number; note: string; times: number[]; oldSizes: number[
 beforeAll(async () => {
   const probe = spawnSync('/usr/bin/python3', ['-c', 'import cryptography'], { encoding: 'utf8' });
   if (probe.status !== 0) throw new Error('python3-cryptography is not installed (apt-get install python3-cryptography; .ci/run installs it)');
-  log = openLog(join(tmp.dir, 'log'));
+  log = await openLog(join(tmp.dir, 'log'));
   w1 = await startWitness(join(tmp.dir, 'w1'), [log.signer.verifierKey], { name: 'witness.test/one' });
   w2 = await startWitness(join(tmp.dir, 'w2'), [log.signer.verifierKey], { name: 'witness.test/two' });
   const clients = [new WitnessClient(w1.url, w1.verifierKey), new WitnessClient(w2.url, w2.verifierKey)];
   const known = new Map<string, number>();
   for (const size of SIZES) {
-    const note = log.grow(size - log.writer.size);
+    const note = await log.grow(size - log.writer.size);
     const { note: out, outcomes } = await collectCosignatures(note, clients, (o, n) => log.writer.consistencyProof(o, n), known);
     for (const o of outcomes) {
       if (!o.ok) throw new Error(`size ${size}: ${o.message}`);

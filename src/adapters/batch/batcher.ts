@@ -5,7 +5,10 @@
  * its witness job has taken it, and open batches are handed over again on every tick,
  * which is what resumes them after a crash. With the anchor log on, the subjects the log
  * sequenced are cut from its signed checkpoints (`fromLog`, checkpoint-cuts.ts), and the
- * inbox keeps only those it did not (docs/log.md, "Witnessing checkpoints").
+ * inbox keeps only those it did not (docs/log.md, "Witnessing checkpoints"). Those cuts
+ * follow the checkpoints this daemon writes (`checkpointed`): one at the first checkpoint
+ * after a window has passed since the last cut from the log, so a subject does not wait
+ * for the window's next tick, and a witness still sees one cut a window (or a full batch).
  */
 import type { Logger } from 'pino';
 import type { AnchorStore } from '../state/anchor-store.js';
@@ -32,7 +35,17 @@ export interface BatcherOptions {
 export interface CutSource {
   waiting(): Promise<number>;
   cut(max: number): Promise<{ id: string; size: number } | null>;
+  /** Entries still waiting for a checkpoint to cover them (the log's only). */
+  unsigned?(): Promise<number>;
 }
+
+/** What one pass may cut besides full batches: a partial batch from the inbox, from the log. */
+interface PassCuts {
+  inbox: boolean;
+  log: boolean;
+}
+const FULL_ONLY: PassCuts = { inbox: false, log: false };
+const ALL: PassCuts = { inbox: true, log: true };
 
 const MAX_CUTS_PER_TICK = 1000;
 
@@ -43,10 +56,14 @@ export class Batcher {
   private readonly log: Logger;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
-  private again = false;
+  /** What a pass asked for while one ran: done by one more pass after it. */
+  private again: PassCuts | null = null;
   private stopped = false;
+  /** When the last batch was cut from the log, and when this daemon last wrote a checkpoint (ms). */
+  private lastLogCut = -Infinity;
+  private lastCheckpoint = -Infinity;
 
-  constructor(witness: WitnessName, store: AnchorStore, opts: BatcherOptions, log: Logger) {
+  constructor(witness: WitnessName, store: AnchorStore, opts: BatcherOptions, log: Logger, private readonly now: () => number = Date.now) {
     this.witness = witness;
     this.store = store;
     this.opts = opts;
@@ -56,9 +73,9 @@ export class Batcher {
   start(): void {
     if (this.timer) return;
     this.stopped = false;
-    this.timer = setInterval(() => void this.tick(true), this.opts.windowMs);
+    this.timer = setInterval(() => void this.windowTick(), this.opts.windowMs);
     this.timer.unref();
-    void this.tick(true);
+    void this.windowTick();
   }
 
   /**
@@ -69,42 +86,67 @@ export class Batcher {
   async poke(waiting?: number | null): Promise<void> {
     if (waiting === null) return;
     const n = waiting ?? (await this.store.batches.inboxLength(this.witness)) + ((await this.opts.fromLog?.waiting()) ?? 0);
-    if (n >= this.opts.maxSize) await this.tick(false);
-    else if (n > 0 && this.opts.cutEarly && (await this.opts.cutEarly(n))) await this.tick(true);
+    if (n >= this.opts.maxSize) await this.run(FULL_ONLY);
+    else if (n > 0 && this.opts.cutEarly && (await this.opts.cutEarly(n))) await this.run(ALL);
   }
 
-  /** One pass: hand over open batches, then cut (all that waits, or only full batches). */
-  tick(cutPartial: boolean): Promise<void> {
+  /** This daemon wrote a checkpoint: the log's partial batch is cut now once a window has passed since its last cut. */
+  async checkpointed(): Promise<void> {
+    this.lastCheckpoint = this.now();
+    if (this.logCutDue()) await this.run({ inbox: false, log: true });
+    else await this.poke();
+  }
+
+  /**
+   * The window's tick: a partial batch from the inbox, and one from the log when due, unless
+   * this daemon's next checkpoint is on its way to entries that wait for one (it cuts then).
+   */
+  private async windowTick(): Promise<void> {
+    let log = this.logCutDue();
+    if (log && this.now() - this.lastCheckpoint < this.opts.windowMs) {
+      log = !((await this.opts.fromLog?.unsigned?.().catch(() => 0)) ?? 0);
+    }
+    await this.run({ inbox: true, log });
+  }
+
+  private logCutDue(): boolean {
+    return this.opts.fromLog !== undefined && this.now() - this.lastLogCut >= this.opts.windowMs;
+  }
+
+  /** One pass: hand over open batches, then cut full batches and the partial ones asked for. */
+  private run(partial: PassCuts): Promise<void> {
     if (this.running) {
-      this.again ||= cutPartial;
+      // the pass running cuts every full batch: only a partial one is left for another
+      if (partial.inbox || partial.log) this.again = { inbox: partial.inbox || (this.again?.inbox ?? false), log: partial.log || (this.again?.log ?? false) };
       return this.running;
     }
     // stopped: a late poke (a checkpoint written while the daemon stops) cuts nothing
     if (this.stopped || this.opts.refusals?.holding) return Promise.resolve();
-    this.running = this.pass(cutPartial)
+    this.running = this.pass(partial)
       .catch((err: unknown) => {
         if (!this.opts.refusals?.refused(err)) this.log.warn({ err }, 'batch pass failed; retrying next tick');
       })
       .finally(() => {
         this.running = null;
-        if (this.again) {
-          this.again = false;
-          void this.tick(true);
-        }
+        const again = this.again;
+        this.again = null;
+        if (again) void this.run(again);
       });
     return this.running;
   }
 
-  private async pass(cutPartial: boolean): Promise<void> {
+  private async pass(partial: PassCuts): Promise<void> {
     for (const id of await this.store.batches.openBatchIds(this.witness)) await this.opts.handOver(id);
     const inbox: CutSource = { waiting: () => this.store.batches.inboxLength(this.witness), cut: (max) => this.store.batches.cutBatch(this.witness, max) };
-    for (const source of this.opts.fromLog ? [this.opts.fromLog, inbox] : [inbox]) {
+    const sources: Array<[CutSource, boolean]> = this.opts.fromLog ? [[this.opts.fromLog, partial.log], [inbox, partial.inbox]] : [[inbox, partial.inbox]];
+    for (const [source, cutPartial] of sources) {
       for (let i = 0; i < MAX_CUTS_PER_TICK; i++) {
-        // A timer tick cuts one partial batch; beyond that, and on pokes, only full ones.
+        // one partial batch a pass when allowed; beyond that only full ones
         const partialAllowed = cutPartial && i === 0;
         if (!partialAllowed && (await source.waiting()) < this.opts.maxSize) break;
         const batch = await source.cut(this.opts.maxSize);
         if (!batch) break;
+        if (source === this.opts.fromLog) this.lastLogCut = this.now();
         this.log.debug({ batch: batch.id, size: batch.size }, 'batch cut');
         await this.opts.handOver(batch.id);
       }

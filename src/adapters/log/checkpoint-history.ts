@@ -12,14 +12,22 @@
  * replaced atomically as tokens come), and the witnesses' cosignature lines are appended to
  * `checkpoints/<size>` itself.
  */
-import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readOptional, writeReplacing } from './tile-files.js';
+import { allDone, readOptional, replaceAsync, writeAtAsync, writeReplacing } from './tile-files.js';
 
 export const CHECKPOINTS_DIR = 'checkpoints';
 const SIZES_FILE = `${CHECKPOINTS_DIR}/sizes`;
 const TIMES_FILE = `${CHECKPOINTS_DIR}/times`;
 const SLOT = 8;
+
+/** A slot of the sizes or times file: `value`, 8 bytes big-endian. */
+function slot(value: number): Buffer {
+  const bytes = Buffer.alloc(SLOT);
+  bytes.writeBigUInt64BE(BigInt(value));
+  return bytes;
+}
 
 /** A TSA's token over a checkpoint's note body, as proofs carry it (anchor_proof.log.timestamps). */
 export interface KeptTimestamp {
@@ -45,17 +53,20 @@ export class CheckpointHistory {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Keeps `note` as the checkpoint of `size`, kept now (idempotent: a size already listed is not listed twice). */
-  record(size: number, note: string): void {
-    mkdirSync(join(this.dir, CHECKPOINTS_DIR), { recursive: true });
-    writeReplacing(this.dir, `${CHECKPOINTS_DIR}/${size}`, Buffer.from(note, 'utf8'));
+  /**
+   * Keeps `note` as the checkpoint of `size`, kept now (idempotent: a size already listed is
+   * not listed twice): its note and its time, then, once `after` has settled too (the tiles
+   * the note names), its size, each fsynced, so a listed size always has both and its tiles.
+   */
+  async record(size: number, note: string, after: Promise<unknown> = Promise.resolve()): Promise<void> {
     const count = this.count();
     const last = this.last();
-    if (last === size) return;
     if (size < last) throw new RangeError(`checkpoint size ${size} is below the last kept (${last})`);
-    // its time first: a size listed always has one
-    this.writeSlot(TIMES_FILE, count, this.now());
-    this.writeSlot(SIZES_FILE, count, size);
+    await mkdir(join(this.dir, CHECKPOINTS_DIR), { recursive: true });
+    const kept = replaceAsync(this.dir, `${CHECKPOINTS_DIR}/${size}`, Buffer.from(note, 'utf8'));
+    if (last === size) return allDone([kept, after]);
+    await allDone([kept, writeAtAsync(this.dir, TIMES_FILE, count * SLOT, slot(this.now())), after]);
+    await writeAtAsync(this.dir, SIZES_FILE, count * SLOT, slot(size));
   }
 
   /**
@@ -130,19 +141,6 @@ export class CheckpointHistory {
       else lo = mid + 1;
     }
     return lo;
-  }
-
-  /** Positioned writes (no O_APPEND): a slot cut short by a crash is overwritten in place. */
-  private writeSlot(file: string, i: number, value: number): void {
-    const slot = Buffer.alloc(SLOT);
-    slot.writeBigUInt64BE(BigInt(value));
-    const fd = openSync(join(this.dir, file), constants.O_WRONLY | constants.O_CREAT, 0o644);
-    try {
-      writeSync(fd, slot, 0, SLOT, i * SLOT);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
   }
 
   /** When slot `i`'s checkpoint was kept: its time, or its note's modification time when the times file lacks it. */

@@ -51,7 +51,7 @@ export class LogPublisher {
     }
     if (state.size === state.published) return { checkpoint: null, resequenced, lost };
     for (const entry of tail) this.writer.appendEncoded(entry);
-    const note = this.writer.checkpoint();
+    const note = await this.writer.checkpoint();
     await this.sequencer.markPublished(state.published, state.published + tail.length);
     return { checkpoint: { size: this.writer.size, note }, resequenced, lost };
   }

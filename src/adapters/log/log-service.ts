@@ -88,8 +88,8 @@ export class LogService {
   }
 
   /** Opens the folder (refusing one that is not this log's) and starts the ticks. */
-  start(): void {
-    this.writer = LogWriter.open({ dir: this.options.dir, origin: this.options.origin, signer: this.options.signer });
+  async start(): Promise<void> {
+    this.writer = await this.open();
     this.lastStart = Date.now();
     this.schedule();
   }
@@ -119,15 +119,15 @@ export class LogService {
       if (got && !this.held) this.writer = null;
       this.held = got;
       if (!got) return null;
-      this.writer ??= LogWriter.open({ dir: this.options.dir, origin: this.options.origin, signer: this.options.signer });
-      const out = await new LogPublisher(this.sequencer, this.writer).publish();
+      const writer = (this.writer ??= await this.open());
+      const out = await new LogPublisher(this.sequencer, writer).publish();
       if (out.resequenced > 0) this.log.warn({ resequenced: out.resequenced }, 'anchor log: Redis was behind the log folder; settled from the files');
       if (out.lost > 0) {
         this.log.warn({ lost: out.lost }, 'anchor log: the folder holds subjects whose acceptance Redis lost (its last writes); each keeps its entry, and one sent again is accepted with the envelope it was logged with');
       }
       this.lastError = '';
       if (!out.checkpoint) return null;
-      const { checkpoint } = this.writer.checkpointed;
+      const { checkpoint } = writer.checkpointed;
       await this.tell({ origin: checkpoint.origin, size: checkpoint.size, root: checkpoint.root, note: out.checkpoint.note });
       return { size: out.checkpoint.size };
     } catch (err) {
@@ -138,6 +138,10 @@ export class LogService {
       this.lastError = message;
       return null;
     }
+  }
+
+  private open(): Promise<LogWriter> {
+    return LogWriter.open({ dir: this.options.dir, origin: this.options.origin, signer: this.options.signer });
   }
 
   async stop(): Promise<void> {

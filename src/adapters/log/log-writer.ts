@@ -14,8 +14,8 @@ import { parseVerifierKey, type LogSigner } from '../../core/log/note.js';
 import { consistencyProof, inclusionProof, treeHash } from '../../core/log/proof.js';
 import { CompactRange, leafHash } from '../../core/log/rfc6962.js';
 import { decodeBundle, encodeBundle, splitTile, TILE_HEIGHT, TILE_WIDTH, TileHashes, tileInTree, tilePath, type TileRef } from '../../core/log/tiles.js';
-import { CheckpointHistory } from './checkpoint-history.js';
-import { CHECKPOINT_FILE, readOptional, syncFolder, writeReplacing, writeTile } from './tile-files.js';
+import { CHECKPOINTS_DIR, CheckpointHistory } from './checkpoint-history.js';
+import { CHECKPOINT_FILE, readOptional, replaceAsync, writeTiles, type FileWrite } from './tile-files.js';
 
 export interface LogWriterOptions {
   readonly dir: string;
@@ -45,23 +45,23 @@ export class LogWriter {
     this.note = start.note;
   }
 
-  /** Opens the log in `dir` (made when missing), or starts an empty one. */
-  static open(options: LogWriterOptions): LogWriter {
+  /**
+   * Opens the log in `dir` (made when missing), or starts an empty one. It starts from the
+   * newest checkpoint the folder holds: the live file, or a kept one past it (a crash after
+   * keeping checkpoints/<size> and before the live rename), which is then renamed into place.
+   */
+  static async open(options: LogWriterOptions): Promise<LogWriter> {
     mkdirSync(options.dir, { recursive: true });
-    const existing = readOptional(options.dir, CHECKPOINT_FILE);
-    if (existing === null) {
+    const newest = LogWriter.newest(options);
+    if (newest === null) {
       if (existsSync(join(options.dir, 'tile'))) {
         throw new LogFormatError('log_bad_checkpoint', `${options.dir} holds tiles but no checkpoint: not starting a new log over them`, `${options.dir}/${CHECKPOINT_FILE}`);
       }
       const writer = new LogWriter(options, { checkpoint: { origin: options.origin, size: 0, root: new CompactRange().root(), extensions: [] }, note: '', subtrees: [], tails: [], bundle: [] });
-      writer.checkpoint();
+      await writer.checkpoint();
       return writer;
     }
-    const field = `${options.dir}/${CHECKPOINT_FILE}`;
-    const opened = openCheckpoint(existing, [parseVerifierKey(options.signer.verifierKey)], field);
-    if (!opened.ok) throw new LogFormatError('log_bad_checkpoint', `not signed by this log's key ${options.signer.verifierKey}: ${opened.message}`, field);
-    const cp = opened.checkpoint;
-    if (cp.origin !== options.origin) throw new LogFormatError('log_bad_checkpoint', `origin ${JSON.stringify(cp.origin)}, not ${JSON.stringify(options.origin)}`, `${field}.origin`);
+    const { checkpoint: cp, note, field, live } = newest;
     const read = (tile: TileRef): Buffer => {
       const bytes = readOptional(options.dir, tilePath(tile));
       if (bytes === null) throw new LogFormatError('log_bad_tile', `missing under ${options.dir}`, tilePath(tile));
@@ -87,11 +87,35 @@ export class LogWriter {
     bundle.forEach((entry, i) => {
       if (!leafHash(entry).equals(tail0[i]!)) throw new LogFormatError('log_bad_bundle', `entry ${cp.size - tail0.length + i} does not hash to its level-0 tile hash`, `${options.dir}/tile/entries`);
     });
-    const writer = new LogWriter(options, { checkpoint: cp, note: existing.toString('utf8'), subtrees, tails, bundle });
+    const writer = new LogWriter(options, { checkpoint: cp, note, subtrees, tails, bundle });
     if (!writer.range.root().equals(cp.root)) throw new LogFormatError('log_bad_checkpoint', `the tiles under ${options.dir} do not hash to the checkpoint's root`, `${field}.root`);
-    // a crash between keeping the checkpoint and listing its size: list it now
-    if (writer.history.last() !== cp.size) writer.history.record(cp.size, existing.toString('utf8'));
+    // a live checkpoint whose size the history does not list yet: list it now
+    if (writer.history.last() !== cp.size) await writer.history.record(cp.size, note);
+    // a kept checkpoint the live file is behind: the live file catches up
+    if (!live) await replaceAsync(options.dir, CHECKPOINT_FILE, Buffer.from(note, 'utf8'));
     return writer;
+  }
+
+  /** The newest checkpoint in the folder, checked against this log's key and origin (`live`: it is the live file), or null before the first. */
+  private static newest(options: LogWriterOptions): { checkpoint: Checkpoint; note: string; field: string; live: boolean } | null {
+    const opened = (bytes: Buffer, field: string): Checkpoint => {
+      const check = openCheckpoint(bytes, [parseVerifierKey(options.signer.verifierKey)], field);
+      if (!check.ok) throw new LogFormatError('log_bad_checkpoint', `not signed by this log's key ${options.signer.verifierKey}: ${check.message}`, field);
+      if (check.checkpoint.origin !== options.origin) throw new LogFormatError('log_bad_checkpoint', `origin ${JSON.stringify(check.checkpoint.origin)}, not ${JSON.stringify(options.origin)}`, `${field}.origin`);
+      return check.checkpoint;
+    };
+    const liveField = `${options.dir}/${CHECKPOINT_FILE}`;
+    const liveBytes = readOptional(options.dir, CHECKPOINT_FILE);
+    const live = liveBytes === null ? null : { checkpoint: opened(liveBytes, liveField), note: liveBytes.toString('utf8'), field: liveField, live: true };
+    const history = new CheckpointHistory(options.dir);
+    const last = history.last();
+    if (last <= (live?.checkpoint.size ?? -1)) return live;
+    const keptField = `${options.dir}/${CHECKPOINTS_DIR}/${last}`;
+    const kept = history.at(last);
+    if (kept === null) throw new LogFormatError('log_bad_checkpoint', `${CHECKPOINTS_DIR}/sizes lists ${last}, but its note is missing`, keptField);
+    const checkpoint = opened(Buffer.from(kept, 'utf8'), keptField);
+    if (checkpoint.size !== last) throw new LogFormatError('log_bad_checkpoint', `size ${checkpoint.size}, not the ${last} its name says`, `${keptField}.size`);
+    return { checkpoint, note: kept, field: keptField, live: false };
   }
 
   /** Entries appended, published or not. */
@@ -106,7 +130,20 @@ export class LogWriter {
 
   /** Appends one entry; its index. It is published by the next `checkpoint()`. */
   append(entry: LogEntry): number {
-    const bytes = encodeEntry(entry);
+    return this.appendBytes(encodeEntry(entry));
+  }
+
+  /**
+   * Appends one entry given as its bytes, which must be an entry in the pinned layout. The
+   * layout has one spelling per entry (a known kind byte, the key in strict UTF-8), so bytes
+   * that decode are canonical.
+   */
+  appendEncoded(bytes: Uint8Array): number {
+    decodeEntry(bytes, `entry ${this.range.size}`);
+    return this.appendBytes(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  }
+
+  private appendBytes(bytes: Buffer): number {
     const index = this.range.size;
     this.bundle.push(bytes);
     if (this.bundle.length === TILE_WIDTH) {
@@ -114,14 +151,6 @@ export class LogWriter {
       this.bundle = [];
     }
     this.range.append(leafHash(bytes));
-    return index;
-  }
-
-  /** Appends one entry given as its bytes, which must be an entry in the pinned layout. */
-  appendEncoded(bytes: Uint8Array): number {
-    const entry = decodeEntry(bytes);
-    const index = this.append(entry);
-    if (!encodeEntry(entry).equals(bytes)) throw new LogFormatError('log_bad_entry', 'not in canonical form', `entry ${index}`);
     return index;
   }
 
@@ -155,30 +184,32 @@ export class LogWriter {
     }
   }
 
-  /** Writes the tiles for the current size, then its signed checkpoint; the note. */
-  checkpoint(): string {
-    const { dir } = this.options;
-    const folders = new Set<string>();
-    const write = (tile: TileRef, bytes: Buffer): void => {
-      const folder = writeTile(dir, tilePath(tile), bytes, this.isCommitted(tile));
-      if (folder !== null) folders.add(folder);
-    };
-    for (const f of this.finished) write(f.tile, f.bytes);
-    this.finished.length = 0;
+  /**
+   * Writes the tiles for the current size, then its signed checkpoint; the note. Durable in
+   * this order: the tiles, the checkpoint kept under checkpoints/<size> and listed, the live
+   * checkpoint. One at a time: the caller awaits it before appending again.
+   */
+  async checkpoint(): Promise<string> {
     const size = this.range.size;
+    const files = this.finished.splice(0).map((f) => this.tileFile(f.tile, f.bytes));
     this.tails.forEach((tail, level) => {
-      if (tail.length > 0) write({ level, index: Math.floor(size / TILE_WIDTH ** (level + 1)), width: tail.length }, Buffer.concat(tail));
+      if (tail.length > 0) files.push(this.tileFile({ level, index: Math.floor(size / TILE_WIDTH ** (level + 1)), width: tail.length }, Buffer.concat(tail)));
     });
-    if (this.bundle.length > 0) write({ level: 'entries', index: Math.floor(size / TILE_WIDTH), width: this.bundle.length }, encodeBundle(this.bundle));
-    for (const folder of folders) syncFolder(folder);
+    if (this.bundle.length > 0) files.push(this.tileFile({ level: 'entries', index: Math.floor(size / TILE_WIDTH), width: this.bundle.length }, encodeBundle(this.bundle)));
     const checkpoint: Checkpoint = { origin: this.options.origin, size, root: this.range.root(), extensions: [] };
     const note = signCheckpoint(checkpoint, this.options.signer);
-    // kept first, so the live checkpoint never names a size the history lacks
-    this.history.record(size, note);
-    writeReplacing(dir, CHECKPOINT_FILE, Buffer.from(note, 'utf8'));
+    // each file is written while the others are; what names another waits for it to be durable:
+    // the size is listed once the tiles are, the live checkpoint renamed once the size is listed
+    const tiles = writeTiles(this.options.dir, files);
+    const kept = this.history.record(size, note, tiles);
+    await replaceAsync(this.options.dir, CHECKPOINT_FILE, Buffer.from(note, 'utf8'), kept);
     this.published = checkpoint;
     this.note = note;
     return note;
+  }
+
+  private tileFile(tile: TileRef, bytes: Buffer): FileWrite {
+    return { rel: tilePath(tile), bytes, committed: this.isCommitted(tile) };
   }
 
   /** A tile whose hashes all lie inside the last signed checkpoint: its bytes can never change. */

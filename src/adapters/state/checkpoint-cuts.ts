@@ -45,6 +45,12 @@ export class CheckpointCuts {
     return cp === null ? 0 : Math.max(0, cp.size - (await this.cursor(witness)));
   }
 
+  /** Entries sequenced that no signed checkpoint covers yet (the next checkpoint will). */
+  async unsigned(): Promise<number> {
+    const sequenced = Number((await this.store.redis.get(this.logKeys.size)) ?? 0);
+    return Math.max(0, sequenced - (this.folder.checkpoint()?.size ?? 0));
+  }
+
   /**
    * True when a checkpoint cut of the witness is still to reach the subject's entry (the
    * reconciler leaves such a subject out of the inbox: it is on its way).

@@ -212,7 +212,8 @@ export class CheckpointWitnesses {
   /**
    * Keeps the cosigned note, then puts the new lines on the live checkpoint while it is still
    * this size: read, compare and replace are synchronous, so the log's writer (same process,
-   * synchronous checkpoint write) cannot slip a newer checkpoint in between.
+   * whose rename of the live file is synchronous: replaceAsync) cannot slip a newer checkpoint
+   * in between.
    */
   private keepCosigned(size: number, before: string, after: string): void {
     this.history.replaceNote(size, after);
