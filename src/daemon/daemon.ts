@@ -242,6 +242,7 @@ export class Daemon {
       dir: logDir(c),
       shardDirs: this.engines.map((_, i) => shardLogDir(c, i)),
       prefix: c.redis.prefix,
+      base: new StateKeys(c.redis.prefix).base,
       origin: logOrigin(c, signer),
       vkey: signer.verifierKey,
     }, this.log);

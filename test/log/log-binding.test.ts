@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectRedis } from '../../src/adapters/redis/connection.js';
 import { BINDING_FILE, logIdKey } from '../../src/adapters/log/log-binding.js';
+import { StateKeys } from '../../src/adapters/state/keys.js';
 import { redisServersIn } from '../../src/daemon/embedded-redis.js';
 import { deletePrefix, Issuer, receiptFields, SHARED_REDIS_URL, spawnAnchord, stopChild, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
 
@@ -22,6 +23,8 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
   await redis.quit();
 });
+
+const idKey = (prefix: string): string => logIdKey(new StateKeys(prefix).base);
 
 interface Run {
   child: ReturnType<typeof spawnAnchord>;
@@ -105,7 +108,7 @@ describe('the anchor log by default, its folder bound to one state', () => {
     expect(statSync(key).mode & 0o777).toBe(0o600);
     const b = binding();
     expect(b).toMatchObject({ prefix, origin: `aer1-anchor/${prefix}` });
-    expect(await redis.get(logIdKey(prefix))).toBe(b.id);
+    expect(await redis.get(idKey(prefix))).toBe(b.id);
     vkey = b.vkey;
     const line = logLines(run).find((l) => l.msg.includes('verifier key'));
     expect(line?.msg).toBe(`anchor log: aer1-anchor/${prefix} in ./var/log/${prefix}, verifier key ${vkey}`);
@@ -121,7 +124,7 @@ describe('the anchor log by default, its folder bound to one state', () => {
     await ready(run);
     expect(logLines(run).filter((l) => l.level >= 40 && l.msg.startsWith('anchor log'))).toEqual([]);
     expect(binding()).toEqual(before);
-    expect(await redis.get(logIdKey(prefix))).toBe(before.id);
+    expect(await redis.get(idKey(prefix))).toBe(before.id);
     expect(logLines(run).find((l) => l.msg.includes('verifier key'))?.msg).toContain(`verifier key ${vkey}`);
     await stop(run);
   });
@@ -132,7 +135,7 @@ describe('the anchor log by default, its folder bound to one state', () => {
     await ready(run);
     const warnings = logLines(run).filter((l) => l.level === 40 && l.msg.includes('had no log id'));
     expect(warnings.map((w) => w.msg)).toEqual([`anchor log: the state under {${prefix}} had no log id (a new or flushed Redis): it takes the log in ./var/log/${prefix} (log ${binding().id}) as its own`]);
-    expect(await redis.get(logIdKey(prefix))).toBe(binding().id);
+    expect(await redis.get(idKey(prefix))).toBe(binding().id);
     await anchorOne(prefix);
     // the next subject is entry 1: the folder's entry 0 is not handed out again
     await waitFor('a checkpoint of size 2', () => checkpointSize(folder) === 2, 30_000, 50);
@@ -142,12 +145,12 @@ describe('the anchor log by default, its folder bound to one state', () => {
   it('refuses a Redis id other than the folder\'s, naming log.dir and redis.prefix', async () => {
     const own = binding().id;
     const other = randomBytes(16).toString('hex');
-    await redis.set(logIdKey(prefix), other);
+    await redis.set(idKey(prefix), other);
     try {
       const line = await refused(home, config);
       expect(line).toBe(`aer1-anchord: the anchor log folder ./var/log/${prefix} is the log ${own} of redis.prefix "${prefix}" (aer1-log.json), but the state under {${prefix}} writes the log ${other}: set log.dir to this state's log folder, or redis.prefix to the state of this folder`);
     } finally {
-      await redis.set(logIdKey(prefix), own);
+      await redis.set(idKey(prefix), own);
     }
   });
 
@@ -168,7 +171,7 @@ describe('the anchor log by default, its folder bound to one state', () => {
     const stranger = uniquePrefix('bind-other');
     const line = await refused(home, configFile(tempDir('log-binding-other'), { url: SHARED_REDIS_URL, prefix: stranger }), { AER1_ANCHOR_LOG_DIR: folder });
     expect(line).toBe(`aer1-anchord: the anchor log folder ${folder} is the log of redis.prefix "${prefix}" (aer1-log.json), not of "${stranger}": set log.dir to a folder of this state's own (unset, it is ./var/log/<redis.prefix>), or redis.prefix to "${prefix}"`);
-    expect(await redis.get(logIdKey(stranger))).toBeNull();
+    expect(await redis.get(idKey(stranger))).toBeNull();
   });
 });
 

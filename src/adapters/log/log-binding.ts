@@ -13,7 +13,6 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { UsageError } from '../../core/errors/errors.js';
 import type { RedisClient } from '../redis/connection.js';
-import { StateKeys } from '../state/keys.js';
 import { CHECKPOINT_FILE, readOptional, syncFolder } from './tile-files.js';
 
 export const BINDING_FILE = 'aer1-log.json';
@@ -35,6 +34,8 @@ export interface BindingOptions {
   readonly shardDirs: readonly string[];
   /** redis.prefix. */
   readonly prefix: string;
+  /** The state's key base, `{<prefix>}` (StateKeys.base), whatever its shards. */
+  readonly base: string;
   /** The log's origin (each shard's is `<origin>/<i>` with K shards). */
   readonly origin: string;
   /** The log key's verifier key. */
@@ -44,9 +45,9 @@ export interface BindingOptions {
 /** How the start found the folder and the state: new to each other, already bound, or a Redis without an id taking the folder's. */
 export type BindingOutcome = 'created' | 'bound' | 'adopted';
 
-/** The state's log id: `{<prefix>}:log:id`, one per state whatever its shards. */
-export function logIdKey(prefix: string): string {
-  return `${new StateKeys(prefix).base}:log:id`;
+/** The state's log id: `<base>:log:id` (base `{<prefix>}`), one per state whatever its shards. */
+export function logIdKey(base: string): string {
+  return `${base}:log:id`;
 }
 
 /**
@@ -55,12 +56,12 @@ export function logIdKey(prefix: string): string {
  * (code folder_binding) naming the key to change.
  */
 export async function bindLogFolder(redis: RedisClient, opts: BindingOptions, log: Logger): Promise<BindingOutcome> {
-  const idKey = logIdKey(opts.prefix);
+  const idKey = logIdKey(opts.base);
   const held = await redis.get(idKey);
   let binding = readBinding(opts.dir);
   const logged = hasLog(opts.shardDirs);
   if (binding === null) {
-    if (held !== null) throw refusal(`the anchor log folder ${opts.dir} has no ${BINDING_FILE} (${logged ? 'it holds a log bound to no state' : 'it is empty or missing'}), but the state under ${base(opts)} writes the log ${held}: set log.dir to that log's folder (a new log there would hand out its indexes again), or redis.prefix to another state`);
+    if (held !== null) throw refusal(`the anchor log folder ${opts.dir} has no ${BINDING_FILE} (${logged ? 'it holds a log bound to no state' : 'it is empty or missing'}), but the state under ${opts.base} writes the log ${held}: set log.dir to that log's folder (a new log there would hand out its indexes again), or redis.prefix to another state`);
     binding = writeBindingOnce(opts.dir, { id: randomBytes(16).toString('hex'), prefix: opts.prefix, origin: opts.origin, vkey: opts.vkey });
   }
   checkSameLog(binding, opts, held);
@@ -72,10 +73,10 @@ export async function bindLogFolder(redis: RedisClient, opts: BindingOptions, lo
     return 'bound';
   }
   if (!logged) {
-    log.info({ dir: opts.dir, id: binding.id, key: idKey }, `anchor log: ${opts.dir} bound to the state under ${base(opts)} (log ${binding.id})`);
+    log.info({ dir: opts.dir, id: binding.id, key: idKey }, `anchor log: ${opts.dir} bound to the state under ${opts.base} (log ${binding.id})`);
     return 'created';
   }
-  log.warn({ dir: opts.dir, id: binding.id, key: idKey }, `anchor log: the state under ${base(opts)} had no log id (a new or flushed Redis): it takes the log in ${opts.dir} (log ${binding.id}) as its own`);
+  log.warn({ dir: opts.dir, id: binding.id, key: idKey }, `anchor log: the state under ${opts.base} had no log id (a new or flushed Redis): it takes the log in ${opts.dir} (log ${binding.id}) as its own`);
   return 'adopted';
 }
 
@@ -94,11 +95,7 @@ function checkSameLog(binding: LogBinding, opts: BindingOptions, held: string | 
 }
 
 function differentLogs(opts: BindingOptions, binding: LogBinding, held: string): string {
-  return `the anchor log folder ${opts.dir} is the log ${binding.id} of redis.prefix ${JSON.stringify(binding.prefix)} (${BINDING_FILE}), but the state under ${base(opts)} writes the log ${held}: set log.dir to this state's log folder, or redis.prefix to the state of this folder`;
-}
-
-function base(opts: BindingOptions): string {
-  return new StateKeys(opts.prefix).base;
+  return `the anchor log folder ${opts.dir} is the log ${binding.id} of redis.prefix ${JSON.stringify(binding.prefix)} (${BINDING_FILE}), but the state under ${opts.base} writes the log ${held}: set log.dir to this state's log folder, or redis.prefix to the state of this folder`;
 }
 
 function refusal(message: string): UsageError {
