@@ -73,7 +73,7 @@ export async function bindLogFolder(redis: RedisClient, opts: BindingOptions, lo
     return 'bound';
   }
   if (!logged) {
-    log.info({ dir: opts.dir, id: binding.id, key: idKey }, `anchor log: ${opts.dir} bound to the state under ${opts.base} (log ${binding.id})`);
+    log.info({ dir: opts.dir, id: binding.id, key: idKey }, `the anchor log folder ${opts.dir} is bound to the state under ${opts.base} (log ${binding.id})`);
     return 'created';
   }
   log.warn({ dir: opts.dir, id: binding.id, key: idKey }, `anchor log: the state under ${opts.base} had no log id (a new or flushed Redis): it takes the log in ${opts.dir} (log ${binding.id}) as its own`);
