@@ -25,7 +25,7 @@ const bindingSchema = z.strictObject({
 });
 
 /** What `aer1-log.json` holds. */
-export type LogBinding = z.output<typeof bindingSchema>;
+type LogBinding = z.output<typeof bindingSchema>;
 
 export interface BindingOptions {
   /** The log's folder (logDir(config)). */
@@ -42,9 +42,6 @@ export interface BindingOptions {
   readonly vkey: string;
 }
 
-/** How the start found the folder and the state: new to each other, already bound, or a Redis without an id taking the folder's. */
-export type BindingOutcome = 'created' | 'bound' | 'adopted';
-
 /** The state's log id: `<base>:log:id` (base `{<prefix>}`), one per state whatever its shards. */
 export function logIdKey(base: string): string {
   return `${base}:log:id`;
@@ -55,7 +52,7 @@ export function logIdKey(base: string): string {
  * `opts.prefix`; a folder and a state that belong elsewhere are refused with a UsageError
  * (code folder_binding) naming the key to change.
  */
-export async function bindLogFolder(redis: RedisClient, opts: BindingOptions, log: Logger): Promise<BindingOutcome> {
+export async function bindLogFolder(redis: RedisClient, opts: BindingOptions, log: Logger): Promise<void> {
   const idKey = logIdKey(opts.base);
   const held = await redis.get(idKey);
   let binding = readBinding(opts.dir);
@@ -65,19 +62,18 @@ export async function bindLogFolder(redis: RedisClient, opts: BindingOptions, lo
     binding = writeBindingOnce(opts.dir, { id: randomBytes(16).toString('hex'), prefix: opts.prefix, origin: opts.origin, vkey: opts.vkey });
   }
   checkSameLog(binding, opts, held);
-  if (held === binding.id) return 'bound';
+  if (held === binding.id) return;
   // a Redis without an id takes the folder's; SET NX, so two daemons starting at once agree
   if ((await redis.set(idKey, binding.id, 'NX')) === null) {
     const now = await redis.get(idKey);
     if (now !== binding.id) throw refusal(differentLogs(opts, binding, now ?? '(none)'));
-    return 'bound';
+    return;
   }
   if (!logged) {
     log.info({ dir: opts.dir, id: binding.id, key: idKey }, `the anchor log folder ${opts.dir} is bound to the state under ${opts.base} (log ${binding.id})`);
-    return 'created';
+    return;
   }
   log.warn({ dir: opts.dir, id: binding.id, key: idKey }, `anchor log: the state under ${opts.base} had no log id (a new or flushed Redis): it takes the log in ${opts.dir} (log ${binding.id}) as its own`);
-  return 'adopted';
 }
 
 /** Refuses a binding of another state, origin or key than this daemon's. */
@@ -108,7 +104,7 @@ function hasLog(shardDirs: readonly string[]): boolean {
 }
 
 /** The folder's binding, or null when it has none; one that does not parse is refused. */
-export function readBinding(dir: string): LogBinding | null {
+function readBinding(dir: string): LogBinding | null {
   let bytes: Buffer | null;
   try {
     bytes = readOptional(dir, BINDING_FILE);
@@ -130,9 +126,14 @@ export function readBinding(dir: string): LogBinding | null {
 /** Writes the binding unless the folder has one already (a daemon starting at the same time); the one in the folder. */
 function writeBindingOnce(dir: string, binding: LogBinding): LogBinding {
   const path = join(dir, BINDING_FILE);
-  const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  const cannot = (err: unknown): UsageError => refusal(`cannot write ${path} (log.dir): ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
   try {
     mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    throw cannot(err);
+  }
+  const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
     const fd = openSync(tmp, 'wx', 0o644);
     try {
       writeSync(fd, `${JSON.stringify(binding, null, 2)}\n`);
@@ -144,7 +145,7 @@ function writeBindingOnce(dir: string, binding: LogBinding): LogBinding {
     linkSync(tmp, path);
     syncFolder(dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw refusal(`cannot write ${path} (log.dir): ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw cannot(err);
   } finally {
     try {
       unlinkSync(tmp);
