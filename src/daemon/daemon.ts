@@ -69,7 +69,7 @@ export function shardLog(config: Config, signer: LogSigner, shard: number): { di
 }
 
 /** The log's origin (each shard's is `<origin>/<i>` with K shards): log.origin, else the key's name. */
-export function logOrigin(config: Config, signer: LogSigner): string {
+function logOrigin(config: Config, signer: LogSigner): string {
   return config.log.origin ?? signer.name;
 }
 
