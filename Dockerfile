@@ -41,7 +41,7 @@ COPY --from=build /app/bin ./bin
 COPY --from=build /app/config ./config
 COPY --from=build /app/src/adapters/http/static ./src/adapters/http/static
 COPY --from=build /app/src/adapters/state/lua ./src/adapters/state/lua
-# ./var holds the signing key (created on first start, mode 0600): mount a volume there
+# ./var holds the signing keys (created on first start, mode 0600) and the anchor log: mount a volume there
 RUN mkdir -p /app/var /data && chown node:node /app/var /data
 USER node
 VOLUME ["/app/var"]

@@ -20,6 +20,7 @@ import { AnchorStore } from '../src/adapters/state/anchor-store.js';
 import { BatchStore, type BatchInfo } from '../src/adapters/state/batches.js';
 import type { WitnessName } from '../src/adapters/state/keys.js';
 import { ProofExporter } from '../src/adapters/proof/export.js';
+import { logDir } from '../src/adapters/config/config.js';
 import { CHECKPOINTS_DIR, CheckpointHistory } from '../src/adapters/log/checkpoint-history.js';
 import { LogKeys } from '../src/adapters/log/log-sequencer.js';
 import { BENCH_PREFIX, commandStats, mineAll, procCpuMs, sleep, startDaemonChild, startRedis, tempDir, usedMemory, type DaemonChild } from './processes.js';
@@ -428,7 +429,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       return null;
     });
 
-    const log = o.log ? { loggedMs, ...(await checkpointLatency(store, daemon.config.log.dir, subjects.map((x) => x.key))) } : null;
+    const log = o.log ? { loggedMs, ...(await checkpointLatency(store, logDir(daemon.config), subjects.map((x) => x.key))) } : null;
     let proofs: ProofExport | null = null;
     if (finished && o.exportProofs) proofs = await exportProofs(redis, daemon, subjects.map((s) => s.key), o.peers, confirmMs !== null);
 

@@ -203,7 +203,8 @@ export function benchConfig(o: BenchDaemonOptions & { keyFile: string; dir: stri
       },
       http: { enabled: false, port: 0 },
       ...(o.retention ? { retention: { confirmedAfterMs: 1, intervalMs: 200, limit: 100_000 } } : {}),
-      log: { level: 'warn', ...(o.log ? { enabled: true, dir: join(o.dir, 'log'), keyFile: join(o.dir, 'log.key') } : {}) },
+      // off unless --log, so the figures of runs with and without it stay comparable
+      log: { level: 'warn', enabled: o.log === true, ...(o.log ? { dir: join(o.dir, 'log'), keyFile: join(o.dir, 'log.key') } : {}) },
       queue: {
         ...(process.env.BENCH_QUEUE_CONCURRENCY ? { concurrency: Number(process.env.BENCH_QUEUE_CONCURRENCY) } : {}),
         ...(process.env.BENCH_MAX_SUBJECTS_IN_FLIGHT ? { maxSubjectsInFlight: Number(process.env.BENCH_MAX_SUBJECTS_IN_FLIGHT) } : {}),

@@ -6,7 +6,8 @@
  */
 import { Queue, type Worker } from 'bullmq';
 import type { Logger } from 'pino';
-import { enabledWitnesses, type Config } from '../adapters/config/config.js';
+import { enabledWitnesses, logDir, shardLogDir, type Config } from '../adapters/config/config.js';
+import { bindLogFolder } from '../adapters/log/log-binding.js';
 import type { AnchorStore } from '../adapters/state/anchor-store.js';
 import { ShardedStore } from '../adapters/state/sharded-store.js';
 import { StateKeys, type WitnessName } from '../adapters/state/keys.js';
@@ -46,7 +47,6 @@ export async function settlesWithin(p: Promise<unknown>, ms: number): Promise<bo
   }
 }
 import type { LogSigner } from '../core/log/note.js';
-import { join } from 'node:path';
 
 export interface DaemonDeps {
   config: Config;
@@ -62,11 +62,15 @@ export interface DaemonDeps {
   logSigner?: LogSigner | null;
 }
 
-/** Shard i's anchor log: with one shard log.dir and the origin themselves, with K `<dir>/<i>` and `<origin>/<i>`. */
+/** Shard i's anchor log: with one shard the log's folder and origin themselves, with K `<dir>/<i>` and `<origin>/<i>`. */
 export function shardLog(config: Config, signer: LogSigner, shard: number): { dir: string; origin: string; signer: LogSigner } {
-  const origin = config.log.origin ?? signer.name;
-  const shards = config.redis.shards;
-  return shards === 1 ? { dir: config.log.dir, origin, signer } : { dir: join(config.log.dir, String(shard)), origin: `${origin}/${shard}`, signer };
+  const origin = logOrigin(config, signer);
+  return { dir: shardLogDir(config, shard), origin: config.redis.shards === 1 ? origin : `${origin}/${shard}`, signer };
+}
+
+/** The log's origin (each shard's is `<origin>/<i>` with K shards): log.origin, else the key's name. */
+function logOrigin(config: Config, signer: LogSigner): string {
+  return config.log.origin ?? signer.name;
 }
 
 export class Daemon {
@@ -102,6 +106,8 @@ export class Daemon {
   /** The proof archive (archive.dir), null when none is configured. */
   readonly archive: ProofArchive | null;
   private stopping: Promise<void> | null = null;
+  /** The anchor log's key (log.enabled), null when the log is off. */
+  private readonly logSigner: LogSigner | null;
   /** One backoff for every worker and loop while Redis refuses writes (a write probe on each shard's probe key ends it). */
   readonly refusals: RefusalBackoff;
 
@@ -124,6 +130,7 @@ export class Daemon {
     this.signerPubkey = config.nostr.enabled ? (deps.signingKey?.publicKey ?? null) : null;
     if (config.nostr.enabled && !deps.signingKey) throw new Error('nostr is enabled but no signing key was given');
     if (config.log.enabled && !deps.logSigner) throw new Error('log is enabled but no log key was given');
+    this.logSigner = config.log.enabled ? (deps.logSigner ?? null) : null;
     this.metrics = new DaemonMetrics();
     this.health = new WitnessHealth(log);
     this.reprobe = new WitnessReprobe(this.health, { everyMs: deps.witnessReprobeMs ?? REPROBE_EVERY_MS });
@@ -209,9 +216,10 @@ export class Daemon {
         throw new UsageError(describeClusterRedirect(redirect, e.store.keys.base, describeClient(this.storeRedis)), 'redis_cluster');
       }
     }
-    // the state's layout (STATE_SCHEMA): any other is refused before anything is written
+    // the state's layout (STATE_SCHEMA), then its log's folder: any other is refused before anything is written
     try {
       for (const e of this.engines) await e.open();
+      await this.bindLog();
     } catch (err) {
       await this.stop();
       throw err;
@@ -223,6 +231,21 @@ export class Daemon {
       await Promise.all([this.routerWorker.waitUntilReady(), this.intakeQueue.waitUntilReady()]);
     }
     this.reprobe.start();
+  }
+
+  /** The anchor log's folder and this state are one log's (log-binding.ts), or the start is refused. */
+  private async bindLog(): Promise<void> {
+    const signer = this.logSigner;
+    if (!signer) return;
+    const c = this.config;
+    await bindLogFolder(this.redis, {
+      dir: logDir(c),
+      shardDirs: this.engines.map((_, i) => shardLogDir(c, i)),
+      prefix: c.redis.prefix,
+      base: new StateKeys(c.redis.prefix).base,
+      origin: logOrigin(c, signer),
+      vkey: signer.verifierKey,
+    }, this.log);
   }
 
   /** The start-up probe of every enabled relay and calendar (bounded); its outcomes feed `health`. */

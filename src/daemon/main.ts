@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { loadConfig, nostrQuorum, type Config } from '../adapters/config/config.js';
+import { loadConfig, logKeyFile, nostrQuorum, type Config } from '../adapters/config/config.js';
 import { UsageError } from '../core/errors/errors.js';
 import { VERSION } from '../version.js';
 import { type SigningKey } from '../core/nostr/keys.js';
@@ -60,45 +60,65 @@ export function signingKeyFor(config: Config, log: Logger): SigningKey | null {
   return loaded.key;
 }
 
-/** The anchor log's key (log.enabled): log.keyFile, created on first start named log.origin or `aer1-anchor/<redis.prefix>`. */
+/** The anchor log's key (log.enabled): logKeyFile(config), created on first start named log.origin or `aer1-anchor/<redis.prefix>`. */
 export function logSignerFor(config: Config, log: Logger): LogSigner | null {
   if (!config.log.enabled) return null;
-  if (!existsSync(config.log.keyFile)) {
-    const written = writeLogKeyFile(config.log.keyFile, config.log.origin ?? `aer1-anchor/${config.redis.prefix}`);
+  const keyFile = logKeyFile(config);
+  if (!existsSync(keyFile)) {
+    const written = writeLogKeyFile(keyFile, config.log.origin ?? `aer1-anchor/${config.redis.prefix}`);
     log.info({ keyFile: written.path, vkey: written.verifierKey }, 'created a new anchor log key (mode 0600)');
   }
-  return loadLogKeyFile(config.log.keyFile);
+  return loadLogKeyFile(keyFile);
+}
+
+/** What runDaemon has started so far, stopped in reverse on a stop or a failed start. */
+interface Started {
+  daemon: Daemon | null;
+  http: { url: string; close(): Promise<void> } | null;
+  webhooks: { stop(): Promise<void> } | null;
 }
 
 /** Starts everything `aer1-anchord` runs; used by the CLI and by the demo. */
 export async function runDaemon(config: Config, log: Logger, opts: Pick<DaemonDeps, 'witnessReprobeMs'> = {}): Promise<RunningDaemon> {
   const redis = await resolveRedis(config, log);
+  const parts: Started = { daemon: null, http: null, webhooks: null };
+  let stopping: Promise<void> | null = null;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      if (parts.webhooks && !(await settlesWithin(parts.webhooks.stop(), WEBHOOKS_STOP_MS))) log.warn(`webhooks did not stop within ${WEBHOOKS_STOP_MS} ms; going on with the stop`);
+      await parts.http?.close();
+      await parts.daemon?.stop();
+      await redis.embedded?.stop();
+    })();
+    return stopping;
+  };
+  try {
+    const daemon = await startParts(config, log, redis, parts, opts);
+    return { daemon, httpUrl: parts.http?.url ?? null, redisUrl: redis.url, stop };
+  } catch (err) {
+    // a start refused (or failed) leaves nothing running: no connection, no server, not the embedded redis-server it started
+    await stop();
+    throw err;
+  }
+}
+
+async function startParts(config: Config, log: Logger, redis: Awaited<ReturnType<typeof resolveRedis>>, parts: Started, opts: Pick<DaemonDeps, 'witnessReprobeMs'>): Promise<Daemon> {
   const signingKey = signingKeyFor(config, log);
   const logSigner = logSignerFor(config, log);
-  const daemon = new Daemon({ config, redisUrl: redis.target, log, signingKey, logSigner, ...opts });
+  const daemon = (parts.daemon = new Daemon({ config, redisUrl: redis.target, log, signingKey, logSigner, ...opts }));
   await daemon.start();
   // bounded (3 s) and run beside the HTTP start: the first log lines say whether the witnesses answered
   const probe = daemon.probeWitnesses();
-  let http: { url: string; close(): Promise<void> } | null = null;
-  let webhooks: { stop(): Promise<void> } | null = null;
   if (config.http.enabled) {
     const { startHttpServer } = await import('../adapters/http/server.js');
-    http = await startHttpServer({ daemon, log });
+    parts.http = await startHttpServer({ daemon, log });
   }
   if (config.webhooks.length > 0) {
     const { startShardWebhooks } = await import('../adapters/webhooks/webhooks.js');
-    webhooks = await startShardWebhooks({ daemon, log });
+    parts.webhooks = await startShardWebhooks({ daemon, log });
   }
   log.info({ redis: redis.url.replace(/\/\/[^@]*@/g, '//***@'), where: redis.where }, `Redis: ${redis.where}`);
-  if (config.nostr.enabled) {
-    log.info(
-      { mode: config.nostr.mode, relays: config.nostr.relays.map(displayUrl), quorum: nostrQuorum(config), npub: signingKey?.npub },
-      `witness nostr: ${config.nostr.mode} mode${config.nostr.mode === 'auto' ? ` (one event per subject while a cut fits the budget of ${autoBudget(config.nostr.ratePerMinute, config.nostr.autoHorizonMs)} events per ${config.nostr.autoHorizonMs} ms beside what the relays already carry, else batch events)` : ''}, ${config.nostr.relays.length} relays, signing as ${signingKey?.npub}`,
-    );
-  }
-  if (config.ots.enabled) {
-    log.info({ calendars: config.ots.calendars.map(displayUrl), m: config.ots.minCalendars, network: config.ots.network }, `witness ots: ${config.ots.minCalendars} of ${config.ots.calendars.length} calendars, ${config.ots.network}`);
-  }
+  announceWitnesses(config, log, signingKey);
   if (logSigner) {
     const logs = daemon.engines.map((e) => e.anchorLog!.options);
     log.info(
@@ -112,23 +132,21 @@ export async function runDaemon(config: Config, log: Logger, opts: Pick<DaemonDe
     { answered: outcomes.length - unreachable.length, unreachable: unreachable.map((o) => ({ kind: o.kind, url: displayUrl(o.url), error: o.message })) },
     describeProbe(outcomes),
   );
-  if (http) log.info({ url: http.url }, `status page: ${http.url}/`);
+  if (parts.http) log.info({ url: parts.http.url }, `status page: ${parts.http.url}/`);
   log.info({ queue: config.queue.name, version: VERSION }, 'aer1-anchord ready');
-  let stopping: Promise<void> | null = null;
-  return {
-    daemon,
-    httpUrl: http?.url ?? null,
-    redisUrl: redis.url,
-    stop() {
-      stopping ??= (async () => {
-        if (webhooks && !(await settlesWithin(webhooks.stop(), WEBHOOKS_STOP_MS))) log.warn(`webhooks did not stop within ${WEBHOOKS_STOP_MS} ms; going on with the stop`);
-        await http?.close();
-        await daemon.stop();
-        await redis.embedded?.stop();
-      })();
-      return stopping;
-    },
-  };
+  return daemon;
+}
+
+function announceWitnesses(config: Config, log: Logger, signingKey: SigningKey | null): void {
+  if (config.nostr.enabled) {
+    log.info(
+      { mode: config.nostr.mode, relays: config.nostr.relays.map(displayUrl), quorum: nostrQuorum(config), npub: signingKey?.npub },
+      `witness nostr: ${config.nostr.mode} mode${config.nostr.mode === 'auto' ? ` (one event per subject while a cut fits the budget of ${autoBudget(config.nostr.ratePerMinute, config.nostr.autoHorizonMs)} events per ${config.nostr.autoHorizonMs} ms beside what the relays already carry, else batch events)` : ''}, ${config.nostr.relays.length} relays, signing as ${signingKey?.npub}`,
+    );
+  }
+  if (config.ots.enabled) {
+    log.info({ calendars: config.ots.calendars.map(displayUrl), m: config.ots.minCalendars, network: config.ots.network }, `witness ots: ${config.ots.minCalendars} of ${config.ots.calendars.length} calendars, ${config.ots.network}`);
+  }
 }
 
 export async function main(argv: string[]): Promise<number> {

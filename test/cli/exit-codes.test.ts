@@ -84,7 +84,7 @@ describe('aer1-anchord on an HTTP address it cannot take', () => {
       writeFileSync(cfg, JSON.stringify({ redis: { prefix: uniquePrefix('port-taken') }, nostr: { enabled: false }, ots: { calendars: ['http://127.0.0.1:9'], minCalendars: 1 }, http: { port } }));
       const { spawn } = await import('node:child_process');
       // spawned (not spawnSync): the port's holder lives in this process and must keep answering
-      const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'aer1-anchord.js'), '--config', cfg], { env: { PATH: process.env.PATH ?? '', HOME: dir, AER1_LOG_FORMAT: 'json', REDIS_URL: SHARED_REDIS_URL }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'aer1-anchord.js'), '--config', cfg], { cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: dir, AER1_LOG_FORMAT: 'json', REDIS_URL: SHARED_REDIS_URL }, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
       child.stdout.on('data', (b: Buffer) => (out += b.toString()));
       child.stderr.on('data', (b: Buffer) => (out += b.toString()));

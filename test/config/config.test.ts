@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, nostrQuorum } from '../../src/adapters/config/config.js';
+import { loadConfig, logDir, logKeyFile, nostrQuorum, shardLogDir } from '../../src/adapters/config/config.js';
+import { DEFAULT_LOG_KEY_FILE } from '../../src/cli/commands/keygen.js';
 import { CONFIG_KEYS, configDefault, configSchema } from '../../src/adapters/config/schema.js';
 import { DEFAULT_LIMITS } from '../../src/core/aer1/limits.js';
 import { DEFAULT_EVENT_KIND } from '../../src/core/nostr/events.js';
@@ -122,5 +123,23 @@ describe('configuration', () => {
     expect(loadConfig({ env: {} }).http.allowedHosts).toEqual(['localhost', '127.0.0.1', '[::1]']);
     expect(loadConfig({ env: { AER1_HTTP_ALLOWED_HOSTS: 'Anchor.Internal., ::1, *' } }).http.allowedHosts).toEqual(['anchor.internal', '[::1]', '*']);
     expect(loadConfig({ env: {} }).http).toMatchObject({ maxLiveClients: 256, maxReplay: 1000 });
+  });
+
+  it('runs the anchor log by default, in a folder and key file named for redis.prefix as one file name each', () => {
+    const c = loadConfig({ env: {} });
+    expect(c.log.enabled).toBe(true);
+    expect([logDir(c), logKeyFile(c)]).toEqual(['./var/log/aer1', './var/log-aer1.key']);
+    expect(DEFAULT_LOG_KEY_FILE).toBe('./var/log-aer1.key');
+    const named = (prefix: string): string => logDir(loadConfig({ env: { AER1_REDIS_PREFIX: prefix } }));
+    // a separator, a leading dot, '%' and a non-ASCII letter become %XX: two prefixes never share a folder
+    expect(['a/b', '..', '.hidden', 'x.y_z-1', '50%', 'é'].map(named)).toEqual(['./var/log/a%2Fb', './var/log/%2E.', './var/log/%2Ehidden', './var/log/x.y_z-1', './var/log/50%25', './var/log/%C3%A9']);
+    const long = named('p'.repeat(300)).slice('./var/log/'.length);
+    expect(long).toHaveLength(100);
+    expect(long).toMatch(/^p{83}-[0-9a-f]{16}$/);
+    expect(named('p'.repeat(301))).not.toBe(named('p'.repeat(300)));
+    // set, they are used as given; with K shards each shard has a sub-folder
+    const set = loadConfig({ env: { AER1_ANCHOR_LOG_DIR: '/srv/log', AER1_ANCHOR_LOG_KEY_FILE: '/srv/log.key', AER1_REDIS_SHARDS: '2' } });
+    expect([logDir(set), logKeyFile(set), shardLogDir(set, 1)]).toEqual(['/srv/log', '/srv/log.key', '/srv/log/1']);
+    expect(shardLogDir(c, 0)).toBe('./var/log/aer1');
   });
 });

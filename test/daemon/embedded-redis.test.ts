@@ -33,7 +33,7 @@ describe('the embedded redis-server of a data folder', () => {
     const config = testConfig({ relays });
     prefix = config.redis.prefix;
     const redis = { ...config.redis, url: null, localDefault: false, embedded: true, embeddedDir: dataDir };
-    writeFileSync(configFile, JSON.stringify({ ...config, redis, nostr: { ...config.nostr, keyFile }, log: { level: 'info' } }));
+    writeFileSync(configFile, JSON.stringify({ ...config, redis, nostr: { ...config.nostr, keyFile }, log: { ...config.log, level: 'info' } }));
   });
 
   afterAll(async () => {

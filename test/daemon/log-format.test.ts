@@ -59,7 +59,7 @@ describe('aer1-anchord logs', () => {
     const keyFile = join(dir, 'nostr.key');
     writeKeyFile(keyFile);
     configFile = join(dir, 'config.json');
-    writeFileSync(configFile, JSON.stringify({ ...config, redis: { ...config.redis, url: SHARED_REDIS_URL }, nostr: { ...config.nostr, keyFile }, log: { level: 'info', format: 'auto' } }));
+    writeFileSync(configFile, JSON.stringify({ ...config, redis: { ...config.redis, url: SHARED_REDIS_URL }, nostr: { ...config.nostr, keyFile }, log: { ...config.log, level: 'info', format: 'auto' } }));
   });
 
   afterAll(async () => {

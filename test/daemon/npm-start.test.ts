@@ -56,7 +56,7 @@ describe('npm start', () => {
     writeKeyFile(keyFile);
     const config = testConfig({ relays });
     const redis = { ...config.redis, url: null, localDefault: false, embedded: true, embeddedDir: dataDir };
-    writeFileSync(configFile, JSON.stringify({ ...config, redis, nostr: { ...config.nostr, keyFile }, log: { level: 'info', format: 'json' } }));
+    writeFileSync(configFile, JSON.stringify({ ...config, redis, nostr: { ...config.nostr, keyFile }, log: { ...config.log, level: 'info', format: 'json' } }));
   });
 
   afterAll(async () => {

@@ -40,7 +40,7 @@ describe('a spawned aer1-anchord and its parent', () => {
     const keyFile = join(dir, 'nostr.key');
     writeKeyFile(keyFile);
     configFile = join(dir, 'config.json');
-    writeFileSync(configFile, JSON.stringify({ ...config, redis: { ...config.redis, url: SHARED_REDIS_URL }, nostr: { ...config.nostr, keyFile }, log: { level: 'info', format: 'json' } }));
+    writeFileSync(configFile, JSON.stringify({ ...config, redis: { ...config.redis, url: SHARED_REDIS_URL }, nostr: { ...config.nostr, keyFile }, log: { ...config.log, level: 'info', format: 'json' } }));
   });
 
   afterAll(async () => {

@@ -24,6 +24,7 @@ import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { Daemon } from '../../src/daemon/daemon.js';
 import { loadLogKeyFile } from '../../src/adapters/log/key-file.js';
+import { logDir, logKeyFile } from '../../src/adapters/config/config.js';
 import { parseVerifierKey } from '../../src/core/log/note.js';
 import { Issuer, REPO_ROOT, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, waitFor } from '../helpers/harness.js';
 
@@ -167,8 +168,8 @@ print(json.dumps(out))
     await waitFor('all confirmed', async () => (await issuer.count('confirmed')) === subjects.length, 60_000, 100);
     for (const relay of relays) await waitFor(`4 attestations on ${relay.url}`, () => attestations(relay).length === subjects.length, 60_000, 100);
     const byTarget = new Map(attestations(relays[0]!).map((e) => [e.tags.find((t) => t[0] === 'e')?.[1], e]));
-    const vkey = parseVerifierKey(loadLogKeyFile(config.log.keyFile).verifierKey);
-    const exporter = new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: config.ots.calendars }, { dir: config.log.dir });
+    const vkey = parseVerifierKey(loadLogKeyFile(logKeyFile(config)).verifierKey);
+    const exporter = new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: config.ots.calendars }, { dir: logDir(config) });
     for (const r of records) {
       const file = parseDetached(Buffer.from(byTarget.get(r!.nostrEventId!)!.content, 'base64'));
       expect(file.digest.toString('hex')).toBe(r!.nostrEventId);

@@ -74,7 +74,7 @@ export interface TestSetup {
   overrides?: Record<string, unknown>;
 }
 
-/** Config for tests: no default file, no environment, fast timings, loopback witnesses. */
+/** Config for tests: no default file, no environment, fast timings, loopback witnesses, no anchor log unless `overrides` turn it on. */
 export function testConfig(setup: TestSetup): Config {
   const relays = setup.relays ?? [];
   const calendars = setup.calendars ?? [];
@@ -105,7 +105,8 @@ export function testConfig(setup: TestSetup): Config {
       esploraUrl: null,
     },
     http: { enabled: false, port: 0 },
-    log: { level: 'silent' },
+    // the anchor log is on by default; a test turns it on with a folder and key of its own
+    log: { level: 'silent', enabled: false },
   };
   const merged = deepMerge(base, setup.overrides ?? {});
   return loadConfig({ env: {}, overrides: merged });

@@ -15,6 +15,7 @@ import type { Daemon } from '../../src/daemon/daemon.js';
 import { ProofExporter } from '../../src/adapters/proof/export.js';
 import { HeadersFileSource } from '../../src/adapters/bitcoin/index.js';
 import { loadLogKeyFile } from '../../src/adapters/log/key-file.js';
+import { logDir, logKeyFile } from '../../src/adapters/config/config.js';
 import { checkpointEvent, isCheckpointEvent, readCheckpointNote } from '../../src/core/nostr/events.js';
 import { generateSecretKey } from '../../src/core/nostr/keys.js';
 import { generateSignerKey, parseNote, parseVerifierKey, signNote } from '../../src/core/log/note.js';
@@ -75,9 +76,9 @@ describe('the log on, Nostr batch mode: checkpoints are what the witnesses ancho
       },
     });
     daemon = await startDaemon(config, undefined, key);
-    vkey = loadLogKeyFile(config.log.keyFile).verifierKey;
+    vkey = loadLogKeyFile(logKeyFile(config)).verifierKey;
     issuer = new Issuer(config);
-    exporter = new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: config.ots.calendars }, { dir: config.log.dir });
+    exporter = new ProofExporter(issuer.store, { relays: config.nostr.relays, calendars: config.ots.calendars }, { dir: logDir(config) });
     // in three goes, so that there are several checkpoints and batches
     for (let i = 0; i < N; i += 15) {
       await issuer.enqueueMany(subjects.slice(i, i + 15).map((s) => ({ data: s, key: s.receipt_uuid })));

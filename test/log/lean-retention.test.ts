@@ -10,7 +10,7 @@
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/adapters/config/config.js';
+import { logDir, logKeyFile, type Config } from '../../src/adapters/config/config.js';
 import { startHttpServer, type HttpServer } from '../../src/adapters/http/server.js';
 import { ProofExporter } from '../../src/adapters/proof/export.js';
 import { leanValue } from '../../src/adapters/retention/lean.js';
@@ -113,7 +113,7 @@ describe('lean retirement: confirmed subjects retired to the anchor log', () => 
         return true;
       }, 60_000);
       // not final yet (no Bitcoin block): not retired lean
-      const exporter = new ProofExporter(a.daemon.store, { relays: [], calendars: [] }, { dir: a.daemon.config.log.dir });
+      const exporter = new ProofExporter(a.daemon.store, { relays: [], calendars: [] }, { dir: logDir(a.daemon.config) });
       const early = (await a.daemon.store.subjects.getRecord(keys[0]!))!;
       expect(await leanValue(a.daemon.store, early, (await exporter.exportOf(early))!)).toBeNull();
 
@@ -142,7 +142,7 @@ describe('lean retirement: confirmed subjects retired to the anchor log', () => 
       for (const key of keys) expect((await redis.hgetBuffer(`${base}:log:idx`, key))!.toString('latin1')).toMatch(/^\d+:/);
       expect(Number(await redis.hget(`${base}:meta`, 'retired'))).toBe(N);
 
-      const trusted = [parseVerifierKey(loadLogKeyFile(b.daemon.config.log.keyFile).verifierKey)];
+      const trusted = [parseVerifierKey(loadLogKeyFile(logKeyFile(b.daemon.config)).verifierKey)];
       for (const key of keys) {
         const res = await checkedFetch(`${b.http.url}/v1/anchors/${key}/proof`);
         expect(res.status).toBe(200);

@@ -429,7 +429,9 @@ describe('retention: the daemon SIGKILLed while it archives', () => {
 
 describe('retention config', () => {
   it('refuses to start with nowhere to hand proofs to, naming the keys', () => {
-    const bad = (overrides: Record<string, unknown>) => () => loadConfig({ env: {}, overrides: { ...overrides, log: { level: 'silent' } } });
+    // the anchor log (on by default) is a place: subjects logged and final are retired lean
+    expect(loadConfig({ env: {}, overrides: { retention: { confirmedDays: 30 } } }).retention.confirmedDays).toBe(30);
+    const bad = (overrides: Record<string, unknown>) => () => loadConfig({ env: {}, overrides: { ...overrides, log: { level: 'silent', enabled: false } } });
     expect(bad({ retention: { confirmedDays: 30 } })).toThrow(/retention\.confirmedDays: .*nowhere to hand proofs to.*archive\.dir.*webhooks/);
     expect(bad({ retention: { confirmedAfterMs: 1000 } })).toThrow(/retention\.confirmedAfterMs: .*archive\.dir.*webhooks/);
     expect(loadConfig({ env: {}, overrides: { retention: { confirmedDays: 30 }, webhooks: [{ url: 'http://127.0.0.1:1/hook', secret: 'a-secret-of-16-chars-or-more' }] } }).retention.confirmedDays).toBe(30);
@@ -440,7 +442,7 @@ describe('retention config', () => {
   it('aer1-anchord exits 2 with the message, before touching Redis', () => {
     const dir = tempDir('anchord');
     const file = join(dir, 'config.json');
-    writeFileSync(file, JSON.stringify({ retention: { confirmedDays: 30 }, redis: { url: 'redis://127.0.0.1:1' } }));
+    writeFileSync(file, JSON.stringify({ retention: { confirmedDays: 30 }, log: { enabled: false }, redis: { url: 'redis://127.0.0.1:1' } }));
     const r = spawnSync(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchord.js'), '--config', file], { encoding: 'utf8', timeout: 30_000, cwd: dir, env: { PATH: process.env.PATH ?? '' } });
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/retention\.confirmedDays: .*archive\.dir.*webhooks/);

@@ -4,7 +4,9 @@
  * schema in schema.ts; an error is one line naming the bad key (and the environment
  * variable when the value came from one), never a secret's text.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { z } from 'zod';
 import { jsonSyntaxReason, UsageError } from '../../core/errors/errors.js';
 import { CONFIG_KEYS, configSchema, keySpec, settingMeta, type Config, type KeySpec } from './schema.js';
@@ -173,6 +175,41 @@ function crossCheck(c: Config, fail: (key: string, message: string) => never): v
 /** The age (ms since acceptance) past which a confirmed subject is retired from Redis; 0: retention off. */
 export function retentionAfterMs(c: Config): number {
   return c.retention.confirmedAfterMs > 0 ? c.retention.confirmedAfterMs : c.retention.confirmedDays * 86_400_000;
+}
+
+/** The parts of the configuration that name the anchor log's files. */
+type LogFiles = { redis: Pick<Config['redis'], 'prefix'>; log: Pick<Config['log'], 'dir' | 'keyFile'> };
+
+/** Longest prefix written out in a file name; a longer one is cut and ends with its hash. */
+const MAX_NAME_PREFIX = 100;
+
+/**
+ * redis.prefix as one file name: letters, digits, `_`, `-` and `.` (not leading) kept, every
+ * other byte %XX, so two prefixes never share a name; a long one is cut and ends in its hash.
+ */
+export function prefixFileName(prefix: string): string {
+  let out = '';
+  for (const byte of Buffer.from(prefix, 'utf8')) {
+    const ch = String.fromCharCode(byte);
+    out += /[A-Za-z0-9_-]/.test(ch) || (ch === '.' && out !== '') ? ch : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  if (out.length <= MAX_NAME_PREFIX) return out;
+  return `${out.slice(0, MAX_NAME_PREFIX - 17)}-${createHash('sha256').update(prefix).digest('hex').slice(0, 16)}`;
+}
+
+/** The anchor log's folder: log.dir, or `./var/log/<redis.prefix>`. */
+export function logDir(c: LogFiles): string {
+  return c.log.dir ?? `./var/log/${prefixFileName(c.redis.prefix)}`;
+}
+
+/** Shard i's log folder: with one shard logDir itself, with K `<logDir>/<i>`. */
+export function shardLogDir(c: LogFiles & { redis: Pick<Config['redis'], 'shards'> }, shard: number): string {
+  return c.redis.shards === 1 ? logDir(c) : join(logDir(c), String(shard));
+}
+
+/** The anchor log's key file: log.keyFile, or `./var/log-<redis.prefix>.key`. */
+export function logKeyFile(c: LogFiles): string {
+  return c.log.keyFile ?? `./var/log-${prefixFileName(c.redis.prefix)}.key`;
 }
 
 /** The quorum in force: 0 (the default) means a majority of the configured relays, floor(n/2)+1. */

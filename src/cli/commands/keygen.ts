@@ -4,6 +4,7 @@
  * key instead and prints its verifier key. The secret is never printed.
  */
 import { configDefault } from '../../adapters/config/schema.js';
+import { logKeyFile } from '../../adapters/config/config.js';
 import { writeKeyFile } from '../../adapters/nostr/key-file.js';
 import { writeLogKeyFile } from '../../adapters/log/key-file.js';
 import { isValidKeyName } from '../../core/log/note.js';
@@ -13,7 +14,8 @@ import { commandArgs } from '../shared/args.js';
 export const summary = 'write a new Nostr signing key (or, with --log, an anchor-log key) file, mode 0600, and print its public key';
 
 export const DEFAULT_KEY_FILE = configDefault('nostr.keyFile');
-export const DEFAULT_LOG_KEY_FILE = './var/log.key';
+/** The key file a daemon of the default redis.prefix reads when log.keyFile is unset. */
+export const DEFAULT_LOG_KEY_FILE = logKeyFile({ redis: { prefix: configDefault('redis.prefix') }, log: { dir: null, keyFile: null } });
 
 const USAGE = `usage: aer1-anchor keygen [--out FILE] [--force] [--json]
        aer1-anchor keygen --log --name NAME [--out FILE] [--force] [--json]

@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { shardLogDir } from '../../adapters/config/config.js';
 import { writeFileSync } from 'node:fs';
 import { ProofExporter } from '../../adapters/proof/export.js';
 import { configuredSources } from '../../adapters/state/subject-view.js';
@@ -27,7 +27,7 @@ export async function run(argv: string[]): Promise<number> {
     const store = client.state.of(key);
     // the anchor log's folder of the key's shard (log.enabled): the proof carries its inclusion
     const c = client.config;
-    const logDir = !c.log.enabled ? null : c.redis.shards === 1 ? c.log.dir : join(c.log.dir, String(client.state.shards.indexOf(store)));
+    const logDir = c.log.enabled ? shardLogDir(c, client.state.shards.indexOf(store)) : null;
     let proof = await new ProofExporter(store, configuredSources(c), logDir === null ? null : { dir: logDir }).export(key);
     // retired from Redis: the archive holds it (archive.dir), unless Redis still knows the key (refused)
     if (!proof && client.config.archive.dir !== null && !(await client.state.getRecord(key))) {

@@ -33,7 +33,7 @@ export type InputSubclassCode = `ots_${string}` | `bitcoin_${string}` | `log_${s
 
 /** Why a command cannot run (`UsageError`; exit 2). Codes an input error carries through keep it. */
 export const USAGE_ERROR_CODES = [
-  'ambiguous', 'bad_config', 'cannot_listen', 'dev_relay_start', 'dev_relay_unavailable', 'key_file_exists',
+  'ambiguous', 'bad_config', 'cannot_listen', 'dev_relay_start', 'dev_relay_unavailable', 'folder_binding', 'key_file_exists',
   'key_file_permissions', 'no_proof', 'no_redis', 'no_signing_key', 'not_json', 'not_utf8',
   'redis_cluster', 'redis_schema', 'too_deep', 'unknown_proof_version', 'unreadable', 'unrecognized', 'unwritable',
   'usage',
