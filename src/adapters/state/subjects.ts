@@ -16,7 +16,10 @@ import { envelopeOfCanonical } from '../../core/envelope/compact.js';
 import type { Envelope } from '../../core/envelope/envelope.js';
 import type { LogKeys } from '../log/log-sequencer.js';
 import { EVENTS_MAXLEN } from './changes.js';
-import { SUBJECT_STATUSES, claimFields, envelopeOfClaims, eventContent, hashValue, packHash, subjectFields, toRecord, witnessesOf, type HistoryEntry, type SubjectRecord } from './subject-hash.js';
+import { NostrRegistry } from './nostr-registry.js';
+import { RebuiltEvents } from './events.js';
+import { serializeEvent, type SignedEvent } from '../../core/nostr/events.js';
+import { SUBJECT_STATUSES, claimFields, envelopeOfClaims, hashValue, packHash, subjectFields, toRecord, witnessesOf, type HistoryEntry, type SubjectRecord } from './subject-hash.js';
 
 /** Accepts one or many subjects (intake of single-subject and bulk jobs); records conflicts. */
 export const ACCEPT = load(DIR, 'accept', STREAM_LIB);
@@ -41,7 +44,8 @@ export interface AcceptSubject {
   digest: string;
   /** Fingerprint of the subject's root (the envelope without anchored_at): same key + other fp = conflict. */
   fingerprint: string;
-  nostrEvent?: { id: string; json: string } | undefined;
+  /** Envelope mode: its own event, signed (its hash keeps the signature and signer; the event is rebuilt from the envelope). */
+  nostrEvent?: SignedEvent | undefined;
 }
 
 /** What every subject of one accept call shares. */
@@ -111,6 +115,8 @@ export class SubjectStore implements KnownSubjects {
     private readonly keys: StateKeys,
     private readonly batches: EmptiedBatches,
     private readonly now: () => number = Date.now,
+    private readonly registry: NostrRegistry = new NostrRegistry(redis, keys),
+    private readonly rebuilt: RebuiltEvents = new RebuiltEvents(),
   ) {
     defineScripts(redis, [ACCEPT, REJECT, SET_WITNESS, FORGET]);
   }
@@ -164,16 +170,23 @@ export class SubjectStore implements KnownSubjects {
     const args: Array<string | number | Buffer> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length, tokens.length === chunk.length ? tokens.join('') : ''];
     for (const s of chunk) {
       keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
-      // no own event: the envelope kept as its claims in the hash when they fit (rebuilt when read)
-      const claims = s.nostrEvent ? null : claimFields(s.envelope ?? envelopeOfCanonical(s.envelopeCanonical), s.key, now);
-      args.push(s.key, s.kind, claims ? '' : s.envelopeCanonical, s.digest, packHash(s.fingerprint), s.nostrEvent ? packHash(s.nostrEvent.id) : '', s.nostrEvent?.json ?? '', packHash(s.digest), claims ?? '');
+      // the envelope kept as its claims in the hash when they fit (rebuilt when read), its own event rebuilt from it
+      const claims = claimFields(s.envelope ?? envelopeOfCanonical(s.envelopeCanonical), s.key, now);
+      const ev = s.nostrEvent;
+      const signer = ev ? String(await this.registry.signerNumber(ev)) : '';
+      args.push(s.key, s.kind, claims ? '' : s.envelopeCanonical, s.digest, packHash(s.fingerprint), ev ? packHash(ev.id) : '', ev ? Buffer.from(ev.sig, 'hex') : '', signer, packHash(s.digest), claims ?? '');
     }
     if (this.logKeys) keys.push(this.logKeys.size, this.logKeys.index, this.logKeys.tail);
     keys.push(k.eventTally);
     const flat = (await this.run(ACCEPT, keys, args)) as Array<string | number>;
-    const results: AcceptResult[] = chunk.map((_s, i) => {
+    const results: AcceptResult[] = chunk.map((_s, i): AcceptResult => {
       const [result, digest, third] = [String(flat[3 * i]), String(flat[3 * i + 1] ?? ''), String(flat[3 * i + 2] ?? '')];
-      if (result === 'created') return { result: 'created' };
+      if (result === 'created') {
+        // stored as signed here: the relays' drains need not rebuild it
+        const ev = chunk[i]!.nostrEvent;
+        if (ev) this.rebuilt.set(ev.id, serializeEvent(ev));
+        return { result: 'created' };
+      }
       if (result === 'duplicate') return { result: 'duplicate', digest, nostrEventId: third === '' ? null : third };
       return { result: 'conflict', digest, reason: third };
     });
@@ -308,20 +321,33 @@ export class SubjectStore implements KnownSubjects {
       if (!envelopes) return toRecord(key, hash, null);
       return toRecord(key, hash, (envelope as string | null) ?? envelopeOfClaims(key, hash, h as Record<string, Buffer>));
     });
-    if (!envelopes) return records;
-    // A subject with its own Nostr event keeps its envelope only there (the event's content).
-    const fromEvent = records.filter((r): r is SubjectRecord => r !== null && r.envelopeCanonical === null && r.nostrEventId !== null && r.status !== 'rejected');
-    if (fromEvent.length > 0) {
-      const evPipe = this.redis.pipeline();
-      for (const r of fromEvent) evPipe.hget(this.keys.event(r.nostrEventId!), 'json');
-      const evRes = (await evPipe.exec()) ?? [];
-      fromEvent.forEach((r, i) => {
-        const [err, json] = evRes[i] ?? [null, null];
-        if (err) throw err;
-        r.envelopeCanonical = json === null ? null : eventContent(json as string);
+    return records;
+  }
+
+  /**
+   * The envelope text and digest of each subject (null: gone, refused, or no envelope): its
+   * hash, then the text under e:<key> for those whose hash keeps no claims. What a subject's
+   * own Nostr event is rebuilt from (events.ts).
+   */
+  async envelopes(keys: readonly string[]): Promise<Array<{ canonical: string; digest: string } | null>> {
+    const pipe = this.redis.pipeline();
+    for (const key of keys) pipe.hgetallBuffer(this.keys.subject(key));
+    const res = (await pipe.exec()) ?? [];
+    const out: Array<{ canonical: string | null; digest: string } | null> = keys.map((key, i) => {
+      const [err, raw] = res[i] ?? [null, {}];
+      if (err) throw err;
+      const hash = subjectFields(raw as Record<string, Buffer>);
+      if (!hash.status || hash.status === 'rejected' || !hash.digest) return null;
+      return { canonical: envelopeOfClaims(key, hash, raw as Record<string, Buffer>), digest: hash.digest };
+    });
+    const texts = keys.flatMap((key, i) => (out[i] && out[i]!.canonical === null ? [{ i, key }] : []));
+    if (texts.length > 0) {
+      const got = await this.redis.mget(...texts.map((t) => this.keys.envelope(t.key)));
+      texts.forEach((t, j) => {
+        out[t.i]!.canonical = got[j] ?? null;
       });
     }
-    return records;
+    return out.map((e) => (e && e.canonical !== null ? { canonical: e.canonical, digest: e.digest } : null));
   }
 
   /**

@@ -1,7 +1,7 @@
 -- accept: takes one or many subjects into state in one call (intake of a single-subject
 -- job and of a bulk job alike). Per subject: a new subject is stored pending with its
--- envelope (in its own Nostr event when it has one, else as its claims in the subject hash
--- when they fit, else under e:<key>), indexed, put in the witness inboxes (with the anchor
+-- envelope (as its claims in the subject hash when they fit, else under e:<key>; its own
+-- Nostr event, when it has one, is rebuilt from it), indexed, put in the witness inboxes (with the anchor
 -- log on, only when it is not logged here: the witnesses cut logged subjects from the log's
 -- checkpoints, cut-checkpoint.lua) and announced on the events stream; the
 -- same key with the same root fingerprint is a duplicate (nothing written); the same key
@@ -17,11 +17,14 @@
 -- ARGV[1] now (ms), [2] now (ISO), [3] stream MAXLEN, [4] witnesses (comma list),
 -- [5] number of inboxes, [6] the subjects' stream tokens (per subject, in order, its
 -- key's 22 characters and its digest's 43, src/adapters/state/stream-entries.ts; '' when a key
--- of the call is not a canonical UUID), then per subject 9: key, kind, envelope ('' when it is kept as its
--- claims), digest (hex), fingerprint (as stored: 32 bytes), event id as stored (its 32 bytes; '' for none), event JSON, digest
+-- of the call is not a canonical UUID), then per subject 10: key, kind, envelope ('' when it is kept as its
+-- claims), digest (hex), fingerprint (as stored: 32 bytes), event id as stored (its 32 bytes; '' for none), the event's
+-- signature (64 bytes), its signer's registry number (nostr-registry.ts), digest
 -- as stored (32 bytes; the caller converts, not the script), the envelope's claims as
 -- subject-hash fields ('' for none: pairs, each of name and value as one length byte then
 -- its bytes; subject-hash.ts names them).
+-- The event hash of a subject's own event keeps no JSON: `subject`, `sig` and `sg`; the
+-- event is rebuilt from the subject's envelope (events.ts).
 -- The subject hash keeps the digest, fingerprint and own event id (`nostr:event`) as 32
 -- bytes, no `key` (it is in the key's name), no `u` until something changes (reads as
 -- `created`), no `p:<witness>` while 0, no list of witnesses (they are its w:<witness>
@@ -49,7 +52,7 @@ for w in string.gmatch(ARGV[4], '[^,]+') do table.insert(witnesses, w) end
 local nw, ni = #witnesses, tonumber(ARGV[5])
 local kbase = 4 + nw + ni
 local tokens = ARGV[6]
-local n = (#ARGV - 6) / 9
+local n = (#ARGV - 6) / 10
 -- the anchor log is on when its three keys are given before the tally
 local logOn = #KEYS == kbase + 4 * n + 4
 if n ~= math.floor(n) or n < 1 or (#KEYS ~= kbase + 4 * n + 1 and not logOn) or (tokens ~= '' and #tokens ~= 65 * n) then
@@ -84,8 +87,8 @@ local function log_append(key, kind, digestBin)
 end
 if logOn then
   for i = 0, n - 1 do
-    local kind = ARGV[7 + 9 * i + 1]
-    if not logKinds[kind] or #ARGV[7 + 9 * i + 7] ~= 32 then return redis.error_reply('accept: subject ' .. i .. ' has no log kind or 32-byte digest') end
+    local kind = ARGV[7 + 10 * i + 1]
+    if not logKinds[kind] or #ARGV[7 + 10 * i + 8] ~= 32 then return redis.error_reply('accept: subject ' .. i .. ' has no log kind or 32-byte digest') end
   end
 end
 local announced = {}
@@ -108,8 +111,8 @@ local function announce()
   announced = {}
 end
 for i = 0, n - 1 do
-  local a, k = 7 + 9 * i, kbase + 4 * i
-  local key, kind, envelope, digest, fp, eventId, eventJson, digestBin, claims = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8]
+  local a, k = 7 + 10 * i, kbase + 4 * i
+  local key, kind, envelope, digest, fp, eventId, sig, signer, digestBin, claims = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9]
   local s, e, h, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
   local existing = redis.call('HMGET', s, 'status', 'fp', 'digest', 'nostr:event')
   existing[3] = hex(existing[3])
@@ -129,15 +132,10 @@ for i = 0, n - 1 do
       redis.call('ZREM', KEYS[4], key)
       unrejected = unrejected + 1
     end
-    -- Every value in the subject hash stays within 64 bytes (a listpack). A subject with its
-    -- own event keeps the envelope there only (the event's content IS the envelope); one without keeps its claims in the hash when they fit (the envelope is rebuilt
-    -- from them when read), else the envelope's text beside it under e:<key>.
-    local inEvent = false
-    if eventId ~= '' then
-      local ok, ev = pcall(cjson.decode, eventJson)
-      inEvent = ok and type(ev) == 'table' and ev.content == envelope
-    end
-    if not inEvent and envelope ~= '' then redis.call('SET', e, envelope) end
+    -- Every value in the subject hash stays within 64 bytes (a listpack): the envelope's claims
+    -- are kept there when they fit (the envelope is rebuilt from them when read), else the
+    -- envelope's text beside it under e:<key>.
+    if envelope ~= '' then redis.call('SET', e, envelope) end
     -- no list of witnesses: a subject's witnesses are the w:<witness> fields it has
     local fields = {'kind', kind, 'digest', digestBin, 'fp', fp, 'status', 'pending', 'created', now}
     unframe(claims, fields)
@@ -145,7 +143,7 @@ for i = 0, n - 1 do
       table.insert(fields, 'w:' .. w); table.insert(fields, 'pending')
     end
     if eventId ~= '' then
-      redis.call('HSET', ev, 'json', eventJson, 'subject', key)
+      redis.call('HSET', ev, 'subject', key, 'sig', sig, 'sg', signer)
       table.insert(fields, 'nostr:event'); table.insert(fields, eventId)
     end
     redis.call('HSET', s, unpack(fields))
