@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { RedisClient as Redis } from '../redis/connection.js';
 import { WITNESSES, type StateKeys, type WitnessName } from './keys.js';
 import { digestToken, keyToken } from './stream-entries.js';
-import { DIR, STREAM_LIB, defineScripts, load, runScript, type LuaScript } from './scripts.js';
+import { DIR, HISTORY_LIB, STREAM_LIB, defineScripts, load, runScript, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
@@ -16,17 +16,18 @@ import { envelopeOfCanonical } from '../../core/envelope/compact.js';
 import type { Envelope } from '../../core/envelope/envelope.js';
 import type { LogKeys } from '../log/log-sequencer.js';
 import { EVENTS_MAXLEN } from './changes.js';
+import { historyOf } from './history-entries.js';
 import { NostrRegistry } from './nostr-registry.js';
 import { RebuiltEvents } from './events.js';
 import { serializeEvent, type SignedEvent } from '../../core/nostr/events.js';
 import { SUBJECT_STATUSES, claimFields, envelopeOfClaims, hashValue, packHash, subjectFields, toRecord, witnessesOf, type HistoryEntry, type SubjectRecord } from './subject-hash.js';
 
 /** Accepts one or many subjects (intake of single-subject and bulk jobs); records conflicts. */
-export const ACCEPT = load(DIR, 'accept', STREAM_LIB);
+export const ACCEPT = load(DIR, 'accept', STREAM_LIB + HISTORY_LIB);
 /** Records a refused job without touching an accepted subject. */
-export const REJECT = load(DIR, 'reject', STREAM_LIB);
+export const REJECT = load(DIR, 'reject', STREAM_LIB + HISTORY_LIB);
 /** One witness transition of many subjects, only forward. */
-export const SET_WITNESS = load(DIR, 'set-witness', STREAM_LIB);
+export const SET_WITNESS = load(DIR, 'set-witness', STREAM_LIB + HISTORY_LIB);
 /** Retention: removes confirmed subjects whose proofs are archived, every trace of them. */
 export const FORGET = load(DIR, 'forget', STREAM_LIB);
 
@@ -382,11 +383,8 @@ export class SubjectStore implements KnownSubjects {
    */
   async history(key: string): Promise<HistoryEntry[]> {
     const k = this.keys;
-    const [[oerr, own], [herr, raw]] = ((await this.redis.pipeline().lrange(k.history(key), 0, -1).hgetallBuffer(k.subject(key)).exec()) ?? []) as Array<[Error | null, unknown]> as [[Error | null, string[]], [Error | null, Record<string, Buffer>]];
-    if (oerr) throw oerr;
-    if (herr) throw herr;
-    const hash = subjectFields(raw);
-    const entries = own.map((t) => JSON.parse(t) as HistoryEntry);
+    const hash = subjectFields(await this.redis.hgetallBuffer(k.subject(key)));
+    const entries = historyOf(hash);
     // The acceptance is the hash's (its time and digest), first, unless the list has one (a
     // subject refused before it was accepted: accept.lua writes it after the refusals).
     if (hash.status && hash.status !== 'rejected' && !entries.some((e) => e.event === 'accepted')) {

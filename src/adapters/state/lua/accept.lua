@@ -121,14 +121,20 @@ for i = 0, n - 1 do
       table.insert(out, 'duplicate'); table.insert(out, existing[3] or ''); table.insert(out, hex(existing[4]) or '')
     else
       local reason = 'conflict: subject ' .. key .. ' is already anchored with another root (envelope digest ' .. (existing[3] or '') .. '); refused, not re-anchored'
-      redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'conflict', reason = reason}))
+      add_history(s, cjson.encode({at = nowIso, event = 'conflict', reason = reason}))
       announce()
       add_events(KEYS[1], KEYS[#KEYS], maxlen, 1, cjson.encode({type = 'conflict', key = key, status = existing[1], at = nowIso, reason = reason}))
       table.insert(out, 'conflict'); table.insert(out, existing[3] or ''); table.insert(out, reason)
     end
   else
+    local refusals = false
     if existing[1] == 'rejected' then
-      redis.call('DEL', s)
+      -- the refused record goes, its history (h:<n>) stays
+      local drop = {}
+      for _, f in ipairs(redis.call('HKEYS', s)) do
+        if string.sub(f, 1, 2) == 'h:' then refusals = true else table.insert(drop, f) end
+      end
+      if #drop > 0 then redis.call('HDEL', s, unpack(drop)) end
       redis.call('ZREM', KEYS[4], key)
       unrejected = unrejected + 1
     end
@@ -150,8 +156,8 @@ for i = 0, n - 1 do
     table.insert(added, key)
     if not (logOn and log_append(key, kind, digestBin)) then table.insert(inboxed, key) end
     -- the acceptance is derived from the hash when read, unless refusals came before it
-    if existing[1] == 'rejected' and redis.call('EXISTS', h) == 1 then
-      redis.call('RPUSH', h, cjson.encode({at = nowIso, event = 'accepted', status = 'pending', digest = digest}))
+    if refusals then
+      add_history(s, cjson.encode({at = nowIso, event = 'accepted', status = 'pending', digest = digest}))
     end
     table.insert(announced, {key, digest, i})
     table.insert(out, 'created'); table.insert(out, ''); table.insert(out, '')

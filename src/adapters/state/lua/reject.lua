@@ -11,13 +11,13 @@ local key, reason, now, nowIso, maxlen, code = ARGV[1], ARGV[2], ARGV[3], ARGV[4
 local status = redis.call('HGET', s, 'status')
 local entry = cjson.encode({at = nowIso, event = code, reason = reason})
 if status and status ~= 'rejected' then
-  redis.call('RPUSH', KEYS[2], entry)
+  add_history(s, entry)
   add_events(KEYS[3], KEYS[6], maxlen, 1, cjson.encode({type = code, key = key, status = status, at = nowIso, reason = reason}))
   return 0
 end
 redis.call('HSET', s, 'status', 'rejected', 'reason', reason, 'created', now)
 if not status then redis.call('HINCRBY', KEYS[4], 'st:rejected', 1) end
 redis.call('ZADD', KEYS[5], now, key)
-redis.call('RPUSH', KEYS[2], entry)
+add_history(s, entry)
 add_events(KEYS[3], KEYS[6], maxlen, 1, cjson.encode({type = code, key = key, status = 'rejected', at = nowIso, reason = reason}))
 return 1

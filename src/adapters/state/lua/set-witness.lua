@@ -66,8 +66,9 @@ if token ~= '' then
 end
 -- Records a subject's entry: on its own list (one subject, or a batch subject that came from
 -- another status than the batch's entry), or once on the batch. Returns nothing.
-local function record(s, h, entry)
-  if token == '' then redis.call('RPUSH', h, cjson.encode(entry)); return end
+local function record(s, h, entry, created)
+  local own = witness_entry(now, created, w, entry.from, entry.to, entry.status, entry.detail)
+  if token == '' then add_history(s, own); return end
   if entryIndex < 0 then
     local be = {at = nowIso, ms = tonumber(now), c = token, witness = w, from = entry.from, to = entry.to}
     if detail ~= '' then be.detail = detail end
@@ -75,7 +76,7 @@ local function record(s, h, entry)
     entryFrom = entry.from
   elseif entry.from ~= entryFrom then
     redis.call('HSET', s, 'hx:' .. w .. ':' .. entryIndex, 1)
-    redis.call('RPUSH', h, cjson.encode(entry))
+    add_history(s, own)
   end
 end
 -- A batch subject that takes no entry: marked when the call's entry exists, else reported (3).
@@ -138,7 +139,7 @@ for i = 1, n do
     if prog > stored then
       redis.call('HSET', s, 'p:' .. w, prog)
       if detail ~= '' then
-        record(s, h, {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = cur[3], detail = detail})
+        record(s, h, {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = cur[3], detail = detail}, cur[4])
         outcome = 2
       end
     end
@@ -183,7 +184,7 @@ for i = 1, n do
     redis.call('HSET', s, unpack(fields))
     local entry = {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = overall}
     if detail ~= '' then entry.detail = detail end
-    record(s, h, entry)
+    record(s, h, entry, created)
     changed(i, key, old, oldOverall, overall)
     table.insert(out, 1); table.insert(out, overall); table.insert(out, created)
   end
