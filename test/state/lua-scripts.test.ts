@@ -330,7 +330,6 @@ describe('the subject record: compact hash, acceptance derived from it', () => {
       const own = Object.keys(hash).filter((f) => f.startsWith('h:'));
       expect(own.sort()).toEqual((c.list ?? []).map((_, i) => `h:${i}`));
       expect(own.map((f) => (JSON.parse(hash[f]!.toString()) as { event: string }).event)).toEqual(c.list ?? []);
-      expect(await redis.exists(k.history(s.key))).toBe(0);
       const history = await store.subjects.history(s.key);
       expect(history.map((h) => h.event)).toEqual(c.history);
       const accepted = history.find((h) => h.event === 'accepted')!;
@@ -588,7 +587,7 @@ describe('batch transitions recorded once on the batch', () => {
       expect(strip(got as never)).toEqual(strip(want as never));
       expect(got.map((h) => h.at)).toEqual([...got.map((h) => h.at)].sort());
       // nothing is the subject's own, not even its acceptance (derived from its hash)
-      expect(await redis.exists(store.keys.history(s.key))).toBe(0);
+      expect(Object.keys(await redis.hgetall(store.keys.subject(s.key))).filter((f) => f.startsWith('h:'))).toEqual([]);
     }
     expect(await redis.llen(store.keys.batchHistory('nostr', nb.id))).toBe(3);
     expect(await redis.llen(store.keys.batchHistory('ots', ob.id))).toBe(2);
@@ -707,7 +706,7 @@ describe('forget.lua (retention)', () => {
 
     expect(await store.subjects.forget([withEvent.key, pending.key, 'refused', 'never-there'])).toEqual([withEvent.key]);
     await expectKeysDeclared();
-    expect(await redis.exists(store.keys.subject(withEvent.key), store.keys.envelope(withEvent.key), store.keys.history(withEvent.key), store.keys.event(id))).toBe(0);
+    expect(await redis.exists(store.keys.subject(withEvent.key), store.keys.envelope(withEvent.key), store.keys.event(id))).toBe(0);
     expect(await redis.zscore(store.keys.nostrRecent, id)).toBeNull();
     expect(await store.indexes.countByStatus()).toEqual({ pending: 1, partial: 0, confirmed: 0, failed: 0, rejected: 1 });
     expect(await store.indexes.countByWitness(['nostr', 'ots'])).toEqual({ nostr: { pending: 1, partial: 0, confirmed: 0, failed: 0 }, ots: { pending: 1, partial: 0, confirmed: 0, failed: 0 } });

@@ -35,9 +35,6 @@ export class StateKeys {
   envelope(key: string): string {
     return `${this.base}:e:${key}`;
   }
-  history(key: string): string {
-    return `${this.base}:h:${key}`;
-  }
   /** Every subject of one overall status, scored by acceptance time: a subject's one index membership once settled. */
   byStatus(status: string): string {
     return `${this.base}:idx:st:${status}`;

@@ -170,7 +170,7 @@ export class SubjectStore implements KnownSubjects {
     }
     const args: Array<string | number | Buffer> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length, tokens.length === chunk.length ? tokens.join('') : ''];
     for (const s of chunk) {
-      keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
+      keys.push(k.subject(s.key), k.envelope(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
       // the envelope kept as its claims in the hash when they fit (rebuilt when read), its own event rebuilt from it
       const claims = claimFields(s.envelope ?? envelopeOfCanonical(s.envelopeCanonical), s.key, now);
       const ev = s.nostrEvent;
@@ -202,7 +202,7 @@ export class SubjectStore implements KnownSubjects {
   /** Records a refused job (`rejected`) or a conflicting one (`conflict`) with its reason. */
   async reject(key: string, reason: string, code: 'rejected' | 'conflict' = 'rejected'): Promise<void> {
     const now = this.now();
-    await this.run(REJECT, [this.keys.subject(key), this.keys.history(key), this.keys.events, this.keys.counts, this.keys.byStatus('rejected'), this.keys.eventTally], [
+    await this.run(REJECT, [this.keys.subject(key), this.keys.events, this.keys.counts, this.keys.byStatus('rejected'), this.keys.eventTally], [
       key,
       reason,
       now,
@@ -242,7 +242,7 @@ export class SubjectStore implements KnownSubjects {
     let entry = -1;
     for (let i = 0; i < keys.length; i += WITNESS_CHUNK) {
       const chunk = keys.slice(i, i + WITNESS_CHUNK);
-      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)]), k.eventTally], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), keyTokens(chunk), ...chunk])) as Array<number | string>;
+      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.map((key) => k.subject(key)), k.eventTally], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), keyTokens(chunk), ...chunk])) as Array<number | string>;
       for (let j = 0; j < chunk.length; j++) {
         const outcome = Number(res[3 * j]);
         if (outcome === 3) unmarked.push(chunk[j]!);
@@ -281,7 +281,7 @@ export class SubjectStore implements KnownSubjects {
         const ev = evRaw ? hashValue(evRaw) : '';
         const [nostrBatch, otsBatch] = [nb?.toString() ?? '', ob?.toString() ?? ''];
         const s = k.subject(key);
-        scriptKeys.push(s, k.envelope(key), k.history(key), ev ? k.event(ev) : s, nostrBatch ? k.batch('nostr', nostrBatch) : s, otsBatch ? k.batch('ots', otsBatch) : s);
+        scriptKeys.push(s, k.envelope(key), ev ? k.event(ev) : s, nostrBatch ? k.batch('nostr', nostrBatch) : s, otsBatch ? k.batch('ots', otsBatch) : s);
         args.push(key, evRaw ?? '', nostrBatch, otsBatch);
       });
       scriptKeys.push(k.eventTally);

@@ -10,8 +10,8 @@
 --
 -- KEYS[1] events stream, [2] counts, [3] idx:st:pending, [4] idx:st:rejected,
 -- then one idx:w:<witness>:pending per witness in ARGV[4] (in that order),
--- then the ARGV[5] witness inboxes, then per subject 4 keys: subject hash, envelope,
--- history, Nostr event hash (the subject hash again when the subject has no event), then
+-- then the ARGV[5] witness inboxes, then per subject 3 keys: subject hash, envelope,
+-- Nostr event hash (the subject hash again when the subject has no event), then
 -- with the anchor log on, its three keys log:size, log:idx, log:tail (log-sequencer.ts),
 -- then last the stream's tally (stream-lib.lua).
 -- ARGV[1] now (ms), [2] now (ISO), [3] stream MAXLEN, [4] witnesses (comma list),
@@ -28,9 +28,9 @@
 -- The subject hash keeps the digest, fingerprint and own event id (`nostr:event`) as 32
 -- bytes, no `key` (it is in the key's name), no `u` until something changes (reads as
 -- `created`), no `p:<witness>` while 0, no list of witnesses (they are its w:<witness>
--- fields). The acceptance is not written to the history list: SubjectStore.history derives it
--- from the hash (`created`, `digest`), except for a subject refused before (its list holds
--- the refusal, and the acceptance goes after it).
+-- fields). The acceptance is not written to its history (h:<n> fields, history-lib.lua):
+-- SubjectStore.history derives it from the hash (`created`, `digest`), except for a subject
+-- refused before (its history holds the refusal, and the acceptance goes after it).
 -- Returns per subject {result, digest, detail}: {'created', '', ''}, {'duplicate', stored
 -- digest, stored event id or ''} or {'conflict', stored digest, the reason recorded}; then
 -- each inbox's length after the new subjects went in (-1 when none did).
@@ -54,8 +54,8 @@ local kbase = 4 + nw + ni
 local tokens = ARGV[6]
 local n = (#ARGV - 6) / 10
 -- the anchor log is on when its three keys are given before the tally
-local logOn = #KEYS == kbase + 4 * n + 4
-if n ~= math.floor(n) or n < 1 or (#KEYS ~= kbase + 4 * n + 1 and not logOn) or (tokens ~= '' and #tokens ~= 65 * n) then
+local logOn = #KEYS == kbase + 3 * n + 4
+if n ~= math.floor(n) or n < 1 or (#KEYS ~= kbase + 3 * n + 1 and not logOn) or (tokens ~= '' and #tokens ~= 65 * n) then
   return redis.error_reply('accept: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
 end
 -- the claims' fields (length-prefixed name/value pairs) appended to a field list
@@ -77,7 +77,7 @@ local out, added, inboxed, unrejected = {}, {}, {}, 0
 local logKinds = {['receipt'] = 1, ['workflow-close'] = 2, ['chain-head'] = 3}
 local logSize, logEntries = nil, {}
 local function log_append(key, kind, digestBin)
-  local lk = kbase + 4 * n
+  local lk = kbase + 3 * n
   if redis.call('HEXISTS', KEYS[lk + 2], key) == 1 then return false end
   logSize = logSize or tonumber(redis.call('GET', KEYS[lk + 1]) or '0')
   redis.call('HSET', KEYS[lk + 2], key, logSize)
@@ -111,9 +111,9 @@ local function announce()
   announced = {}
 end
 for i = 0, n - 1 do
-  local a, k = 7 + 10 * i, kbase + 4 * i
+  local a, k = 7 + 10 * i, kbase + 3 * i
   local key, kind, envelope, digest, fp, eventId, sig, signer, digestBin, claims = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6], ARGV[a + 7], ARGV[a + 8], ARGV[a + 9]
-  local s, e, h, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
+  local s, e, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local existing = redis.call('HMGET', s, 'status', 'fp', 'digest', 'nostr:event')
   existing[3] = hex(existing[3])
   if existing[1] and existing[1] ~= 'rejected' then
@@ -178,7 +178,7 @@ for j = 1, #inboxed, 500 do
   for ii = 1, ni do lens[ii] = redis.call('RPUSH', KEYS[4 + nw + ii], unpack(inboxed, j, math.min(j + 499, #inboxed))) end
 end
 if logSize then
-  local lk = kbase + 4 * n
+  local lk = kbase + 3 * n
   for j = 1, #logEntries, 500 do redis.call('RPUSH', KEYS[lk + 3], unpack(logEntries, j, math.min(j + 499, #logEntries))) end
   redis.call('SET', KEYS[lk + 1], logSize)
 end
