@@ -66,9 +66,9 @@ if token ~= '' then
 end
 -- Records a subject's entry: on its own list (one subject, or a batch subject that came from
 -- another status than the batch's entry), or once on the batch. Returns nothing.
-local function record(s, entry, created)
+local function record(s, entry, created, hnext)
   local own = witness_entry(now, created, w, entry.from, entry.to, entry.status, entry.detail)
-  if token == '' then add_history(s, own); return end
+  if token == '' then add_history(s, own, hnext); return end
   if entryIndex < 0 then
     local be = {at = nowIso, ms = tonumber(now), c = token, witness = w, from = entry.from, to = entry.to}
     if detail ~= '' then be.detail = detail end
@@ -76,7 +76,7 @@ local function record(s, entry, created)
     entryFrom = entry.from
   elseif entry.from ~= entryFrom then
     redis.call('HSET', s, 'hx:' .. w .. ':' .. entryIndex, 1)
-    add_history(s, own)
+    add_history(s, own, hnext)
   end
 end
 -- A batch subject that takes no entry: marked when the call's entry exists, else reported (3).
@@ -109,6 +109,9 @@ end
 -- The witness statuses read with every subject: field 4 + knownAt[name] of its HMGET.
 local knownFields, knownAt = {}, {}
 for ww in string.gmatch(ARGV[9], '[^,]+') do table.insert(knownFields, 'w:' .. ww); knownAt[ww] = #knownFields end
+-- then the history probe (history-lib.lua): the next own entry's number, in the same read
+local probeFields = {unpack(knownFields)}
+for _, f in ipairs(HISTORY_PROBE) do table.insert(probeFields, f) end
 -- The changes, in order, as runs of subjects sharing (from, previous, status): the call's one
 -- stream entry.
 local runs, runTokens, nchanged = {}, {}, 0
@@ -127,7 +130,8 @@ local out = {}
 for i = 1, n do
   local key, s = ARGV[10 + i], KEYS[12 + i]
   -- one read per subject: this witness, the overall status, and every witness's status
-  local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', unpack(knownFields))
+  local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', unpack(probeFields))
+  local hnext = history_next(cur, 5 + #knownFields)
   local old, stored = cur[1], tonumber(cur[2] or '0')
   if not old then
     table.insert(out, 0); table.insert(out, cur[3] or ''); table.insert(out, cur[4] or '0')
@@ -139,7 +143,7 @@ for i = 1, n do
     if prog > stored then
       redis.call('HSET', s, 'p:' .. w, prog)
       if detail ~= '' then
-        record(s, {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = cur[3], detail = detail}, cur[4])
+        record(s, {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = cur[3], detail = detail}, cur[4], hnext)
         outcome = 2
       end
     end
@@ -184,7 +188,7 @@ for i = 1, n do
     redis.call('HSET', s, unpack(fields))
     local entry = {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = overall}
     if detail ~= '' then entry.detail = detail end
-    record(s, entry, created)
+    record(s, entry, created, hnext)
     changed(i, key, old, oldOverall, overall)
     table.insert(out, 1); table.insert(out, overall); table.insert(out, created)
   end
