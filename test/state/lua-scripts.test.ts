@@ -794,6 +794,9 @@ describe("a subject's own event is kept as its signature and rebuilt from the en
     const again = envelopeEvent({ canonical: s.envelopeCanonical, digestHex: s.digest, kind: 3099 }, key);
     expect(again.id).toBe(s.nostrEvent.id);
     expect(await store.events.setSubjectEvents([{ key: s.key, event: again }])).toEqual([s.nostrEvent.id]);
+    expect(again.sig).not.toBe(s.nostrEvent.sig);
+    // this store (which signed both) and another read the copy stored, not the later signature
+    expect(await store.events.eventJson(s.nostrEvent.id)).toBe(serializeEvent(s.nostrEvent));
     expect(await new AnchorStore(redis, prefix).events.eventJson(s.nostrEvent.id)).toBe(serializeEvent(s.nostrEvent));
   });
 

@@ -27,24 +27,24 @@ export const SET_RELAYS = load(DIR, 'set-relays', REPORT_LIB);
 const REBUILT_MAX = 4096;
 
 /**
- * The JSON of subject events this process signed and stored or rebuilt, by id (a small LRU):
- * a stored event never changes, so an entry stays true while its event hash is there.
+ * The JSON of subject events this process signed and stored or rebuilt, by id and signature
+ * (a small LRU): an entry serves only the signature it was made with, so it is the event
+ * stored however often the id is signed anew.
  */
 export class RebuiltEvents {
-  private readonly entries = new Map<string, string>();
+  private readonly entries = new Map<string, { sig: string; json: string }>();
 
-  get(id: string): string | undefined {
-    const json = this.entries.get(id);
-    if (json !== undefined) {
-      this.entries.delete(id);
-      this.entries.set(id, json);
-    }
-    return json;
+  get(id: string, sig: string): string | undefined {
+    const hit = this.entries.get(id);
+    if (hit === undefined || hit.sig !== sig) return undefined;
+    this.entries.delete(id);
+    this.entries.set(id, hit);
+    return hit.json;
   }
 
-  set(id: string, json: string): void {
-    this.entries.delete(id);
-    this.entries.set(id, json);
+  set(event: SignedEvent, json: string = serializeEvent(event)): void {
+    this.entries.delete(event.id);
+    this.entries.set(event.id, { sig: event.sig, json });
     if (this.entries.size > REBUILT_MAX) this.entries.delete(this.entries.keys().next().value!);
   }
 }
@@ -109,9 +109,10 @@ export class EventStore {
       if (json) out.push({ event: { json: json.toString() }, values });
       else if (!subject) out.push({ event: { json: null }, values });
       else {
-        const held = this.rebuilt.get(id);
+        const sigHex = sig ? sig.toString('hex') : '';
+        const held = this.rebuilt.get(id, sigHex);
         out.push({ event: held !== undefined ? { json: held } : { broken: 'not rebuilt' }, values });
-        if (held === undefined) toRebuild.push({ i, id, subject: subject.toString(), sig: sig ? sig.toString('hex') : '', signer: Number(sg?.toString() ?? 0) });
+        if (held === undefined) toRebuild.push({ i, id, subject: subject.toString(), sig: sigHex, signer: Number(sg?.toString() ?? 0) });
       }
     });
     if (toRebuild.length > 0) {
@@ -133,7 +134,7 @@ export class EventStore {
       return { broken: (err as Error).message };
     }
     const json = serializeEvent(event);
-    this.rebuilt.set(r.id, json);
+    this.rebuilt.set(event, json);
     return { json };
   }
 
@@ -163,7 +164,7 @@ export class EventStore {
       if (!Array.isArray(v)) return null;
       const [id, mine] = v as [string, number];
       // this copy is the one stored: what any reader would rebuild
-      if (Number(mine) === 1) this.rebuilt.set(id, serializeEvent(items[i]!.event));
+      if (Number(mine) === 1) this.rebuilt.set(items[i]!.event);
       return id;
     });
   }

@@ -19,7 +19,7 @@ import { EVENTS_MAXLEN } from './changes.js';
 import { historyOf } from './history-entries.js';
 import { NostrRegistry } from './nostr-registry.js';
 import { RebuiltEvents } from './events.js';
-import { serializeEvent, type SignedEvent } from '../../core/nostr/events.js';
+import type { SignedEvent } from '../../core/nostr/events.js';
 import { SUBJECT_STATUSES, claimFields, envelopeOfClaims, hashValue, packHash, subjectFields, toRecord, witnessesOf, type HistoryEntry, type SubjectRecord } from './subject-hash.js';
 
 /** Accepts one or many subjects (intake of single-subject and bulk jobs); records conflicts. */
@@ -185,7 +185,7 @@ export class SubjectStore implements KnownSubjects {
       if (result === 'created') {
         // stored as signed here: the relays' drains need not rebuild it
         const ev = chunk[i]!.nostrEvent;
-        if (ev) this.rebuilt.set(ev.id, serializeEvent(ev));
+        if (ev) this.rebuilt.set(ev);
         return { result: 'created' };
       }
       if (result === 'duplicate') return { result: 'duplicate', digest, nostrEventId: third === '' ? null : third };
