@@ -2,7 +2,8 @@
  * docs/architecture.md stays true to the tree: its "Lua scripts" section names every script
  * (each file in src/adapters/state/lua/, each script a module defines inline as an ioredis
  * custom command) and its folder table has a row for every folder of src/core/ and
- * src/adapters/.
+ * src/adapters/; every other folder under src/ has a row or is named (`name/`) in the row
+ * of the folder above it.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -53,5 +54,29 @@ describe('docs/architecture.md', () => {
     );
     const rows = new Set([...DOC.matchAll(/^\| `(src\/[a-z0-9/-]+\/)` \|/gm)].map((m) => m[1]!));
     expect(folders.filter((f) => !rows.has(f)), 'folders without a row').toEqual([]);
+  });
+
+  it('names every folder under src/: a row of its own, or `name/` in the row of the nearest folder above it that has one', () => {
+    const rows = new Map([...DOC.matchAll(/^\| `(src\/[a-z0-9/-]+\/)` \|(.*)$/gm)].map((m) => [m[1]!, m[2]!]));
+    const folders: string[] = [];
+    const walk = (dir: string): void => {
+      for (const name of readdirSync(join(REPO_ROOT, dir))) {
+        if (!statSync(join(REPO_ROOT, dir, name)).isDirectory()) continue;
+        folders.push(`${dir}/${name}/`);
+        walk(`${dir}/${name}`);
+      }
+    };
+    walk('src');
+    expect(folders.length).toBeGreaterThan(40);
+    const unnamed = folders.filter((folder) => {
+      if (rows.has(folder)) return false;
+      const name = folder.split('/').at(-2)!;
+      for (let up = folder.slice(0, -name.length - 1); up.startsWith('src/'); up = up.slice(0, up.slice(0, -1).lastIndexOf('/') + 1)) {
+        const row = rows.get(up);
+        if (row !== undefined) return !row.includes(`\`${name}/\``);
+      }
+      return true;
+    });
+    expect(unnamed, 'folders docs/architecture.md does not name').toEqual([]);
   });
 });

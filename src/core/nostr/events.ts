@@ -26,7 +26,7 @@ export const BATCH_TREE = 'rfc6962-sha256';
 /**
  * The indexed subject tag of an envelope-mode event (SPEC §4.1): `["i", "aer1:<subject key>"]`.
  * Single-letter, so relays index it and an auditor can ask for `{"#i": ["aer1:<key>"]}`
- * without the proof (see docs/nostr.md, "Finding an anchor without its proof").
+ * without the proof (see docs/verify.md, "Without the proof: discovery and audit").
  */
 export const SUBJECT_TAG = 'i';
 export const SUBJECT_TAG_PREFIX = 'aer1:';
