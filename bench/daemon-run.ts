@@ -49,6 +49,8 @@ export interface DaemonRunOptions {
   exportProofs: boolean;
   /** The anchor log on: the goal then also asks every subject in a checkpoint. */
   log?: boolean;
+  /** Retention on (with `log`: lean retirement): after confirmation, wait until every subject is retired and read memory again. */
+  retention?: boolean;
 }
 
 /** With the anchor log on: when every subject was in a checkpoint, and each one's wait for it. */
@@ -113,6 +115,14 @@ export interface DaemonRunResult {
     perPendingSubject: number;
     confirmedBytes: number | null;
     perConfirmedSubject: number | null;
+    /** With retention: INFO used_memory once every subject was retired (null when not asked or not reached). */
+    retiredBytes: number | null;
+    /** (retiredBytes - beforeBytes) / n. */
+    perRetiredSubject: number | null;
+    /** From confirmation until every subject was retired (ms). */
+    retireMs: number | null;
+    /** MEMORY STATS when retiredBytes was read: Redis's own tables and client buffers (bytes), the keys held. */
+    retiredStats: { mainTable: number; clients: number; keys: number } | null;
     breakdown: MemoryBreakdown | null;
   };
   /** Daemon child memory: RSS when the clock stopped, and the peak (VmHWM) over the run. */
@@ -224,6 +234,15 @@ class BatchCachingStore extends AnchorStore {
   override readonly batches: BatchStore = new BatchCache(this.redis, this.keys);
 }
 
+/** MEMORY STATS: the main key table's overhead, the normal clients' buffers, the keys held. */
+async function memoryStats(redis: Redis): Promise<{ mainTable: number; clients: number; keys: number }> {
+  const flat = (await redis.call('MEMORY', 'STATS')) as unknown[];
+  const get = (name: string): unknown => flat[flat.indexOf(name) + 1];
+  const db0 = get('db.0') as unknown[] | undefined;
+  const mainTable = db0 ? Number(db0[db0.indexOf('overhead.hashtable.main') + 1] ?? 0) : 0;
+  return { mainTable, clients: Number(get('clients.normal') ?? 0), keys: Number(get('keys.count') ?? 0) };
+}
+
 /** Commands only the bench sends while polling; left out of the per-subject counts. */
 const BENCH_ONLY_COMMANDS = new Set(['zcard', 'info', 'config|resetstat', 'config']);
 
@@ -234,7 +253,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
   let daemon: DaemonChild | null = null;
   let queue: Queue | null = null;
   try {
-    daemon = await startDaemonChild({ redisUrl: redisServer.url, peers: o.peers, mode: o.mode, windowMs: o.windowMs, ratePerMinute: o.ratePerMinute, log: o.log }, redis);
+    daemon = await startDaemonChild({ redisUrl: redisServer.url, peers: o.peers, mode: o.mode, windowMs: o.windowMs, ratePerMinute: o.ratePerMinute, log: o.log, retention: o.retention }, redis);
     const store = new AnchorStore(redis, BENCH_PREFIX);
     const k = store.keys;
     queue = new Queue(daemon.config.queue.name, { connection: redis, prefix: k.bullPrefix });
@@ -377,10 +396,30 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
         if (i % 5 === 0) sampleRss();
         await sleep(50);
       }
-      if (confirmMs !== null) {
+      if (confirmMs !== null && !o.retention) {
         // let the last upgrade jobs and the events stream settle before reading memory
         await sleep(200);
         confirmedBytes = await usedMemory(redis);
+      }
+    }
+    let retiredBytes: number | null = null;
+    let retireMs: number | null = null;
+    let retiredStats: DaemonRunResult['memory']['retiredStats'] = null;
+    if (confirmMs !== null && o.retention) {
+      // confirmed subjects leave idx:st:confirmed as they are retired; `retired` counts them
+      const r0 = performance.now();
+      for (let i = 0; i < Math.ceil(o.confirmTimeoutMs / 50) + 10 && performance.now() - r0 < o.confirmTimeoutMs; i++) {
+        if (Number((await redis.hget(k.meta, 'retired')) ?? 0) >= o.n) {
+          retireMs = performance.now() - r0;
+          break;
+        }
+        await sleep(50);
+      }
+      if (retireMs !== null) {
+        // the pass that emptied the last batches drops their key lists; let it end
+        await sleep(600);
+        retiredBytes = await usedMemory(redis);
+        retiredStats = await memoryStats(redis);
       }
     }
     sampleRss();
@@ -417,6 +456,10 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
         perPendingSubject: (pendingBytes - beforeBytes) / Math.max(1, accepted),
         confirmedBytes,
         perConfirmedSubject: confirmedBytes === null ? null : (confirmedBytes - beforeBytes) / o.n,
+        retiredBytes,
+        perRetiredSubject: retiredBytes === null ? null : (retiredBytes - beforeBytes) / o.n,
+        retireMs,
+        retiredStats,
         breakdown,
       },
       daemonRssPendingBytes: rssPending,

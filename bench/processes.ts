@@ -162,6 +162,8 @@ export interface BenchDaemonOptions {
   env?: Record<string, string>;
   /** The anchor log on (log.enabled, default interval), its folder and key in the daemon's temp folder. */
   log?: boolean;
+  /** Retention on: confirmed subjects retired at once (retention.confirmedAfterMs 1, a pass every 200 ms); with `log`, lean. */
+  retention?: boolean;
 }
 
 export const BENCH_PREFIX = 'bench';
@@ -200,6 +202,7 @@ export function benchConfig(o: BenchDaemonOptions & { keyFile: string; dir: stri
         esploraUrl: null,
       },
       http: { enabled: false, port: 0 },
+      ...(o.retention ? { retention: { confirmedAfterMs: 1, intervalMs: 200, limit: 100_000 } } : {}),
       log: { level: 'warn', ...(o.log ? { enabled: true, dir: join(o.dir, 'log'), keyFile: join(o.dir, 'log.key') } : {}) },
       queue: {
         ...(process.env.BENCH_QUEUE_CONCURRENCY ? { concurrency: Number(process.env.BENCH_QUEUE_CONCURRENCY) } : {}),

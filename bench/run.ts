@@ -18,6 +18,7 @@ import { killAllTracked, removeTempDir, startPeers, type Peers } from './process
 import { figure, load, machine, median, round, table, type Figure } from './report.js';
 import { firstProof, verifyDir, verifyOneCold } from './verify-run.js';
 import { intakeRun, type IntakeRunResult } from './intake-run.js';
+import { leanFigures, leanRuns } from './lean-run.js';
 import { generateSecretKey } from '../src/core/nostr/keys.js';
 import { envelopeEvent } from '../src/core/nostr/events.js';
 import { canonicalJson } from '../src/core/aer1/canonical-json.js';
@@ -40,7 +41,7 @@ const TARGET_CHECKPOINT_P95_MS = 2_000;
 const FULL_BUDGET_S = 300;
 const QUICK_BUDGET_S = 60;
 
-const USAGE = `usage: npm run bench [-- [--json] [--quick] [--intake-only] [--intake-large] [--event-path] [--log] [--round-ms MS] [--window-ms MS] [--naive-concurrency N]]
+const USAGE = `usage: npm run bench [-- [--json] [--quick] [--intake-only] [--intake-large] [--event-path] [--log] [--lean] [--round-ms MS] [--window-ms MS] [--naive-concurrency N]]
   --json               one JSON object per figure on stdout, nothing else (progress and the table go
                        to stderr; run it as \`npm run --silent bench -- --json\`, or npm prints its banner first)
   --quick              smaller N and a ${QUICK_BUDGET_S} s budget of measurement, for development; the full run's budget
@@ -52,6 +53,9 @@ const USAGE = `usage: npm run bench [-- [--json] [--quick] [--intake-only] [--in
   --log                only the anchor log: batch mode, bulk jobs (N = 10,000, quick 2,000) with the log
                        off and on, alternating, twice each (quick: once); subjects/s (until every subject
                        is also in a checkpoint) and the wait from acceptance to the first checkpoint
+  --lean               only lean retirement: batch mode, bulk jobs (N = 10,000, quick 2,000), the log on,
+                       retention off and on, alternating, twice each (quick: once); Redis bytes (INFO
+                       used_memory delta / N) a confirmed subject kept beside a retired one
   --intake-large       that comparison at N = 100,000 rather than 10,000 (about a minute more)
   --round-ms MS        dev calendars' aggregation round (default 1000, as the real server)
   --window-ms MS       the tuned batch window, Nostr and OTS (default 250); one run also uses the
@@ -135,6 +139,7 @@ async function main(): Promise<number> {
       'intake-large': { type: 'boolean' },
       'event-path': { type: 'boolean' },
       log: { type: 'boolean' },
+      lean: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -176,6 +181,13 @@ async function main(): Promise<number> {
       }
       const figures = eventPathFigures(side[0]!.result, side[1]!.result, side[2]!.result, signingMs());
       const lines = [`aer1-anchor bench, the per-subject event path — ${new Date().toISOString()}`, `machine: ${mc.cores} cores, ${mc.cpu}, Node ${mc.node}; load average at start ${loadAtStart.join(' ')}`, '', table(figures)];
+      emit(figures, lines, values.json === true);
+      return 0;
+    }
+    if (values.lean) {
+      const runs = await leanRuns(base, plan.label === 'full' ? 10_000 : 2_000, plan.label === 'full' ? 2 : 1, (r, label) => progress(`${label}: N=${fmtN(r.n)}, ${r.memory.perConfirmedSubject !== null ? `${Math.round(r.memory.perConfirmedSubject)} B a confirmed subject` : r.memory.perRetiredSubject !== null ? `${Math.round(r.memory.perRetiredSubject)} B a retired subject` : 'NOT CONFIRMED or NOT RETIRED'}`));
+      const figures = leanFigures(runs.kept, runs.retired);
+      const lines = [`aer1-anchor bench, lean retirement — ${new Date().toISOString()}`, `machine: ${mc.cores} cores, ${mc.cpu}, Node ${mc.node}; load average at start ${loadAtStart.join(' ')}`, '', table(figures)];
       emit(figures, lines, values.json === true);
       return 0;
     }

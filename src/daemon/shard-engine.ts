@@ -87,6 +87,8 @@ export class ShardEngine {
   /** The shard's anchor log publisher (log.enabled), null when off. */
   readonly anchorLog: LogService | null = null;
   private readonly loggedStamps: LoggedStamps | null = null;
+  /** The shard's proofs, of subjects in Redis and (the anchor log on) retired lean. */
+  private readonly exporter: ProofExporter;
   /** With the anchor log on: the witnesses' batches cut from its checkpoints. */
   readonly checkpointCuts: CheckpointCuts | null = null;
   /** The anchor log checkpoints' TSAs and witnesses (log.tsaUrls, log.witnesses), null when none. */
@@ -111,6 +113,7 @@ export class ShardEngine {
     this.archive = deps.archive;
     this.refusals = deps.refusals;
     this.store = new AnchorStore(deps.storeRedis, deps.prefix);
+    this.exporter = new ProofExporter(this.store, configuredSources(config), deps.anchorLog ?? null);
     if (deps.anchorLog) {
       const parts = this.wireAnchorLog(deps, deps.anchorLog);
       this.anchorLog = parts.service;
@@ -279,16 +282,17 @@ export class ShardEngine {
     });
   }
 
-  /** Retention when proofs are held elsewhere (archive.dir, webhooks) and retention.confirmedDays is set; null otherwise. */
+  /** Retention when proofs are held elsewhere (archive.dir, webhooks) or rebuilt from the anchor log (lean) and retention.confirmedDays is set; null otherwise. */
   private wireRetention(anchorLog: ShardEngineDeps['anchorLog'] | null, afterArchive: ShardEngineDeps['afterArchive']): Retention | null {
     const { config } = this;
     const handover = config.webhooks.length > 0 ? new WebhookHandover(this.redis, this.store.keys.base, config.webhooks.map((h) => hookId(h.url))) : null;
-    if (!(this.archive || handover) || !(retentionAfterMs(config) > 0)) return null;
+    if (!(this.archive || handover || anchorLog) || !(retentionAfterMs(config) > 0)) return null;
     return new Retention({
       ...this.passDeps(),
+      lean: anchorLog !== null,
       archive: this.archive,
       handover,
-      exporter: new ProofExporter(this.store, configuredSources(config), anchorLog ?? null),
+      exporter: this.exporter,
       ...(afterArchive ? { afterArchive } : {}),
       onRetired: (n) => this.metrics.retentionRetired(n),
     });
@@ -323,6 +327,12 @@ export class ShardEngine {
             }
           : {}),
         ...(this.loggedStamps ? { logged: (subjects: readonly PreparedSubject[]) => this.loggedStamps!.find(subjects) } : {}),
+        ...(this.anchorLog
+          ? {
+              retired: async (keys: readonly string[]) =>
+                (await this.exporter.retiredMany(keys)).map((r) => (r ? { envelope: JSON.parse(r.record.envelopeCanonical!) as Record<string, unknown>, digest: r.record.digest!, index: r.index } : null)),
+            }
+          : {}),
         afterAccept: async ({ subjects, inboxLengths }) => {
           if (envelopeMode) await nostr.ensurePublishingMany(subjects.flatMap((s) => (s.nostrEventId ? [s.nostrEventId] : [])));
           // the accept script said how long each inbox is: only a full one needs a pass now

@@ -251,7 +251,7 @@ describe('retention: confirmed subjects retired to the proof archive', () => {
       }
       expect(files(archiveDir).length).toBe(N + 3);
       // nothing left to do
-      expect(await e.daemon.retention!.pass()).toEqual({ archived: 0, removed: 0, failed: 0, offered: 0, waiting: 0 });
+      expect(await e.daemon.retention!.pass()).toEqual({ archived: 0, removed: 0, lean: 0, failed: 0, offered: 0, waiting: 0 });
     } finally {
       await issuer.close();
       await stop(e);

@@ -160,9 +160,9 @@ function crossCheck(c: Config, fail: (key: string, message: string) => never): v
   if (!c.nostr.enabled && !c.ots.enabled) fail('nostr.enabled', 'no witness is enabled (nostr.enabled and ots.enabled are both false)');
   if (c.nostr.backoffMaxMs < c.nostr.backoffMs) fail('nostr.backoffMaxMs', 'must be at least nostr.backoffMs');
   if (c.webhookDelivery.backoffMaxMs < c.webhookDelivery.backoffMs) fail('webhookDelivery.backoffMaxMs', 'must be at least webhookDelivery.backoffMs');
-  if (retentionAfterMs(c) > 0 && c.archive.dir === null && c.webhooks.length === 0) {
+  if (retentionAfterMs(c) > 0 && c.archive.dir === null && c.webhooks.length === 0 && !c.log.enabled) {
     const key = c.retention.confirmedAfterMs > 0 ? 'retention.confirmedAfterMs' : 'retention.confirmedDays';
-    fail(key, 'retention is on but there is nowhere to hand proofs to before subjects are removed: set archive.dir, or webhooks (every hook must acknowledge a proof), or both');
+    fail(key, 'retention is on but there is nowhere to hand proofs to before subjects are removed: set archive.dir, or webhooks (every hook must acknowledge a proof), or both, or log.enabled (subjects logged and final are retired lean)');
   }
   if (c.log.tsaQuorum > c.log.tsaUrls.length) fail('log.tsaQuorum', `m = ${c.log.tsaQuorum} exceeds the ${c.log.tsaUrls.length} configured TSAs`);
   if (c.log.witnessQuorum > c.log.witnesses.length) fail('log.witnessQuorum', `quorum ${c.log.witnessQuorum} exceeds the ${c.log.witnesses.length} configured witnesses`);

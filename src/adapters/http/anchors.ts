@@ -56,6 +56,14 @@ export class AnchorRoutes {
     const store = this.daemon.state.of(key);
     const record = await store.subjects.getRecord(key);
     if (!record) {
+      // retired lean: rebuilt from the anchor log and its batches (docs/reliability.md, Retention)
+      const exporter = this.exporterOf(key);
+      const retired = await exporter.retired(key);
+      const proof = retired ? await exporter.exportOf(retired.record) : null;
+      if (retired && proof) {
+        const { archived: _archived, ...summary } = archivedSummary(key, proof);
+        return json(200, { ...summary, retired: 'log', logIndex: retired.index });
+      }
       const archived = await this.archive?.read(key);
       if (archived) return json(200, archivedSummary(key, archived.proof));
       throw new HttpError(404, 'not_found', `no subject with key ${JSON.stringify(key)}`, 'key');
@@ -65,7 +73,7 @@ export class AnchorRoutes {
 
   async proof({ params }: RequestContext): Promise<Reply> {
     const key = params.key!;
-    const proof = await this.exporters[this.daemon.state.shards.indexOf(this.daemon.state.of(key))]!.export(key);
+    const proof = await this.exporterOf(key).export(key);
     if (proof) return json(200, proof);
     const record = await this.daemon.state.getRecord(key);
     if (!record) {
@@ -77,6 +85,11 @@ export class AnchorRoutes {
       throw new HttpError(404, 'no_proof', `subject ${JSON.stringify(key)} was refused, so it has no proof: ${record.reason ?? 'no reason recorded'}`, 'key');
     }
     throw new HttpError(404, 'not_found', `no subject with key ${JSON.stringify(key)}`, 'key');
+  }
+
+  /** The proof exporter of the key's shard. */
+  private exporterOf(key: string): ProofExporter {
+    return this.exporters[this.daemon.state.shards.indexOf(this.daemon.state.of(key))]!;
   }
 
   async list({ query }: RequestContext): Promise<Reply> {

@@ -20,7 +20,7 @@ import { Aer1Error, InputError } from '../../core/errors/errors.js';
 import { rootFingerprint, type PreparedSubject } from '../../core/envelope/prepared.js';
 import type { Envelope } from '../../core/envelope/envelope.js';
 import type { AnchorStore } from '../state/anchor-store.js';
-import { ACCEPT_CHUNK, type AcceptSubject } from '../state/subjects.js';
+import { ACCEPT_CHUNK, type AcceptResult, type AcceptSubject } from '../state/subjects.js';
 import type { WitnessName } from '../state/keys.js';
 import { bulkSubjectsOrReason, isBulkJobData, readOutcome, type JobLimits, type ReadOutcome, type SubjectInput } from './job-data.js';
 import { backoffDelay } from '../../core/retry/backoff.js';
@@ -112,6 +112,12 @@ export interface Anchoring {
    * logged with, or refused as a conflict.
    */
   logged?: (subjects: readonly SubjectInput[]) => Promise<Array<LoggedStamp | null>>;
+  /**
+   * With the anchor log: per key, the envelope and digest of a subject retired lean (rebuilt
+   * from its retired facts and its log entry: src/adapters/proof/retired.ts), or null. Such a
+   * key is answered from it (duplicate, or conflict for another root), never accepted as new.
+   */
+  retired?: (keys: readonly string[]) => Promise<Array<{ envelope: Record<string, unknown>; digest: string; index: number } | null>>;
 }
 
 type ArchivedAnswer = { result: 'duplicate'; digest: string } | { result: 'conflict'; digest: string; reason: string };
@@ -183,12 +189,13 @@ export class IntakeProcessor {
       throw new UnrecoverableError(archived.reason);
     }
     const stamped = (await this.asLogged([read]))[0]!;
-    if ('result' in stamped) {
+    if (stamped.result === 'conflict') {
       this.log.warn({ key }, 'conflicting root refused (subject in the anchor log)');
       throw new UnrecoverableError(stamped.reason);
     }
+    if (stamped.result === 'duplicate') return { key, result: 'duplicate', digest: stamped.digest };
     const subject = this.signed(stamped);
-    const { results, inboxLengths } = await this.store.subjects.acceptMany(this.anchoring, [subject]);
+    const { results, inboxLengths } = await this.acceptAnswered([subject]);
     const res = results[0]!;
     if (res.result === 'conflict') {
       // the accept script recorded it in the subject's history and on the stream
@@ -215,16 +222,52 @@ export class IntakeProcessor {
    * writes) stamped with the `anchored_at` they were logged with, so each gets back the
    * envelope its entry holds; a subject no such stamp fits is another root: a conflict.
    */
-  private async asLogged(subjects: SubjectInput[]): Promise<Array<SubjectInput | Conflict>> {
-    if (!this.anchoring.logged || subjects.length === 0) return subjects;
-    const stamps = await this.anchoring.logged(subjects);
+  private async asLogged(subjects: SubjectInput[]): Promise<Array<(SubjectInput & { result?: undefined }) | ArchivedAnswer>> {
+    const retired = await this.fromRetired(subjects);
+    const rest = subjects.filter((_s, i) => retired[i] === null);
+    if (!this.anchoring.logged || rest.length === 0) return subjects.map((s, i) => retired[i] ?? s);
+    const found = await this.anchoring.logged(rest);
+    let next = 0;
     return subjects.map((subject, i) => {
-      const stamp = stamps[i];
+      if (retired[i]) return retired[i]!;
+      const stamp = found[next++];
       if (!stamp) return subject;
       const again = stamp.anchoredAt === null ? null : readOutcome(subject.data, this.limits, stamp.anchoredAt);
       if (again && !(again instanceof Aer1Error) && again.digest === stamp.digest) return again;
       return { result: 'conflict', digest: stamp.digest, reason: `conflict: subject ${subject.key} is already in the anchor log with another root (entry ${stamp.index}, envelope digest ${stamp.digest}); refused, not re-anchored` };
     });
+  }
+
+  /** How the anchor log answers for subjects retired lean (null for the others): duplicate, or conflict for another root. */
+  private async fromRetired(subjects: ReadonlyArray<{ key: string; fingerprint: string }>): Promise<Array<ArchivedAnswer | null>> {
+    if (!this.anchoring.retired || subjects.length === 0) return subjects.map(() => null);
+    const found = await this.anchoring.retired(subjects.map((s) => s.key));
+    return subjects.map((subject, i) => {
+      const f = found[i];
+      if (!f) return null;
+      if (rootFingerprint(f.envelope as unknown as Envelope) === subject.fingerprint) return { result: 'duplicate', digest: f.digest };
+      return { result: 'conflict', digest: f.digest, reason: `conflict: subject ${subject.key} is already anchored with another root (envelope digest ${f.digest}, retired from Redis, entry ${f.index} of the anchor log); refused, not re-anchored` };
+    });
+  }
+
+  /**
+   * acceptMany, a subject retired lean meanwhile (between the check above and the accept
+   * script: the script writes nothing for it) answered from its retired facts.
+   */
+  private async acceptAnswered(subjects: readonly AcceptSubject[]): Promise<{ results: Array<Exclude<AcceptResult, { result: 'retired' }>>; inboxLengths: Accepted['inboxLengths'] }> {
+    const { results, inboxLengths } = await this.store.subjects.acceptMany(this.anchoring, subjects);
+    const retired = subjects.filter((_s, i) => results[i]!.result === 'retired');
+    const answers = retired.length > 0 ? await this.fromRetired(retired) : [];
+    let j = 0;
+    return {
+      inboxLengths,
+      results: results.map((r) => {
+        if (r.result !== 'retired') return r;
+        const a = answers[j++];
+        if (!a) throw new Error('a subject retired lean could not be read back from the anchor log');
+        return a.result === 'duplicate' ? { result: 'duplicate', digest: a.digest, nostrEventId: null } : a;
+      }),
+    };
   }
 
   /** What the accept script stores for a subject read: the subject as read, its event signed in envelope mode. */
@@ -276,15 +319,15 @@ export class IntakeProcessor {
       const valid: Array<{ index: number; subject: AcceptSubject }> = [];
       stamped.forEach((s, i) => {
         const { index, subject } = unarchived[i]!;
-        if (!('result' in s)) return void valid.push({ index, subject: this.signed(s) });
-        tally.conflict++;
+        if (s.result === undefined) return void valid.push({ index, subject: this.signed(s) });
+        tally[s.result]++;
         notes.push({ index, key: subject.key, ...s });
       });
       if (valid.length === 0) {
         keep(notes);
         continue;
       }
-      const page = await this.store.subjects.acceptMany(this.anchoring, valid.map((v) => v.subject));
+      const page = await this.acceptAnswered(valid.map((v) => v.subject));
       Object.assign(inboxLengths, page.inboxLengths);
       page.results.forEach((res, i) => {
         const { index, subject } = valid[i]!;

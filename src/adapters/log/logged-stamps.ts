@@ -16,6 +16,7 @@ import { decodeEntry, entryKindOfSubject } from '../../core/log/entry.js';
 import type { LogFolder } from './log-folder.js';
 import { MAX_SETTLE } from './log-publisher.js';
 import type { LogKeys } from './log-sequencer.js';
+import { readLogIndex } from './retired-facts.js';
 
 /** A subject whose key the log holds and Redis does not: its entry's index and `d`, and the `anchored_at` that gives that `d` (null: none does). */
 export interface LoggedStamp {
@@ -60,7 +61,10 @@ export class LoggedStamps {
     // Redis behind the folder (the publisher settles it on its next tick): the files name the keys
     const ahead = this.aheadOf(Number(replies[1]![1] ?? 0), checkpoint.size);
     const logged = subjects.flatMap((s, i) => {
-      const index = indexes[i] !== null ? Number(indexes[i]) : ahead?.get(s.key);
+      // a subject retired lean (`<index>:<facts>`) is answered from its facts, not stamped again
+      const value = readLogIndex(indexes[i] ?? null);
+      if (value?.facts) return [];
+      const index = value !== null ? value.index : ahead?.get(s.key);
       return index !== undefined && index < checkpoint.size ? [{ i, index }] : [];
     });
     if (logged.length === 0) return out;

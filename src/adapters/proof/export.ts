@@ -19,6 +19,8 @@ import { relayCopyJson } from '../nostr/relay-policy.js';
 import { sentTo } from '../state/subject-view.js';
 import { LogFolder } from '../log/log-folder.js';
 import { LogKeys } from '../log/log-sequencer.js';
+import { readLogIndex } from '../log/retired-facts.js';
+import { retiredSubject, retiredSubjects, type RetiredSubject } from './retired.js';
 import { decodeBundle, TILE_WIDTH, tileInTree } from '../../core/log/tiles.js';
 import { encodeEntry, entryKindOfSubject } from '../../core/log/entry.js';
 import { PROOF_VERSION, type LogProof, type AnchorProof, type NostrEventJson, type NostrProof, type NostrProofMode, type OtsProof, type WitnessStatus } from '../../core/proof/format.js';
@@ -72,12 +74,14 @@ export class ProofExporter {
   private readonly trees = new TreeCache();
 
   private readonly logFolder: LogFolder | null;
+  private readonly logKeys: LogKeys;
 
   /** `anchorLog`: the shard's anchor log folder (log.enabled), whose checkpoint and tiles give `log`. */
   constructor(store: AnchorStore, sources: ProofSources, anchorLog: { dir: string } | null = null) {
     this.store = store;
     this.sources = sources;
     this.logFolder = anchorLog ? new LogFolder(anchorLog.dir) : null;
+    this.logKeys = new LogKeys(store.keys.base);
   }
 
   /**
@@ -88,9 +92,9 @@ export class ProofExporter {
   private async log(record: SubjectRecord): Promise<LogProof | null> {
     const kind = record.kind === null ? undefined : entryKindOfSubject(record.kind);
     if (!this.logFolder || !record.digest || kind === undefined) return null;
-    const raw = await this.store.redis.hget(new LogKeys(this.store.keys.base).index, record.key);
-    if (raw === null) return null;
-    const index = Number(raw);
+    const value = readLogIndex(await this.store.redis.hget(this.logKeys.index, record.key));
+    if (value === null) return null;
+    const index = value.index;
     const cp = this.logFolder.checkpointCovering(index);
     if (cp === null) return null;
     const ref = { ...tileInTree(cp.size, 0, Math.floor(index / TILE_WIDTH)), level: 'entries' as const };
@@ -107,10 +111,29 @@ export class ProofExporter {
     };
   }
 
-  /** The proof for `key`, or null when no accepted subject has that key. */
+  /**
+   * A subject retired lean (docs/reliability.md, Retention): its record rebuilt from its
+   * log:idx facts and its log entry, and its log index; null when `key` is none (the log off,
+   * the subject in Redis, unknown).
+   */
+  async retired(key: string): Promise<RetiredSubject | null> {
+    return this.logFolder ? retiredSubject(this.store.redis, this.logKeys, this.logFolder, key) : null;
+  }
+
+  /** retired() of many keys, their log:idx values read in one round trip. */
+  async retiredMany(keys: readonly string[]): Promise<Array<RetiredSubject | null>> {
+    return this.logFolder ? retiredSubjects(this.store.redis, this.logKeys, this.logFolder, keys) : keys.map(() => null);
+  }
+
+  /** The proof for `key` (in Redis, or retired lean), or null when no accepted subject has that key. */
   async export(key: string): Promise<AnchorProof | null> {
-    const record = await this.store.subjects.getRecord(key);
-    if (!record || record.status === 'rejected' || !record.envelopeCanonical || !record.digest) return null;
+    const record = (await this.store.subjects.getRecord(key)) ?? (await this.retired(key))?.record ?? null;
+    return record ? this.exportOf(record) : null;
+  }
+
+  /** The proof of a subject's record as read (or as its retired facts give it). */
+  async exportOf(record: SubjectRecord): Promise<AnchorProof | null> {
+    if (record.status === 'rejected' || !record.envelopeCanonical || !record.digest) return null;
     const proof: AnchorProof = {
       version: PROOF_VERSION,
       envelope: JSON.parse(record.envelopeCanonical) as Record<string, unknown>,

@@ -44,9 +44,9 @@ export class SubjectIndexes {
     return best;
   }
 
-  /** Retention: up to `limit` confirmed subjects accepted before `beforeMs`, oldest first. */
-  async confirmedBefore(beforeMs: number, limit: number): Promise<string[]> {
-    return this.redis.zrangebyscore(this.keys.byStatus('confirmed'), '-inf', `(${beforeMs}`, 'LIMIT', 0, limit);
+  /** Retention: up to `limit` confirmed subjects accepted before `beforeMs`, oldest first, from the `offset`-th. */
+  async confirmedBefore(beforeMs: number, limit: number, offset = 0): Promise<string[]> {
+    return this.redis.zrangebyscore(this.keys.byStatus('confirmed'), '-inf', `(${beforeMs}`, 'LIMIT', offset, limit);
   }
 
   /**

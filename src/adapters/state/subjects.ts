@@ -63,7 +63,9 @@ export type AcceptResult =
   /** Already accepted with this root; its Nostr event (envelope mode), if any. */
   | { result: 'duplicate'; digest: string; nostrEventId: string | null }
   /** Accepted with another root: refused, and recorded in that subject's history (`reason`). */
-  | { result: 'conflict'; digest: string; reason: string };
+  | { result: 'conflict'; digest: string; reason: string }
+  /** Retired lean (the anchor log on): nothing written; the caller answers from its retired facts. */
+  | { result: 'retired' };
 
 export interface AcceptManyResult {
   /** One per subject, in order. */
@@ -189,6 +191,7 @@ export class SubjectStore implements KnownSubjects {
         return { result: 'created' };
       }
       if (result === 'duplicate') return { result: 'duplicate', digest, nostrEventId: third === '' ? null : third };
+      if (result === 'retired') return { result: 'retired' };
       return { result: 'conflict', digest, reason: third };
     });
     const inboxLengths: Partial<Record<WitnessName, number>> = {};
@@ -264,16 +267,18 @@ export class SubjectStore implements KnownSubjects {
    * their envelope, history, own Nostr event and index entries, 100 per script call, and then
    * the batches that no longer hold any subject in Redis (dropEmptiedBatches). A subject not
    * confirmed, or whose event or batch links changed since they were read, is left alone.
-   * Returns the keys removed. Safe to repeat.
+   * `lean`: the subjects retired lean (with the anchor log on), each with its log:idx value
+   * `<index>:<facts>` (src/adapters/log/retired-facts.ts), written in the same call; such a subject is left
+   * alone unless its log:idx value is still its bare index. Returns the keys removed. Safe to repeat.
    */
-  async forget(keys: readonly string[]): Promise<string[]> {
+  async forget(keys: readonly string[], lean: ReadonlyMap<string, Buffer> = new Map()): Promise<string[]> {
     const k = this.keys;
     const removed: string[] = [];
     for (let i = 0; i < keys.length; i += 100) {
       const chunk = keys.slice(i, i + 100);
       // the event id as stored (32 bytes, passed back as they are), the batch ids as text
       const links = await Promise.all(chunk.map((key) => this.redis.hmgetBuffer(k.subject(key), 'nostr:event', 'nostr:batch', 'ots:batch')));
-      const scriptKeys = [k.counts, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), k.meta, k.events, k.nostrRecent, k.emptiedBatches('nostr'), k.emptiedBatches('ots')];
+      const scriptKeys = [k.counts, ...SUBJECT_STATUSES.map((st) => k.byStatus(st)), k.meta, k.events, k.nostrRecent, k.emptiedBatches('nostr'), k.emptiedBatches('ots'), this.logKeys?.index ?? k.meta];
       const now = this.now();
       const args: Array<string | Buffer> = [nowIso(now), String(EVENTS_MAXLEN), WITNESSES.join(',')];
       chunk.forEach((key, j) => {
@@ -282,7 +287,9 @@ export class SubjectStore implements KnownSubjects {
         const [nostrBatch, otsBatch] = [nb?.toString() ?? '', ob?.toString() ?? ''];
         const s = k.subject(key);
         scriptKeys.push(s, k.envelope(key), ev ? k.event(ev) : s, nostrBatch ? k.batch('nostr', nostrBatch) : s, otsBatch ? k.batch('ots', otsBatch) : s);
-        args.push(key, evRaw ?? '', nostrBatch, otsBatch);
+        const value = lean.get(key);
+        if (value && !this.logKeys) throw new Error('forget: a subject retired lean with the anchor log off');
+        args.push(key, evRaw ?? '', nostrBatch, otsBatch, value ?? '');
       });
       scriptKeys.push(k.eventTally);
       const res = (await this.run(FORGET, scriptKeys, args)) as number[];

@@ -32,7 +32,9 @@
 -- SubjectStore.history derives it from the hash (`created`, `digest`), except for a subject
 -- refused before (its history holds the refusal, and the acceptance goes after it).
 -- Returns per subject {result, digest, detail}: {'created', '', ''}, {'duplicate', stored
--- digest, stored event id or ''} or {'conflict', stored digest, the reason recorded}; then
+-- digest, stored event id or ''}, {'conflict', stored digest, the reason recorded} or, with
+-- the anchor log on, {'retired', '', ''} for a key retired lean (its log:idx value is
+-- `<index>:<facts>`: nothing is written, the caller answers from the facts); then
 -- each inbox's length after the new subjects went in (-1 when none did).
 -- The stream: the subjects created are announced in one entry per run of them (a conflict
 -- between two runs is written where it happened, so the stream keeps the order):
@@ -116,7 +118,10 @@ for i = 0, n - 1 do
   local s, e, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local existing = redis.call('HMGET', s, 'status', 'fp', 'digest', 'nostr:event')
   existing[3] = hex(existing[3])
-  if existing[1] and existing[1] ~= 'rejected' then
+  local logged = logOn and (not existing[1] or existing[1] == 'rejected') and redis.call('HGET', KEYS[kbase + 4 * n + 2], key)
+  if logged and string.find(logged, ':', 1, true) then
+    table.insert(out, 'retired'); table.insert(out, ''); table.insert(out, '')
+  elseif existing[1] and existing[1] ~= 'rejected' then
     if existing[2] == fp then
       table.insert(out, 'duplicate'); table.insert(out, existing[3] or ''); table.insert(out, hex(existing[4]) or '')
     else

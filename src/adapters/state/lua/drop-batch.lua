@@ -4,6 +4,9 @@
 -- event (batch mode) or the NIP-03 attestations signed for it (OTS), with their places in
 -- nostr:recent, and its memberships of bopen: and bwork:. A batch that still has work after
 -- its confirmation (bwork:, upgrade polls or NIP-03 attestations) is left for a later call.
+-- A batch some of whose subjects were retired lean (its `lean` field, forget.lua) keeps its
+-- hash and its events, which their proofs are rebuilt from: only its key list and transition
+-- list go (no subject of it is left to move or to show a history).
 -- The caller reads the event ids the batch names and declares their keys; the script checks
 -- it names exactly those (else nothing is written and the caller reads again).
 --
@@ -26,6 +29,12 @@ local gone = tonumber(redis.call('HGET', b, 'gone') or '0')
 if gone < tonumber(redis.call('HGET', b, 'size') or '0') then
   redis.call('SREM', KEYS[1], id)
   return 0
+end
+if tonumber(redis.call('HGET', b, 'lean') or '0') > 0 then
+  redis.call('DEL', KEYS[5], KEYS[6])
+  redis.call('SREM', KEYS[1], id)
+  redis.call('SREM', KEYS[2], id)
+  return 1
 end
 -- the events the batch names
 local named = {}

@@ -1,0 +1,180 @@
+/**
+ * Lean retirement (docs/reliability.md, Retention) on real Redis, two dev relays and a dev
+ * calendar speaking the real OTS protocol: with the anchor log on and no archive or webhook,
+ * confirmed subjects whose checkpoint event was accepted and whose checkpoint's OTS proof is
+ * in a Bitcoin block leave Redis but for their log:idx value; GET serves each proof byte for
+ * byte as before, the verifier passes it, and GET of the subject says `retired: "log"` with
+ * its log index. A subject not final yet is not retired lean. A retired key sent again is a
+ * duplicate (never anchored twice), another root a conflict.
+ */
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Config } from '../../src/adapters/config/config.js';
+import { startHttpServer, type HttpServer } from '../../src/adapters/http/server.js';
+import { ProofExporter } from '../../src/adapters/proof/export.js';
+import { leanValue } from '../../src/adapters/retention/lean.js';
+import { readSubject } from '../../src/adapters/intake/job-data.js';
+import { HeadersFileSource } from '../../src/adapters/bitcoin/index.js';
+import { loadLogKeyFile } from '../../src/adapters/log/key-file.js';
+import { parseVerifierKey } from '../../src/core/log/note.js';
+import { generateSecretKey } from '../../src/core/nostr/keys.js';
+import type { AnchorProof } from '../../src/core/proof/format.js';
+import { verifyAnchor } from '../../src/core/verify/pipeline.js';
+import type { Daemon } from '../../src/daemon/daemon.js';
+import { createLogger } from '../../src/daemon/logger.js';
+import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
+import type { DevCalendar } from '../../src/dev/calendar/index.js';
+import { checkedFetch } from '../helpers/openapi.js';
+import { Issuer, SHARED_REDIS_URL, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
+
+const N = 12;
+const signingKey = generateSecretKey();
+
+async function prefixKeys(redis: Redis, base: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  for (let i = 0; i < 10_000; i++) {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${base}:*`, 'COUNT', 1000);
+    keys.push(...batch);
+    cursor = next;
+    if (cursor === '0') break;
+  }
+  return keys;
+}
+
+describe('lean retirement: confirmed subjects retired to the anchor log', () => {
+  let relays: DevRelay[] = [];
+  let calendars: DevCalendar[] = [];
+  let headersFile = '';
+  let dir = '';
+  let prefix = '';
+  let redis: Redis;
+  const running: Array<{ daemon: Daemon; http: HttpServer }> = [];
+  const subjects = Array.from({ length: N }, () => receiptFields());
+  const keys = subjects.map((s) => s.receipt_uuid);
+  const served = new Map<string, string>();
+
+  function config(retention: Record<string, unknown>): Config {
+    return testConfig({
+      relays,
+      calendars,
+      headersFile,
+      prefix,
+      overrides: {
+        retention,
+        nostr: { mode: 'batch', batchWindowMs: 300, batchMaxSize: 5 },
+        ots: { batchWindowMs: 300 },
+        log: { enabled: true, dir: join(dir, 'log'), keyFile: join(dir, 'log.key'), origin: 'example.test/lean', checkpointIntervalMs: 100 },
+        http: { enabled: true, host: '127.0.0.1', port: 0 },
+      },
+    });
+  }
+
+  async function start(c: Config): Promise<{ daemon: Daemon; http: HttpServer }> {
+    const daemon = await startDaemon(c, SHARED_REDIS_URL, signingKey);
+    const http = await startHttpServer({ daemon, log: createLogger('silent') });
+    const r = { daemon, http };
+    running.push(r);
+    return r;
+  }
+
+  async function stop(r: { daemon: Daemon; http: HttpServer }): Promise<void> {
+    await r.http.close();
+    await r.daemon.stop();
+    running.splice(running.indexOf(r), 1);
+  }
+
+  beforeAll(async () => {
+    headersFile = join(tempDir('headers'), 'headers.json');
+    relays = await startRelays(2);
+    calendars = await startCalendars(1, headersFile, 50);
+    dir = tempDir('lean');
+    prefix = uniquePrefix('lean');
+    redis = new Redis(SHARED_REDIS_URL);
+  });
+
+  afterAll(async () => {
+    for (const r of [...running]) await stop(r);
+    await redis?.quit();
+    await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
+  });
+
+  it('retires every logged and final subject lean; GET serves its proof byte for byte as before, and it verifies', { timeout: 150_000 }, async () => {
+    // first without retention: subjects confirmed, their proofs as the API serves them
+    const a = await start(config({}));
+    const issuer = new Issuer(a.daemon.config);
+    try {
+      await issuer.enqueueMany(subjects.map((s) => ({ data: s, key: s.receipt_uuid })));
+      await waitFor('nostr confirmed, every OTS batch held by the calendar', async () => {
+        if ((await issuer.witnessCount('nostr', 'confirmed')) !== N) return false;
+        const records = await issuer.store.subjects.getRecords(keys);
+        for (const r of records) if (!r?.batches.ots || (await issuer.store.batches.batchField('ots', r.batches.ots.id, 'submitted')) !== '1') return false;
+        return true;
+      }, 60_000);
+      // not final yet (no Bitcoin block): not retired lean
+      const exporter = new ProofExporter(a.daemon.store, { relays: [], calendars: [] }, { dir: a.daemon.config.log.dir });
+      const early = (await a.daemon.store.subjects.getRecord(keys[0]!))!;
+      expect(await leanValue(a.daemon.store, early, (await exporter.exportOf(early))!)).toBeNull();
+
+      await calendars[0]!.mine();
+      await waitFor('all confirmed', async () => (await issuer.count('confirmed')) === N, 60_000);
+      for (const key of keys) {
+        const res = await checkedFetch(`${a.http.url}/v1/anchors/${key}/proof`);
+        expect(res.status).toBe(200);
+        served.set(key, await res.text());
+      }
+      const records = await issuer.store.subjects.getRecords(keys);
+      const batchIds = [...new Set(records.flatMap((r) => [`nostr:${r!.batches.nostr!.id}`, `ots:${r!.batches.ots!.id}`]))];
+      expect(batchIds.length).toBeGreaterThanOrEqual(2);
+      await stop(a);
+
+      // a daemon with retention on and neither archive nor webhooks retires them lean
+      const b = await start(config({ confirmedAfterMs: 1, intervalMs: 200 }));
+      await waitFor('every subject retired', async () => (await issuer.count('confirmed')) === 0, 30_000, 100);
+      const base = b.daemon.store.keys.base;
+      // the batches' key and transition lists go once every subject of theirs is retired
+      await waitFor('no batch key list left', async () => (await prefixKeys(redis, base)).every((k) => !k.includes(':bk:') && !k.includes(':bh:')), 30_000, 100);
+      const left = await prefixKeys(redis, base);
+      for (const key of keys) expect(left.filter((k) => k.includes(key)), `keys left of ${key}`).toEqual([]);
+      // each batch's hash stays, once, for every retired subject of it
+      for (const b2 of batchIds) expect(left).toContain(`${base}:b:${b2}`);
+      for (const key of keys) expect((await redis.hgetBuffer(`${base}:log:idx`, key))!.toString('latin1')).toMatch(/^\d+:/);
+      expect(Number(await redis.hget(`${base}:meta`, 'retired'))).toBe(N);
+
+      const trusted = [parseVerifierKey(loadLogKeyFile(b.daemon.config.log.keyFile).verifierKey)];
+      for (const key of keys) {
+        const res = await checkedFetch(`${b.http.url}/v1/anchors/${key}/proof`);
+        expect(res.status).toBe(200);
+        const text = await res.text();
+        expect(text).toBe(served.get(key));
+        const proof = JSON.parse(text) as AnchorProof;
+        const report = await verifyAnchor({ value: proof }, { expectedPubkeys: [signingKey.publicKey], logKeys: trusted, headerSource: new HeadersFileSource(headersFile), network: 'regtest', requireConfirmed: true });
+        expect(report.verdict, report.reason).toBe('PASS');
+        const detail = await checkedFetch(`${b.http.url}/v1/anchors/${key}`);
+        expect(detail.status).toBe(200);
+        expect(await detail.json()).toMatchObject({ key, status: 'confirmed', digest: proof.digest, retired: 'log', logIndex: proof.log!.index, witnesses: { nostr: 'confirmed', ots: 'confirmed' }, proof: `/v1/anchors/${key}/proof` });
+      }
+    } finally {
+      await issuer.close();
+    }
+  });
+
+  it('a retired key sent again is a duplicate, never a new anchor; another root is a conflict', { timeout: 30_000 }, async () => {
+    const b = running[0]!;
+    const intake = b.daemon.intakeProcessor();
+    const digest = (JSON.parse(served.get(keys[1]!)!) as { digest: string }).digest;
+    const size = await redis.get(`${b.daemon.store.keys.base}:log:size`);
+    expect(await intake.process(keys[1], subjects[1])).toEqual({ key: keys[1], result: 'duplicate', digest });
+    await expect(intake.process(keys[2], { ...subjects[2], output_sha256: 'ab'.repeat(32) })).rejects.toThrow(/conflict: subject .* retired from Redis, entry \d+ of the anchor log/);
+    const bulk = await intake.process(undefined, { subjects: [subjects[3], subjects[4], { ...subjects[5], output_sha256: 'cd'.repeat(32) }] });
+    expect(bulk).toMatchObject({ created: 0, duplicate: 2, conflict: 1 });
+    expect(await b.daemon.store.subjects.getRecords(keys.slice(1, 6))).toEqual([null, null, null, null, null]);
+    expect(await redis.get(`${b.daemon.store.keys.base}:log:size`)).toBe(size);
+    // retired between the intake's look-up and the accept script: the script writes nothing for it
+    const read = readSubject(subjects[6], { maxJobBytes: 1 << 20, maxSteps: 1000, maxEntries: 1000 });
+    expect((await b.daemon.store.subjects.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: ['nostr', 'ots'] }, [read])).results).toEqual([{ result: 'retired' }]);
+    expect(await b.daemon.store.subjects.getRecord(keys[6]!)).toBeNull();
+    expect(await redis.get(`${b.daemon.store.keys.base}:log:size`)).toBe(size);
+  });
+});
