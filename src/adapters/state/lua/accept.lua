@@ -118,7 +118,7 @@ for i = 0, n - 1 do
   local s, e, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local existing = redis.call('HMGET', s, 'status', 'fp', 'digest', 'nostr:event')
   existing[3] = hex(existing[3])
-  local logged = logOn and (not existing[1] or existing[1] == 'rejected') and redis.call('HGET', KEYS[kbase + 4 * n + 2], key)
+  local logged = logOn and (not existing[1] or existing[1] == 'rejected') and redis.call('HGET', KEYS[kbase + 3 * n + 2], key)
   if logged and string.find(logged, ':', 1, true) then
     table.insert(out, 'retired'); table.insert(out, ''); table.insert(out, '')
   elseif existing[1] and existing[1] ~= 'rejected' then
