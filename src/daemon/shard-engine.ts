@@ -19,7 +19,6 @@ import { noteLateEvents } from '../adapters/ots/event-ids.js';
 import { Nip03Publisher } from '../adapters/nostr/nip03-publisher.js';
 import { RelayUpkeep } from '../adapters/nostr/relay-upkeep.js';
 import { headerSourceFromConfig } from '../adapters/bitcoin/index.js';
-import { serializeEvent } from '../core/nostr/events.js';
 import type { SigningKey } from '../core/nostr/keys.js';
 import type { PreparedSubject } from '../core/envelope/prepared.js';
 import { ratePerShard } from '../core/shard/shard.js';
@@ -316,10 +315,7 @@ export class ShardEngine {
         inboxes,
         ...(envelopeMode
           ? {
-              signEnvelope: (s: PreparedSubject) => {
-                const ev = nostr.signEnvelope(s.envelopeCanonical, s.digest, s.envelope);
-                return { id: ev.id, json: serializeEvent(ev) };
-              },
+              signEnvelope: (s: PreparedSubject) => nostr.signEnvelope(s.envelopeCanonical, s.digest, s.envelope),
             }
           : {}),
         ...(this.archive

@@ -14,7 +14,6 @@ describe('bench memory breakdown', () => {
   it("puts the state layout's keys in their kinds", () => {
     expect(classify(k.subject('u-1'))).toBe('subject hash');
     expect(classify(k.envelope('u-1'))).toBe('envelope');
-    expect(classify(k.history('u-1'))).toBe('history');
     expect(classify(k.event('abc'))).toBe('nostr events');
     expect(classify(k.batch('ots', '3-ff'))).toBe('batches');
     expect(classify(k.batchKeys('nostr', '3-ff'))).toBe('batches');

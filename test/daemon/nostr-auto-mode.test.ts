@@ -256,7 +256,7 @@ describe('nostr auto mode: a recorded decision stands across a crash', () => {
       const first = b.subjects[0]!;
       const ev = envelopeEvent({ canonical: first.canonical, digestHex: first.digest, kind: cfg.nostr.kind }, crashedSigner);
       stored = serializeEvent(ev);
-      expect(await store.events.setSubjectEvents([{ key: first.key, id: ev.id, json: stored }])).toEqual([ev.id]);
+      expect(await store.events.setSubjectEvents([{ key: first.key, event: ev }])).toEqual([ev.id]);
       await store.batches.closeBatch('nostr', b.id);
     }, async (store, cfg, d) => {
       expect(await confirmedProofModes(store, cfg, crashedSigner, keys)).toEqual(['envelope', 'envelope']);

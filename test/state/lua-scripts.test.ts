@@ -26,6 +26,13 @@ import { generateSignerKey } from '../../src/core/log/note.js';
 import { readCheckpointNote } from '../../src/core/nostr/events.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { tempDir } from '../helpers/harness.js';
+import { SigningKey } from '../../src/core/nostr/keys.js';
+import { envelopeEvent, serializeEvent, verifySignedEvent, type SignedEvent } from '../../src/core/nostr/events.js';
+import { buildEnvelope, envelopeCanonical } from '../../src/core/envelope/envelope.js';
+import { receiptFields } from '../helpers/harness.js';
+
+/** An event as the store keeps it (id, signature, signer): tests that never publish or rebuild it. */
+const signedStub = (id: string): SignedEvent => ({ id, pubkey: '1'.repeat(64), created_at: 0, kind: 3099, tags: [], content: '', sig: '2'.repeat(128) });
 
 let server: EmbeddedRedis;
 let redis: Redis;
@@ -163,7 +170,7 @@ describe('accept.lua', () => {
   }
 
   it('stores the signed event of envelope mode with the subject and hands it back on a duplicate', async () => {
-    const s = { ...subject(), nostrEvent: { id: 'e'.repeat(64), json: '{"id":"eee"}' } };
+    const s = { ...subject(), nostrEvent: signedStub('e'.repeat(64)) };
     const targets: AcceptTargets = { witnesses: ['nostr'], inboxes: [] };
     expect((await store.subjects.acceptMany(targets, [s])).results[0]).toEqual({ result: 'created' });
     expect(await store.events.eventOwner(s.nostrEvent.id)).toEqual({ subject: s.key, batch: null });
@@ -311,17 +318,18 @@ describe('the subject record: compact hash, acceptance derived from it', () => {
       }
       if (c.steps.includes('conflict')) expect((await store.subjects.acceptMany(BOTH, [{ ...s, fingerprint: sha256Hex('fp-other') }])).results[0]).toMatchObject({ result: 'conflict', digest: s.digest });
       const hash = await redis.hgetallBuffer(k.subject(s.key));
-      expect(Object.keys(hash).sort()).toEqual([...c.fields].sort());
-      // a listpack: every value within 64 bytes; the digest as its 32 bytes
-      expect(await redis.object('ENCODING', k.subject(s.key))).toBe('listpack');
+      // its own history entries are its h:<n> fields
+      expect(Object.keys(hash).filter((f) => !f.startsWith('h:')).sort()).toEqual([...c.fields].sort());
+      // a listpack: every value within 64 bytes (a refusal's or a conflict's reason, kept as its history entry, may not be); the digest as its 32 bytes
+      if (c.list === null) expect(await redis.object('ENCODING', k.subject(s.key))).toBe('listpack');
       expect(hash.digest!.length).toBe(32);
       const rec = (await store.subjects.getRecord(s.key))!;
       expect(rec).toMatchObject({ key: s.key, kind: 'receipt', digest: s.digest, envelopeCanonical: s.envelopeCanonical });
       if (!hash.u) expect(rec.updatedMs).toBe(rec.createdMs);
       expect((await store.subjects.intakeStates([s.key]))[0]).toEqual({ fingerprint: s.fingerprint, status: rec.status, digest: s.digest });
-      const list = await redis.lrange(k.history(s.key), 0, -1);
-      if (c.list === null) expect(await redis.exists(k.history(s.key))).toBe(0);
-      else expect(list.map((t) => (JSON.parse(t) as { event: string }).event)).toEqual(c.list);
+      const own = Object.keys(hash).filter((f) => f.startsWith('h:'));
+      expect(own.sort()).toEqual((c.list ?? []).map((_, i) => `h:${i}`));
+      expect(own.map((f) => (JSON.parse(hash[f]!.toString()) as { event: string }).event)).toEqual(c.list ?? []);
       const history = await store.subjects.history(s.key);
       expect(history.map((h) => h.event)).toEqual(c.history);
       const accepted = history.find((h) => h.event === 'accepted')!;
@@ -579,7 +587,7 @@ describe('batch transitions recorded once on the batch', () => {
       expect(strip(got as never)).toEqual(strip(want as never));
       expect(got.map((h) => h.at)).toEqual([...got.map((h) => h.at)].sort());
       // nothing is the subject's own, not even its acceptance (derived from its hash)
-      expect(await redis.exists(store.keys.history(s.key))).toBe(0);
+      expect(Object.keys(await redis.hgetall(store.keys.subject(s.key))).filter((f) => f.startsWith('h:'))).toEqual([]);
     }
     expect(await redis.llen(store.keys.batchHistory('nostr', nb.id))).toBe(3);
     expect(await redis.llen(store.keys.batchHistory('ots', ob.id))).toBe(2);
@@ -687,7 +695,7 @@ describe('forget.lua (retention)', () => {
     const withEvent = subject();
     const id = randomBytes(32).toString('hex');
     const [pending] = [subject()];
-    await store.subjects.acceptMany(BOTH, [{ ...withEvent, nostrEvent: { id, json: JSON.stringify({ content: withEvent.envelopeCanonical }) } }, pending]);
+    await store.subjects.acceptMany(BOTH, [{ ...withEvent, nostrEvent: signedStub(id) }, pending]);
     await store.events.noteNostrQueued(id, Date.now(), 3_600_000);
     const batch = (await store.batches.cutBatch('ots', 10))!;
     await store.subjects.setWitnessMany([withEvent.key], 'nostr', 'confirmed', 1);
@@ -698,7 +706,7 @@ describe('forget.lua (retention)', () => {
 
     expect(await store.subjects.forget([withEvent.key, pending.key, 'refused', 'never-there'])).toEqual([withEvent.key]);
     await expectKeysDeclared();
-    expect(await redis.exists(store.keys.subject(withEvent.key), store.keys.envelope(withEvent.key), store.keys.history(withEvent.key), store.keys.event(id))).toBe(0);
+    expect(await redis.exists(store.keys.subject(withEvent.key), store.keys.envelope(withEvent.key), store.keys.event(id))).toBe(0);
     expect(await redis.zscore(store.keys.nostrRecent, id)).toBeNull();
     expect(await store.indexes.countByStatus()).toEqual({ pending: 1, partial: 0, confirmed: 0, failed: 0, rejected: 1 });
     expect(await store.indexes.countByWitness(['nostr', 'ots'])).toEqual({ nostr: { pending: 1, partial: 0, confirmed: 0, failed: 0 }, ots: { pending: 1, partial: 0, confirmed: 0, failed: 0 } });
@@ -719,6 +727,7 @@ describe('set-relays.lua', () => {
   ])('%s', async (_name, before, next, kept) => {
     const ev = randomBytes(32).toString('hex');
     await store.events.storeEvent(ev, '{}', { subject: 'some-subject' });
+    await expect(store.events.relayReports(ev)).resolves.toEqual([]);
     const outbox = new RelayOutbox(store.events, ['ws://r']);
     for (const b of before as string[]) await outbox.record('ws://r', [{ id: ev, report: report(b) }]);
     const [recorded] = await outbox.record('ws://r', [{ id: ev, report: report(next as string) }]);
@@ -738,11 +747,11 @@ describe('set-subject-event.lua', () => {
     if (before !== 'gone') await store.subjects.accept({ ...s, ...BOTH });
     const oldId = randomBytes(32).toString('hex');
     const newId = randomBytes(32).toString('hex');
-    if (before === 'has') await store.events.setSubjectEvents([{ key: s.key, id: oldId, json: '{"old":1}' }]);
+    if (before === 'has') await store.events.setSubjectEvents([{ key: s.key, event: signedStub(oldId) }]);
     await expectKeysDeclared();
-    const res = await redis.eval(SET_SUBJECT_EVENT.lua, 3, store.keys.subject(s.key), store.keys.event(newId), store.keys.envelope(s.key), newId, '{"new":1}', s.key, Buffer.from(newId, 'hex'));
+    const res = await redis.eval(SET_SUBJECT_EVENT.lua, 2, store.keys.subject(s.key), store.keys.event(newId), newId, Buffer.alloc(64, 7), '1', s.key, Buffer.from(newId, 'hex'));
     const expected = want === 'new' ? newId : want === 'old' ? oldId : null;
-    expect(res).toBe(expected);
+    expect(res).toEqual(want === 'new' ? [newId, 1] : want === 'old' ? [oldId, 0] : null);
     // stored as its 32 bytes, read as hex
     expect((await store.subjects.getRecord(s.key))?.nostrEventId ?? null).toBe(expected);
     if (want !== null) expect((await redis.hgetBuffer(store.keys.subject(s.key), 'nostr:event'))!.length).toBe(32);
@@ -752,38 +761,56 @@ describe('set-subject-event.lua', () => {
   });
 });
 
-describe('the envelope is stored once', () => {
-  const eventOf = (s: AcceptSubject, content = s.envelopeCanonical): string => JSON.stringify({ id: 'x', kind: 1, content, tags: [] });
+describe("a subject's own event is kept as its signature and rebuilt from the envelope", () => {
+  const key = SigningKey.fromBytes(randomBytes(32));
+  /** A subject with a real envelope (its claims kept in the hash) and its envelope event signed. */
+  const real = (): AcceptSubject & { nostrEvent: SignedEvent } => {
+    const env = buildEnvelope(receiptFields(), new Date());
+    const canonical = envelopeCanonical(env);
+    const digest = sha256Hex(canonical);
+    const k = String((env as { receipt_uuid: string }).receipt_uuid);
+    return { key: k, kind: 'receipt', envelopeCanonical: canonical, envelope: env, digest, fingerprint: sha256Hex(`fp-${k}`), nostrEvent: envelopeEvent({ canonical, digestHex: digest, kind: 3099 }, key) };
+  };
 
-  it('envelope mode: a subject with its own event keeps the envelope only in it, and reads back the same', async () => {
-    const s = subject();
-    const id = randomBytes(32).toString('hex');
-    await store.subjects.accept({ ...s, nostrEvent: { id, json: eventOf(s) }, ...BOTH });
-    expect(await redis.exists(store.keys.envelope(s.key))).toBe(0);
-    expect((await store.subjects.getRecord(s.key))?.envelopeCanonical).toBe(s.envelopeCanonical);
+  it('envelope mode: the event hash keeps no JSON; the event read back is the one signed, byte for byte, and verifies', async () => {
+    const s = real();
+    await store.subjects.accept({ ...s, ...BOTH });
     await expectKeysDeclared();
+    const h = await redis.hgetallBuffer(store.keys.event(s.nostrEvent.id));
+    expect(Object.keys(h).sort()).toEqual(['sg', 'sig', 'subject']);
+    expect(await redis.call('OBJECT', 'ENCODING', store.keys.event(s.nostrEvent.id))).toBe('listpack');
+    // another store (another daemon): nothing held in memory, the event rebuilt from the subject
+    const fresh = new AnchorStore(redis, prefix);
+    const json = await fresh.events.eventJson(s.nostrEvent.id);
+    expect(json).toBe(serializeEvent(s.nostrEvent));
+    expect(verifySignedEvent(json!).ok).toBe(true);
+    expect((await fresh.subjects.getRecord(s.key))?.envelopeCanonical).toBe(s.envelopeCanonical);
   });
 
-  it('an event whose content is not the envelope leaves the envelope beside the subject', async () => {
-    const s = subject();
-    const id = randomBytes(32).toString('hex');
-    await store.subjects.accept({ ...s, nostrEvent: { id, json: eventOf(s, '{"other":1}') }, ...BOTH });
-    expect(await redis.get(store.keys.envelope(s.key))).toBe(s.envelopeCanonical);
-    expect((await store.subjects.getRecord(s.key))?.envelopeCanonical).toBe(s.envelopeCanonical);
+  it('auto mode: a linked event is rebuilt the same; a copy signed again for the same id is not kept', async () => {
+    const s = real();
+    await store.subjects.accept({ ...s, nostrEvent: undefined, ...BOTH });
+    expect(await store.events.setSubjectEvents([{ key: s.key, event: s.nostrEvent }])).toEqual([s.nostrEvent.id]);
+    const again = envelopeEvent({ canonical: s.envelopeCanonical, digestHex: s.digest, kind: 3099 }, key);
+    expect(again.id).toBe(s.nostrEvent.id);
+    expect(await store.events.setSubjectEvents([{ key: s.key, event: again }])).toEqual([s.nostrEvent.id]);
+    expect(again.sig).not.toBe(s.nostrEvent.sig);
+    // this store (which signed both) and another read the copy stored, not the later signature
+    expect(await store.events.eventJson(s.nostrEvent.id)).toBe(serializeEvent(s.nostrEvent));
+    expect(await new AnchorStore(redis, prefix).events.eventJson(s.nostrEvent.id)).toBe(serializeEvent(s.nostrEvent));
   });
 
-  it('auto mode: linking the subject its own event drops the envelope copy; the record still has it', async () => {
-    const [s, t] = [subject(), subject()];
+  it('an event whose envelope no longer rebuilds it is refused with the reason; the others read as ever', async () => {
+    const [s, t] = [real(), real()];
     await store.subjects.acceptMany(BOTH, [s, t]);
-    expect(await redis.get(store.keys.envelope(s.key))).toBe(s.envelopeCanonical);
-    const [idS, idT] = [randomBytes(32).toString('hex'), randomBytes(32).toString('hex')];
-    await store.events.setSubjectEvents([{ key: s.key, id: idS, json: eventOf(s) }, { key: t.key, id: idT, json: eventOf(t, 'not the envelope') }]);
-    await expectKeysDeclared();
-    expect(await redis.exists(store.keys.envelope(s.key))).toBe(0);
-    expect(await redis.get(store.keys.envelope(t.key))).toBe(t.envelopeCanonical);
-    const [rs, rt] = await store.subjects.getRecords([s.key, t.key]);
-    expect(rs).toMatchObject({ envelopeCanonical: s.envelopeCanonical, nostrEventId: idS });
-    expect(rt).toMatchObject({ envelopeCanonical: t.envelopeCanonical, nostrEventId: idT });
+    // the stored signer names another kind: the rebuilt id differs from the stored one
+    const other = await store.registry.signerNumber({ pubkey: key.publicKey, kind: 3098 });
+    await redis.hset(store.keys.event(s.nostrEvent.id), 'sg', String(other));
+    const fresh = new AnchorStore(redis, prefix);
+    const [bad, good] = await fresh.events.readEvents([s.nostrEvent.id, t.nostrEvent.id], [[], []]);
+    expect(bad!.event).toEqual({ broken: expect.stringMatching(/^the event rebuilt from the stored envelope has id [0-9a-f]{64}, not the stored [0-9a-f]{64}$/) });
+    expect(good!.event).toEqual({ json: serializeEvent(t.nostrEvent) });
+    await expect(fresh.events.eventJson(s.nostrEvent.id)).rejects.toThrow(/cannot|not the stored/);
   });
 });
 
@@ -977,7 +1004,7 @@ describe('forget.lua', () => {
       const s = subject();
       const eventId = randomBytes(32).toString('hex');
       const other = subject();
-      await store.subjects.acceptMany(BOTH, [c.withEvent ? { ...s, nostrEvent: { id: eventId, json: '{"id":"x"}' } } : s, other]);
+      await store.subjects.acceptMany(BOTH, [c.withEvent ? { ...s, nostrEvent: signedStub(eventId) } : s, other]);
       let progress = 1;
       for (const [w, st] of c.witnesses) await store.subjects.setWitness(s.key, w, st, progress++);
       await store.subjects.setWitness(other.key, 'nostr', 'confirmed', 1);
@@ -1001,8 +1028,9 @@ describe('forget.lua', () => {
       } else {
         expect(await store.subjects.forget([s.key, other.key])).toEqual(c.expectRemoved ? [s.key, other.key] : [other.key]);
       }
-      const left = await redis.exists(k.subject(s.key), k.envelope(s.key), k.history(s.key));
-      expect(left).toBe(c.expectRemoved ? 0 : 3);
+      // its history is in its hash (h:<n>)
+      const left = await redis.exists(k.subject(s.key), k.envelope(s.key));
+      expect(left).toBe(c.expectRemoved ? 0 : 2);
       const indexes = [...['pending', 'partial', 'confirmed', 'failed', 'rejected'].map((st) => k.byStatus(st)), ...['nostr', 'ots'].flatMap((w) => ['pending', 'partial', 'confirmed', 'failed'].map((st) => k.byWitness(w, st)))];
       const inIndexes = (await Promise.all(indexes.map((i) => redis.zscore(i, s.key)))).filter((v) => v !== null).length;
       if (c.expectRemoved) expect(inIndexes).toBe(0);
@@ -1030,7 +1058,7 @@ describe('forget.lua and drop-batch.lua: a batch goes with its last subject', ()
   async function confirmedBatches(): Promise<{ keys: string[]; nostr: string; ots: string; batchEvent: string; attestation: string; own: string }> {
     const subjects = [subject(), subject(), subject(), subject()];
     const own = randomBytes(32).toString('hex');
-    subjects[0] = { ...subjects[0]!, nostrEvent: { id: own, json: JSON.stringify({ id: own, content: subjects[0]!.envelopeCanonical }) } };
+    subjects[0] = { ...subjects[0]!, nostrEvent: signedStub(own) };
     await store.subjects.acceptMany(BOTH, subjects);
     const keys = subjects.map((s) => s.key);
     const nostr = (await store.batches.cutBatch('nostr', 10))!.id;

@@ -13,6 +13,10 @@ import { fixBatchEventIds, noteLateEvents } from '../../src/adapters/ots/event-i
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { privateRedis } from '../helpers/harness.js';
+import type { SignedEvent } from '../../src/core/nostr/events.js';
+
+/** An event as the store keeps it (id, signature, signer): these tests never publish or rebuild it. */
+const signedStub = (id: string): SignedEvent => ({ id, pubkey: '1'.repeat(64), created_at: 0, kind: 3099, tags: [], content: '', sig: '2'.repeat(128) });
 
 let server: EmbeddedRedis;
 let redis: Redis;
@@ -51,7 +55,7 @@ it("a batch's own subjects linked to an event after its list was fixed wait for 
   const cut = (await store.batches.cutBatch('ots', 4))!;
   const link = async (key: string): Promise<string> => {
     const id = eventId();
-    expect(await store.events.setSubjectEvents([{ key, id, json: JSON.stringify({ id, content: `{"k":"${key}"}` }) }])).toEqual([id]);
+    expect(await store.events.setSubjectEvents([{ key, event: signedStub(id) }])).toEqual([id]);
     return id;
   };
   const before = await link('own-1');
@@ -75,7 +79,7 @@ it('a late event committed by a later batch is not noted again by a retry of eit
   // the OTS side fixes the list before the subject has its event
   expect(await fixBatchEventIds(store, cut.id)).toEqual([]);
   const id = eventId();
-  expect(await store.events.setSubjectEvents([{ key: 'r-1', id, json: JSON.stringify({ id, content: '{"k":"r-1"}' }) }])).toEqual([id]);
+  expect(await store.events.setSubjectEvents([{ key: 'r-1', event: signedStub(id) }])).toEqual([id]);
   await noteLateEvents(store, [{ key: 'r-1', eventId: id }]);
   // the next batch commits it
   expect(await fixBatchEventIds(store, 'next')).toEqual([id]);

@@ -11,6 +11,8 @@ import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { privateRedis, waitFor } from '../helpers/harness.js';
+import { encodeReport } from '../../src/adapters/state/relay-reports.js';
+import type { RelayReportRecord } from '../../src/adapters/state/events.js';
 
 let server: EmbeddedRedis;
 let redis: Redis;
@@ -63,20 +65,28 @@ beforeEach(async () => {
   seen.splice(0);
 });
 
-async function event(id: string, fields: Record<string, string> = {}): Promise<void> {
-  await redis.hset(store.keys.event(id), { json: `{"id":"${id}"}`, subject: `s-${id}`, ...fields });
+/** An event hash as the store keeps it, with relays' reports already recorded. */
+async function event(id: string, reports: RelayReportRecord[] = []): Promise<void> {
+  const numbers = await store.registry.relayNumbers(reports.map((r) => r.url));
+  await redis.hset(store.keys.event(id), { json: `{"id":"${id}"}`, subject: `s-${id}`, ...Object.fromEntries(reports.map((r, i) => [`r:${numbers[i]}`, encodeReport(r)])) });
+}
+
+/** The relays recorded on an event (its `to`), as URLs. */
+async function handedTo(id: string): Promise<string[]> {
+  return (await store.events.eventRelays(id)).relays;
 }
 
 describe('relay outboxes', () => {
   it('add queues each event on every relay that has not answered it for good, once, and records the relays on the event', async () => {
     await event('e1');
-    await event('e2', { [`r:${A}`]: JSON.stringify({ url: A, status: 'accepted', final: true }) });
+    await event('e2', [{ url: A, status: 'accepted', message: '', at: '', final: true }]);
     expect(await outbox.add(['e1', 'e2'], T)).toBe(3);
     expect(await outbox.add(['e1'], T + 5)).toBe(2);
     expect(await redis.zrange(outbox.key(A), 0, -1, 'WITHSCORES')).toEqual(['e1', String(T)]);
     expect(await redis.zrange(outbox.key(B), 0, -1)).toEqual(['e1', 'e2']);
-    expect(JSON.parse((await redis.hget(store.keys.event('e1'), 'to'))!)).toEqual([A, B]);
-    expect(JSON.parse((await redis.hget(store.keys.event('e2'), 'to'))!)).toEqual([B]);
+    expect(await handedTo('e1')).toEqual([A, B]);
+    // e2 went to B only; A reported on it before (a report with no hand-over recorded comes after)
+    expect(await handedTo('e2')).toEqual([B, A]);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 
@@ -116,8 +126,8 @@ describe('relay outboxes', () => {
   });
 
   it('record writes one relay\'s reports on many events, never downgrading an acceptance, and returns owners and reports', async () => {
-    await event('e1', { [`r:${B}`]: JSON.stringify({ url: B, status: 'accepted', final: true }) });
-    await event('e2', { [`r:${A}`]: JSON.stringify({ url: A, status: 'accepted', message: 'first', final: true }) });
+    await event('e1', [{ url: B, status: 'accepted', message: '', at: '', final: true }]);
+    await event('e2', [{ url: A, status: 'accepted', message: 'first', at: '', final: true }]);
     const out = await outbox.record(A, [
       { id: 'e1', report: { url: A, status: 'accepted', message: '', at: 'x', attempts: 1, final: true } },
       { id: 'e2', report: { url: A, status: 'failed', message: 'late', at: 'x', attempts: 3, final: true } },
@@ -126,7 +136,9 @@ describe('relay outboxes', () => {
     expect(out[0]).toMatchObject({ subject: 's-e1', batch: null, previous: undefined, gone: false });
     expect(out[0]!.reports.map((r) => r.url).sort()).toEqual([A, B].sort());
     expect(out[1]).toMatchObject({ subject: 's-e2', previous: { status: 'accepted', message: 'first' }, gone: false });
-    expect(out[1]!.reports).toEqual([{ url: A, status: 'accepted', message: 'first', final: true }]);
+    expect(out[1]!.reports).toEqual([{ url: A, status: 'accepted', message: 'first', at: '', final: true }]);
+    // the first kept as recorded, at and all: an unusual at ('x') reads back as it was written
+    expect((await store.events.relayReports('e1')).find((r) => r.url === A)).toEqual({ url: A, status: 'accepted', message: '', at: 'x', attempts: 1, final: true });
     expect(out[2]).toMatchObject({ gone: true, reports: [] });
     expect(await redis.exists(store.keys.event('gone'))).toBe(0);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);

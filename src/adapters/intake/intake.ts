@@ -13,6 +13,7 @@
  * again, however long Redis refuses, so it never spends its attempts and is never deleted
  * without a record.
  */
+import type { SignedEvent } from '../../core/nostr/events.js';
 import { DelayedError, UnrecoverableError, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { Aer1Error, InputError } from '../../core/errors/errors.js';
@@ -94,7 +95,7 @@ export interface Anchoring {
   /** Batchers a new subject enters. */
   inboxes: readonly WitnessName[];
   /** Envelope mode: signs the subject's event (stored with it atomically), from the subject as read. */
-  signEnvelope?: (subject: PreparedSubject) => { id: string; json: string };
+  signEnvelope?: (subject: PreparedSubject) => SignedEvent;
   /** After subjects are accepted (or found again): make sure their witness work is queued. */
   afterAccept: (accepted: Accepted) => Promise<void>;
   /**

@@ -81,7 +81,9 @@ export class Nip03Publisher {
         sent++;
         continue;
       }
-      const target = await this.store.events.eventJson(eventId);
+      // gone, or a subject event that no longer rebuilds (its relays' drains record why): not attested, the rest are
+      const [read] = await this.store.events.readEvents([eventId], [[]]);
+      const target = read && 'json' in read.event ? read.event.json : null;
       if (!target) continue;
       const kind = (JSON.parse(target) as SignedEvent).kind;
       const ots = serializeDetached(eventIdProof(events, ids[i]!, i, subjectsRoot, single));

@@ -416,20 +416,16 @@ export class NostrWitness {
     for (let i = 0; i < keys.length; i += 500) {
       const chunk = keys.slice(i, i + 500);
       const records = await this.store.subjects.getRecords(chunk);
-      const items: Array<{ key: string; id: string; json: string; envelope?: string }> = [];
+      const linked: string[] = [];
+      const fresh: Array<{ key: string; event: SignedEvent }> = [];
       for (const r of records) {
         if (!r || !r.envelopeCanonical || !r.digest) continue;
-        if (r.nostrEventId) {
-          items.push({ key: r.key, id: r.nostrEventId, json: '' });
-          continue;
-        }
-        const ev = this.signEnvelope(r.envelopeCanonical, r.digest);
-        items.push({ key: r.key, id: ev.id, json: serializeEvent(ev), envelope: r.envelopeCanonical });
+        if (r.nostrEventId) linked.push(r.nostrEventId);
+        else fresh.push({ key: r.key, event: this.signEnvelope(r.envelopeCanonical, r.digest) });
       }
-      const fresh = items.filter((it) => it.json !== '');
       const stored = await this.store.events.setSubjectEvents(fresh);
       await this.hooks.onSubjectEvents?.(fresh.flatMap((it, j) => (stored[j] ? [{ key: it.key, eventId: stored[j] }] : [])));
-      const ids = [...items.filter((it) => it.json === '').map((it) => it.id), ...stored.filter((x): x is string => x !== null)];
+      const ids = [...linked, ...stored.filter((x): x is string => x !== null)];
       await this.ensurePublishingMany(ids);
     }
   }
@@ -501,7 +497,14 @@ export class NostrWitness {
         while (next < ids.length && !this.stopped && pausedUntil === 0) {
           const i = next++;
           const id = ids[i]!;
-          const { json, report, resend } = rows[i]!;
+          const { event: stored, report, resend } = rows[i]!;
+          if ('broken' in stored) {
+            // a subject event its envelope no longer rebuilds: final for this relay, with the reason; nothing else held up
+            if (!report?.final) attempts.push({ id, report: { url, status: 'failed', message: boundErrorText(`the stored event cannot be rebuilt: ${stored.broken}`), at: new Date().toISOString(), attempts: 0, final: true } });
+            else finished.push(id);
+            continue;
+          }
+          const json = stored.json;
           if (json === null) {
             this.log.error({ eventId: id, relay: url }, 'event missing from state; nothing to publish');
             finished.push(id);

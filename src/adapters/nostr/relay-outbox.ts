@@ -1,14 +1,15 @@
 /**
  * RelayOutbox: the events each relay still has to take, in Redis, one sorted set per relay
  * (`{prefix}:nostr:ob:<relay hash>`, event id scored by when it is due). The event itself is
- * stored once (`ev:<id>`); an outbox holds only its id. Daemons take due events in groups
+ * stored once (`ev:<id>`, events.ts); an outbox holds only its id. Daemons take due events in groups
  * (outbox-take.lua) under a lease they renew while working, so a daemon that dies hands its
  * group back when the lease ends; an event leaves the outbox only once its relay answered
  * for good. The relay's rate (events a minute) and its `rate-limited:` pause live beside it,
  * so they hold across every daemon on the same Redis.
  */
 import { createHash } from 'node:crypto';
-import { OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, type EventStore, type RelayReportRecord } from '../state/events.js';
+import { OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, type EventStore, type RelayReportRecord, type StoredEvent } from '../state/events.js';
+import { decodeReport, encodeReport } from '../state/relay-reports.js';
 import { runScript } from '../state/scripts.js';
 
 /** Events handed to one outbox-add.lua call: bounds how long one call holds Redis. */
@@ -71,7 +72,7 @@ export class RelayOutbox {
     for (let i = 0; i < ids.length; i += ADD_CHUNK) {
       const chunk = ids.slice(i, i + ADD_CHUNK);
       const keys = [...urls.map((u) => this.key(u)), ...chunk.map((id) => this.events.keys.event(id))];
-      queued += Number(await runScript(this.events.redis, OUTBOX_ADD, keys, [urls.length, nowMs, ...urls, ...chunk]));
+      queued += Number(await runScript(this.events.redis, OUTBOX_ADD, keys, [urls.length, nowMs, ...(await this.events.registry.relayNumbers(urls)), ...chunk]));
     }
     return queued;
   }
@@ -148,42 +149,44 @@ export class RelayOutbox {
   }
 
   /**
-   * For each event: its json, this relay's report and, when relay upkeep hands it back to be
-   * sent again, the attempts spent on that so far (null: not sent again). One pipelined HMGET
-   * and HMGET of the resend hash.
+   * For each event: what its hash holds to publish (its JSON; a subject's own event rebuilt,
+   * or why it cannot be), this relay's report and, when relay upkeep hands it back to be sent
+   * again, the attempts spent on that so far (null: not sent again). One pipelined HMGET per
+   * event (EventStore.readEvents) and one of the resend hash.
    */
-  async read(url: string, ids: readonly string[]): Promise<Array<{ json: string | null; report: RelayReportRecord | undefined; resend: number | null }>> {
-    const pipe = this.events.redis.pipeline();
-    for (const id of ids) pipe.hmget(this.events.keys.event(id), 'json', `r:${url}`);
-    pipe.hmget(this.resendKey(url), ...ids);
-    const res = (await pipe.exec()) ?? [];
-    const [rerr, resends] = res[ids.length] ?? [null, []];
-    if (rerr) throw rerr;
+  async read(url: string, ids: readonly string[]): Promise<Array<{ event: StoredEvent; report: RelayReportRecord | undefined; resend: number | null }>> {
+    const [n] = await this.events.registry.relayNumbers([url]);
+    const [rows, resends] = await Promise.all([this.events.readEvents(ids, ids.map(() => [`r:${n}`])), this.events.redis.hmget(this.resendKey(url), ...ids)]);
     return ids.map((_, i) => {
-      const [err, v] = res[i]!;
-      if (err) throw err;
-      const [json, report] = v as [string | null, string | null];
-      const resend = (resends as Array<string | null>)[i] ?? null;
-      return { json, report: report ? (JSON.parse(report) as RelayReportRecord) : undefined, resend: resend === null ? null : Number(resend) };
+      const { event, values } = rows[i]!;
+      const report = values[0] ?? null;
+      const resend = resends[i] ?? null;
+      return { event, report: report ? decodeReport(url, report) : undefined, resend: resend === null ? null : Number(resend) };
     });
   }
 
   /** Records `url`'s reports on many events in one script call (set-relays.lua). */
   async record(url: string, items: ReadonlyArray<{ id: string; report: RelayReportRecord }>): Promise<RecordedReports[]> {
     if (items.length === 0) return [];
-    const flat = (await runScript(this.events.redis, SET_RELAYS, items.map((it) => this.events.keys.event(it.id)), [url, ...items.flatMap((it) => [JSON.stringify(it.report), it.report.status])])) as string[];
-    const out: RecordedReports[] = [];
+    const [n] = await this.events.registry.relayNumbers([url]);
+    const flat = (await runScript(this.events.redis, SET_RELAYS, items.map((it) => this.events.keys.event(it.id)), [n!, ...items.flatMap((it) => [encodeReport(it.report), it.report.status])])) as Array<string | number>;
+    const rows: Array<{ subject: string; batch: string; previous: string; reports: Array<[number, string]>; gone: boolean }> = [];
+    let at = 0;
     for (let i = 0; i < items.length; i++) {
-      const [subject, batch, previous, all] = flat.slice(4 * i, 4 * i + 4) as [string, string, string, string];
-      const gone = subject === '' && batch === '' && all === '';
-      out.push({
-        subject: subject || null,
-        batch: batch || null,
-        previous: previous ? (JSON.parse(previous) as RelayReportRecord) : undefined,
-        reports: all ? all.split('\n').map((r) => JSON.parse(r) as RelayReportRecord) : [],
-        gone,
-      });
+      const [subject, batch, previous, count] = [String(flat[at]), String(flat[at + 1]), String(flat[at + 2]), Number(flat[at + 3])];
+      at += 4;
+      const reports: Array<[number, string]> = [];
+      for (let j = 0; j < count; j++, at += 2) reports.push([Number(flat[at]), String(flat[at + 1])]);
+      rows.push({ subject, batch, previous, reports, gone: count < 0 });
     }
-    return out;
+    const urls = await this.events.registry.relayUrls(rows.flatMap((r) => r.reports.map(([m]) => m)));
+    let u = 0;
+    return rows.map((r) => ({
+      subject: r.subject || null,
+      batch: r.batch || null,
+      previous: r.previous ? decodeReport(url, r.previous) : undefined,
+      reports: r.reports.map(([m, v]) => decodeReport(urls[u++] ?? `(relay number ${m}, not in the registry)`, v)),
+      gone: r.gone,
+    }));
   }
 }

@@ -100,7 +100,7 @@ export class RelayUpkeep {
   async pass(): Promise<RelayPassResult[]> {
     const { ids, cursor, end } = await this.state.next(this.cfg.perPass);
     const events = await this.state.read(ids, this.relays);
-    await this.state.drop(events.filter((e) => e.json === null).map((e) => e.id));
+    await this.state.drop(events.filter((e) => e.gone).map((e) => e.id));
     const records = await this.state.records(this.relays);
     const at = new Date(this.now()).toISOString();
     const results = await Promise.all(this.relays.map(async (url) => {

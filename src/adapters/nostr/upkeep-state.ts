@@ -14,6 +14,7 @@
  */
 import type { AnchorStore } from '../state/anchor-store.js';
 import type { RelayReportRecord } from '../state/events.js';
+import { decodeReport } from '../state/relay-reports.js';
 
 /** What upkeep found on one relay: the round under way and the last one finished. */
 export interface RelayUpkeepRecord {
@@ -36,6 +37,8 @@ export interface RelayUpkeepRecord {
 export interface KeptEvent {
   id: string;
   json: string | null;
+  /** Its event hash is gone (retention forgot it). */
+  gone: boolean;
   relays: Map<string, { report: RelayReportRecord | undefined; copy: string | null }>;
 }
 
@@ -76,21 +79,20 @@ export class UpkeepState {
     return { ids, cursor, end: rows.length <= 2 * most };
   }
 
-  /** For each event: its JSON and, per relay, its report and copy (one pipelined HMGET each). */
+  /** For each event: its JSON (a subject's own event rebuilt) and, per relay, its report and copy (EventStore.readEvents). */
   async read(ids: readonly string[], relays: readonly string[]): Promise<KeptEvent[]> {
-    const pipe = this.store.redis.pipeline();
-    for (const id of ids) pipe.hmget(this.store.keys.event(id), 'json', ...relays.flatMap((u) => [`r:${u}`, `copy:${u}`]));
-    const res = (await pipe.exec()) ?? [];
+    const numbers = await this.store.registry.relayNumbers(relays);
+    const fields = relays.flatMap((u, j) => [`r:${numbers[j]}`, `copy:${u}`]);
+    const rows = await this.store.events.readEvents(ids, ids.map(() => fields));
     return ids.map((id, i) => {
-      const [err, v] = res[i] ?? [null, []];
-      if (err) throw err;
-      const values = v as Array<string | null>;
+      const { event, values } = rows[i]!;
       const out = new Map<string, { report: RelayReportRecord | undefined; copy: string | null }>();
       relays.forEach((u, j) => {
-        const report = values[1 + 2 * j] ?? null;
-        out.set(u, { report: report ? (JSON.parse(report) as RelayReportRecord) : undefined, copy: values[2 + 2 * j] ?? null });
+        const report = values[2 * j] ?? null;
+        out.set(u, { report: report ? decodeReport(u, report) : undefined, copy: values[1 + 2 * j] ?? null });
       });
-      return { id, json: values[0] ?? null, relays: out };
+      // an event that cannot be rebuilt is not checked (its relays' drains record why), nor dropped
+      return { id, json: 'json' in event ? event.json : null, gone: 'json' in event && event.json === null, relays: out };
     });
   }
 

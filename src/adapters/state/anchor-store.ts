@@ -11,7 +11,8 @@ import { StateKeys } from './keys.js';
 import { SubjectStore } from './subjects.js';
 import { SubjectIndexes } from './subject-indexes.js';
 import { BatchStore } from './batches.js';
-import { EventStore } from './events.js';
+import { EventStore, RebuiltEvents } from './events.js';
+import { NostrRegistry } from './nostr-registry.js';
 import { ChangeStream } from './changes.js';
 import { openSchema, type SchemaOpening } from './schema.js';
 
@@ -28,14 +29,18 @@ export class AnchorStore {
   readonly events: EventStore;
   /** The stream of subject state changes and the reconciler's cursors. */
   readonly changes: ChangeStream;
+  /** Numbers for relays and signers in event hashes. */
+  readonly registry: NostrRegistry;
 
   constructor(redis: Redis, prefix: string, now: () => number = Date.now) {
     this.redis = redis;
     this.keys = new StateKeys(prefix);
     this.batches = new BatchStore(redis, this.keys, now);
-    this.subjects = new SubjectStore(redis, this.keys, this.batches, now);
+    this.registry = new NostrRegistry(redis, this.keys);
+    const rebuilt = new RebuiltEvents();
+    this.subjects = new SubjectStore(redis, this.keys, this.batches, now, this.registry, rebuilt);
     this.indexes = new SubjectIndexes(redis, this.keys);
-    this.events = new EventStore(redis, this.keys);
+    this.events = new EventStore(redis, this.keys, this.registry, (keys) => this.subjects.envelopes(keys), rebuilt);
     this.changes = new ChangeStream(redis, this.keys);
   }
 

@@ -35,9 +35,6 @@ export class StateKeys {
   envelope(key: string): string {
     return `${this.base}:e:${key}`;
   }
-  history(key: string): string {
-    return `${this.base}:h:${key}`;
-  }
   /** Every subject of one overall status, scored by acceptance time: a subject's one index membership once settled. */
   byStatus(status: string): string {
     return `${this.base}:idx:st:${status}`;
@@ -66,6 +63,14 @@ export class StateKeys {
   }
   event(id: string): string {
     return `${this.base}:ev:${id}`;
+  }
+  /**
+   * Numbers for what event hashes would otherwise repeat (nostr-registry.ts): relays
+   * (`u:<url>` → n, `u#<n>` → url) and signers (`s:<pubkey>:<kind>` → n, `s#<n>` → the same),
+   * the next number under `u#` and `s#`. Numbers are never reused or changed.
+   */
+  get nostrRegistry(): string {
+    return `${this.base}:nostr:reg`;
   }
   inbox(witness: WitnessName): string {
     return `${this.base}:inbox:${witness}`;

@@ -41,6 +41,8 @@ export function load(dir: string, name: string, prelude = ''): LuaScript {
 export const DIR = luaDir();
 /** Put in front of the scripts that write the state-change stream: add_events, which keeps it near its length in subject events. */
 export const STREAM_LIB = readFileSync(`${DIR}stream-lib.lua`, 'utf8');
+/** Put in front of the scripts that write a subject's own history (its hash's `h:<n>` fields): add_history, witness_entry. */
+export const HISTORY_LIB = readFileSync(`${DIR}history-lib.lua`, 'utf8');
 
 type ScriptFn = (...args: Array<string | Buffer>) => Promise<unknown>;
 type Commander = Redis | ReturnType<Redis['pipeline']>;

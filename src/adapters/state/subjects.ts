@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { RedisClient as Redis } from '../redis/connection.js';
 import { WITNESSES, type StateKeys, type WitnessName } from './keys.js';
 import { digestToken, keyToken } from './stream-entries.js';
-import { DIR, STREAM_LIB, defineScripts, load, runScript, type LuaScript } from './scripts.js';
+import { DIR, HISTORY_LIB, STREAM_LIB, defineScripts, load, runScript, type LuaScript } from './scripts.js';
 import { WITNESS_STATUSES } from '../../core/proof/format.js';
 import type { WitnessStatus } from '../../core/proof/format.js';
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
@@ -16,14 +16,18 @@ import { envelopeOfCanonical } from '../../core/envelope/compact.js';
 import type { Envelope } from '../../core/envelope/envelope.js';
 import type { LogKeys } from '../log/log-sequencer.js';
 import { EVENTS_MAXLEN } from './changes.js';
-import { SUBJECT_STATUSES, claimFields, envelopeOfClaims, eventContent, hashValue, packHash, subjectFields, toRecord, witnessesOf, type HistoryEntry, type SubjectRecord } from './subject-hash.js';
+import { historyOf } from './history-entries.js';
+import { NostrRegistry } from './nostr-registry.js';
+import { RebuiltEvents } from './events.js';
+import type { SignedEvent } from '../../core/nostr/events.js';
+import { SUBJECT_STATUSES, claimFields, envelopeOfClaims, hashValue, packHash, subjectFields, toRecord, witnessesOf, type HistoryEntry, type SubjectRecord } from './subject-hash.js';
 
 /** Accepts one or many subjects (intake of single-subject and bulk jobs); records conflicts. */
-export const ACCEPT = load(DIR, 'accept', STREAM_LIB);
+export const ACCEPT = load(DIR, 'accept', STREAM_LIB + HISTORY_LIB);
 /** Records a refused job without touching an accepted subject. */
-export const REJECT = load(DIR, 'reject', STREAM_LIB);
+export const REJECT = load(DIR, 'reject', STREAM_LIB + HISTORY_LIB);
 /** One witness transition of many subjects, only forward. */
-export const SET_WITNESS = load(DIR, 'set-witness', STREAM_LIB);
+export const SET_WITNESS = load(DIR, 'set-witness', STREAM_LIB + HISTORY_LIB);
 /** Retention: removes confirmed subjects whose proofs are archived, every trace of them. */
 export const FORGET = load(DIR, 'forget', STREAM_LIB);
 
@@ -41,7 +45,8 @@ export interface AcceptSubject {
   digest: string;
   /** Fingerprint of the subject's root (the envelope without anchored_at): same key + other fp = conflict. */
   fingerprint: string;
-  nostrEvent?: { id: string; json: string } | undefined;
+  /** Envelope mode: its own event, signed (its hash keeps the signature and signer; the event is rebuilt from the envelope). */
+  nostrEvent?: SignedEvent | undefined;
 }
 
 /** What every subject of one accept call shares. */
@@ -113,6 +118,8 @@ export class SubjectStore implements KnownSubjects {
     private readonly keys: StateKeys,
     private readonly batches: EmptiedBatches,
     private readonly now: () => number = Date.now,
+    private readonly registry: NostrRegistry = new NostrRegistry(redis, keys),
+    private readonly rebuilt: RebuiltEvents = new RebuiltEvents(),
   ) {
     defineScripts(redis, [ACCEPT, REJECT, SET_WITNESS, FORGET]);
   }
@@ -165,17 +172,24 @@ export class SubjectStore implements KnownSubjects {
     }
     const args: Array<string | number | Buffer> = [now, nowIso(now), EVENTS_MAXLEN, targets.witnesses.join(','), targets.inboxes.length, tokens.length === chunk.length ? tokens.join('') : ''];
     for (const s of chunk) {
-      keys.push(k.subject(s.key), k.envelope(s.key), k.history(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
-      // no own event: the envelope kept as its claims in the hash when they fit (rebuilt when read)
-      const claims = s.nostrEvent ? null : claimFields(s.envelope ?? envelopeOfCanonical(s.envelopeCanonical), s.key, now);
-      args.push(s.key, s.kind, claims ? '' : s.envelopeCanonical, s.digest, packHash(s.fingerprint), s.nostrEvent ? packHash(s.nostrEvent.id) : '', s.nostrEvent?.json ?? '', packHash(s.digest), claims ?? '');
+      keys.push(k.subject(s.key), k.envelope(s.key), s.nostrEvent ? k.event(s.nostrEvent.id) : k.subject(s.key));
+      // the envelope kept as its claims in the hash when they fit (rebuilt when read), its own event rebuilt from it
+      const claims = claimFields(s.envelope ?? envelopeOfCanonical(s.envelopeCanonical), s.key, now);
+      const ev = s.nostrEvent;
+      const signer = ev ? String(await this.registry.signerNumber(ev)) : '';
+      args.push(s.key, s.kind, claims ? '' : s.envelopeCanonical, s.digest, packHash(s.fingerprint), ev ? packHash(ev.id) : '', ev ? Buffer.from(ev.sig, 'hex') : '', signer, packHash(s.digest), claims ?? '');
     }
     if (this.logKeys) keys.push(this.logKeys.size, this.logKeys.index, this.logKeys.tail);
     keys.push(k.eventTally);
     const flat = (await this.run(ACCEPT, keys, args)) as Array<string | number>;
-    const results: AcceptResult[] = chunk.map((_s, i) => {
+    const results: AcceptResult[] = chunk.map((_s, i): AcceptResult => {
       const [result, digest, third] = [String(flat[3 * i]), String(flat[3 * i + 1] ?? ''), String(flat[3 * i + 2] ?? '')];
-      if (result === 'created') return { result: 'created' };
+      if (result === 'created') {
+        // stored as signed here: the relays' drains need not rebuild it
+        const ev = chunk[i]!.nostrEvent;
+        if (ev) this.rebuilt.set(ev);
+        return { result: 'created' };
+      }
       if (result === 'duplicate') return { result: 'duplicate', digest, nostrEventId: third === '' ? null : third };
       if (result === 'retired') return { result: 'retired' };
       return { result: 'conflict', digest, reason: third };
@@ -191,7 +205,7 @@ export class SubjectStore implements KnownSubjects {
   /** Records a refused job (`rejected`) or a conflicting one (`conflict`) with its reason. */
   async reject(key: string, reason: string, code: 'rejected' | 'conflict' = 'rejected'): Promise<void> {
     const now = this.now();
-    await this.run(REJECT, [this.keys.subject(key), this.keys.history(key), this.keys.events, this.keys.counts, this.keys.byStatus('rejected'), this.keys.eventTally], [
+    await this.run(REJECT, [this.keys.subject(key), this.keys.events, this.keys.counts, this.keys.byStatus('rejected'), this.keys.eventTally], [
       key,
       reason,
       now,
@@ -231,7 +245,7 @@ export class SubjectStore implements KnownSubjects {
     let entry = -1;
     for (let i = 0; i < keys.length; i += WITNESS_CHUNK) {
       const chunk = keys.slice(i, i + WITNESS_CHUNK);
-      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.flatMap((key) => [k.subject(key), k.history(key)]), k.eventTally], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), keyTokens(chunk), ...chunk])) as Array<number | string>;
+      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.map((key) => k.subject(key)), k.eventTally], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), keyTokens(chunk), ...chunk])) as Array<number | string>;
       for (let j = 0; j < chunk.length; j++) {
         const outcome = Number(res[3 * j]);
         if (outcome === 3) unmarked.push(chunk[j]!);
@@ -272,7 +286,7 @@ export class SubjectStore implements KnownSubjects {
         const ev = evRaw ? hashValue(evRaw) : '';
         const [nostrBatch, otsBatch] = [nb?.toString() ?? '', ob?.toString() ?? ''];
         const s = k.subject(key);
-        scriptKeys.push(s, k.envelope(key), k.history(key), ev ? k.event(ev) : s, nostrBatch ? k.batch('nostr', nostrBatch) : s, otsBatch ? k.batch('ots', otsBatch) : s);
+        scriptKeys.push(s, k.envelope(key), ev ? k.event(ev) : s, nostrBatch ? k.batch('nostr', nostrBatch) : s, otsBatch ? k.batch('ots', otsBatch) : s);
         const value = lean.get(key);
         if (value && !this.logKeys) throw new Error('forget: a subject retired lean with the anchor log off');
         args.push(key, evRaw ?? '', nostrBatch, otsBatch, value ?? '');
@@ -315,20 +329,33 @@ export class SubjectStore implements KnownSubjects {
       if (!envelopes) return toRecord(key, hash, null);
       return toRecord(key, hash, (envelope as string | null) ?? envelopeOfClaims(key, hash, h as Record<string, Buffer>));
     });
-    if (!envelopes) return records;
-    // A subject with its own Nostr event keeps its envelope only there (the event's content).
-    const fromEvent = records.filter((r): r is SubjectRecord => r !== null && r.envelopeCanonical === null && r.nostrEventId !== null && r.status !== 'rejected');
-    if (fromEvent.length > 0) {
-      const evPipe = this.redis.pipeline();
-      for (const r of fromEvent) evPipe.hget(this.keys.event(r.nostrEventId!), 'json');
-      const evRes = (await evPipe.exec()) ?? [];
-      fromEvent.forEach((r, i) => {
-        const [err, json] = evRes[i] ?? [null, null];
-        if (err) throw err;
-        r.envelopeCanonical = json === null ? null : eventContent(json as string);
+    return records;
+  }
+
+  /**
+   * The envelope text and digest of each subject (null: gone, refused, or no envelope): its
+   * hash, then the text under e:<key> for those whose hash keeps no claims. What a subject's
+   * own Nostr event is rebuilt from (events.ts).
+   */
+  async envelopes(keys: readonly string[]): Promise<Array<{ canonical: string; digest: string } | null>> {
+    const pipe = this.redis.pipeline();
+    for (const key of keys) pipe.hgetallBuffer(this.keys.subject(key));
+    const res = (await pipe.exec()) ?? [];
+    const out: Array<{ canonical: string | null; digest: string } | null> = keys.map((key, i) => {
+      const [err, raw] = res[i] ?? [null, {}];
+      if (err) throw err;
+      const hash = subjectFields(raw as Record<string, Buffer>);
+      if (!hash.status || hash.status === 'rejected' || !hash.digest) return null;
+      return { canonical: envelopeOfClaims(key, hash, raw as Record<string, Buffer>), digest: hash.digest };
+    });
+    const texts = keys.flatMap((key, i) => (out[i] && out[i]!.canonical === null ? [{ i, key }] : []));
+    if (texts.length > 0) {
+      const got = await this.redis.mget(...texts.map((t) => this.keys.envelope(t.key)));
+      texts.forEach((t, j) => {
+        out[t.i]!.canonical = got[j] ?? null;
       });
     }
-    return records;
+    return out.map((e) => (e && e.canonical !== null ? { canonical: e.canonical, digest: e.digest } : null));
   }
 
   /**
@@ -363,11 +390,8 @@ export class SubjectStore implements KnownSubjects {
    */
   async history(key: string): Promise<HistoryEntry[]> {
     const k = this.keys;
-    const [[oerr, own], [herr, raw]] = ((await this.redis.pipeline().lrange(k.history(key), 0, -1).hgetallBuffer(k.subject(key)).exec()) ?? []) as Array<[Error | null, unknown]> as [[Error | null, string[]], [Error | null, Record<string, Buffer>]];
-    if (oerr) throw oerr;
-    if (herr) throw herr;
-    const hash = subjectFields(raw);
-    const entries = own.map((t) => JSON.parse(t) as HistoryEntry);
+    const hash = subjectFields(await this.redis.hgetallBuffer(k.subject(key)));
+    const entries = historyOf(hash);
     // The acceptance is the hash's (its time and digest), first, unless the list has one (a
     // subject refused before it was accepted: accept.lua writes it after the refusals).
     if (hash.status && hash.status !== 'rejected' && !entries.some((e) => e.event === 'accepted')) {

@@ -3,7 +3,7 @@
  * an envelope event per subject, a batch event per batch, and a verifier that
  * checks a freshly parsed copy of an event's JSON.
  */
-import { getEventHash, verifyEvent } from 'nostr-tools/pure';
+import { getEventHash, verifyEvent, serializeEvent as nip01Commitment } from 'nostr-tools/pure';
 import { isRegularKind } from 'nostr-tools/kinds';
 import { canonicalJson } from '../aer1/canonical-json.js';
 import { isHex64, sha256Hex } from '../aer1/hash.js';
@@ -80,6 +80,11 @@ export interface EnvelopeEventInput {
 
 /** One event per subject: content = the envelope's canonical bytes; tags alt, x = d and i = aer1:<subject key>. */
 export function envelopeEvent(input: EnvelopeEventInput, key: SigningKey): SignedEvent {
+  return key.sign(envelopeTemplate(input));
+}
+
+/** What envelopeEvent signs (checked as it checks), without the signature: the one recipe for signing and for rebuilding a stored event. */
+export function envelopeTemplate(input: EnvelopeEventInput): { kind: number; created_at: number; tags: string[][]; content: string } {
   if (typeof input.canonical !== 'string' || input.canonical === '') {
     throw new InputError('bad_event_input', 'must be the non-empty canonical envelope text', 'canonical');
   }
@@ -105,7 +110,7 @@ export function envelopeEvent(input: EnvelopeEventInput, key: SigningKey): Signe
     createdAt = rfc3339Seconds(anchoredAt, 'anchored_at');
   }
   const summary = input.summary ?? envelopeSummary(envelope, input.digestHex);
-  return key.sign({
+  return {
     kind,
     created_at: createdAt,
     tags: [
@@ -114,7 +119,20 @@ export function envelopeEvent(input: EnvelopeEventInput, key: SigningKey): Signe
       [SUBJECT_TAG, subjectTagValue(envelopeKey(envelope))],
     ],
     content: input.canonical,
-  });
+  };
+}
+
+/**
+ * A subject's own envelope event rebuilt from what the state keeps of it (its envelope, the
+ * signer's public key and kind, the signature): the very event signed, its id computed
+ * anew and checked against `id`. Throws, saying what differs, when the id is not the one kept.
+ */
+export function rebuildEnvelopeEvent(input: { canonical: string; digestHex: string; kind: number; pubkey: string; id: string; sig: string }): SignedEvent {
+  const t = envelopeTemplate({ canonical: input.canonical, digestHex: input.digestHex, kind: input.kind });
+  // NIP-01's id, hashed by node:crypto as SigningKey.sign hashes it
+  const id = sha256Hex(nip01Commitment({ ...t, pubkey: input.pubkey }));
+  if (id !== input.id) throw new Error(`the event rebuilt from the stored envelope has id ${id}, not the stored ${input.id}`);
+  return { id, pubkey: input.pubkey, created_at: t.created_at, kind: t.kind, tags: t.tags, content: t.content, sig: input.sig };
 }
 
 export interface BatchEventInput {

@@ -4,7 +4,7 @@
 -- confirmed is removed; anything else is left as it is. A removed subject leaves its index
 -- (a confirmed subject is in idx:st:confirmed only, every witness of it confirmed)
 -- and the counts (so /v1/stats, the list and the metrics count what Redis holds); its
--- envelope, history and own Nostr event (envelope mode, with its place in nostr:recent) go,
+-- hash (its history in it), envelope and own Nostr event (envelope mode, with its place in nostr:recent) go,
 -- and the meta counter `retired` counts it. Batches are shared by many subjects: each of the
 -- subject's batches counts it in its `gone` field, and a batch whose `gone` reaches its
 -- `size` (none of its subjects is left) joins bfree:<witness>, from which drop-batch.lua
@@ -16,8 +16,8 @@
 --
 -- KEYS[1] counts, [2..6] idx:st:pending, partial, confirmed, failed, rejected, [7] meta,
 -- [8] events stream, [9] nostr:recent, [10] bfree:nostr, [11] bfree:ots, [12] log:idx (the
--- meta key again with the log off), then per subject 6
--- keys: subject hash, envelope, history, its own Nostr event hash, its Nostr batch hash, its
+-- meta key again with the log off), then per subject 5
+-- keys: subject hash, envelope, its own Nostr event hash, its Nostr batch hash, its
 -- OTS batch hash (the subject hash again for each it has none of), then last the stream's
 -- tally (stream-lib.lua).
 -- ARGV[1] now (ISO), [2] stream MAXLEN, [3] the witnesses a subject may have (comma list: a
@@ -29,7 +29,7 @@
 -- more (src/adapters/state/stream-entries.ts expands it), added through add_events (stream-lib.lua; the last key is the stream's tally).
 -- Returns per subject 1 (removed) or 0 (not confirmed, gone already, or its event or batch
 -- links changed since they were read: left alone).
-local PER_KEYS, PER_ARGS, FIXED, FIXED_ARGS = 6, 5, 12, 3
+local PER_KEYS, PER_ARGS, FIXED, FIXED_ARGS = 5, 5, 12, 3
 local n = (#ARGV - FIXED_ARGS) / PER_ARGS
 if n ~= math.floor(n) or n < 1 or #KEYS ~= FIXED + PER_KEYS * n + 1 then
   return redis.error_reply('forget: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole subjects')
@@ -44,7 +44,7 @@ for i = 0, n - 1 do
   local a = FIXED_ARGS + 1 + PER_ARGS * i
   local key, eventId, nostrBatch, otsBatch, lean = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   local k = FIXED + PER_KEYS * i
-  local s, e, h, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]
+  local s, e, ev = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local cur = redis.call('HMGET', s, 'status', 'nostr:event', 'nostr:batch', 'ots:batch', unpack(knownFields))
   local ok = cur[1] == 'confirmed' and (cur[2] or '') == eventId and (cur[3] or '') == nostrBatch and (cur[4] or '') == otsBatch
   if ok and lean ~= '' then
@@ -68,7 +68,7 @@ for i = 0, n - 1 do
     -- one fewer of each of its batches' subjects left in Redis (counted once per batch below)
     for j, id in ipairs({nostrBatch, otsBatch}) do
       if id ~= '' then
-        local b = KEYS[k + 4 + j]
+        local b = KEYS[k + 3 + j]
         local t = batches[b]
         if not t then
           t = {id = id, free = KEYS[9 + j], n = 0, lean = 0}
@@ -79,7 +79,7 @@ for i = 0, n - 1 do
         if lean ~= '' then t.lean = t.lean + 1 end
       end
     end
-    redis.call('DEL', s, e, h)
+    redis.call('DEL', s, e)
     table.insert(out, 1)
   else
     table.insert(out, 0)

@@ -2,8 +2,8 @@
 -- accepted keeps its state and gets the refusal in its history and on the stream; an
 -- unknown (or already refused) key becomes a subject with status rejected and the reason.
 --
--- KEYS[1] subject hash, [2] history, [3] events stream, [4] counts, [5] idx:st:rejected,
--- [6] the stream's tally (stream-lib.lua).
+-- KEYS[1] subject hash (its history: its h:<n> fields, history-lib.lua), [2] events stream,
+-- [3] counts, [4] idx:st:rejected, [5] the stream's tally (stream-lib.lua).
 -- ARGV[1] key, [2] reason, [3] now (ms), [4] now (ISO), [5] stream MAXLEN,
 -- [6] code ('rejected' | 'conflict'). Returns 1 when the rejected record was written, else 0.
 local s = KEYS[1]
@@ -11,13 +11,13 @@ local key, reason, now, nowIso, maxlen, code = ARGV[1], ARGV[2], ARGV[3], ARGV[4
 local status = redis.call('HGET', s, 'status')
 local entry = cjson.encode({at = nowIso, event = code, reason = reason})
 if status and status ~= 'rejected' then
-  redis.call('RPUSH', KEYS[2], entry)
-  add_events(KEYS[3], KEYS[6], maxlen, 1, cjson.encode({type = code, key = key, status = status, at = nowIso, reason = reason}))
+  add_history(s, entry)
+  add_events(KEYS[2], KEYS[5], maxlen, 1, cjson.encode({type = code, key = key, status = status, at = nowIso, reason = reason}))
   return 0
 end
 redis.call('HSET', s, 'status', 'rejected', 'reason', reason, 'created', now)
-if not status then redis.call('HINCRBY', KEYS[4], 'st:rejected', 1) end
-redis.call('ZADD', KEYS[5], now, key)
-redis.call('RPUSH', KEYS[2], entry)
-add_events(KEYS[3], KEYS[6], maxlen, 1, cjson.encode({type = code, key = key, status = 'rejected', at = nowIso, reason = reason}))
+if not status then redis.call('HINCRBY', KEYS[3], 'st:rejected', 1) end
+redis.call('ZADD', KEYS[4], now, key)
+add_history(s, entry)
+add_events(KEYS[2], KEYS[5], maxlen, 1, cjson.encode({type = code, key = key, status = 'rejected', at = nowIso, reason = reason}))
 return 1

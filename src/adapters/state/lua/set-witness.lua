@@ -10,20 +10,20 @@
 -- minute expires after 2 h.
 --
 --
--- History. One subject (ARGV[8] ''): the transition goes to its history list
--- h:<key>, as before. A batch's subjects (ARGV[8] the call's token): the transition is
+-- History. One subject (ARGV[8] ''): the transition goes to its own history (its hash's
+-- h:<n> fields, history-lib.lua). A batch's subjects (ARGV[8] the call's token): the transition is
 -- recorded once, on the batch's transition list bh:<witness>:<id> (KEYS[12]), as
--- {at, ms, c (the token), witness, from, to, detail}; the subjects' own lists are not
+-- {at, ms, c (the token), witness, from, to, detail}; the subjects' own histories are not
 -- written. The first subject of the call (over all its chunks: the token on one of the list's latest
 -- entries says the entry is this call's) that takes an entry fixes its `from`. A subject that
 -- takes none while the entry exists, or takes one from another status, is marked
 -- `hx:<witness>:<n>` (entry n does not apply to it) in its hash, and in the second case gets
--- its own entry in h:<key> as before. SubjectStore.history merges the two.
+-- its own entry. SubjectStore.history merges the two.
 --
 -- KEYS[1] events stream, [2..4] idx:w:<witness>:pending, partial, failed (of the witness in
 -- ARGV[1]), [5..8] idx:st:pending, partial, confirmed, failed, [9] meta, [10] the timeline
 -- minute of ARGV[4] (tl:<floor(now / 60000)>), [11] counts, [12] the batch's transition list
--- (any key when ARGV[8] is ''), then per subject 2: its hash and its history, then last the
+-- (any key when ARGV[8] is ''), then per subject its hash, then last the
 -- stream's tally (stream-lib.lua).
 -- ARGV[1] witness, [2] new status, [3] progress, [4] now (ms), [5] now (ISO), [6] detail
 -- ('' for none), [7] stream MAXLEN, [8] the call's token ('' for one subject), [9] the
@@ -48,7 +48,7 @@ local w, new, prog, now, nowIso, detail, maxlen, token = ARGV[1], ARGV[2], tonum
 if not ORDER[new] then return redis.error_reply('set-witness: unknown status ' .. tostring(new)) end
 local tokens = ARGV[10]
 local n = #ARGV - 10
-if n < 1 or #KEYS ~= 13 + 2 * n or (tokens ~= '' and #tokens ~= 22 * n) then return redis.error_reply('set-witness: ' .. #KEYS .. ' keys for ' .. n .. ' subjects') end
+if n < 1 or #KEYS ~= 13 + n or (tokens ~= '' and #tokens ~= 22 * n) then return redis.error_reply('set-witness: ' .. #KEYS .. ' keys for ' .. n .. ' subjects') end
 -- the batch entry of this call, when an earlier chunk made it: {index, from}
 local bh, entryIndex, entryFrom = KEYS[12], -1, nil
 if token ~= '' then
@@ -66,8 +66,9 @@ if token ~= '' then
 end
 -- Records a subject's entry: on its own list (one subject, or a batch subject that came from
 -- another status than the batch's entry), or once on the batch. Returns nothing.
-local function record(s, h, entry)
-  if token == '' then redis.call('RPUSH', h, cjson.encode(entry)); return end
+local function record(s, entry, created, hnext)
+  local own = witness_entry(now, created, w, entry.from, entry.to, entry.status, entry.detail)
+  if token == '' then add_history(s, own, hnext); return end
   if entryIndex < 0 then
     local be = {at = nowIso, ms = tonumber(now), c = token, witness = w, from = entry.from, to = entry.to}
     if detail ~= '' then be.detail = detail end
@@ -75,7 +76,7 @@ local function record(s, h, entry)
     entryFrom = entry.from
   elseif entry.from ~= entryFrom then
     redis.call('HSET', s, 'hx:' .. w .. ':' .. entryIndex, 1)
-    redis.call('RPUSH', h, cjson.encode(entry))
+    add_history(s, own, hnext)
   end
 end
 -- A batch subject that takes no entry: marked when the call's entry exists, else reported (3).
@@ -108,6 +109,9 @@ end
 -- The witness statuses read with every subject: field 4 + knownAt[name] of its HMGET.
 local knownFields, knownAt = {}, {}
 for ww in string.gmatch(ARGV[9], '[^,]+') do table.insert(knownFields, 'w:' .. ww); knownAt[ww] = #knownFields end
+-- then the history probe (history-lib.lua): the next own entry's number, in the same read
+local probeFields = {unpack(knownFields)}
+for _, f in ipairs(HISTORY_PROBE) do table.insert(probeFields, f) end
 -- The changes, in order, as runs of subjects sharing (from, previous, status): the call's one
 -- stream entry.
 local runs, runTokens, nchanged = {}, {}, 0
@@ -124,9 +128,10 @@ local function changed(i, key, from, previous, status)
 end
 local out = {}
 for i = 1, n do
-  local key, s, h = ARGV[10 + i], KEYS[11 + 2 * i], KEYS[12 + 2 * i]
+  local key, s = ARGV[10 + i], KEYS[12 + i]
   -- one read per subject: this witness, the overall status, and every witness's status
-  local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', unpack(knownFields))
+  local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', unpack(probeFields))
+  local hnext = history_next(cur, 5 + #knownFields)
   local old, stored = cur[1], tonumber(cur[2] or '0')
   if not old then
     table.insert(out, 0); table.insert(out, cur[3] or ''); table.insert(out, cur[4] or '0')
@@ -138,7 +143,7 @@ for i = 1, n do
     if prog > stored then
       redis.call('HSET', s, 'p:' .. w, prog)
       if detail ~= '' then
-        record(s, h, {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = cur[3], detail = detail})
+        record(s, {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = cur[3], detail = detail}, cur[4], hnext)
         outcome = 2
       end
     end
@@ -183,7 +188,7 @@ for i = 1, n do
     redis.call('HSET', s, unpack(fields))
     local entry = {at = nowIso, event = 'witness', witness = w, from = old, to = new, status = overall}
     if detail ~= '' then entry.detail = detail end
-    record(s, h, entry)
+    record(s, entry, created, hnext)
     changed(i, key, old, oldOverall, overall)
     table.insert(out, 1); table.insert(out, overall); table.insert(out, created)
   end

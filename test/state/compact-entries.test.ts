@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { decodeReport, encodeReport } from '../../src/adapters/state/relay-reports.js';
+import { decodeHistoryEntry, historyOf } from '../../src/adapters/state/history-entries.js';
+import type { RelayReportRecord } from '../../src/adapters/state/events.js';
+
+describe('relay reports as event hashes keep them', () => {
+  const url = 'wss://relay.example';
+  const cases: RelayReportRecord[] = [
+    { url, status: 'accepted', message: '', at: '2026-12-03T07:32:19.292Z', attempts: 1, final: true },
+    { url, status: 'stored', message: 'duplicate: have it | already', at: '2026-12-03T07:32:19.000Z', attempts: 2, final: true, copyId: 'c'.repeat(64), pow: 12 },
+    { url, status: 'rejected', message: 'error: slow down', at: '2026-12-03T07:32:19.292Z', attempts: 0, final: false, prefix: 'rate-limited' },
+    { url, status: 'failed', message: 'reopened after: x', at: 'not a date', attempts: 0, final: false },
+    { url, status: 'pending', message: '', at: '' },
+    { url, status: 'something-new', message: 'a\nb', at: '2026-12-03T07:32:19Z', prefix: 'policy', final: true },
+  ];
+  it.each(cases.map((c) => [c.status, c] as const))('%s reads back exactly as recorded', (_s, r) => {
+    const kept = encodeReport(r);
+    expect(decodeReport(url, kept)).toEqual(r);
+  });
+  it('an acceptance fits in a few bytes (a listpack value)', () => {
+    expect(encodeReport(cases[0]!).length).toBeLessThanOrEqual(16);
+  });
+});
+
+describe("a subject's own history entries", () => {
+  const created = 1_796_283_131_392;
+  it('a witness transition reads back with its time from the created second, full names and its detail', () => {
+    expect(decodeHistoryEntry('8|n|p|r|r|ws://127.0.0.1:1: accepted', created)).toEqual({ at: '2026-12-03T07:32:19Z', event: 'witness', witness: 'nostr', from: 'pending', to: 'partial', status: 'partial', detail: 'ws://127.0.0.1:1: accepted' });
+    expect(decodeHistoryEntry('0|o|p|c|c|', created)).toEqual({ at: '2026-12-03T07:32:11Z', event: 'witness', witness: 'ots', from: 'pending', to: 'confirmed', status: 'confirmed' });
+  });
+  it('other entries are their JSON; entries read in their order, whatever the field order', () => {
+    const refusal = { at: '2026-12-03T07:32:11Z', event: 'rejected', reason: 'bad document' };
+    expect(historyOf({ created: String(created), 'h:1': '3|n|p|f|f|a|b', 'h:0': JSON.stringify(refusal), kind: 'receipt' })).toEqual([refusal, { at: '2026-12-03T07:32:14Z', event: 'witness', witness: 'nostr', from: 'pending', to: 'failed', status: 'failed', detail: 'a|b' }]);
+  });
+});
