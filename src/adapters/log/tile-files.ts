@@ -35,7 +35,7 @@ export function writeReplacing(dir: string, rel: string, bytes: Uint8Array): voi
 }
 
 /** fsync of a folder: the renames into it survive a crash. */
-function syncFolder(path: string): void {
+export function syncFolder(path: string): void {
   const fd = openSync(path, 'r');
   try {
     fsyncSync(fd);
