@@ -25,7 +25,7 @@ import { startDevRelay, type DevRelay } from '../../src/dev/relay/dev-relay.js';
 import { startDevCalendar, type DevCalendar, type DevCalendarBehaviour } from '../../src/dev/calendar/index.js';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
-export { SHARED_REDIS_URL, deletePrefix, uniquePrefix } from './shared-redis.js';
+export { SHARED_REDIS_URL, deletePrefix, prefixKeys, uniquePrefix } from './shared-redis.js';
 import { SHARED_REDIS_URL, uniquePrefix } from './shared-redis.js';
 import { ownTempDir } from './temp-registry.js';
 

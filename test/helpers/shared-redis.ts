@@ -75,3 +75,16 @@ export function oneRedis(client: RedisClient): Redis {
   if (isCluster(client)) throw new Error('expected a connection to one Redis, got a cluster client');
   return client;
 }
+
+/** Every key under `{base}:` on one Redis node, SCAN, bounded. */
+export async function prefixKeys(redis: Redis, base: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  for (let i = 0; i < 10_000; i++) {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${base}:*`, 'COUNT', 1000);
+    keys.push(...batch);
+    cursor = next;
+    if (cursor === '0') break;
+  }
+  return keys;
+}

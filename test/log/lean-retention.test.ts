@@ -26,22 +26,10 @@ import { createLogger } from '../../src/daemon/logger.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { Issuer, SHARED_REDIS_URL, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
+import { Issuer, SHARED_REDIS_URL, prefixKeys, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
 
 const N = 12;
 const signingKey = generateSecretKey();
-
-async function prefixKeys(redis: Redis, base: string): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor = '0';
-  for (let i = 0; i < 10_000; i++) {
-    const [next, batch] = await redis.scan(cursor, 'MATCH', `${base}:*`, 'COUNT', 1000);
-    keys.push(...batch);
-    cursor = next;
-    if (cursor === '0') break;
-  }
-  return keys;
-}
 
 describe('lean retirement: confirmed subjects retired to the anchor log', () => {
   let relays: DevRelay[] = [];

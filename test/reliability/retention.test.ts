@@ -22,7 +22,7 @@ import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { checkedFetch } from '../helpers/openapi.js';
 import { cliVerify } from '../helpers/browser.js';
 import { writeKeyFile } from '../../src/adapters/nostr/key-file.js';
-import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
+import { Issuer, REPO_ROOT, SHARED_REDIS_URL, prefixKeys, receiptFields, spawnDaemon, startCalendars, startRelays, stopChild, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
 
 const N = 6;
 const signingKey = generateSecretKey();
@@ -39,18 +39,6 @@ function files(dir: string): string[] {
   };
   walk(dir, 0);
   return out;
-}
-
-async function prefixKeys(redis: Redis, base: string): Promise<string[]> {
-  const keys: string[] = [];
-  let cursor = '0';
-  for (let i = 0; i < 10_000; i++) {
-    const [next, batch] = await redis.scan(cursor, 'MATCH', `${base}:*`, 'COUNT', 1000);
-    keys.push(...batch);
-    cursor = next;
-    if (cursor === '0') break;
-  }
-  return keys;
 }
 
 describe('retention: confirmed subjects retired to the proof archive', () => {
