@@ -5,8 +5,10 @@
  * in a Bitcoin block leave Redis but for their log:idx value; GET serves each proof byte for
  * byte as before, the verifier passes it, and GET of the subject says `retired: "log"` with
  * its log index. A subject not final yet is not retired lean. A retired key sent again is a
- * duplicate (never anchored twice), another root a conflict.
+ * duplicate (never anchored twice), another root a conflict. `aer1-anchor status` and the
+ * package's AnchorStatusReader answer for a retired subject as GET does.
  */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,8 +27,9 @@ import type { Daemon } from '../../src/daemon/daemon.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
+import { AnchorStatusReader } from '../../src/package/status-reader.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { Issuer, SHARED_REDIS_URL, prefixKeys, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
+import { Issuer, SHARED_REDIS_URL, deletePrefix, prefixKeys, receiptFields, runAnchorCli, startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
 
 const N = 12;
 const signingKey = generateSecretKey();
@@ -37,6 +40,8 @@ describe('lean retirement: confirmed subjects retired to the anchor log', () => 
   let headersFile = '';
   let dir = '';
   let prefix = '';
+  /** The daemons' key base (one shard), whose keys the file removes at the end. */
+  let stateBase = '';
   let redis: Redis;
   const running: Array<{ daemon: Daemon; http: HttpServer }> = [];
   const subjects = Array.from({ length: N }, () => receiptFields());
@@ -61,6 +66,7 @@ describe('lean retirement: confirmed subjects retired to the anchor log', () => 
 
   async function start(c: Config): Promise<{ daemon: Daemon; http: HttpServer }> {
     const daemon = await startDaemon(c, SHARED_REDIS_URL, signingKey);
+    stateBase = daemon.store.keys.base;
     const http = await startHttpServer({ daemon, log: createLogger('silent') });
     const r = { daemon, http };
     running.push(r);
@@ -84,6 +90,7 @@ describe('lean retirement: confirmed subjects retired to the anchor log', () => 
 
   afterAll(async () => {
     for (const r of [...running]) await stop(r);
+    if (stateBase) await deletePrefix(redis, stateBase);
     await redis?.quit();
     await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
   });
@@ -164,5 +171,27 @@ describe('lean retirement: confirmed subjects retired to the anchor log', () => 
     expect((await b.daemon.store.subjects.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: ['nostr', 'ots'] }, [read])).results).toEqual([{ result: 'retired' }]);
     expect(await b.daemon.store.subjects.getRecord(keys[6]!)).toBeNull();
     expect(await redis.get(`${b.daemon.store.keys.base}:log:size`)).toBe(size);
+  });
+
+  it('aer1-anchor status and the status reader say a retired subject is retired to the anchor log, as GET does', { timeout: 60_000 }, async () => {
+    const b = running[0]!;
+    const key = keys[7]!;
+    const res = await checkedFetch(`${b.http.url}/v1/anchors/${key}`);
+    expect(res.status).toBe(200);
+    const detail = (await res.json()) as { logIndex: number };
+    const configFile = join(dir, 'client.json');
+    writeFileSync(configFile, JSON.stringify({ redis: { prefix }, log: { enabled: true, dir: join(dir, 'log'), keyFile: join(dir, 'log.key'), origin: 'example.test/lean' } }));
+    const client = ['--config', configFile, '--redis-url', SHARED_REDIS_URL];
+    const json = await runAnchorCli(['status', key, '--json', ...client]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual(detail);
+    const text = await runAnchorCli(['status', key, ...client]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(new RegExp(`^${key}: confirmed \\(receipt\\), retired to the anchor log at index ${detail.logIndex}\n`));
+    expect(text.stdout).toContain('nostr: confirmed');
+
+    expect(await new AnchorStatusReader(redis, { prefix, logDir: join(dir, 'log') }).get(key)).toEqual(detail);
+    // without the log folder the reader cannot rebuild it, and says so rather than "no subject"
+    await expect(new AnchorStatusReader(redis, { prefix }).get(key)).rejects.toThrow(new RegExp(`${key} is retired to the anchor log \\(entry ${detail.logIndex}\\).*logDir`));
   });
 });
