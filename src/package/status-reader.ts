@@ -66,8 +66,7 @@ export class AnchorStatusReader implements KnownSubjects {
     if (!Number.isInteger(shards) || shards < 1) throw new RangeError(`shards must be a positive integer, got ${String(shards)}`);
     this.state = ShardedStore.open(redis, opts.prefix ?? 'aer1', shards);
     this.sources = { relays: opts.relays ?? [], calendars: opts.calendars ?? [] };
-    this.logDir = opts.logDir ?? null;
-    const logDir = this.logDir;
+    const logDir = (this.logDir = opts.logDir ?? null);
     const files = { redis: { prefix: opts.prefix ?? 'aer1', shards }, log: { dir: logDir, keyFile: null } };
     this.exporters = this.state.shards.map((store, i) => new ProofExporter(store, this.sources, logDir === null ? null : { dir: shardLogDir(files, i) }));
   }
