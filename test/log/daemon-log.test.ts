@@ -55,7 +55,7 @@ const targets = { witnesses: ['ots'] as const, inboxes: ['ots'] as const };
 describe('accept sequences into the anchor log', () => {
   it('appends each created subject in acceptance order, with its d, kind and key; duplicates and conflicts are not logged', async () => {
     const { store, service, dir, signer } = setup('logacc');
-    service.start();
+    await service.start();
     cleanups.push(() => service.stop());
     const r1 = await store.subjects.acceptMany(targets, [subject('a'), subject('b', 'workflow-close'), subject('a'), subject('c', 'chain-head')]);
     expect(r1.results.map((r) => r.result)).toEqual(['created', 'created', 'duplicate', 'created']);
@@ -80,7 +80,7 @@ describe('accept sequences into the anchor log', () => {
 
   it('a bulk accept of 600 subjects (three script calls) logs all of them once, in order', async () => {
     const { store, service } = setup('logbulk');
-    service.start();
+    await service.start();
     cleanups.push(() => service.stop());
     const keys = Array.from({ length: 600 }, () => randomBytes(8).toString('hex'));
     await store.subjects.acceptMany(targets, keys.map((k) => subject(k)));
@@ -98,7 +98,7 @@ describe('accept sequences into the anchor log', () => {
 
   it('one publisher at a time: a second service on the shard waits while the lease is held, and takes over the same folder once it is let go', async () => {
     const { store, service, redis, dir, signer } = setup('loglease');
-    service.start();
+    await service.start();
     const other = new LogService(redis, { dir, origin: 'example.test/aer1', signer, intervalMs: 100_000, base: store.keys.base }, createLogger('silent'));
     cleanups.push(() => other.stop());
     await store.subjects.acceptMany(targets, [subject('a')]);

@@ -44,7 +44,7 @@ describe('the anchor log with a full Redis', () => {
     const logDir = join(dir, 'log');
     const service = new LogService(client, { dir: logDir, origin: 'example.test/full', signer, intervalMs: 100_000, base: store.keys.base }, createLogger('silent'));
     store.subjects.logKeys = service.keys;
-    service.start();
+    await service.start();
     try {
       await store.subjects.acceptMany(targets, Array.from({ length: 300 }, (_, i) => subject(`a${i}`)));
       // full: the limit below what is used

@@ -886,17 +886,17 @@ describe('cut-batch.lua', () => {
 
 describe('cut-checkpoint.lua (the anchor log on)', () => {
   /** A store whose accepts are logged, its log's service (ticked by hand) and the witnesses' checkpoint cuts. */
-  function logged() {
+  async function logged() {
     const dir = tempDir('cut-checkpoint');
     const service = new LogService(redis as never, { dir, origin: 'example.test/cut', signer: generateSignerKey('example.test/cut').signer, intervalMs: 1_000_000, base: store.keys.base }, createLogger('silent'));
     store.subjects.logKeys = service.keys;
-    service.start();
+    await service.start();
     const cuts = new CheckpointCuts(store, new LogFolder(dir), service.keys);
     return { service, cuts };
   }
 
   it('logged subjects skip the inboxes; a cut takes the entries up to a checkpoint, once, with its note as the batch root, the log index as each place', async () => {
-    const { service, cuts } = logged();
+    const { service, cuts } = await logged();
     try {
       const first = [subject(), subject(), subject()];
       const res = await store.subjects.acceptMany(BOTH, first);
@@ -929,7 +929,7 @@ describe('cut-checkpoint.lua (the anchor log on)', () => {
   });
 
   it('a subject whose key the log holds already (an acceptance retention forgot) is not logged again: it goes to the inboxes, for a batch of digests', async () => {
-    const { service, cuts } = logged();
+    const { service, cuts } = await logged();
     try {
       const again = subject();
       await redis.hset(service.keys.index, again.key, '0');
@@ -946,7 +946,7 @@ describe('cut-checkpoint.lua (the anchor log on)', () => {
   });
 
   it('a batch ends at the largest kept checkpoint within the most it may hold: no two batches share a checkpoint', async () => {
-    const { service, cuts } = logged();
+    const { service, cuts } = await logged();
     try {
       for (const n of [2, 2, 3]) {
         await store.subjects.acceptMany(BOTH, Array.from({ length: n }, () => subject()));
@@ -964,7 +964,7 @@ describe('cut-checkpoint.lua (the anchor log on)', () => {
   });
 
   it('skips a subject already batched, gone, or (Nostr) with its own event; a proposal from a moved cursor writes nothing', async () => {
-    const { service, cuts } = logged();
+    const { service, cuts } = await logged();
     try {
       const [x, y, z] = [subject(), subject(), subject()];
       await store.subjects.acceptMany(BOTH, [x, y, z]);
