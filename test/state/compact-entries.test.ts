@@ -36,9 +36,12 @@ describe("a subject's own history entries", () => {
     const relay = { url: 'wss://relay.example.com:7447/path', n: 12 };
     const packed = packDetail('wss://relay.example.com:7447/path: accepted (ok: saved)', relay);
     expect(packed).toBe('~12: accepted (ok: saved)');
-    const hash = { created: String(created), 'h:0': `8|n|p|r|r|${packed}`, 'h:1': `9|n|r|c|c|${packDetail('~odd: kept as it was', relay)}`, 'h:2': `9|n|c|c|c|${packDetail('every relay refused', relay)}` };
+    const hash: Record<string, string> = { created: String(created), 'h:0': `8|n|p|r|r|${packed}`, 'h:1': `9|n|r|c|c|${packDetail('~odd: kept as it was', relay)}`, 'h:2': `9|n|c|c|c|${packDetail('every relay refused', relay)}` };
+    const accepted = packDetail('wss://relay.example.com:7447/path: accepted', relay);
+    expect(accepted).toBe('~12');
+    hash['h:3'] = `9|n|c|c|c|${accepted}`;
     expect(detailRelays(hash)).toEqual([12]);
-    expect(historyOf(hash, new Map([[12, relay.url]])).map((e) => e.detail)).toEqual(['wss://relay.example.com:7447/path: accepted (ok: saved)', '~odd: kept as it was', 'every relay refused']);
+    expect(historyOf(hash, new Map([[12, relay.url]])).map((e) => e.detail)).toEqual(['wss://relay.example.com:7447/path: accepted (ok: saved)', '~odd: kept as it was', 'every relay refused', 'wss://relay.example.com:7447/path: accepted']);
     // a number the registry does not hold is named, not dropped
     expect(decodeHistoryEntry(`8|n|p|r|r|${packed}`, created).detail).toBe('(relay number 12, not in the registry): accepted (ok: saved)');
   });

@@ -299,9 +299,11 @@ describe('set-witness.lua', () => {
     await store.subjects.setWitnessMany([s.key], 'nostr', 'partial', 1, detail, undefined, url);
     const [n] = await store.registry.relayNumbers([url]);
     expect(await redis.hget(store.keys.subject(s.key), 'h:0')).toMatch(new RegExp(`\\|~${n}: accepted \\(saved\\)$`));
-    expect((await store.subjects.history(s.key)).find((e) => e.event === 'witness')?.detail).toBe(detail);
+    await store.subjects.setWitnessMany([s.key], 'nostr', 'confirmed', 2, `${url}: accepted`, undefined, url);
+    expect(await redis.hget(store.keys.subject(s.key), 'h:1')).toMatch(new RegExp(`\\|~${n}$`));
+    expect((await store.subjects.history(s.key)).filter((e) => e.event === 'witness').map((e) => e.detail)).toEqual([detail, `${url}: accepted`]);
     const last = await redis.xrevrange(store.keys.events, '+', '-', 'COUNT', 1);
-    expect(JSON.parse(last[0]![1][1]!).detail).toBe(detail);
+    expect(JSON.parse(last[0]![1][1]!).detail).toBe(`${url}: accepted`);
   });
 });
 

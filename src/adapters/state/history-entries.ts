@@ -1,8 +1,9 @@
 /**
  * A subject's own history entries as its hash keeps them (`h:<n>`, history-lib.lua): a
  * witness transition compactly, anything else as its JSON. A transition's detail that starts
- * with a relay's URL and `:` keeps the URL as `~<n>`, its number in the Nostr registry (a
- * detail of its own starting with `~` is kept with one more `~` in front). Pure.
+ * with a relay's URL and `:` keeps the URL as `~<n>`, its number in the Nostr registry, and
+ * the usual `<url>: accepted` is `~<n>` alone (a detail of its own starting with `~` is kept
+ * with one more `~` in front). Pure.
  */
 import { formatAnchoredAt } from '../../core/envelope/envelope.js';
 import type { HistoryEntry } from './subject-hash.js';
@@ -11,11 +12,14 @@ const LONG: Readonly<Record<string, string>> = { n: 'nostr', o: 'ots', p: 'pendi
 
 /** A transition's detail as the hash keeps it: `relay` (its URL and registry number) as `~<n>` when the detail starts with it. */
 export function packDetail(detail: string, relay?: { url: string; n: number }): string {
+  if (relay && detail === `${relay.url}${ACCEPTED}`) return `~${relay.n}`;
   if (relay && detail.startsWith(`${relay.url}:`)) return `~${relay.n}${detail.slice(relay.url.length)}`;
   return detail.startsWith('~') ? `~${detail}` : detail;
 }
 
-const RELAY_REF = /^~(\d+):/;
+/** What most relay details add to the URL, left off when packed. */
+const ACCEPTED = ': accepted';
+const RELAY_REF = /^~(\d+)(?::|$)/;
 
 /** The relay numbers the entries of a subject hash name in their details (to look their URLs up before historyOf). */
 export function detailRelays(hash: Record<string, string>): number[] {
@@ -34,7 +38,8 @@ function unpackDetail(d: string, urls: ReadonlyMap<number, string>): string {
   const m = RELAY_REF.exec(d);
   if (!m) return d;
   const n = Number(m[1]);
-  return `${urls.get(n) ?? `(relay number ${n}, not in the registry)`}${d.slice(m[0].length - 1)}`;
+  const url = urls.get(n) ?? `(relay number ${n}, not in the registry)`;
+  return m[0].endsWith(':') ? `${url}${d.slice(m[0].length - 1)}` : `${url}${ACCEPTED}`;
 }
 
 /** The entry `v` of a subject created at `createdMs`; `urls`: the relays its detail may name (detailRelays). */
