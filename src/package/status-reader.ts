@@ -10,12 +10,15 @@ import { groupByShard } from '../core/shard/shard.js';
 import { ShardedStore } from '../adapters/state/sharded-store.js';
 import { WITNESS_STATUSES, type AnchorProof } from '../core/proof/format.js';
 import { WITNESSES, type WitnessName } from '../adapters/state/keys.js';
-import { ProofExporter } from '../adapters/proof/export.js';
+import { ProofExporter, type RetiredAnchor } from '../adapters/proof/export.js';
+import { retiredLogIndex } from '../adapters/proof/retired.js';
+import { LogKeys } from '../adapters/log/log-sequencer.js';
+import { shardLogDir } from '../adapters/config/config.js';
 import { subjectDetail, summarize, type AnchorDetail, type AnchorSummary } from '../adapters/state/subject-view.js';
 import type { IntakeState, KnownSubjects } from '../adapters/state/subjects.js';
 import type { SubjectStatus } from '../adapters/state/subject-hash.js';
 
-export type { AnchorDetail, AnchorSummary, IntakeState, SubjectStatus, WitnessName };
+export type { AnchorDetail, AnchorSummary, IntakeState, RetiredAnchor, SubjectStatus, WitnessName };
 
 export interface StatusReaderOptions {
   /** The daemon's `redis.prefix` (default `aer1`). */
@@ -28,6 +31,12 @@ export interface StatusReaderOptions {
    */
   relays?: readonly string[];
   calendars?: readonly string[];
+  /**
+   * The daemon's anchor log folder (its `log.dir`, with `log.enabled`): a subject retired
+   * lean (docs/reliability.md, Retention) is read back from it, and proofs carry the log's
+   * part. Without it, reading such a subject throws an error naming this option.
+   */
+  logDir?: string;
 }
 
 export interface StatusListQuery {
@@ -48,12 +57,18 @@ export interface StatusCounts {
 export class AnchorStatusReader implements KnownSubjects {
   private readonly state: ShardedStore;
   private readonly sources: { relays: readonly string[]; calendars: readonly string[] };
+  /** Shard i's proof exporter at index i. */
+  private readonly exporters: ProofExporter[];
+  private readonly logDir: string | null;
 
   constructor(redis: Redis, opts: StatusReaderOptions = {}) {
     const shards = opts.shards ?? 1;
     if (!Number.isInteger(shards) || shards < 1) throw new RangeError(`shards must be a positive integer, got ${String(shards)}`);
     this.state = ShardedStore.open(redis, opts.prefix ?? 'aer1', shards);
     this.sources = { relays: opts.relays ?? [], calendars: opts.calendars ?? [] };
+    const logDir = (this.logDir = opts.logDir ?? null);
+    const files = { redis: { prefix: opts.prefix ?? 'aer1', shards }, log: { dir: logDir, keyFile: null } };
+    this.exporters = this.state.shards.map((store, i) => new ProofExporter(store, this.sources, logDir === null ? null : { dir: shardLogDir(files, i) }));
   }
 
   /** The BullMQ prefix of the (one shard's) intake queue: `new Queue('aer1-anchor', { prefix })`. */
@@ -62,14 +77,33 @@ export class AnchorStatusReader implements KnownSubjects {
     return this.state.shards[0]!.keys.bullPrefix;
   }
 
-  /** A subject as `GET /v1/anchors/{key}` shows it (its witnesses down to every relay and calendar, its history), or null. */
-  async get(key: string): Promise<AnchorDetail | null> {
-    return subjectDetail(this.state.of(key), { nostr: { enabled: true, relays: this.sources.relays }, ots: { enabled: true, calendars: this.sources.calendars } }, key);
+  /**
+   * A subject as `GET /v1/anchors/{key}` shows it (its witnesses down to every relay and
+   * calendar, its history; retired lean: the summary of its proof, `retired: 'log'` and its
+   * log index), or null.
+   */
+  async get(key: string): Promise<AnchorDetail | RetiredAnchor | null> {
+    const detail = await subjectDetail(this.state.of(key), { nostr: { enabled: true, relays: this.sources.relays }, ots: { enabled: true, calendars: this.sources.calendars } }, key);
+    return detail ?? (await this.retired(key));
   }
 
-  /** The subject's proof as `GET /v1/anchors/{key}/proof` gives it (without the anchor log's part), or null. */
+  /** The subject's proof as `GET /v1/anchors/{key}/proof` gives it (the anchor log's part with `logDir`), or null. */
   async proof(key: string): Promise<AnchorProof | null> {
-    return new ProofExporter(this.state.of(key), this.sources).export(key);
+    const proof = await this.exporterOf(key).export(key);
+    if (proof === null) await this.retired(key); // a subject retired lean and no logDir: an error naming it
+    return proof;
+  }
+
+  /** A subject retired lean, from the log folder; throws naming `logDir` when it is one and no folder was given. */
+  private async retired(key: string): Promise<RetiredAnchor | null> {
+    if (this.logDir !== null) return this.exporterOf(key).retiredAnchor(key);
+    const index = await retiredLogIndex(this.state.of(key).redis, new LogKeys(this.state.of(key).keys.base), key);
+    if (index !== null) throw new RangeError(`subject ${key} is retired to the anchor log (entry ${index}): give logDir (the daemon's log.dir) to read it`);
+    return null;
+  }
+
+  private exporterOf(key: string): ProofExporter {
+    return this.exporters[this.state.shards.indexOf(this.state.of(key))]!;
   }
 
   /** One page of `GET /v1/anchors`: newest first, `next` to go on from (null at the end). */

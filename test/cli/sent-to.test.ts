@@ -5,7 +5,6 @@
  * a subject before its event, in batch mode, in envelope mode, and after a relay and a
  * calendar are removed from the config it was sent with.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,7 +15,7 @@ import { createLogger } from '../../src/daemon/logger.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
+import { Issuer, REPO_ROOT, SHARED_REDIS_URL, receiptFields, runAnchorCli, startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
 
 const CLI = join(REPO_ROOT, 'dist/src/cli/aer1-anchor.js');
 type Pair = [string, string];
@@ -51,9 +50,11 @@ describe('where a subject was sent: the API, the CLI status and the proof agree'
     running = null;
   }
 
-  function cli(args: string[]): unknown {
-    const r = spawnSync(process.execPath, [CLI, ...args, '--config', running!.file], { encoding: 'utf8', timeout: 30_000, env: { PATH: process.env.PATH ?? '' } });
-    expect(r.status, r.stderr).toBe(0);
+  // run apart, not with spawnSync: the daemon's HTTP server lives in this process, and a loop held
+  // for seconds let its keep-alive timer close the connection fetch was about to reuse (ECONNRESET)
+  async function cli(args: string[]): Promise<unknown> {
+    const r = await runAnchorCli([...args, '--config', running!.file], { env: { PATH: process.env.PATH ?? '' } });
+    expect(r.code, r.stderr).toBe(0);
     return JSON.parse(r.stdout);
   }
 
@@ -65,8 +66,8 @@ describe('where a subject was sent: the API, the CLI status and the proof agree'
     type Proof = { nostr?: { relays: Array<{ url: string; status: string }> }; ots?: { calendars: Array<{ url: string; status: string }> } };
     const apiView = (await (await checkedFetch(`${running!.http.url}/v1/anchors/${key}`)).json()) as View;
     const apiProof = (await (await checkedFetch(`${running!.http.url}/v1/anchors/${key}/proof`)).json()) as Proof;
-    const cliView = cli(['status', key, '--json']) as View;
-    const cliProof = cli(['proof', key]) as Proof;
+    const cliView = (await cli(['status', key, '--json'])) as View;
+    const cliProof = (await cli(['proof', key])) as Proof;
     const fromView = (v: View): Sent => ({ relays: pairs(v.witnesses.nostr?.relays), calendars: pairs(v.witnesses.ots?.calendars) });
     const fromProof = (p: Proof): Sent => ({ relays: pairs(p.nostr?.relays), calendars: pairs(p.ots?.calendars) });
     const api = fromView(apiView);

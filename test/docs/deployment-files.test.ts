@@ -2,14 +2,20 @@
  * The Docker files stay in agreement with the code (no Docker daemon or image registry here): what
  * the Dockerfile copies exists and is not ignored, it runs as `node` with a /livez health
  * check, compose's Redis persists without eviction, config/local.json loads, and the dev
- * relay and dev calendar accept exactly the arguments compose gives them.
+ * relay and dev calendar accept exactly the arguments compose gives them, and the two daemon
+ * profiles, each with its own var volume and compose's environment, start on one Redis in
+ * either order (the built daemon, on a redis-server of the test's own).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { loadConfig } from '../../src/adapters/config/config.js';
+import { BINDING_FILE } from '../../src/adapters/log/log-binding.js';
+import { quietConfigFile, ready, startAnchord, stop } from '../helpers/anchord-run.js';
+import { privateRedis, tempDir } from '../helpers/harness.js';
 
 const repo = resolve(import.meta.dirname, '../..');
 const dockerfile = readFileSync(join(repo, 'Dockerfile'), 'utf8');
@@ -18,7 +24,12 @@ const dockerignore = readFileSync(join(repo, '.dockerignore'), 'utf8').split('\n
 const anchorBin = join(repo, 'bin/aer1-anchor.js');
 const tmp = mkdtempSync(join(tmpdir(), 'aer1-deploy-'));
 
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const cleanups: Array<() => Promise<unknown>> = [];
+
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+  rmSync(tmp, { recursive: true, force: true });
+});
 
 /** The JSON-style `command: [...]` array of a compose service. */
 function composeCommand(service: string): string[] {
@@ -27,6 +38,14 @@ function composeCommand(service: string): string[] {
   const cmd = /\n    command: (\[.*\])\n/.exec(`\n${block[1]!}`);
   if (!cmd) throw new Error(`service ${service} has no one-line command array`);
   return JSON.parse(cmd[1]!) as string[];
+}
+
+/** A compose service's `environment` (YAML merge keys applied), `${VAR:-default}` as its default and `${VAR:?message}` as `set`. */
+function composeEnvironment(service: string): Record<string, string> {
+  const doc = parse(compose, { merge: true }) as { services: Record<string, { environment?: Record<string, string> }> };
+  const env = doc.services[service]?.environment;
+  if (!env) throw new Error(`service ${service} has no environment map`);
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v).replace(/\$\{\w+:-([^}]*)\}/g, '$1').replace(/\$\{\w+:\?[^}]*\}/g, 'set')]));
 }
 
 /** Runs `aer1-anchor <args>` until its first stdout line, then SIGTERM; bounded. */
@@ -128,5 +147,30 @@ describe('docker-compose.yml', () => {
     const calendar = await firstLine(free(composeCommand('dev-calendar')));
     expect(calendar.line, calendar.stderr).toBe('http://dev-calendar:14788');
     expect(existsSync(join(tmp, 'headers.json'))).toBe(true);
+  });
+});
+
+describe('the two daemon profiles on one Redis', () => {
+  it('each has its own redis.prefix, so after either one the other starts: each var folder holds the log of its own state', async () => {
+    const redis = await privateRedis();
+    cleanups.push(() => redis.stop());
+    // each profile's compose environment on the test's Redis, in a folder of its own (its var
+    // volume); the witnesses are the test's (a calendar nobody answers on), not the profile's
+    const profiles = ['anchord', 'anchord-local'].map((service) => {
+      const home = tempDir(`compose-${service}`);
+      return { service, home, config: quietConfigFile(home, {}), env: { ...composeEnvironment(service), REDIS_URL: redis.url } };
+    });
+    const prefixes = profiles.map((p) => loadConfig({ file: p.config, env: p.env }).redis.prefix);
+    expect(new Set(prefixes).size, `prefixes ${prefixes.join(', ')}`).toBe(2);
+    // public, then local, then public again: each start after the other profile's
+    for (const p of [profiles[0]!, profiles[1]!, profiles[0]!]) {
+      const run = startAnchord(p.home, p.config, p.env, cleanups);
+      await ready(run);
+      await stop(run);
+    }
+    for (const [i, p] of profiles.entries()) {
+      const binding = JSON.parse(readFileSync(join(p.home, 'var', 'log', prefixes[i]!, BINDING_FILE), 'utf8')) as { prefix: string };
+      expect(binding.prefix, p.service).toBe(prefixes[i]);
+    }
   });
 });

@@ -216,9 +216,9 @@ export { stopChild };
  * Runs `aer1-anchor ARGS` (the built CLI) without blocking the event loop, so loopback
  * servers in the test keep answering; killed after `timeoutMs`.
  */
-export function runAnchorCli(args: readonly string[], opts: { cwd?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runAnchorCli(args: readonly string[], opts: { cwd?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchor.js'), ...args], { cwd: opts.cwd ?? REPO_ROOT });
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin/aer1-anchor.js'), ...args], { cwd: opts.cwd ?? REPO_ROOT, env: opts.env ?? process.env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -5,8 +5,12 @@
  * in a Bitcoin block leave Redis but for their log:idx value; GET serves each proof byte for
  * byte as before, the verifier passes it, and GET of the subject says `retired: "log"` with
  * its log index. A subject not final yet is not retired lean. A retired key sent again is a
- * duplicate (never anchored twice), another root a conflict.
+ * duplicate (never anchored twice), another root a conflict. `aer1-anchor status` and the
+ * package's AnchorStatusReader answer for a retired subject as GET does. Subjects with a Nostr
+ * event of their own (envelope mode) stay in Redis, and a pass looks past such subjects (a
+ * whole page of them) to retire the subjects behind them.
  */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,11 +29,13 @@ import type { Daemon } from '../../src/daemon/daemon.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
+import { AnchorStatusReader } from '../../src/package/status-reader.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { Issuer, SHARED_REDIS_URL, prefixKeys, receiptFields, startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
+import { Issuer, SHARED_REDIS_URL, deletePrefix, prefixKeys, receiptFields, runAnchorCli, startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
 
 const N = 12;
 const signingKey = generateSecretKey();
+const BATCH_MODE = { mode: 'batch', batchWindowMs: 300, batchMaxSize: 5 };
 
 describe('lean retirement: confirmed subjects retired to the anchor log', () => {
   let relays: DevRelay[] = [];
@@ -37,13 +43,15 @@ describe('lean retirement: confirmed subjects retired to the anchor log', () => 
   let headersFile = '';
   let dir = '';
   let prefix = '';
+  /** The daemons' key base (one shard), whose keys the file removes at the end. */
+  let stateBase = '';
   let redis: Redis;
   const running: Array<{ daemon: Daemon; http: HttpServer }> = [];
   const subjects = Array.from({ length: N }, () => receiptFields());
   const keys = subjects.map((s) => s.receipt_uuid);
   const served = new Map<string, string>();
 
-  function config(retention: Record<string, unknown>): Config {
+  function config(retention: Record<string, unknown>, nostr: Record<string, unknown> = BATCH_MODE): Config {
     return testConfig({
       relays,
       calendars,
@@ -51,7 +59,7 @@ describe('lean retirement: confirmed subjects retired to the anchor log', () => 
       prefix,
       overrides: {
         retention,
-        nostr: { mode: 'batch', batchWindowMs: 300, batchMaxSize: 5 },
+        nostr,
         ots: { batchWindowMs: 300 },
         log: { enabled: true, dir: join(dir, 'log'), keyFile: join(dir, 'log.key'), origin: 'example.test/lean', checkpointIntervalMs: 100 },
         http: { enabled: true, host: '127.0.0.1', port: 0 },
@@ -61,10 +69,31 @@ describe('lean retirement: confirmed subjects retired to the anchor log', () => 
 
   async function start(c: Config): Promise<{ daemon: Daemon; http: HttpServer }> {
     const daemon = await startDaemon(c, SHARED_REDIS_URL, signingKey);
+    stateBase = daemon.store.keys.base;
     const http = await startHttpServer({ daemon, log: createLogger('silent') });
     const r = { daemon, http };
     running.push(r);
     return r;
+  }
+
+  /** Enqueues `fresh` with retention off under `nostr` and waits until each is confirmed (Bitcoin block mined). */
+  async function confirm(fresh: Array<ReturnType<typeof receiptFields>>, nostr: Record<string, unknown>): Promise<void> {
+    const r = await start(config({}, nostr));
+    const issuer = new Issuer(r.daemon.config);
+    const keyList = fresh.map((s) => s.receipt_uuid);
+    try {
+      await issuer.enqueueMany(fresh.map((s) => ({ data: s, key: s.receipt_uuid })));
+      await waitFor('every OTS batch submitted to the calendar', async () => {
+        const records = await issuer.store.subjects.getRecords(keyList);
+        for (const rec of records) if (!rec?.batches.ots || (await issuer.store.batches.batchField('ots', rec.batches.ots.id, 'submitted')) !== '1') return false;
+        return true;
+      }, 60_000);
+      await calendars[0]!.mine();
+      await waitFor('all confirmed', async () => (await issuer.store.subjects.getRecords(keyList)).every((rec) => rec?.status === 'confirmed'), 60_000);
+    } finally {
+      await issuer.close();
+      await stop(r);
+    }
   }
 
   async function stop(r: { daemon: Daemon; http: HttpServer }): Promise<void> {
@@ -84,6 +113,7 @@ describe('lean retirement: confirmed subjects retired to the anchor log', () => 
 
   afterAll(async () => {
     for (const r of [...running]) await stop(r);
+    if (stateBase) await deletePrefix(redis, stateBase);
     await redis?.quit();
     await Promise.all([...relays.map((r) => r.close()), ...calendars.map((c) => c.close())]);
   });
@@ -164,5 +194,51 @@ describe('lean retirement: confirmed subjects retired to the anchor log', () => 
     expect((await b.daemon.store.subjects.acceptMany({ witnesses: ['nostr', 'ots'], inboxes: ['nostr', 'ots'] }, [read])).results).toEqual([{ result: 'retired' }]);
     expect(await b.daemon.store.subjects.getRecord(keys[6]!)).toBeNull();
     expect(await redis.get(`${b.daemon.store.keys.base}:log:size`)).toBe(size);
+  });
+
+  it('aer1-anchor status and the status reader say a retired subject is retired to the anchor log, as GET does', { timeout: 60_000 }, async () => {
+    const b = running[0]!;
+    const key = keys[7]!;
+    const res = await checkedFetch(`${b.http.url}/v1/anchors/${key}`);
+    expect(res.status).toBe(200);
+    const detail = (await res.json()) as { logIndex: number };
+    const configFile = join(dir, 'client.json');
+    writeFileSync(configFile, JSON.stringify({ redis: { prefix }, log: { enabled: true, dir: join(dir, 'log'), keyFile: join(dir, 'log.key'), origin: 'example.test/lean' } }));
+    const client = ['--config', configFile, '--redis-url', SHARED_REDIS_URL];
+    const json = await runAnchorCli(['status', key, '--json', ...client]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual(detail);
+    const text = await runAnchorCli(['status', key, ...client]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(new RegExp(`^${key}: confirmed \\(receipt\\), retired to the anchor log at index ${detail.logIndex}\n`));
+    expect(text.stdout).toContain('nostr: confirmed');
+
+    expect(await new AnchorStatusReader(redis, { prefix, logDir: join(dir, 'log') }).get(key)).toEqual(detail);
+    // without the log folder the reader cannot rebuild it, and says so rather than "no subject"
+    await expect(new AnchorStatusReader(redis, { prefix }).get(key)).rejects.toThrow(new RegExp(`${key} is retired to the anchor log \\(entry ${detail.logIndex}\\).*logDir`));
+  });
+
+  it('keeps subjects with their own Nostr event (envelope mode) in Redis, and retires the logged subjects behind a page of them', { timeout: 180_000 }, async () => {
+    for (const r of [...running]) await stop(r);
+    // accepted first, so the oldest candidates: a whole page (retention.limit) of subjects that stay
+    const own = Array.from({ length: 3 }, () => receiptFields());
+    await confirm(own, { mode: 'envelope' });
+    const behind = Array.from({ length: 3 }, () => receiptFields());
+    await confirm(behind, BATCH_MODE);
+
+    const c = await start(config({ confirmedAfterMs: 1, intervalMs: 200, limit: own.length - 1 }));
+    const base = c.daemon.store.keys.base;
+    await waitFor('the batch-mode subjects retired', async () => (await c.daemon.store.subjects.getRecords(behind.map((s) => s.receipt_uuid))).every((r) => r === null), 30_000, 100);
+    for (const s of behind) expect((await redis.hgetBuffer(`${base}:log:idx`, s.receipt_uuid))!.toString('latin1')).toMatch(/^\d+:/);
+    // the pass that retired them considered the older envelope-mode subjects first: they stay, whole, and GET shows them as before
+    for (const s of own) {
+      const record = await c.daemon.store.subjects.getRecord(s.receipt_uuid);
+      expect(record).toMatchObject({ status: 'confirmed' });
+      expect(record!.nostrEventId).toMatch(/^[0-9a-f]{64}$/);
+      expect(await redis.hget(`${base}:log:idx`, s.receipt_uuid)).toMatch(/^\d+$/);
+      const detail = await checkedFetch(`${c.http.url}/v1/anchors/${s.receipt_uuid}`);
+      expect(await detail.json()).not.toHaveProperty('retired');
+    }
+    expect(Number(await redis.hget(`${base}:meta`, 'retired'))).toBe(N + behind.length);
   });
 });

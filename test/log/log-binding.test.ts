@@ -8,14 +8,15 @@
  * embedded redis-server it started. Real Redis, real files, real processes.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connectRedis } from '../../src/adapters/redis/connection.js';
 import { BINDING_FILE, logIdKey } from '../../src/adapters/log/log-binding.js';
 import { StateKeys } from '../../src/adapters/state/keys.js';
 import { redisServersIn } from '../../src/daemon/embedded-redis.js';
-import { deletePrefix, Issuer, receiptFields, SHARED_REDIS_URL, spawnAnchord, stopChild, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
+import { logLines, quietConfigFile, ready, refusedLine, type Run, startAnchord, stop } from '../helpers/anchord-run.js';
+import { deletePrefix, Issuer, receiptFields, SHARED_REDIS_URL, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
 
 const redis = connectRedis(SHARED_REDIS_URL);
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -26,56 +27,13 @@ afterAll(async () => {
 
 const idKey = (prefix: string): string => logIdKey(new StateKeys(prefix).base);
 
-interface Run {
-  child: ReturnType<typeof spawnAnchord>;
-  /** Everything it wrote to stderr so far. */
-  out: () => string;
-  exited: Promise<number | null>;
-}
-
-/** A config file that sets nothing of the log: the witness is a calendar nobody answers on (the daemon starts all the same). */
-function configFile(dir: string, redisSettings: Record<string, unknown>): string {
-  const file = join(dir, 'config.json');
-  writeFileSync(file, JSON.stringify({ redis: redisSettings, nostr: { enabled: false }, ots: { calendars: ['http://127.0.0.1:9'], minCalendars: 1 }, http: { enabled: false } }));
-  return file;
-}
-
 function start(cwd: string, config: string, env: Record<string, string> = {}): Run {
-  const child = spawnAnchord(['--config', config], { cwd, env: { PATH: process.env.PATH ?? '', HOME: cwd, AER1_LOG_FORMAT: 'json', ...env } });
-  cleanups.push(() => stopChild(child));
-  let out = '';
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString('utf8')));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, out: () => out, exited };
+  return startAnchord(cwd, config, env, cleanups);
 }
 
-/** The pino lines (level, msg) the run wrote. */
-function logLines(run: Run): Array<{ level: number; msg: string }> {
-  return run.out().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string });
-}
-
-async function ready(run: Run): Promise<void> {
-  await waitFor('aer1-anchord ready', () => {
-    if (run.child.exitCode !== null) throw new Error(`aer1-anchord exited ${run.child.exitCode}: ${run.out()}`);
-    return logLines(run).some((l) => l.msg === 'aer1-anchord ready');
-  }, 60_000, 50);
-}
-
-/** Closes its stdin (a stop as on SIGTERM) and expects a clean exit. */
-async function stop(run: Run): Promise<void> {
-  run.child.stdin.end();
-  expect(await run.exited, run.out()).toBe(0);
-}
-
-/** Runs a start that must be refused: exit 2 and its one plain line (the JSON lines are the log). */
-async function refused(cwd: string, config: string, env: Record<string, string> = {}): Promise<string> {
-  const run = start(cwd, config, env);
-  await waitFor('the refused start to exit', () => run.child.exitCode !== null || run.child.signalCode !== null, 60_000, 50);
-  expect(run.child.exitCode, run.out()).toBe(2);
-  expect(run.out()).not.toMatch(/^\s+at /m);
-  const plain = run.out().split('\n').filter((l) => l !== '' && !l.startsWith('{'));
-  expect(plain, run.out()).toHaveLength(1);
-  return plain[0]!;
+/** Runs a start that must be refused: exit 2 and its one plain line. */
+function refused(cwd: string, config: string, env: Record<string, string> = {}): Promise<string> {
+  return refusedLine(start(cwd, config, env));
 }
 
 function checkpointSize(dir: string): number {
@@ -96,7 +54,7 @@ async function anchorOne(prefix: string): Promise<void> {
 describe('the anchor log by default, its folder bound to one state', () => {
   const home = tempDir('log-binding');
   const prefix = uniquePrefix('bind');
-  const config = configFile(home, { url: SHARED_REDIS_URL, prefix });
+  const config = quietConfigFile(home, { url: SHARED_REDIS_URL, prefix });
   const folder = join(home, 'var', 'log', prefix);
   const binding = (): { id: string; prefix: string; origin: string; vkey: string } => JSON.parse(readFileSync(join(folder, BINDING_FILE), 'utf8'));
   let vkey = '';
@@ -169,7 +127,7 @@ describe('the anchor log by default, its folder bound to one state', () => {
 
   it('refuses another state pointed at this folder, naming redis.prefix and log.dir, and writes no id for it', async () => {
     const stranger = uniquePrefix('bind-other');
-    const line = await refused(home, configFile(tempDir('log-binding-other'), { url: SHARED_REDIS_URL, prefix: stranger }), { AER1_ANCHOR_LOG_DIR: folder });
+    const line = await refused(home, quietConfigFile(tempDir('log-binding-other'), { url: SHARED_REDIS_URL, prefix: stranger }), { AER1_ANCHOR_LOG_DIR: folder });
     expect(line).toBe(`aer1-anchord: the anchor log folder ${folder} is the log of redis.prefix "${prefix}" (aer1-log.json), not of "${stranger}": set log.dir to a folder of this state's own (unset, it is ./var/log/<redis.prefix>), or redis.prefix to "${prefix}"`);
     expect(await redis.get(idKey(stranger))).toBeNull();
   });
@@ -184,7 +142,7 @@ describe('a refused start with the embedded redis-server', () => {
       for (const pid of redisServersIn(dataDir)) process.kill(pid, 'SIGTERM');
       await waitFor('the folder has no redis-server', () => redisServersIn(dataDir).length === 0, 10_000, 50);
     });
-    const config = configFile(home, { url: null, prefix: uniquePrefix('bind-embedded'), localDefault: false, embedded: true, embeddedDir: dataDir });
+    const config = quietConfigFile(home, { url: null, prefix: uniquePrefix('bind-embedded'), localDefault: false, embedded: true, embeddedDir: dataDir });
     const first = start(home, config);
     await ready(first);
     await stop(first);

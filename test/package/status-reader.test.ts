@@ -3,6 +3,7 @@
  * Redis with two shards: a subject's detail, its proof, list pages, counts and what a
  * producer checks are what the daemon's own stores give, each subject read from its shard.
  */
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type RedisClient } from '../../src/adapters/redis/connection.js';
@@ -43,9 +44,10 @@ describe('AnchorStatusReader', () => {
   it('get: a subject as the daemon views it (status, witnesses, history); null for an unknown key', async () => {
     const detail = await reader.get(keys[0]!);
     expect(detail).toMatchObject({ key: keys[0], status: 'partial', envelope: { k: keys[0] } });
-    expect(detail!.witnesses.nostr?.status).toBe('confirmed');
-    expect(detail!.witnesses.ots?.status).toBe('pending');
-    expect(detail!.history.map((h) => h.event)).toEqual(['accepted', 'witness']);
+    assert(detail !== null && !('retired' in detail), 'a subject in Redis: its full detail');
+    expect(detail.witnesses.nostr?.status).toBe('confirmed');
+    expect(detail.witnesses.ots?.status).toBe('pending');
+    expect(detail.history.map((h) => h.event)).toEqual(['accepted', 'witness']);
     expect(await reader.get('no-such-key')).toBeNull();
     expect(await reader.get(refused)).toMatchObject({ status: 'rejected', reason: 'not a receipt' });
   });

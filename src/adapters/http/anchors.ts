@@ -57,13 +57,8 @@ export class AnchorRoutes {
     const record = await store.subjects.getRecord(key);
     if (!record) {
       // retired lean: rebuilt from the anchor log and its batches (docs/reliability.md, Retention)
-      const exporter = this.exporterOf(key);
-      const retired = await exporter.retired(key);
-      const proof = retired ? await exporter.exportOf(retired.record) : null;
-      if (retired && proof) {
-        const { archived: _archived, ...summary } = archivedSummary(key, proof);
-        return json(200, { ...summary, retired: 'log', logIndex: retired.index });
-      }
+      const retired = await this.exporterOf(key).retiredAnchor(key);
+      if (retired) return json(200, retired);
       const archived = await this.archive?.read(key);
       if (archived) return json(200, archivedSummary(key, archived.proof));
       throw new HttpError(404, 'not_found', `no subject with key ${JSON.stringify(key)}`, 'key');

@@ -21,6 +21,7 @@ import { LogFolder } from '../log/log-folder.js';
 import { LogKeys } from '../log/log-sequencer.js';
 import { readLogIndex } from '../log/retired-facts.js';
 import { retiredSubject, retiredSubjects, type RetiredSubject } from './retired.js';
+import { archivedSummary, type ArchivedAnchor } from '../archive/proof-archive.js';
 import { decodeBundle, TILE_WIDTH, tileInTree } from '../../core/log/tiles.js';
 import { encodeEntry, entryKindOfSubject } from '../../core/log/entry.js';
 import { PROOF_VERSION, type LogProof, type AnchorProof, type NostrEventJson, type NostrProof, type NostrProofMode, type OtsProof, type WitnessStatus } from '../../core/proof/format.js';
@@ -66,6 +67,12 @@ class TreeCache {
     while (this.trees.size > this.max) this.trees.delete(this.trees.keys().next().value!);
     return tree;
   }
+}
+
+/** What `GET /v1/anchors/{key}` answers for a subject retired lean: its summary, `retired: 'log'` and its log index. */
+export interface RetiredAnchor extends Omit<ArchivedAnchor, 'archived'> {
+  retired: 'log';
+  logIndex: number;
 }
 
 export class ProofExporter {
@@ -118,6 +125,15 @@ export class ProofExporter {
    */
   async retired(key: string): Promise<RetiredSubject | null> {
     return this.logFolder ? retiredSubject(this.store.redis, this.logKeys, this.logFolder, key) : null;
+  }
+
+  /** What GET answers for a subject retired lean (the summary of its rebuilt proof), or null when `key` is none. */
+  async retiredAnchor(key: string): Promise<RetiredAnchor | null> {
+    const retired = await this.retired(key);
+    const proof = retired ? await this.exportOf(retired.record) : null;
+    if (!retired || !proof) return null;
+    const { archived: _archived, ...summary } = archivedSummary(key, proof);
+    return { ...summary, retired: 'log', logIndex: retired.index };
   }
 
   /** retired() of many keys, their log:idx values read in one round trip. */

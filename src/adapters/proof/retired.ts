@@ -33,6 +33,12 @@ export async function retiredSubject(redis: Redis, logKeys: LogKeys, folder: Log
   return (await retiredSubjects(redis, logKeys, folder, [key]))[0]!;
 }
 
+/** The log index of a subject retired lean, read from its log:idx value alone (no log folder); null when `key` is not one. */
+export async function retiredLogIndex(redis: Redis, logKeys: LogKeys, key: string): Promise<number | null> {
+  const value = readLogIndex(await redis.hgetBuffer(logKeys.index, key));
+  return value !== null && value.facts !== null ? value.index : null;
+}
+
 /** retiredSubject of many keys, their log:idx values read in one round trip. */
 export async function retiredSubjects(redis: Redis, logKeys: LogKeys, folder: LogFolder, keys: readonly string[]): Promise<Array<RetiredSubject | null>> {
   if (keys.length === 0) return [];

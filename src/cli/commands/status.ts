@@ -1,8 +1,11 @@
-import { subjectDetail, type AnchorDetail } from '../../adapters/state/subject-view.js';
+import { configuredSources, subjectDetail, type AnchorDetail } from '../../adapters/state/subject-view.js';
 import { CLIENT_OPTIONS, connectClient } from '../shared/connect.js';
 import { commandArgs } from '../shared/args.js';
 import { UsageError } from '../shared/run.js';
-import { ProofArchive, archivedSummary } from '../../adapters/archive/proof-archive.js';
+import { ProofArchive, archivedSummary, type ArchivedAnchor } from '../../adapters/archive/proof-archive.js';
+import { ProofExporter, type RetiredAnchor } from '../../adapters/proof/export.js';
+import { shardLogDir } from '../../adapters/config/config.js';
+import type { Client } from '../shared/connect.js';
 
 export const summary = "show a subject's anchoring state: witnesses, relays, calendars, history";
 
@@ -28,6 +31,26 @@ function render(v: AnchorDetail): string {
   return lines.join('\n') + '\n';
 }
 
+/** A subject retired from Redis (to the anchor log, or to the archive), as GET shows it. */
+function renderRetired(a: ArchivedAnchor | RetiredAnchor): string {
+  const where = 'retired' in a ? `retired to the anchor log at index ${a.logIndex}` : 'archived';
+  const from = 'retired' in a ? 'is rebuilt from the anchor log' : 'is in the archive';
+  const witnesses = Object.entries(a.witnesses).map(([w, st]) => `  ${w}: ${st}`);
+  return [`${a.key}: ${a.status}${a.kind ? ` (${a.kind})` : ''}, ${where}`, `  digest: ${a.digest}`, ...witnesses, `  retired from Redis; its proof ${from} (aer1-anchor proof ${a.key})`].join('\n') + '\n';
+}
+
+/** A subject no longer in Redis: retired lean (log.enabled), or archived (archive.dir); null when neither has it. */
+async function retiredView(client: Client, key: string): Promise<ArchivedAnchor | RetiredAnchor | null> {
+  const c = client.config;
+  if (c.log.enabled) {
+    const store = client.state.of(key);
+    const lean = await new ProofExporter(store, configuredSources(c), { dir: shardLogDir(c, client.state.shards.indexOf(store)) }).retiredAnchor(key);
+    if (lean) return lean;
+  }
+  const archived = c.archive.dir !== null ? await new ProofArchive(c.archive.dir).read(key) : null;
+  return archived ? archivedSummary(key, archived.proof) : null;
+}
+
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = commandArgs(argv, CLIENT_OPTIONS, { positionals: true });
   const usage = 'usage: aer1-anchor status KEY [--json] [--config FILE] [--redis-url URL]';
@@ -39,17 +62,12 @@ export async function run(argv: string[]): Promise<number> {
   const client = await connectClient(values);
   try {
     const view = await subjectDetail(client.state.of(positionals[0]!), client.config, positionals[0]!);
-    if (!view && client.config.archive.dir !== null) {
-      // retired from Redis by retention: what the archived proof says
-      const archived = await new ProofArchive(client.config.archive.dir).read(positionals[0]!);
-      if (archived) {
-        const a = archivedSummary(positionals[0]!, archived.proof);
-        const witnesses = Object.entries(a.witnesses).map(([w, st]) => `  ${w}: ${st}`);
-        process.stdout.write(values.json ? JSON.stringify(a, null, 2) + '\n' : [`${a.key}: ${a.status}${a.kind ? ` (${a.kind})` : ''}, archived`, `  digest: ${a.digest}`, ...witnesses, `  retired from Redis; its proof is in the archive (aer1-anchor proof ${a.key})`].join('\n') + '\n');
+    if (!view) {
+      const retired = await retiredView(client, positionals[0]!);
+      if (retired) {
+        process.stdout.write(values.json ? JSON.stringify(retired, null, 2) + '\n' : renderRetired(retired));
         return 0;
       }
-    }
-    if (!view) {
       process.stderr.write(`aer1-anchor: no subject with key ${positionals[0]}\n`);
       return 1;
     }
