@@ -290,6 +290,21 @@ describe('set-witness.lua', () => {
     expect(await redis.exists(store.keys.byWitness('nostr', 'confirmed'))).toBe(0);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
+
+  it("a subject's own transition names its relay by number in the hash, and its history and the change stream say the relay's URL", async () => {
+    const s = subject();
+    await store.subjects.acceptMany(BOTH, [s]);
+    const url = 'ws://127.0.0.1:7/relay';
+    const detail = `${url}: accepted (saved)`;
+    await store.subjects.setWitnessMany([s.key], 'nostr', 'partial', 1, detail, undefined, url);
+    const [n] = await store.registry.relayNumbers([url]);
+    expect(await redis.hget(store.keys.subject(s.key), 'h:0')).toMatch(new RegExp(`\\|~${n}: accepted \\(saved\\)$`));
+    await store.subjects.setWitnessMany([s.key], 'nostr', 'confirmed', 2, `${url}: accepted`, undefined, url);
+    expect(await redis.hget(store.keys.subject(s.key), 'h:1')).toMatch(new RegExp(`\\|~${n}$`));
+    expect((await store.subjects.history(s.key)).filter((e) => e.event === 'witness').map((e) => e.detail)).toEqual([detail, `${url}: accepted`]);
+    const last = await redis.xrevrange(store.keys.events, '+', '-', 'COUNT', 1);
+    expect(JSON.parse(last[0]![1][1]!).detail).toBe(`${url}: accepted`);
+  });
 });
 
 describe('the subject record: compact hash, acceptance derived from it', () => {

@@ -643,7 +643,7 @@ export class NostrWitness {
    * batch's subjects, as moveWitness does.
    */
   private async moveWitnesses(items: ReadonlyArray<{ id: string; report: RelayReportRecord; recorded: RecordedReports }>): Promise<void> {
-    const groups = new Map<string, { status: WitnessStatus; progress: number; detail: string; keys: string[] }>();
+    const groups = new Map<string, { status: WitnessStatus; progress: number; detail: string; relay: string; keys: string[] }>();
     for (const { id, report, recorded } of items) {
       if (recorded.gone) continue;
       const { reports, previous } = recorded;
@@ -659,12 +659,12 @@ export class NostrWitness {
       }
       const detail = after.reason ?? `${mine.url}: ${mine.status}${mine.message ? ` (${mine.message})` : ''}`;
       const group = `${after.status} ${after.progress} ${detail}`;
-      const g = groups.get(group) ?? { status: after.status, progress: after.progress, detail, keys: [] };
+      const g = groups.get(group) ?? { status: after.status, progress: after.progress, detail, relay: mine.url, keys: [] };
       g.keys.push(recorded.subject);
       groups.set(group, g);
     }
     for (const g of groups.values()) {
-      const changes = await this.store.subjects.setWitnessMany(g.keys, 'nostr', g.status, g.progress, g.detail);
+      const changes = await this.store.subjects.setWitnessMany(g.keys, 'nostr', g.status, g.progress, g.detail, undefined, g.relay);
       changes.forEach((c, i) => {
         if (c.changed) this.hooks.onWitnessChange?.(g.keys[i]!, g.status, c.createdMs);
       });
@@ -678,7 +678,7 @@ export class NostrWitness {
     if (unchanged && !owner.subject) return;
     const keys = owner.subject ? [owner.subject] : owner.batch ? await this.store.batches.batchKeys('nostr', owner.batch) : [];
     const detail = reason ?? `${report.url}: ${report.status}${report.message ? ` (${report.message})` : ''}`;
-    const changes = await this.store.subjects.setWitnessMany(keys, 'nostr', status, progress, detail, owner.subject ? undefined : (owner.batch ?? undefined));
+    const changes = await this.store.subjects.setWitnessMany(keys, 'nostr', status, progress, detail, owner.subject ? undefined : (owner.batch ?? undefined), report.url);
     changes.forEach((c, i) => {
       if (c.changed) this.hooks.onWitnessChange?.(keys[i]!, status, c.createdMs);
     });

@@ -1,8 +1,9 @@
 /**
  * What relay upkeep keeps in Redis, under the shard's hash tag (docs/evidence.md):
  *
- * - `:nostr:kept`: every anchor event handed to the relays, in the order it was first handed
- *   (a sequence number from `:nostr:kept:seq` as its score), so a pass walks the whole history
+ * - `:nostr:kept`: every anchor event handed to the relays, by its id's 32 bytes (not its 64 hex
+ *   characters: half the member), in the order it was first handed (a sequence number from
+ *   `:nostr:kept:seq` as its score), so a pass walks the whole history
  *   from a cursor, a bounded slice at a time, and a new event never moves the ones before it.
  *   An event retention forgot (its `:ev:<id>` gone) leaves it when a pass meets it.
  * - `:nostr:upkeep`: the pass's cursor (`cursor`, the last sequence number checked; 0 starts
@@ -42,6 +43,12 @@ export interface KeptEvent {
   relays: Map<string, { report: RelayReportRecord | undefined; copy: string | null }>;
 }
 
+/** An event id (64 hex) as `:nostr:kept` holds it: its 32 bytes. */
+function member(id: string): Buffer {
+  if (!/^[0-9a-f]{64}$/.test(id)) throw new Error(`relay upkeep: event id ${JSON.stringify(id.slice(0, 80))} is not 64 lowercase hex characters`);
+  return Buffer.from(id, 'hex');
+}
+
 export class UpkeepState {
   constructor(private readonly store: AnchorStore) {}
 
@@ -62,19 +69,19 @@ export class UpkeepState {
     if (ids.length === 0) return;
     const last = await this.store.redis.incrby(this.seqKey, ids.length);
     const first = last - ids.length + 1;
-    await this.store.redis.zadd(this.keptKey, 'NX', ...ids.flatMap((id, i) => [first + i, id]));
+    await this.store.redis.zadd(this.keptKey, 'NX', ...ids.flatMap((id, i) => [first + i, member(id)]));
   }
 
   /** The next `most` events after the cursor; `end` when they include the round's newest. */
   async next(most: number): Promise<{ ids: string[]; cursor: number; end: boolean }> {
     const from = Number((await this.store.redis.hget(this.stateKey, 'cursor')) ?? '0');
     // one more than asked: whether any is left after these
-    const rows = await this.store.redis.zrangebyscore(this.keptKey, `(${from}`, '+inf', 'WITHSCORES', 'LIMIT', 0, most + 1);
+    const rows = await this.store.redis.zrangebyscoreBuffer(this.keptKey, `(${from}`, '+inf', 'WITHSCORES', 'LIMIT', 0, most + 1);
     const ids: string[] = [];
     let cursor = from;
     for (let i = 0; i < rows.length && ids.length < most; i += 2) {
-      ids.push(rows[i]!);
-      cursor = Number(rows[i + 1]);
+      ids.push(rows[i]!.toString('hex'));
+      cursor = Number(rows[i + 1]!.toString());
     }
     return { ids, cursor, end: rows.length <= 2 * most };
   }
@@ -98,7 +105,7 @@ export class UpkeepState {
 
   /** Takes events retention forgot out of the walk. */
   async drop(ids: readonly string[]): Promise<void> {
-    if (ids.length > 0) await this.store.redis.zrem(this.keptKey, ...ids);
+    if (ids.length > 0) await this.store.redis.zrem(this.keptKey, ...ids.map(member));
   }
 
   /** Every relay's record (a relay never asked has none). */

@@ -16,7 +16,7 @@ import { envelopeOfCanonical } from '../../core/envelope/compact.js';
 import type { Envelope } from '../../core/envelope/envelope.js';
 import type { LogKeys } from '../log/log-sequencer.js';
 import { EVENTS_MAXLEN } from './changes.js';
-import { historyOf } from './history-entries.js';
+import { detailRelays, historyOf, packDetail } from './history-entries.js';
 import { NostrRegistry } from './nostr-registry.js';
 import { RebuiltEvents } from './events.js';
 import type { SignedEvent } from '../../core/nostr/events.js';
@@ -224,10 +224,12 @@ export class SubjectStore implements KnownSubjects {
    * subjects, which moves the indexes and counts once for all of them. With `batch` (the
    * subjects are that batch's, in the caller's words), the transition is recorded once on the
    * batch's transition list instead of in every subject's history (history() merges
-   * them); subjects that did not take it are marked so in their hash.
+   * them); subjects that did not take it are marked so in their hash. `relay`: the relay URL
+   * the detail starts with, which a subject's own history keeps as its registry number.
    */
-  async setWitnessMany(keys: readonly string[], witness: WitnessName, status: WitnessStatus, progress: number, detail = '', batch?: string): Promise<WitnessChange[]> {
+  async setWitnessMany(keys: readonly string[], witness: WitnessName, status: WitnessStatus, progress: number, detail = '', batch?: string, relay?: string): Promise<WitnessChange[]> {
     const out: WitnessChange[] = [];
+    const own = packDetail(detail, relay === undefined ? undefined : { url: relay, n: (await this.registry.relayNumbers([relay]))[0]! });
     const now = this.now();
     const k = this.keys;
     const token = batch === undefined ? '' : randomBytes(6).toString('hex');
@@ -245,7 +247,7 @@ export class SubjectStore implements KnownSubjects {
     let entry = -1;
     for (let i = 0; i < keys.length; i += WITNESS_CHUNK) {
       const chunk = keys.slice(i, i + WITNESS_CHUNK);
-      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.map((key) => k.subject(key)), k.eventTally], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), keyTokens(chunk), ...chunk])) as Array<number | string>;
+      const res = (await this.run(SET_WITNESS, [...shared, ...chunk.map((key) => k.subject(key)), k.eventTally], [witness, status, progress, now, nowIso(now), detail, EVENTS_MAXLEN, token, WITNESSES.join(','), keyTokens(chunk), own, ...chunk])) as Array<number | string>;
       for (let j = 0; j < chunk.length; j++) {
         const outcome = Number(res[3 * j]);
         if (outcome === 3) unmarked.push(chunk[j]!);
@@ -391,7 +393,10 @@ export class SubjectStore implements KnownSubjects {
   async history(key: string): Promise<HistoryEntry[]> {
     const k = this.keys;
     const hash = subjectFields(await this.redis.hgetallBuffer(k.subject(key)));
-    const entries = historyOf(hash);
+    const ns = detailRelays(hash);
+    const found = ns.length > 0 ? await this.registry.relayUrls(ns) : [];
+    const urls = new Map(ns.flatMap((n, i) => (found[i] ? [[n, found[i]!] as const] : [])));
+    const entries = historyOf(hash, urls);
     // The acceptance is the hash's (its time and digest), first, unless the list has one (a
     // subject refused before it was accepted: accept.lua writes it after the refusals).
     if (hash.status && hash.status !== 'rejected' && !entries.some((e) => e.event === 'accepted')) {

@@ -31,7 +31,8 @@
 -- in its one HMGET; a subject's witnesses are those of the list it has a w:<witness> field
 -- for), [10] the keys' stream tokens (22
 -- characters each, in order, src/adapters/state/stream-entries.ts; '' when a key of the call is
--- not a canonical UUID), then the subject keys (in KEYS order).
+-- not a canonical UUID), [11] the detail as a subject's own history keeps it (history-entries.ts:
+-- a relay named by its registry number, `~<n>`), then the subject keys (in KEYS order).
 -- `u` (last change) and `c:<witness>` (confirmed) are written as ms since `created`.
 -- The stream takes one entry per call for the subjects whose status changed (none when none
 -- did): {type, witness, to, at, detail, runs = [[from, previous, status, key, ...], ...]}, runs
@@ -47,7 +48,8 @@ local ORDER = {pending = 0, partial = 1, confirmed = 2, failed = 3}
 local w, new, prog, now, nowIso, detail, maxlen, token = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 if not ORDER[new] then return redis.error_reply('set-witness: unknown status ' .. tostring(new)) end
 local tokens = ARGV[10]
-local n = #ARGV - 10
+local ownDetail = ARGV[11]
+local n = #ARGV - 11
 if n < 1 or #KEYS ~= 13 + n or (tokens ~= '' and #tokens ~= 22 * n) then return redis.error_reply('set-witness: ' .. #KEYS .. ' keys for ' .. n .. ' subjects') end
 -- the batch entry of this call, when an earlier chunk made it: {index, from}
 local bh, entryIndex, entryFrom = KEYS[12], -1, nil
@@ -67,7 +69,7 @@ end
 -- Records a subject's entry: on its own list (one subject, or a batch subject that came from
 -- another status than the batch's entry), or once on the batch. Returns nothing.
 local function record(s, entry, created, hnext)
-  local own = witness_entry(now, created, w, entry.from, entry.to, entry.status, entry.detail)
+  local own = witness_entry(now, created, w, entry.from, entry.to, entry.status, entry.detail and ownDetail)
   if token == '' then add_history(s, own, hnext); return end
   if entryIndex < 0 then
     local be = {at = nowIso, ms = tonumber(now), c = token, witness = w, from = entry.from, to = entry.to}
@@ -128,7 +130,7 @@ local function changed(i, key, from, previous, status)
 end
 local out = {}
 for i = 1, n do
-  local key, s = ARGV[10 + i], KEYS[12 + i]
+  local key, s = ARGV[11 + i], KEYS[12 + i]
   -- one read per subject: this witness, the overall status, and every witness's status
   local cur = redis.call('HMGET', s, 'w:' .. w, 'p:' .. w, 'status', 'created', unpack(probeFields))
   local hnext = history_next(cur, 5 + #knownFields)
