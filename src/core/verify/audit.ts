@@ -15,7 +15,7 @@ import type { RelayQueryFilter } from '../nostr/filter.js';
 import type { AnchorEventPolicy } from './anchor-events.js';
 import type { NostrEventJson } from '../proof/format.js';
 import {
-  anchorIdentity, checkAgainstAnchor, claimOf, emptyHarvest, harvest, recognizeForDiscovery,
+  anchorIdentity, checkAgainstAnchor, claimOf, emptyHarvest, harvest, inRelayOrder, recognizeForDiscovery,
   type FoundAnchor, type Harvest, type IgnoredEvent,
 } from './discover.js';
 import { findEquivocation, type AnchorClaim } from './equivocation.js';
@@ -138,6 +138,7 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
   const found = emptyHarvest();
   const sink = (url: string, texts: string[]): void => harvest(found, url, texts, policy);
   const listed = await pageAll(options.fetcher, relays, { ...base, ...(options.since !== undefined ? { since: options.since } : {}) }, sink, options.bound);
+  inRelayOrder(found, relays);
   const listedKeys = new Set([...found.anchors.values()].map((a) => a.key));
 
   // documents: the proof attached to one is set aside, the document alone is held against the relays

@@ -130,6 +130,19 @@ export function harvest(into: Harvest, url: string, texts: readonly string[], po
   }
 }
 
+/** Puts what each anchor, batch and ignored event was read from in the order the relays were given (pages arrive in any order). */
+export function inRelayOrder(into: Harvest, relays: readonly string[]): Harvest {
+  const at = (url: string): number => {
+    const i = relays.indexOf(url);
+    return i < 0 ? relays.length : i;
+  };
+  const byRelay = (a: string, b: string): number => at(a) - at(b);
+  for (const anchor of into.anchors.values()) anchor.relays.sort(byRelay);
+  for (const on of into.batches.values()) on.sort(byRelay);
+  into.ignored.sort((a, b) => byRelay(a.relay, b.relay));
+  return into;
+}
+
 /** One bounded query on every relay at once; an unreachable relay is an answer with its error. */
 export async function queryAll(fetcher: RelayFetcher, relays: readonly string[], filter: RelayQueryFilter): Promise<Array<{ url: string; texts: string[]; error: string | null }>> {
   return Promise.all(relays.map(async (url) => {
@@ -237,6 +250,7 @@ export async function discoverAnchors(document: unknown, options: DiscoveryOptio
   const found = emptyHarvest();
   // every page of every relay's answer: a flood of events with the key's tag cannot push an anchor out
   const relayAnswers = await pageAll(options.fetcher, relays, { ...base, [`#${SUBJECT_TAG}`]: [subjectTagValue(subject.key)] }, (url, texts) => harvest(found, url, texts, policy), options.bound);
+  inRelayOrder(found, relays);
   // an event of another subject is not this subject's anchor, whatever tag a relay matched
   for (const [identity, anchor] of found.anchors) {
     if (anchor.key !== subject.key) {

@@ -10,7 +10,7 @@ import { DEFAULT_EVENT_KIND, SUBJECT_TAG, subjectTagValue } from '../nostr/event
 import { subjectKey } from '../envelope/envelope.js';
 import type { AnchorEventPolicy } from './anchor-events.js';
 import { quote } from './anchor-events.js';
-import { claimOf, emptyHarvest, harvest, incompleteAnswers } from './discover.js';
+import { claimOf, emptyHarvest, harvest, inRelayOrder, incompleteAnswers } from './discover.js';
 import { findEquivocation, type AnchorClaim } from './equivocation.js';
 import type { RelayFetcher } from './online.js';
 import { pageAll, type PageBound } from './relay-pages.js';
@@ -47,6 +47,7 @@ export async function checkKeyAnchors(input: KeyAnchorsInput): Promise<KeyAnchor
   const policy: AnchorEventPolicy = { trusted: new Set(input.trusted), kinds: new Set(kinds) };
   const found = emptyHarvest();
   const answers = await pageAll(input.fetcher, input.relays, { authors: [...input.trusted], kinds, [`#${SUBJECT_TAG}`]: [subjectTagValue(key)] }, (url, texts) => harvest(found, url, texts, policy), input.bound);
+  inRelayOrder(found, input.relays);
   const others = [...found.anchors.values()].filter((a) => a.key === key && a.event.id !== input.claim!.event_id);
   const equivocation = findEquivocation([input.claim, ...others.map(claimOf)]);
   if (equivocation) return { check: fail('equivocation', equivocation.detail), incomplete: false };
