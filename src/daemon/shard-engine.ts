@@ -169,7 +169,12 @@ export class ShardEngine {
   /** The anchor log's publisher, the checkpoint cuts, the logged stamps and the checkpoints' time witnesses. */
   private wireAnchorLog(deps: ShardEngineDeps, anchorLog: NonNullable<ShardEngineDeps['anchorLog']>): { service: LogService; cuts: CheckpointCuts; stamps: LoggedStamps; time: CheckpointWitnesses | null } {
     const { config, log } = deps;
-    const service = new LogService(deps.logRedis ?? deps.storeRedis, { ...anchorLog, intervalMs: config.log.checkpointIntervalMs, base: this.store.keys.base }, log);
+    // more entries are on their way while the shard's intake has jobs waiting or running: the checkpoint waits for them (up to an interval)
+    const busy = async (): Promise<boolean> => {
+      const counts = await this.intakeQueue.getJobCounts('wait', 'active', 'prioritized');
+      return (counts.wait ?? 0) + (counts.active ?? 0) + (counts.prioritized ?? 0) > 0;
+    };
+    const service = new LogService(deps.logRedis ?? deps.storeRedis, { ...anchorLog, intervalMs: config.log.checkpointIntervalMs, base: this.store.keys.base, busy }, log);
     // accept.lua sequences each subject it creates into the log, in the same script call
     this.store.subjects.logKeys = service.keys;
     // and the witnesses cut those subjects from the log's checkpoints (docs/log.md)
@@ -334,6 +339,8 @@ export class ShardEngine {
             }
           : {}),
         afterAccept: async ({ subjects, inboxLengths }) => {
+          // new entries in the log's sequence: its next checkpoint waits for the burst to settle (LogService.schedule)
+          if (subjects.length > 0) this.anchorLog?.arrived();
           if (envelopeMode) await nostr.ensurePublishingMany(subjects.flatMap((s) => (s.nostrEventId ? [s.nostrEventId] : [])));
           // the accept script said how long each inbox is: only a full one needs a pass now
           await Promise.all(this.batchers.map((b) => b.poke(inboxLengths[b.witness] ?? null)));

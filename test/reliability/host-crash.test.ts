@@ -38,7 +38,7 @@ describe('a host crash that cuts the last writes off the append-only file', () =
     cleanups.push(() => redis.stop());
     const headersFile = join(tempDir('headers'), 'headers.json');
     // Slow rounds: a submission stays in flight long enough to crash Redis under it.
-    const calendar: DevCalendar = await startDevCalendar({ headersOut: headersFile, aggregationMs: 3000 });
+    const calendar: DevCalendar = await startDevCalendar({ headersOut: headersFile, aggregationMs: 3000, roundsFrom: 'first-digest' });
     cleanups.push(() => calendar.close());
     const config = testConfig({ calendars: [calendar], headersFile, overrides: { ots: { timeoutMs: 20_000, upgradeInitialMs: 300, upgradeMaxMs: 600 } } });
     const daemon: Daemon = await startDaemon(config, redis.url);

@@ -1,7 +1,8 @@
 /**
  * One shard's anchor log in the daemon (log.enabled, docs/log.md): accept.lua sequences the
  * subjects into Redis (SubjectStore.logKeys); this service moves them into the log's files
- * and signs a checkpoint at most every log.checkpointIntervalMs while there are new entries.
+ * and signs a checkpoint at most every log.checkpointIntervalMs while there are new entries,
+ * as soon as a burst of them has settled (`due`).
  * One daemon publishes a shard at a time: it holds a lease in Redis (`<base>:log:lease`,
  * renewed each tick); another daemon takes over only once the lease has expired, and then
  * reopens the folder (which must be the same log: a folder behind Redis is refused).
@@ -21,6 +22,11 @@ export interface LogServiceOptions {
   readonly intervalMs: number;
   /** The shard's key base (`{prefix}`), the hash tag the log's keys share. */
   readonly base: string;
+  /**
+   * Whether more entries are on their way (the intake has jobs waiting or running); without
+   * it, entries that did not grow between two looks count as settled.
+   */
+  readonly busy?: () => Promise<boolean>;
 }
 
 /** A checkpoint just written to the folder (and kept under checkpoints/<size>). */
@@ -46,8 +52,12 @@ export class LogService {
   private writer: LogWriter | null = null;
   private held = false;
   private timer: NodeJS.Timeout | null = null;
-  /** When the last tick started (Date.now()). */
-  private lastStart = 0;
+  /** When the last tick started, and when the last one that wrote a checkpoint did (Date.now()). */
+  private lastTick = -Infinity;
+  private lastCheckpoint = -Infinity;
+  /** Since when entries have waited for a checkpoint (-1: none known), and the sequence's size at the last look (-1: not looked). */
+  private waitingSince = -1;
+  private seenSize = -1;
   private running: Promise<unknown> | null = null;
   private stopped = false;
   private lastError = '';
@@ -87,38 +97,90 @@ export class LogService {
     }
   }
 
-  /** Opens the folder (refusing one that is not this log's) and starts the ticks. */
+  /**
+   * Opens the folder (refusing one that is not this log's) and ticks one interval later, or
+   * as soon as this daemon sequences entries (`arrived`).
+   */
   async start(): Promise<void> {
     this.writer = await this.open();
-    this.lastStart = Date.now();
-    this.schedule();
+    this.schedule(this.options.intervalMs);
   }
 
   /**
-   * The next tick one interval after the last one started (at once when that tick took
-   * longer): a subject waits about one interval and one tick for its checkpoint, not one
-   * interval and two ticks.
+   * When to tick. A checkpoint at most every interval, as soon as one is allowed and the
+   * entries waiting for it have settled: no more on their way (`busy`), or, without that,
+   * none added between two looks `lookMs` apart (so a burst's checkpoint covers all of it,
+   * not the part before a fixed tick); or once they have waited an interval (entries that
+   * keep coming get one every interval). So a subject waits at most about one interval and
+   * one look. Entries this daemon sequences wake the service (`arrived`); those of other
+   * daemons are seen at the next tick, which runs every interval anyway (it renews the
+   * lease).
    */
-  private schedule(): void {
+  private schedule(delayMs: number): void {
     if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
-      this.lastStart = Date.now();
-      this.running = this.tick().finally(() => {
+      this.timer = null;
+      this.running = this.step().finally(() => {
         this.running = null;
-        this.schedule();
+        if (!this.timer) this.schedule(this.nextDelay());
       });
-    }, Math.max(0, this.lastStart + this.options.intervalMs - Date.now()));
+    }, Math.max(0, delayMs));
     this.timer.unref();
+  }
+
+  /** Until the next step: the next look while entries wait, else the next tick that renews the lease. */
+  private nextDelay(): number {
+    const now = Date.now();
+    if (this.waitingSince < 0) return this.lastTick + this.options.intervalMs - now;
+    return Math.max(this.lastCheckpoint + this.options.intervalMs - now, this.seenSize >= 0 ? this.lookMs : 0);
+  }
+
+  /** Tells the service this daemon just sequenced entries: they wait for a checkpoint from now (at the latest). */
+  arrived(): void {
+    if (this.waitingSince >= 0 || this.stopped) return;
+    this.waitingSince = Date.now();
+    // a step under way schedules the next one itself
+    if (!this.running) this.schedule(this.nextDelay());
+  }
+
+  /** How often the sequence is looked at while entries wait and a checkpoint is allowed: 10–50 ms. */
+  private get lookMs(): number {
+    return Math.min(50, Math.max(10, Math.floor(this.options.intervalMs / 20)));
+  }
+
+  /** One step: a tick when one is due (schedule()), else one more look. */
+  private async step(): Promise<void> {
+    if (await this.due().catch(() => true)) {
+      const started = Date.now();
+      this.lastTick = started;
+      this.waitingSince = -1;
+      this.seenSize = -1;
+      if (await this.tick()) this.lastCheckpoint = started;
+    }
+  }
+
+  private async due(): Promise<boolean> {
+    const now = Date.now();
+    // not writing the folder: the lease first (a daemon that does not get it ticks every interval to take it over once it runs out)
+    if (!this.held && !(await this.holdLease())) return now - this.lastTick >= this.options.intervalMs;
+    if (now - this.lastCheckpoint < this.options.intervalMs) return now - this.lastTick >= this.options.intervalMs;
+    const { size, published } = await this.sequencer.state();
+    if (size <= published) {
+      this.waitingSince = -1;
+      this.seenSize = -1;
+      return now - this.lastTick >= this.options.intervalMs;
+    }
+    if (this.waitingSince < 0) this.waitingSince = now;
+    const settled = this.options.busy ? !(await this.options.busy()) : size === this.seenSize;
+    this.seenSize = size;
+    return settled || now - this.waitingSince >= this.options.intervalMs;
   }
 
   /** One tick: take or renew the lease, then publish what is new. Errors are logged once per kind, never thrown. */
   async tick(): Promise<{ size: number } | null> {
     try {
-      const got = await this.lease.hold();
-      // a lease newly taken: another daemon may have written the folder meanwhile
-      if (got && !this.held) this.writer = null;
-      this.held = got;
-      if (!got) return null;
+      if (!(await this.holdLease())) return null;
       const writer = (this.writer ??= await this.open());
       const out = await new LogPublisher(this.sequencer, writer).publish();
       if (out.resequenced > 0) this.log.warn({ resequenced: out.resequenced }, 'anchor log: Redis was behind the log folder; settled from the files');
@@ -138,6 +200,14 @@ export class LogService {
       this.lastError = message;
       return null;
     }
+  }
+
+  /** Takes or renews the lease; one newly taken reopens the folder (another daemon may have written it meanwhile). */
+  private async holdLease(): Promise<boolean> {
+    const got = await this.lease.hold();
+    if (got && !this.held) this.writer = null;
+    this.held = got;
+    return got;
   }
 
   private open(): Promise<LogWriter> {

@@ -17,6 +17,9 @@ export type Lookup =
   /** Unknown, or too young to be served yet (the `notFoundMs` window). */
   | { state: 'not-found' };
 
+/** When a round closes: on the calendar's clock (as the real server), or one interval after its first digest. */
+export type RoundsFrom = 'clock' | 'first-digest';
+
 function nowSeconds(): number {
   return Math.floor(Date.now() / 1000);
 }
@@ -29,12 +32,27 @@ export class CommitmentBook {
   private readonly pending = new Map<string, { commitment: Buffer; atMs: number }>();
   private readonly confirmed = new Map<string, { upgrade: Buffer; atMs: number }>();
 
-  constructor(private readonly opts: { aggregationMs: number; hmacKey: Buffer; uri: () => string }) {}
+  private readonly startMs = Date.now();
+
+  constructor(private readonly opts: { aggregationMs: number; hmacKey: Buffer; uri: () => string; roundsFrom?: RoundsFrom }) {}
+
+  /**
+   * Until the open round closes. `clock`: at the next tick of a clock of aggregationMs
+   * started with the calendar, as opentimestamps-server's Aggregator, whose loop waits one
+   * interval between rounds whatever arrives (otsserver/calendar.py): a submission waits
+   * anything up to one interval. `first-digest`: one interval after the round's first
+   * digest (tests that need a submission held in flight for a known time).
+   */
+  private untilClose(): number {
+    const every = this.opts.aggregationMs;
+    if (this.opts.roundsFrom === 'first-digest' || every <= 0) return every;
+    return every - ((Date.now() - this.startMs) % every);
+  }
 
   /** Resolves with the timestamp starting at `digest` once its round closes. */
   submit(digest: Buffer): Promise<Buffer> {
     this.digestsReceived++;
-    this.round ??= { digests: [], waiters: [], timer: setTimeout(() => this.closeRound(), this.opts.aggregationMs) };
+    this.round ??= { digests: [], waiters: [], timer: setTimeout(() => this.closeRound(), this.untilClose()) };
     const r = this.round;
     r.digests.push(digest);
     return new Promise((resolve, reject) => r.waiters.push({ resolve, reject }));

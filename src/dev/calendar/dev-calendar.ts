@@ -17,7 +17,7 @@ import type { AddressInfo } from 'node:net';
 import { InputError } from '../../core/errors/errors.js';
 import { checkMode, DEFAULT_BEHAVIOUR, MODES, mergeBehaviour, type DevCalendarBehaviour, type DevCalendarMode } from './behaviour.js';
 import { BlockMiner, type MineResult } from './block-miner.js';
-import { CommitmentBook } from './commitment-book.js';
+import { CommitmentBook, type RoundsFrom } from './commitment-book.js';
 import { DevChain } from './dev-chain.js';
 import { createHandler, sendError } from './http-handler.js';
 import { checkPendingUri } from './ots-ops.js';
@@ -39,6 +39,12 @@ export interface DevCalendarOptions extends Partial<DevCalendarBehaviour> {
   basePath?: string;
   /** Length of one aggregation round in ms (the real server: 1000). */
   aggregationMs?: number;
+  /**
+   * When a round closes (commitment-book.ts): `clock` (default), on a clock of
+   * aggregationMs as the real server, so a submission waits up to one round; `first-digest`,
+   * one round after its first digest, so that digest is held in flight a whole round.
+   */
+  roundsFrom?: RoundsFrom;
   /** Secret behind the 8-byte MACs (default: 32 random bytes). */
   hmacKey?: Buffer;
   /** Height of the first block when the headers file is empty or absent (default 1). */
@@ -104,7 +110,7 @@ export async function startDevCalendar(opts: DevCalendarOptions = {}): Promise<D
     behaviour: mergeBehaviour(DEFAULT_BEHAVIOUR, { notFoundMs: opts.notFoundMs, gzip: opts.gzip, delayMs: opts.delayMs }),
     uri: '',
   };
-  const book = new CommitmentBook({ aggregationMs, hmacKey: opts.hmacKey ?? randomBytes(32), uri: () => state.uri });
+  const book = new CommitmentBook({ aggregationMs, roundsFrom: opts.roundsFrom ?? 'clock', hmacKey: opts.hmacKey ?? randomBytes(32), uri: () => state.uri });
   const chain = new DevChain({ headersOut: opts.headersOut, startHeight, fillerTxs });
   await chain.init();
   const miner = new BlockMiner(book, chain);

@@ -155,7 +155,7 @@ describe('dev calendar: submit, pending, mine, upgrade', () => {
 
 describe('dev calendar: aggregation rounds', () => {
   it('puts all digests of one round into one tree under one commitment', async () => {
-    const cal = await calendar({ aggregationMs: 1500 });
+    const cal = await calendar({ aggregationMs: 1500, roundsFrom: 'first-digest' });
     const client = new CalendarClient(cal.url);
     const digests = Array.from({ length: 7 }, (_, i) => sha(Buffer.from(`round digest ${i}`)));
     const answers = await Promise.all(digests.map((d) => client.submit(d)));
@@ -192,6 +192,29 @@ describe('dev calendar: aggregation rounds', () => {
       expect(p.attestations).toEqual([{ msg: mined.merkleRootHex, type: 'bitcoin', height: mined.height }]);
       expect(p.tx).toMatchObject({ txid_ok: true, op_return_has_tip: true });
     }
+  });
+});
+
+describe('dev calendar: when a round closes', () => {
+  /** How long a digest sent half a round after the previous round closed waits for its answer. */
+  async function waitHalfWayThrough(cal: DevCalendar, roundMs: number): Promise<number> {
+    const client = new CalendarClient(cal.url);
+    await client.submit(sha(randomBytes(32)));
+    // the answer came as a round closed: send the next digest half a round later
+    await new Promise((r) => setTimeout(r, roundMs / 2));
+    const sent = Date.now();
+    await client.submit(sha(randomBytes(32)));
+    return Date.now() - sent;
+  }
+
+  it('closes rounds on its own clock as the real server does (a digest waits for the current round), or one round after a round\'s first digest when asked', async () => {
+    const roundMs = 1000;
+    // otsserver's Aggregator loop waits one interval between rounds, whatever arrives: half a round late, half a round to wait
+    const clock = await waitHalfWayThrough(await calendar({ aggregationMs: roundMs }), roundMs);
+    expect(clock).toBeLessThan(roundMs * 0.9);
+    // first-digest: a round opens with its first digest and holds it a whole round
+    const firstDigest = await waitHalfWayThrough(await calendar({ aggregationMs: roundMs, roundsFrom: 'first-digest' }), roundMs);
+    expect(firstDigest).toBeGreaterThanOrEqual(roundMs - 5);
   });
 });
 
