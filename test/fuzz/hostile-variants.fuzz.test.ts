@@ -20,7 +20,7 @@ import { PowMiner } from '../../src/core/nostr/pow.js';
 import { loadFixture } from '../fixtures/index.js';
 import { runDemo } from '../helpers/browser.js';
 import { tempDir } from '../helpers/harness.js';
-import { headersFile, otsVectorsDir, readVector, vectorsPresent, listVectors } from '../witness/ots/vector-files.js';
+import { headersFile, readVector, sharedVectorsFor, listVectors } from '../witness/ots/vector-files.js';
 import { KEY, attach, batchModeProofs, envelopeModeProof, receiptNumber, type Json } from '../verify/build-proofs.js';
 import { SEED, fuzzParams } from './settings.js';
 
@@ -332,11 +332,7 @@ describe('hostile variants of real proofs', () => {
     expect(unbounded).toEqual([]);
   }, 120_000);
 
-  it('the real .ots vectors (mainnet, Bitcoin-attested) never confirm a subject, whole or byte-flipped', async () => {
-    if (!vectorsPresent) {
-      console.log(`NOT RUN: the real .ots vector variants: ${otsVectorsDir} is absent (the sibling checkout ../shared/vectors)`);
-      return;
-    }
+  it.runIf(sharedVectorsFor('the real .ots vectors, whole and byte-flipped, against the verifier (1 test)'))('the real .ots vectors (mainnet, Bitcoin-attested) never confirm a subject, whole or byte-flipped', async () => {
     const r = prng(SEED + 1);
     const { valid, invalid } = listVectors();
     const mainnet = (): VerifyOptions => ({ headerSource: new HeadersFileSource(headersFile), network: 'mainnet', expectedPubkeys: [KEY.publicKey] });

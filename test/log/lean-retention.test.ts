@@ -4,12 +4,16 @@
  * confirmed subjects whose checkpoint event was accepted and whose checkpoint's OTS proof is
  * in a Bitcoin block leave Redis but for their log:idx value; GET serves each proof byte for
  * byte as before, the verifier passes it, and GET of the subject says `retired: "log"` with
- * its log index. A subject not final yet is not retired lean. A retired key sent again is a
+ * its log index. Each retired subject's `.ots`, rebuilt from the log, is read by
+ * python-opentimestamps (test/witness/ots/python-ots.py) with the envelope's digest as its file
+ * digest and the same attestations on the same messages as our codec, the Bitcoin one on the
+ * block's merkle root. A subject not final yet is not retired lean. A retired key sent again is a
  * duplicate (never anchored twice), another root a conflict. `aer1-anchor status` and the
  * package's AnchorStatusReader answer for a retired subject as GET does. Subjects with a Nostr
  * event of their own (envelope mode) stay in Redis, and a pass looks past such subjects (a
  * whole page of them) to retire the subjects behind them.
  */
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -23,6 +27,8 @@ import { HeadersFileSource } from '../../src/adapters/bitcoin/index.js';
 import { loadLogKeyFile } from '../../src/adapters/log/key-file.js';
 import { parseVerifierKey } from '../../src/core/log/note.js';
 import { generateSecretKey } from '../../src/core/nostr/keys.js';
+import { parseDetached } from '../../src/core/ots/codec.js';
+import { allAttestations } from '../../src/core/ots/timestamp.js';
 import type { AnchorProof } from '../../src/core/proof/format.js';
 import { verifyAnchor } from '../../src/core/verify/pipeline.js';
 import type { Daemon } from '../../src/daemon/daemon.js';
@@ -31,9 +37,16 @@ import type { DevRelay } from '../../src/dev/relay/dev-relay.js';
 import type { DevCalendar } from '../../src/dev/calendar/index.js';
 import { AnchorStatusReader } from '../../src/package/status-reader.js';
 import { checkedFetch } from '../helpers/openapi.js';
-import { Issuer, SHARED_REDIS_URL, deletePrefix, prefixKeys, receiptFields, runAnchorCli, startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
+import { Issuer, REPO_ROOT, SHARED_REDIS_URL, deletePrefix, prefixKeys, receiptFields, runAnchorCli, startCalendars, startDaemon, startRelays, tempDir, testConfig, uniquePrefix, waitFor } from '../helpers/harness.js';
 
 const N = 12;
+const PYTHON = '/usr/bin/python3';
+/** python-opentimestamps as an independent reader: one JSON line per file (round trip, hash op, file digest, [kind, detail, message hex] per attestation). */
+const PYTHON_OTS = join(REPO_ROOT, 'test/witness/ots/python-ots.py');
+/** An attestation as both readers describe it: kind, its uri or height (or tag:payload), and the hex message it commits to. */
+type Described = [string, string | number, string];
+type PythonReading = { file: string; ok: boolean; error?: string; roundtrip?: boolean; hash_op?: string; digest?: string; attestations?: Described[] };
+const sorted = (list: Described[]): Described[] => list.map((d) => JSON.stringify(d)).sort().map((d) => JSON.parse(d) as Described);
 const signingKey = generateSecretKey();
 const BATCH_MODE = { mode: 'batch', batchWindowMs: 300, batchMaxSize: 5 };
 
@@ -175,6 +188,51 @@ describe('lean retirement: confirmed subjects retired to the anchor log', () => 
       }
     } finally {
       await issuer.close();
+    }
+  });
+
+  it('a retired subject\'s .ots, rebuilt from the log, is a standard file: python-opentimestamps reads digest d and the path to the same Bitcoin block', { timeout: 60_000 }, async () => {
+    expect(spawnSync(PYTHON, ['-c', 'import opentimestamps'], { encoding: 'utf8' }).status, 'python-opentimestamps is not installed: apt-get install python3-opentimestamps').toBe(0);
+    const b = running[0]!;
+    const out = tempDir('lean-ots');
+    const files: Array<{ key: string; file: string; digest: string; ours: Described[] }> = [];
+    for (const key of keys) {
+      // retired: nothing of it left in Redis, its proof is built from the log
+      expect(await b.daemon.store.subjects.getRecord(key)).toBeNull();
+      const res = await checkedFetch(`${b.http.url}/v1/anchors/${key}/proof`);
+      expect(res.status).toBe(200);
+      const proof = (await res.json()) as AnchorProof;
+      expect(proof.ots?.status).toBe('confirmed');
+      const bytes = Buffer.from(proof.ots!.proof!, 'base64');
+      const file = join(out, `${key}.ots`);
+      writeFileSync(file, bytes);
+      // our own codec's reading: the file digest and every attestation with the message it commits to
+      const ours = parseDetached(bytes);
+      expect(ours.digest.toString('hex')).toBe(proof.digest);
+      const atts = allAttestations(ours.timestamp).map(({ msg, attestation: a }): Described => [
+        a.kind,
+        a.kind === 'pending' ? a.uri : a.kind === 'unknown' ? `${a.tag.toString('hex')}:${a.payload.toString('hex')}` : a.height,
+        msg.toString('hex'),
+      ]);
+      files.push({ key, file, digest: proof.digest, ours: sorted(atts) });
+    }
+    const py = spawnSync(PYTHON, [PYTHON_OTS, 'read', ...files.map((f) => f.file)], { encoding: 'utf8', maxBuffer: 16 << 20 });
+    expect(py.status, py.stderr).toBe(0);
+    const readings = new Map(py.stdout.trim().split('\n').map((l) => JSON.parse(l) as PythonReading).map((r) => [r.file, r]));
+    const headers = new HeadersFileSource(headersFile);
+    for (const f of files) {
+      const r = readings.get(f.file);
+      expect(r?.ok, `${f.key}: ${r?.error}`).toBe(true);
+      expect(r!.roundtrip, f.key).toBe(true);
+      expect(r!.hash_op).toBe('sha256');
+      // python's file digest is the envelope's digest
+      expect(r!.digest, f.key).toBe(f.digest);
+      // python ran the ops from d through the log entry and inclusion path to each attestation and reached the messages our codec has
+      expect(sorted(r!.attestations!), f.key).toEqual(f.ours);
+      const bitcoin = r!.attestations!.filter((a) => a[0] === 'bitcoin');
+      expect(bitcoin.length, f.key).toBeGreaterThanOrEqual(1);
+      // and the Bitcoin commitment it reached is the merkle root of the block at that height
+      for (const [, height, msg] of bitcoin) expect(msg).toBe((await headers.headerAt(height as number)).subarray(36, 68).toString('hex'));
     }
   });
 

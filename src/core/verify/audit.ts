@@ -138,7 +138,6 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
   const found = emptyHarvest();
   const sink = (url: string, texts: string[]): void => harvest(found, url, texts, policy);
   const listed = await pageAll(options.fetcher, relays, { ...base, ...(options.since !== undefined ? { since: options.since } : {}) }, sink, options.bound);
-  inRelayOrder(found, relays);
   const listedKeys = new Set([...found.anchors.values()].map((a) => a.key));
 
   // documents: the proof attached to one is set aside, the document alone is held against the relays
@@ -169,6 +168,8 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
     }
   }
   const lookups = relays.map((u) => mergeAnswers(u, lookedUp.get(u)!));
+  // what the listing and the look-ups read, each list in the order the relays were given
+  inRelayOrder(found, relays);
 
   const byKey = new Map<string, FoundAnchor[]>();
   for (const anchor of found.anchors.values()) {
@@ -242,7 +243,8 @@ export async function audit(documents: readonly AuditDocument[], options: AuditO
     rows,
     counts,
     unreadable,
-    ignored: found.ignored,
+    // the by-id reads of batch events (batchAnchored) ask one relay after another, in the given order; their ignored events join the rest in relay order
+    ignored: inRelayOrder(found, relays).ignored,
     complete: [...answers, ...lookups].every((a) => a.complete),
   };
 }
