@@ -134,6 +134,18 @@ describe('nostr auto mode', () => {
     expect([...modes.values()]).toEqual(Array(QUIET).fill('envelope'));
   });
 
+  it('a batch decided envelope keeps no digests once its subjects have their own events (no tree is built from them)', async () => {
+    const records = await issuer.store.subjects.getRecords(quiet);
+    const batchIds = [...new Set(records.map((r) => r!.batches.nostr!.id))];
+    expect(batchIds.length).toBeGreaterThan(0);
+    const batches = await waitFor('the batches closed without their digests', async () => {
+      const all = await Promise.all(batchIds.map((id) => issuer.store.batches.getBatch('nostr', id)));
+      return all.every((b) => b !== null && b.digests.length === 0) ? all : null;
+    }, 30_000, 50);
+    expect(batches.map((b) => b!.fields.mode)).toEqual(batchIds.map(() => 'envelope'));
+    expect(batches.reduce((n, b) => n + b!.size, 0)).toBe(quiet.length);
+  });
+
   it(`a burst of ${BURST}: batch events, every relay within its rate budget, every subject confirmed`, async () => {
     const before = relays.map((r) => ours(r).length);
     const subjects = Array.from({ length: BURST }, () => receiptFields());

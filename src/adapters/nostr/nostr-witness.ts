@@ -391,6 +391,8 @@ export class NostrWitness {
       return decision.mode;
     });
     if (mode === 'envelope') {
+      // every subject of it has its own event now (publishEnvelopes): no tree is ever built from its digests
+      await this.store.batches.dropNostrDigests(batchId);
       await this.store.batches.closeBatch('nostr', batchId);
       return;
     }

@@ -172,7 +172,11 @@ export class ProofExporter {
       if (!folder) return null;
       return { size: checkpoint.size, root: checkpoint.root, path: (index) => folder.inclusion(index, checkpoint.size), checkpoint, fields };
     }
-    const tree = await this.trees.get(`${witness}:${id}`, async () => (await this.store.batches.getBatch(witness, id))?.digests ?? null);
+    // a batch decided `envelope` keeps no digests once its subjects have their own events: no tree
+    const tree = await this.trees.get(`${witness}:${id}`, async () => {
+      const digests = (await this.store.batches.getBatch(witness, id))?.digests;
+      return digests && digests.length > 0 ? digests : null;
+    });
     return tree ? { size: tree.size, root: tree.root, path: (index) => tree.path(index), checkpoint: null, fields } : null;
   }
 
@@ -186,8 +190,9 @@ export class ProofExporter {
       eventJson = await this.store.events.eventJson(record.nostrEventId);
     } else if (link) {
       const b = await this.tree('nostr', link.id);
-      // A batch decided `envelope` whose subject is not signed yet: envelope, no event yet.
-      if (b?.fields.mode === 'envelope') mode = 'envelope';
+      // A batch decided `envelope` whose subject is not signed yet: envelope, no event yet (its digests may be gone: no tree).
+      const fields = b?.fields ?? (await this.store.batches.proofBatchFields('nostr', link.id));
+      if (fields.mode === 'envelope') mode = 'envelope';
       else if (b && (b.fields.mode === 'batch' || b.fields.event)) {
         mode = 'batch';
         eventJson = b.fields.event ?? null;

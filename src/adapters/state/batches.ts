@@ -173,6 +173,14 @@ export class BatchStore {
     return this.setBatchFieldOnce('nostr', id, NOSTR_FIELD.mode, mode);
   }
 
+  /**
+   * Nostr: a batch decided `envelope` builds no tree; once its subjects have their own
+   * events its digests go (32 bytes a subject), its keys and fields stay until it is dropped.
+   */
+  async dropNostrDigests(id: string): Promise<void> {
+    await this.redis.hdel(this.keys.batch('nostr', id), 'digests32');
+  }
+
   /** Nostr: stores the batch's signed event unless one is stored already; returns the one in force (JSON). */
   async fixNostrBatchEvent(id: string, json: string): Promise<string> {
     return this.setBatchFieldOnce('nostr', id, NOSTR_FIELD.event, json);
