@@ -23,8 +23,8 @@ import { ProofExporter } from '../src/adapters/proof/export.js';
 import { logDir } from '../src/adapters/config/config.js';
 import { CHECKPOINTS_DIR, CheckpointHistory } from '../src/adapters/log/checkpoint-history.js';
 import { LogKeys } from '../src/adapters/log/log-sequencer.js';
-import { BENCH_PREFIX, commandStats, mineAll, procCpuMs, sleep, startDaemonChild, startRedis, tempDir, usedMemory, type DaemonChild } from './processes.js';
-import { breakdownOf, keyClassifier, keySpaceUsage, redisInfo, scriptCacheBytes, type KindUsage, type MemoryBreakdown } from './memory.js';
+import { BENCH_PREFIX, commandStats, heldMemory, mineAll, procCpuMs, sleep, startDaemonChild, startRedis, tempDir, usedMemory, type DaemonChild } from './processes.js';
+import { breakdownOf, clientBufferBytes, keyClassifier, keySpaceUsage, redisInfo, scriptCacheBytes, type KindUsage, type MemoryBreakdown } from './memory.js';
 import type { PeersInfo } from './peers.js';
 import { load } from './report.js';
 
@@ -114,6 +114,8 @@ export interface DaemonRunResult {
     pendingBytes: number;
     /** Delta / subjects accepted, when every subject was pending (or when the clock stopped). */
     perPendingSubject: number;
+    /** The same for heldMemory (used_memory less client buffers and the script cache). */
+    perPendingSubjectHeld: number;
     confirmedBytes: number | null;
     perConfirmedSubject: number | null;
     /** With retention: INFO used_memory once every subject was retired (null when not asked or not reached). */
@@ -264,7 +266,9 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     const classify = keyClassifier(BENCH_PREFIX, daemon.config.queue.name);
     const keysBefore = (await keySpaceUsage(redis, classify)).kinds;
     const beforeBytes = await usedMemory(redis);
+    const beforeHeld = await heldMemory(redis);
     const scriptsBefore = await scriptCacheBytes(redis);
+    const clientsBefore = await clientBufferBytes(redis);
     let peakRss = 0;
     const sampleRss = (): number | null => {
       const m = daemon?.memory() ?? null;
@@ -351,6 +355,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     const stats = await commandStats(redis);
     const redisCpu1 = (await redisInfo(redis)).cpuMs;
     const pendingBytes = await usedMemory(redis);
+    const pendingHeld = await heldMemory(redis);
     if (!finished) {
       // stop producing: the rest of the run's figures describe what got in
       await queue.pause().catch(() => undefined);
@@ -424,7 +429,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       }
     }
     sampleRss();
-    const breakdown = await memoryBreakdown(redis, store, classify, keysBefore, Math.max(1, accepted), beforeBytes, scriptsBefore).catch((err: unknown) => {
+    const breakdown = await memoryBreakdown(redis, store, classify, keysBefore, Math.max(1, accepted), beforeBytes, scriptsBefore, clientsBefore).catch((err: unknown) => {
       process.stderr.write(`bench: memory breakdown not taken: ${(err as Error).message}\n`);
       return null;
     });
@@ -455,6 +460,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
         beforeBytes,
         pendingBytes,
         perPendingSubject: (pendingBytes - beforeBytes) / Math.max(1, accepted),
+        perPendingSubjectHeld: (pendingHeld - beforeHeld) / Math.max(1, accepted),
         confirmedBytes,
         perConfirmedSubject: confirmedBytes === null ? null : (confirmedBytes - beforeBytes) / o.n,
         retiredBytes,
@@ -542,10 +548,11 @@ async function nostrEventCount(redis: Redis, k: AnchorStore['keys']): Promise<nu
  * is the used_memory delta (read just before the listing) less the keys' and the scripts'. Plus the state-change stream's length and the history entries per subject, where
  * the layout has them.
  */
-async function memoryBreakdown(redis: Redis, store: AnchorStore, classify: (name: string) => string, before: Map<string, KindUsage>, subjects: number, beforeBytes: number, scriptsBefore: number): Promise<MemoryBreakdown> {
+async function memoryBreakdown(redis: Redis, store: AnchorStore, classify: (name: string) => string, before: Map<string, KindUsage>, subjects: number, beforeBytes: number, scriptsBefore: number, clientsBefore: number): Promise<MemoryBreakdown> {
   const k = store.keys;
   const deltaBytes = (await usedMemory(redis)) - beforeBytes;
   const scriptBytes = (await scriptCacheBytes(redis)) - scriptsBefore;
+  const clientBytes = (await clientBufferBytes(redis)) - clientsBefore;
   const { kinds, truncated } = await keySpaceUsage(redis, classify);
   // looked up by name, so a layout without a per-prefix stream or per-subject history lists still runs
   const named = k as unknown as { events?: unknown; history?: unknown };
@@ -560,7 +567,7 @@ async function memoryBreakdown(redis: Redis, store: AnchorStore, classify: (name
   } catch {
     // histories are not lists in this layout
   }
-  return { ...breakdownOf(before, kinds, subjects, deltaBytes, scriptBytes), streamEntries, historyEntries, truncated };
+  return { ...breakdownOf(before, kinds, subjects, deltaBytes, scriptBytes, clientBytes), streamEntries, historyEntries, truncated };
 }
 
 async function exportProofs(redis: Redis, daemon: DaemonChild, keys: readonly string[], peers: PeersInfo, confirmed: boolean): Promise<ProofExport> {

@@ -11,7 +11,7 @@
 import type { DaemonRunOptions, DaemonRunResult } from './daemon-run.js';
 import { daemonRun } from './daemon-run.js';
 import { figure, median, type Figure } from './report.js';
-import { BULL_EVENTS, OUTSIDE_KEYS, SCRIPT_CACHE } from './memory.js';
+import { BULL_EVENTS, CLIENT_BUFFERS, OUTSIDE_KEYS, SCRIPT_CACHE } from './memory.js';
 
 /** Issue 26 item 6: Redis per confirmed subject with retention on. */
 export const TARGET_RETIRED_BYTES = 400;
@@ -46,7 +46,7 @@ export function leanFigures(kept: readonly DaemonRunResult[], retired: readonly 
   const growing = (r: DaemonRunResult): number[] => {
     const per = r.memory.breakdown?.perSubject;
     if (!per) return [];
-    return [Object.entries(per).reduce((a, [kind, b]) => (kind === 'state-change stream' || kind.startsWith(BULL_EVENTS) || kind === SCRIPT_CACHE || kind === OUTSIDE_KEYS ? a : a + b), 0)];
+    return [Object.entries(per).reduce((a, [kind, b]) => (kind === 'state-change stream' || kind.startsWith(BULL_EVENTS) || kind === SCRIPT_CACHE || kind === CLIENT_BUFFERS || kind === OUTSIDE_KEYS ? a : a + b), 0)];
   };
   return [
     figure('Redis per retired subject, keys growing with subjects (lean)', 'B', retired.flatMap((r) => (r.memory.perRetiredSubject === null ? [] : growing(r))), {

@@ -47,7 +47,9 @@ const BULL_STRUCTURES = new Set(['wait', 'paused', 'active', 'completed', 'faile
 export const BULL_EVENTS = 'BullMQ event streams';
 export const BULL_JOBS = 'BullMQ job hashes';
 export const BULL_QUEUES = 'BullMQ queue lists and sets';
-export const OUTSIDE_KEYS = "outside keys (Redis's tables, clients)";
+export const OUTSIDE_KEYS = "outside keys (Redis's tables)";
+/** The clients' buffers (INFO mem_clients_normal): the daemon's connections and what is in flight on them, not held per subject. */
+export const CLIENT_BUFFERS = 'client buffers (in flight, not per subject)';
 /** The scripts Redis cached over the run (INFO used_memory_scripts): BullMQ's and ours, paid once per Redis, not per subject. */
 export const SCRIPT_CACHE = 'Lua script cache (once per Redis)';
 
@@ -162,6 +164,12 @@ export async function redisInfo(redis: Redis): Promise<{ usedMemory: number; cpu
   return { usedMemory: num('used_memory'), cpuMs: (num('used_cpu_sys') + num('used_cpu_user')) * 1000 };
 }
 
+/** INFO memory's mem_clients_normal (part of used_memory); 0 when the server does not report it. */
+export async function clientBufferBytes(redis: Redis): Promise<number> {
+  const m = /^mem_clients_normal:(\d+)/m.exec(await redis.info('memory'));
+  return m ? Number(m[1]) : 0;
+}
+
 /** INFO memory's used_memory_scripts (the cached scripts' bodies, part of used_memory); 0 when the server does not report it. */
 export async function scriptCacheBytes(redis: Redis): Promise<number> {
   const m = /^used_memory_scripts:(\d+)/m.exec(await redis.info('memory'));
@@ -185,7 +193,7 @@ export interface MemoryBreakdown {
  * Bytes (and keys) per subject each kind added between `before` and `after`; `deltaBytes` is
  * the used_memory delta, `scriptBytes` the part of it the script cache took (its own row).
  */
-export function breakdownOf(before: Map<string, KindUsage>, after: Map<string, KindUsage>, subjects: number, deltaBytes: number, scriptBytes = 0): Pick<MemoryBreakdown, 'perSubject' | 'keysPerSubject'> {
+export function breakdownOf(before: Map<string, KindUsage>, after: Map<string, KindUsage>, subjects: number, deltaBytes: number, scriptBytes = 0, clientBytes = 0): Pick<MemoryBreakdown, 'perSubject' | 'keysPerSubject'> {
   const rows: Array<[string, number, number]> = [];
   let inKeys = 0;
   for (const [kind, u] of after) {
@@ -197,7 +205,8 @@ export function breakdownOf(before: Map<string, KindUsage>, after: Map<string, K
   for (const [kind, b] of before) if (!after.has(kind)) rows.push([kind, -b.bytes, -b.keys]);
   rows.sort((a, b) => b[1] - a[1]);
   if (scriptBytes !== 0) rows.push([SCRIPT_CACHE, scriptBytes, 0]);
-  rows.push([OUTSIDE_KEYS, deltaBytes - inKeys - scriptBytes, 0]);
+  if (clientBytes !== 0) rows.push([CLIENT_BUFFERS, clientBytes, 0]);
+  rows.push([OUTSIDE_KEYS, deltaBytes - inKeys - scriptBytes - clientBytes, 0]);
   const perSubject: Record<string, number> = {};
   const keysPerSubject: Record<string, number> = {};
   for (const [kind, bytes, keys] of rows) {

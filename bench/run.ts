@@ -706,12 +706,18 @@ function eventPathFigures(batch: DaemonRunResult, envelope: DaemonRunResult, aut
         target: targets ? { op: '<=', bound: EVENT_PATH_TARGETS.calls } : null,
         note: `most called: ${mostCalled(r, 4)}`,
       }),
-      figure(`event path, ${label}: Redis per subject`, 'bytes', [r.memory.perPendingSubject], {
+      figure(`event path, ${label}: Redis per subject`, 'bytes', [r.memory.perPendingSubjectHeld], {
         n: r.n,
         load: r.load,
         digits: 0,
         target: targets ? { op: '<=', bound: EVENT_PATH_TARGETS.bytes } : null,
-        note: `INFO used_memory delta / subjects, when every subject was accepted by every relay${breakdownNote(r)}`,
+        note: `what the state holds: INFO used_memory less client buffers and the script cache (neither grows with subjects), delta / subjects, when every subject was accepted by every relay${breakdownNote(r)}`,
+      }),
+      figure(`event path, ${label}: Redis per subject, whole used_memory`, 'bytes', [r.memory.perPendingSubject], {
+        n: r.n,
+        load: r.load,
+        digits: 0,
+        note: 'INFO used_memory delta / subjects at the same moment, client buffers and the script cache included',
       }),
     );
   };

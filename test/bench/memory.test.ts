@@ -4,7 +4,7 @@
  * "other", and what no key holds is its own line, so "rest" is never a silent remainder.
  */
 import { describe, expect, it } from 'vitest';
-import { BULL_EVENTS, BULL_JOBS, BULL_QUEUES, OUTSIDE_KEYS, SCRIPT_CACHE, breakdownOf, keyClassifier } from '../../bench/memory.js';
+import { BULL_EVENTS, BULL_JOBS, BULL_QUEUES, CLIENT_BUFFERS, OUTSIDE_KEYS, SCRIPT_CACHE, breakdownOf, keyClassifier } from '../../bench/memory.js';
 import { StateKeys } from '../../src/adapters/state/keys.js';
 
 describe('bench memory breakdown', () => {
@@ -58,5 +58,8 @@ describe('bench memory breakdown', () => {
     // the script cache's growth is its own line, out of what no key holds
     const c = breakdownOf(before, after, 100, 80_000, 6_000);
     expect(c.perSubject).toEqual({ 'subject hash': 600, indexes: 100, [SCRIPT_CACHE]: 60, [OUTSIDE_KEYS]: 40 });
+    // the clients' buffers are their own row, out of what no key holds
+    const d = breakdownOf(before, after, 100, 80_000, 6_000, 3_000);
+    expect(d.perSubject).toEqual({ 'subject hash': 600, indexes: 100, [SCRIPT_CACHE]: 60, [CLIENT_BUFFERS]: 30, [OUTSIDE_KEYS]: 10 });
   });
 });
