@@ -87,7 +87,7 @@ describe('NIP-03 in auto mode', () => {
       const group = await eventsAndSubmitted(await enqueue(3));
       second.push(...group);
       for (const s of group) {
-        const committed = await issuer.store.batches.batchField('ots', s.otsBatch, 'event_ids');
+        const committed = await issuer.store.batches.otsEventIds(s.otsBatch);
         if (!committed?.includes(s.eventId)) late++;
       }
     }

@@ -42,7 +42,7 @@ export interface OtsBatchUpdate {
 }
 
 /** The batch hash fields behind OtsBatchState (`cal:<url>` for each calendar). */
-export const OTS_FIELD = { submitted: 'submitted', round: 'round', poll: 'poll', root: 'root', ts: 'ts', eventsRoot: 'events_root', eventIds: 'event_ids', bitcoin: 'bitcoin', nip03: 'nip03' } as const;
+export const OTS_FIELD = { submitted: 'submitted', round: 'round', poll: 'poll', root: 'root', ts: 'ts', eventsRoot: 'events_root', eventIds: 'event_ids32', bitcoin: 'bitcoin', nip03: 'nip03' } as const;
 export const CALENDAR_FIELD = 'cal:';
 /** A Nostr batch's fields besides its digests: its signed event and the mode decided. */
 export const NOSTR_FIELD = { event: 'event', mode: 'mode' } as const;
@@ -89,9 +89,9 @@ export interface ProofBatchFields {
   calendars: Record<string, string>;
 }
 
-/** A packed list of 32-byte hex ids (64 characters each, no separator). */
-export function splitIds(packed: string): string[] {
+/** A packed list of 32-byte ids (their bytes, no separator) as hex. */
+export function splitIds(packed: Buffer): string[] {
   const out: string[] = [];
-  for (let i = 0; i + 64 <= packed.length; i += 64) out.push(packed.slice(i, i + 64));
+  for (let i = 0; i + 32 <= packed.length; i += 32) out.push(packed.toString('hex', i, i + 32));
   return out;
 }

@@ -131,7 +131,7 @@ export class BatchStore {
 
   /** NIP-03: the event ids the batch's event tree commits to, in tree order; null while not fixed (or fixed before the list was kept). */
   async otsEventIds(id: string): Promise<string[] | null> {
-    const packed = await this.redis.hget(this.keys.batch('ots', id), OTS_FIELD.eventIds);
+    const packed = await this.redis.hgetBuffer(this.keys.batch('ots', id), OTS_FIELD.eventIds);
     return packed === null ? null : splitIds(packed);
   }
 
@@ -141,8 +141,9 @@ export class BatchStore {
    * list in force (the first call's, for a retry or a second daemon).
    */
   async fixOtsEventIds(id: string, ownIds: readonly string[], maxLate: number): Promise<string[]> {
-    const fixed = await runScript(this.redis, FIX_EVENT_IDS, [this.keys.batch('ots', id), this.keys.nip03Late], [OTS_FIELD.eventIds, maxLate, ...ownIds]);
-    return splitIds(String(fixed));
+    await runScript(this.redis, FIX_EVENT_IDS, [this.keys.batch('ots', id), this.keys.nip03Late], [OTS_FIELD.eventIds, maxLate, ...ownIds.map((e) => Buffer.from(e, 'hex'))]);
+    // fixed once and never changed: the list in force, read back as bytes (none: the batch was dropped meanwhile)
+    return (await this.otsEventIds(id)) ?? [];
   }
 
   /** NIP-03: the oldest `limit` event ids waiting for a later batch to commit them. */
