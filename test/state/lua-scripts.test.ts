@@ -13,6 +13,7 @@ import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import type { AcceptSubject, AcceptTargets } from '../../src/adapters/state/subjects.js';
 import { SET_SUBJECT_EVENT } from '../../src/adapters/state/events.js';
 import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
+import { UpkeepState } from '../../src/adapters/nostr/upkeep-state.js';
 import { CUT_BATCH } from '../../src/adapters/state/batches.js';
 import { CUT_CHECKPOINT } from '../../src/adapters/state/checkpoint-cuts.js';
 import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
@@ -748,6 +749,35 @@ describe('set-relays.lua', () => {
     const [recorded] = await outbox.record('ws://r', [{ id: ev, report: report(next as string) }]);
     expect(recorded!.reports.map((r) => r.status)).toEqual([kept]);
     expect((await store.events.relayReports(ev)).map((r) => r.status)).toEqual([kept]);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+});
+
+describe('kept-note.lua and kept-drop.lua (relay upkeep\'s walk)', () => {
+  const ids = (n: number): string[] => Array.from({ length: n }, () => randomBytes(32).toString('hex'));
+  // n events handed over (those in `noHash` with no event hash), after `before` of them; the walk after, and how many the call added
+  it.each([
+    ['new events go at the end, across a chunk boundary', 5, [], [], [0, 1, 2, 3, 4], 5],
+    ['an event handed over again keeps its place', 3, [], [2, 0], [2, 0, 1], 1],
+    ['an event with no hash is left out', 3, [1], [], [0, 2], 2],
+  ] as const)('%s', async (_name, n, noHash, before, walk, added) => {
+    const upkeep = new UpkeepState(store, { perChunk: 2 });
+    const list = ids(n);
+    for (const [i, e] of list.entries()) if (!(noHash as readonly number[]).includes(i)) await store.events.storeEvent(e, '{}', { batch: 'b' });
+    if (before.length > 0) await upkeep.note(before.map((i) => list[i]!));
+    expect(await upkeep.note(list)).toBe(added);
+    expect((await upkeep.next(100)).ids).toEqual(walk.map((i) => list[i]!));
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+  it('drop clears the slots that still hold their ids and removes a chunk left empty', async () => {
+    const upkeep = new UpkeepState(store, { perChunk: 2 });
+    const list = ids(3);
+    for (const e of list) await store.events.storeEvent(e, '{}', { batch: 'b' });
+    await upkeep.note(list);
+    expect(await upkeep.drop([{ id: list[0]!, position: 0 }, { id: list[1]!, position: 1 }, { id: list[0]!, position: 2 }])).toBe(2);
+    expect(await redis.hexists(store.keys.nostrKept, '0')).toBe(0);
+    expect((await upkeep.next(100)).ids).toEqual([list[2]]);
+    expect(await upkeep.size()).toBe(1);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 });
