@@ -6,7 +6,8 @@
  *   c × KEPT_CHUNK_IDS … as 32 bytes each, back to back (127 ids: 4,064 bytes, so the string
  *   and its header fill a 4 KiB allocation), `t` the positions used so far and `n` the events
  *   in it. About 33 bytes an event. kept-note.lua appends an event once in its life: it marks
- *   the event's hash (`k`), so an id handed over again (a retried job) keeps its place. A
+ *   the event's hash (`k`), so an id handed over again (a retried job) keeps its place; it
+ *   writes the ids before the marks, in one call, so no event is ever marked and missing. A
  *   pass walks the positions from a cursor, a bounded slice at a time, and a new event never
  *   moves the ones before it. An event retention forgot (its `:ev:<id>` gone) is cleared from
  *   its slot (32 zero bytes) when a pass meets it, and a chunk left with none goes
@@ -32,7 +33,7 @@ export const KEPT_DROP = load(DIR, 'kept-drop');
 
 /** Event ids per chunk of the walk: 127 × 32 = 4,064 bytes, with the string's header within 4,096. */
 export const KEPT_CHUNK_IDS = 127;
-/** Most chunks one read of a pass asks for (4 MiB … 0.5 MiB of ids), and most reads a pass makes. */
+/** Most chunks one read of a pass asks for (128: 512 KiB of ids), and most reads one `next` makes. */
 const NEXT_SPAN_MAX = 128;
 const NEXT_READS_MAX = 32;
 
@@ -116,9 +117,11 @@ export class UpkeepState {
 
   /**
    * The next `most` events after the cursor, oldest first; `end` when they include the
-   * round's newest. Reads the chunks the walk holds from the cursor's, a few at a time
-   * (NEXT_SPAN_MAX, NEXT_READS_MAX): a pass that meets only cleared slots for that long ends
-   * short of `most`, with the cursor after what it read, and the next pass goes on from there.
+   * round's newest. Reads the chunks the walk holds (`:nostr:kept:c`) from the cursor's, a few
+   * at a time, twice as many each read (NEXT_SPAN_MAX, NEXT_READS_MAX): a pass whose chunks are
+   * mostly cleared slots for that long ends short of `most`, with the cursor after what it
+   * read, and the next pass goes on from there. Never throws on what it reads: a chunk listed
+   * but not held reads as cleared.
    */
   async next(most: number): Promise<KeptSlice> {
     const redis = this.store.redis;
