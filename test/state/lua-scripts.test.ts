@@ -753,27 +753,29 @@ describe('set-relays.lua', () => {
   });
 });
 
-describe('kept-note.lua and kept-drop.lua (relay upkeep\'s walk)', () => {
+describe('outbox-add.lua with relay upkeep\'s walk (kept-lib.lua), and kept-drop.lua', () => {
   const ids = (n: number): string[] => Array.from({ length: n }, () => randomBytes(32).toString('hex'));
-  // n events handed over (those in `noHash` with no event hash), after `before` of them; the walk after, and how many the call added
+  // n events; `before` of them handed to the relays first (`beforeTo`: to these only); then all handed over; the walk after
   it.each([
-    ['new events go at the end, across a chunk boundary', 5, [], [], [0, 1, 2, 3, 4], 5],
-    ['an event handed over again keeps its place', 3, [], [2, 0], [2, 0, 1], 1],
-    ['an event with no hash is left out', 3, [1], [], [0, 2], 2],
-  ] as const)('%s', async (_name, n, noHash, before, walk, added) => {
+    ['events handed over for the first time go at the end, across a chunk boundary', 5, [], ['ws://a', 'ws://b'], [0, 1, 2, 3, 4]],
+    ['an event handed over again keeps its place', 3, [2, 0], ['ws://a', 'ws://b'], [2, 0, 1]],
+    ['an event handed to one relay first (the reconciler) keeps the place it took then', 3, [1], ['ws://b'], [1, 0, 2]],
+  ] as const)('%s', async (_name, n, before, beforeTo, walk) => {
     const upkeep = new UpkeepState(store, { perChunk: 2 });
+    const outbox = new RelayOutbox(store.events, ['ws://a', 'ws://b'], upkeep.walk);
     const list = ids(n);
-    for (const [i, e] of list.entries()) if (!(noHash as readonly number[]).includes(i)) await store.events.storeEvent(e, '{}', { batch: 'b' });
-    if (before.length > 0) await upkeep.note(before.map((i) => list[i]!));
-    expect(await upkeep.note(list)).toBe(added);
+    for (const e of list) await store.events.storeEvent(e, '{}', { batch: 'b' });
+    if (before.length > 0) await outbox.add(before.map((i) => list[i]!), 1, beforeTo);
+    await outbox.add([...list, list[0]!], 2);
     expect((await upkeep.next(100)).ids).toEqual(walk.map((i) => list[i]!));
+    expect(await upkeep.size()).toBe(n);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
   it('drop clears the slots that still hold their ids and removes a chunk left empty', async () => {
     const upkeep = new UpkeepState(store, { perChunk: 2 });
     const list = ids(3);
     for (const e of list) await store.events.storeEvent(e, '{}', { batch: 'b' });
-    await upkeep.note(list);
+    await new RelayOutbox(store.events, ['ws://a'], upkeep.walk).add(list, 1);
     expect(await upkeep.drop([{ id: list[0]!, position: 0 }, { id: list[1]!, position: 1 }, { id: list[0]!, position: 2 }])).toBe(2);
     expect(await redis.hexists(store.keys.nostrKept, '0')).toBe(0);
     expect((await upkeep.next(100)).ids).toEqual([list[2]]);

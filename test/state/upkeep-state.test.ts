@@ -1,15 +1,16 @@
 /**
- * Relay upkeep's walk over real Redis (src/adapters/nostr/upkeep-state.ts, kept-note.lua,
- * kept-drop.lua): events keep the place they were first handed over in however often they are
- * handed over again, a pass takes the next slice after the cursor across the walk's chunks,
- * the pass that reaches the newest ends the round (the next starts over), events retention
- * forgot are cleared and skipped (a chunk left empty goes), and the shards' records read as
- * one relay's.
+ * Relay upkeep's walk over real Redis (src/adapters/nostr/upkeep-state.ts; outbox-add.lua with
+ * kept-lib.lua, kept-drop.lua): events handed to the relays keep the place they were first
+ * handed over in however often they are handed over again, a pass takes the next slice after
+ * the cursor across the walk's chunks, the pass that reaches the newest ends the round (the
+ * next starts over), events retention forgot are cleared and skipped (a chunk left empty
+ * goes), and the shards' records read as one relay's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import { KEPT_CHUNK_IDS, UpkeepState, readRelayUpkeep, type KeptSlice, type RelayUpkeepRecord } from '../../src/adapters/nostr/upkeep-state.js';
+import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
 import { SHARED_REDIS_URL, deletePrefix, uniquePrefix } from '../helpers/harness.js';
 
 let redis: Redis;
@@ -25,10 +26,12 @@ function state(perChunk?: number): { store: AnchorStore; upkeep: UpkeepState } {
 const id = (n: number): string => n.toString(16).padStart(64, '0');
 const ids = (from: number, to: number): string[] => Array.from({ length: to - from + 1 }, (_, i) => id(from + i));
 
-/** Stores the events (as a batch's, so each has its hash) and hands them over: what ensurePublishingMany notes. */
-async function handOver(store: AnchorStore, upkeep: UpkeepState, list: readonly string[]): Promise<number> {
+const RELAYS = ['ws://127.0.0.1:1', 'ws://127.0.0.1:2'];
+
+/** Stores the events (as a batch's) and hands them to the relays (`urls`, all by default) as ensurePublishingMany does: the outboxes note them in the walk. */
+async function handOver(store: AnchorStore, upkeep: UpkeepState, list: readonly string[], urls: readonly string[] = RELAYS): Promise<void> {
   for (const e of list) await store.events.storeEvent(e, JSON.stringify({ id: e }), { batch: 'b1' });
-  return upkeep.note(list);
+  await new RelayOutbox(store.events, RELAYS, upkeep.walk).add(list, Date.now(), urls);
 }
 
 /** Passes until the round ends (each `most` events), as RelayUpkeep.pass moves the cursor; bounded. */
@@ -78,24 +81,35 @@ describe('relay upkeep state', () => {
     expect(next).toMatchObject({ ids: [id(1), id(2)], end: true });
   });
 
-  it('an event handed over again, by a retried job or twice in one call, is in the walk once and keeps its place', async () => {
+  it('an event handed over again, by a retried job, twice in one call or to one relay by the reconciler, is in the walk once and keeps its place', async () => {
     const { store, upkeep } = state();
-    expect(await handOver(store, upkeep, [id(1), id(2), id(2), id(3)])).toBe(3);
+    await handOver(store, upkeep, [id(1), id(2), id(2), id(3)]);
     // the job retried: the same ids again, then the next ones with one of them among them
-    expect(await upkeep.note([id(1), id(2), id(3)])).toBe(0);
-    expect(await handOver(store, upkeep, [id(4), id(1), id(5)])).toBe(2);
+    await handOver(store, upkeep, [id(1), id(2), id(3)]);
+    await handOver(store, upkeep, [id(4), id(1), id(5)]);
+    // the reconciler hands one back to one relay
+    await handOver(store, upkeep, [id(3)], [RELAYS[1]!]);
     expect(await upkeep.size()).toBe(5);
     const [pass] = await round(upkeep, 10);
     expect(pass!.ids).toEqual(ids(1, 5));
     expect(pass!.positions).toEqual([0, 1, 2, 3, 4]);
   });
 
-  it('leaves out an event whose hash is gone (nothing to keep up)', async () => {
+  it('an event first handed to one relay (the reconciler) is noted then, and keeps its place when handed to the others', async () => {
     const { store, upkeep } = state();
+    await handOver(store, upkeep, [id(1)], [RELAYS[0]!]);
+    await handOver(store, upkeep, [id(2)]);
     await handOver(store, upkeep, [id(1)]);
-    expect(await upkeep.note([id(2), id(3)])).toBe(0);
-    expect(await upkeep.size()).toBe(1);
-    expect((await upkeep.next(10)).ids).toEqual([id(1)]);
+    expect((await upkeep.next(10)).ids).toEqual([id(1), id(2)]);
+    expect(await upkeep.size()).toBe(2);
+  });
+
+  it('relay upkeep off: the outboxes note nothing', async () => {
+    const { store, upkeep } = state();
+    await store.events.storeEvent(id(1), '{}', { batch: 'b1' });
+    await new RelayOutbox(store.events, RELAYS).add([id(1)], Date.now());
+    expect(await upkeep.size()).toBe(0);
+    expect((await upkeep.next(10)).ids).toEqual([]);
   });
 
   it('walks across chunks: notes that fill one chunk and start the next, slices that end and begin mid-chunk', async () => {
@@ -166,17 +180,19 @@ describe('relay upkeep state', () => {
     const pipe = redis.pipeline();
     for (const e of list) pipe.hset(store.keys.event(e), 'batch', 'b1');
     await pipe.exec();
-    for (let i = 0; i < n; i += 500) await upkeep.note(list.slice(i, i + 500));
+    await new RelayOutbox(store.events, RELAYS, upkeep.walk).add(list, Date.now());
     expect(await upkeep.size()).toBe(n);
     const bytes = Number(await redis.call('MEMORY', 'USAGE', upkeep.keptKey, 'SAMPLES', '0')) + Number(await redis.call('MEMORY', 'USAGE', store.keys.nostrKeptChunks, 'SAMPLES', '0'));
     expect(bytes / n).toBeLessThan(36);
   });
 
-  it('refuses an id that is not 64 lowercase hex, or all zero, naming it', async () => {
-    const { upkeep } = state();
-    await expect(upkeep.note(['ABC'])).rejects.toThrow('relay upkeep: event id "ABC" is not 64 lowercase hex characters');
-    await expect(upkeep.note([id(0)])).rejects.toThrow(/all zero.*cleared slot/);
+  it('refuses an id that is not 64 lowercase hex, or all zero, or a position that is not one, naming it', async () => {
+    const { store, upkeep } = state();
+    await expect(new RelayOutbox(store.events, RELAYS, upkeep.walk).add(['ABC'], Date.now())).rejects.toThrow(/relay upkeep walk: event id ABC is not 64 lowercase hex characters/);
+    await expect(upkeep.drop([{ id: 'ABC', position: 0 }])).rejects.toThrow('relay upkeep: event id "ABC" is not 64 lowercase hex characters');
+    await expect(upkeep.drop([{ id: id(0), position: 0 }])).rejects.toThrow(/all zero.*cleared slot/);
     await expect(upkeep.drop([{ id: id(1), position: -1 }])).rejects.toThrow(/position -1 of event/);
+    expect(await upkeep.size()).toBe(0);
   });
 
   it('drops events retention forgot, and reads the shards\' records and re-publish counts as one relay\'s', async () => {

@@ -5,9 +5,11 @@
  *   handed over, packed: a hash whose field `<c>` is chunk c, the ids of positions
  *   c × KEPT_CHUNK_IDS … as 32 bytes each, back to back (127 ids: 4,064 bytes, so the string
  *   and its header fill a 4 KiB allocation), `t` the positions used so far and `n` the events
- *   in it. About 33 bytes an event. kept-note.lua appends an event once in its life: it marks
- *   the event's hash (`k`), so an id handed over again (a retried job) keeps its place; it
- *   writes the ids before the marks, in one call, so no event is ever marked and missing. A
+ *   in it. About 33 bytes an event. outbox-add.lua (RelayOutbox.add, with `walk`) puts an event
+ *   at the end the first time it is handed to the relays, in the same call that records the
+ *   relays on it (`to` in its hash): an event handed over again (a retried job, the
+ *   reconciler) keeps its one place, and while upkeep is on none gets a `to` without going
+ *   into the walk. A
  *   pass walks the positions from a cursor, a bounded slice at a time, and a new event never
  *   moves the ones before it. An event retention forgot (its `:ev:<id>` gone) is cleared from
  *   its slot (32 zero bytes) when a pass meets it, and a chunk left with none goes
@@ -20,15 +22,14 @@
  *   (`republished:<url>`, a counter the relays' drains add to).
  *
  * Passes run one at a time per shard (PeriodicPass), so the cursor and records need no script;
- * noting (any worker) and dropping (the pass) are scripts on the walk.
+ * noting (any worker, outbox-add.lua) and dropping (the pass, kept-drop.lua) are scripts.
  */
 import type { AnchorStore } from '../state/anchor-store.js';
 import type { RelayReportRecord } from '../state/events.js';
 import { decodeReport } from '../state/relay-reports.js';
 import { DIR, defineScripts, load, runScript } from '../state/scripts.js';
 
-/** Relay upkeep's walk: notes events (once each), clears the slots of events retention forgot. */
-export const KEPT_NOTE = load(DIR, 'kept-note');
+/** Relay upkeep's walk: clears the slots of events retention forgot (outbox-add.lua, an EventStore script, appends). */
 export const KEPT_DROP = load(DIR, 'kept-drop');
 
 /** Event ids per chunk of the walk: 127 × 32 = 4,064 bytes, with the string's header within 4,096. */
@@ -72,6 +73,13 @@ export interface KeptSlice {
   end: boolean;
 }
 
+/** Where outbox-add.lua notes events handed over for the first time (RelayOutbox): the walk's two keys and its ids per chunk. */
+export interface KeptWalk {
+  kept: string;
+  chunks: string;
+  perChunk: number;
+}
+
 const ZERO_ID = Buffer.alloc(32);
 
 /** An event id (64 hex) as the walk holds it: its 32 bytes (all zero marks a cleared slot, so it is refused). */
@@ -92,7 +100,7 @@ export class UpkeepState {
   ) {
     this.perChunk = opts.perChunk ?? KEPT_CHUNK_IDS;
     if (!Number.isSafeInteger(this.perChunk) || this.perChunk < 1) throw new Error(`relay upkeep: perChunk ${this.perChunk} is not a positive integer`);
-    defineScripts(store.redis, [KEPT_NOTE, KEPT_DROP]);
+    defineScripts(store.redis, [KEPT_DROP]);
   }
 
   get keptKey(): string {
@@ -107,12 +115,9 @@ export class UpkeepState {
     return `${this.store.keys.base}:nostr:upkeep`;
   }
 
-  /** Notes events handed to the relays, each once: one already noted keeps its place, one whose event hash is gone is left out. Returns how many were added. */
-  async note(ids: readonly string[]): Promise<number> {
-    if (ids.length === 0) return 0;
-    const bytes = ids.map(member);
-    const keys = [this.keptKey, this.chunksKey, ...ids.map((id) => this.store.keys.event(id))];
-    return Number(await runScript(this.store.redis, KEPT_NOTE, keys, [this.perChunk, ...bytes]));
+  /** The walk, for the relay outboxes that note events in it (RelayOutbox). */
+  get walk(): KeptWalk {
+    return { kept: this.keptKey, chunks: this.chunksKey, perChunk: this.perChunk };
   }
 
   /**
