@@ -94,12 +94,12 @@ export class StateKeys {
   }
   /**
    * Relay upkeep's walk (src/adapters/nostr/upkeep-state.ts): every event handed to the
-   * relays, in the order first handed over, as chunks of 32-byte ids (kept-note.lua).
+   * relays, in the order first handed over, as chunks of 32-byte ids (kept-lib.lua).
    */
   get nostrKept(): string {
     return `${this.base}:nostr:kept`;
   }
-  /** The numbers of the chunks relay upkeep's walk holds, a sorted set scored by number (kept-note.lua). */
+  /** The numbers of the chunks relay upkeep's walk holds, a sorted set scored by number (kept-lib.lua). */
   get nostrKeptChunks(): string {
     return `${this.base}:nostr:kept:c`;
   }

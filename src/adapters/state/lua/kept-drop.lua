@@ -1,4 +1,4 @@
--- kept-drop: takes events retention forgot out of relay upkeep's walk (kept-note.lua has its
+-- kept-drop: takes events retention forgot out of relay upkeep's walk (kept-lib.lua has its
 -- layout): each slot that still holds its id is cleared (32 zero bytes), and a chunk left
 -- with no id goes (from the walk and from its chunks). A position that does not hold the id
 -- given is left as it is.

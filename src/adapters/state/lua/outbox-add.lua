@@ -23,7 +23,7 @@ local adds = {}
 for i = 1, r do adds[i] = {} end
 local queued = 0
 -- each event's new `to` (by key, in the order first met), and the ids new to the walk
-local tos, order, fresh, noted = {}, {}, {}, {}
+local tos, order, fresh = {}, {}, {}
 for e = first, #KEYS do
   local id = ARGV[3 + r + (e - first + 1)]
   local cur = redis.call('HMGET', KEYS[e], unpack(fields))
@@ -47,10 +47,7 @@ for e = first, #KEYS do
   if grew then
     if not tos[KEYS[e]] then table.insert(order, KEYS[e]) end
     tos[KEYS[e]] = table.concat(list, ',')
-    if not before and w > 0 and not noted[KEYS[e]] then
-      noted[KEYS[e]] = true
-      table.insert(fresh, kept_bytes(id))
-    end
+    if not before and w > 0 then table.insert(fresh, kept_bytes(id)) end
   end
 end
 if w > 0 then kept_append(KEYS[r + 1], KEYS[r + 2], per, fresh) end
