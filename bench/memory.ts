@@ -7,10 +7,11 @@
  * is the `used_memory` delta less the keys', shown as its own line.
  *
  * Kinds are found from the state layout's own key names (StateKeys, looked up by method name
- * so a layout that drops or renames one still runs) and from the daemon's BullMQ queue
- * names; a key of no known kind is counted under "other (<segment>:)", never an error. Any
- * hash tag (`{bench}`, `{bench:3}` for shard 3) is accepted, so sharded layouts are summed
- * per kind across shards.
+ * so a layout that drops or renames one still runs; a key's first two segments name its kind
+ * where the layout has a key there, as `nostr:kept` for relay upkeep's walk, else its first)
+ * and from the daemon's BullMQ queue names; a key of no known kind is counted under
+ * "other (<segment>:)", never an error. Any hash tag (`{bench}`, `{bench:3}` for shard 3) is
+ * accepted, so sharded layouts are summed per kind across shards.
  */
 import type { Redis } from 'ioredis';
 import { StateKeys } from '../src/adapters/state/keys.js';
@@ -34,6 +35,8 @@ const STATE_KINDS: ReadonlyArray<[member: string, kind: string]> = [
   ['events', 'state-change stream'],
   ['inbox', 'inboxes'],
   ['nostrRecent', 'nostr recent'],
+  ['nostrKept', 'relay upkeep walk'],
+  ['nostrKeptChunks', 'relay upkeep walk'],
   ['timeline', 'timeline'],
   ['meta', 'daemon bookkeeping'],
   ['schema', 'daemon bookkeeping'],
@@ -72,6 +75,8 @@ export interface KeyClassifier {
 export function keyClassifier(prefix: string, queueBase: string): KeyClassifier {
   const k = new StateKeys(prefix) as unknown as Record<string, unknown>;
   const base = `{${prefix}}:`;
+  // a kind by the key name's first two segments (`nostr:recent`, `nostr:kept`), else by its first (`s`, `ev`, `nostr`)
+  const byTwo = new Map<string, string>();
   const bySegment = new Map<string, string>();
   for (const [member, kind] of STATE_KINDS) {
     let name: unknown;
@@ -82,8 +87,10 @@ export function keyClassifier(prefix: string, queueBase: string): KeyClassifier 
       continue;
     }
     if (typeof name !== 'string' || !name.startsWith(base)) continue;
-    const segment = name.slice(base.length).split(':')[0]!;
+    const segments = name.slice(base.length).split(':');
+    const segment = segments[0]!;
     if (segment && !bySegment.has(segment)) bySegment.set(segment, kind);
+    if (segment && segments.length > 1 && !byTwo.has(`${segment}:${segments[1]}`)) byTwo.set(`${segment}:${segments[1]}`, kind);
   }
   const tag = /^\{([^}]*)\}:(.*)$/s;
   return (name: string): string => {
@@ -100,7 +107,8 @@ export function keyClassifier(prefix: string, queueBase: string): KeyClassifier 
       if (first === '' || BULL_STRUCTURES.has(first)) return BULL_QUEUES;
       return `${BULL_JOBS} (${role})`; // `<queue>:<job id>` and its `:lock` / `:logs`
     }
-    return bySegment.get(segment) ?? `other (${segment.slice(0, 24)}:)`;
+    const two = colon < 0 ? undefined : byTwo.get(rest.split(':', 2).join(':'));
+    return two ?? bySegment.get(segment) ?? `other (${segment.slice(0, 24)}:)`;
   };
 }
 

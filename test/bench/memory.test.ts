@@ -23,6 +23,9 @@ describe('bench memory breakdown', () => {
     expect(classify(k.counts)).toBe('indexes');
     expect(classify(k.events)).toBe('state-change stream');
     expect(classify(k.timeline(123))).toBe('timeline');
+    expect(classify(k.nostrRecent)).toBe('nostr recent');
+    expect(classify(k.nostrKept)).toBe('relay upkeep walk');
+    expect(classify(k.nostrKeptChunks)).toBe('relay upkeep walk');
   });
 
   it("splits BullMQ's keys into job hashes and event streams per queue, and queue structures", () => {

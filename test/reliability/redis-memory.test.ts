@@ -35,7 +35,7 @@ async function usedMemory(): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
 }
 
-/** MEMORY USAGE of every key under the daemon's prefix, summed per kind of key (`s`, `e`, `h`, `idx:st`, ...), per subject. */
+/** MEMORY USAGE of every key under the daemon's prefix, summed per kind of key (`s`, `e`, `h`, `idx:st`, `nostr:kept`, ...), per subject. */
 async function breakdown(): Promise<Record<string, number>> {
   const base = s.daemon.store.keys.base;
   const sums: Record<string, number> = {};
@@ -45,7 +45,7 @@ async function breakdown(): Promise<Record<string, number>> {
     for (const k of keys) {
       const rest = k.slice(base.length + 1);
       const parts = rest.split(':');
-      const kind = parts[0] === 'idx' ? `idx:${parts[1]}${parts[1] === 'w' ? `:${parts[2]}` : ''}` : /^[0-9a-f-]{8,}$/.test(parts[0] ?? '') ? 'bull' : parts[0]!;
+      const kind = parts[0] === 'idx' ? `idx:${parts[1]}${parts[1] === 'w' ? `:${parts[2]}` : ''}` : parts[0] === 'nostr' ? `nostr:${parts[1]}` : /^[0-9a-f-]{8,}$/.test(parts[0] ?? '') ? 'bull' : parts[0]!;
       const bytes = Number(await admin.call('MEMORY', 'USAGE', k, 'SAMPLES', '0'));
       sums[kind] = (sums[kind] ?? 0) + bytes;
     }

@@ -13,6 +13,7 @@ import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import type { AcceptSubject, AcceptTargets } from '../../src/adapters/state/subjects.js';
 import { SET_SUBJECT_EVENT } from '../../src/adapters/state/events.js';
 import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
+import { UpkeepState } from '../../src/adapters/nostr/upkeep-state.js';
 import { CUT_BATCH } from '../../src/adapters/state/batches.js';
 import { CUT_CHECKPOINT } from '../../src/adapters/state/checkpoint-cuts.js';
 import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
@@ -748,6 +749,37 @@ describe('set-relays.lua', () => {
     const [recorded] = await outbox.record('ws://r', [{ id: ev, report: report(next as string) }]);
     expect(recorded!.reports.map((r) => r.status)).toEqual([kept]);
     expect((await store.events.relayReports(ev)).map((r) => r.status)).toEqual([kept]);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+});
+
+describe('outbox-add.lua with relay upkeep\'s walk (kept-lib.lua), and kept-drop.lua', () => {
+  const ids = (n: number): string[] => Array.from({ length: n }, () => randomBytes(32).toString('hex'));
+  // n events; `before` of them handed to the relays first (`beforeTo`: to these only); then all handed over; the walk after
+  it.each([
+    ['events handed over for the first time go at the end, across a chunk boundary', 5, [], ['ws://a', 'ws://b'], [0, 1, 2, 3, 4]],
+    ['an event handed over again keeps its place', 3, [2, 0], ['ws://a', 'ws://b'], [2, 0, 1]],
+    ['an event handed to one relay first (the reconciler) keeps the place it took then', 3, [1], ['ws://b'], [1, 0, 2]],
+  ] as const)('%s', async (_name, n, before, beforeTo, walk) => {
+    const upkeep = new UpkeepState(store, { perChunk: 2 });
+    const outbox = new RelayOutbox(store.events, ['ws://a', 'ws://b'], upkeep.walk);
+    const list = ids(n);
+    for (const e of list) await store.events.storeEvent(e, '{}', { batch: 'b' });
+    if (before.length > 0) await outbox.add(before.map((i) => list[i]!), 1, beforeTo);
+    await outbox.add([...list, list[0]!], 2);
+    expect((await upkeep.next(100)).ids).toEqual(walk.map((i) => list[i]!));
+    expect(await upkeep.size()).toBe(n);
+    expect(await expectKeysDeclared()).toBeGreaterThan(0);
+  });
+  it('drop clears the slots that still hold their ids and removes a chunk left empty', async () => {
+    const upkeep = new UpkeepState(store, { perChunk: 2 });
+    const list = ids(3);
+    for (const e of list) await store.events.storeEvent(e, '{}', { batch: 'b' });
+    await new RelayOutbox(store.events, ['ws://a'], upkeep.walk).add(list, 1);
+    expect(await upkeep.drop([{ id: list[0]!, position: 0 }, { id: list[1]!, position: 1 }, { id: list[0]!, position: 2 }])).toBe(2);
+    expect(await redis.hexists(store.keys.nostrKept, '0')).toBe(0);
+    expect((await upkeep.next(100)).ids).toEqual([list[2]]);
+    expect(await upkeep.size()).toBe(1);
     expect(await expectKeysDeclared()).toBeGreaterThan(0);
   });
 });

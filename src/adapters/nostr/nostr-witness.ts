@@ -169,9 +169,10 @@ export class NostrWitness {
     this.log = log.child({ witness: 'nostr' });
     this.hooks = hooks;
     this.policy = new PolicyPublisher(store, key, opts);
-    this.outbox = new RelayOutbox(store.events, opts.relays);
-    this.parsed = new ParsedEvents(opts.relays.length, PARSED_MAX);
     this.kept = opts.upkeep ? new UpkeepState(store) : null;
+    // relay upkeep on: an event handed to the relays for the first time goes into its walk in the same call
+    this.outbox = new RelayOutbox(store.events, opts.relays, this.kept?.walk ?? null);
+    this.parsed = new ParsedEvents(opts.relays.length, PARSED_MAX);
     // In every mode: batches cut under auto or batch mode are finished after a switch to envelope.
     this.batchQueue = new Queue(nostrBatchQueueName(opts.queueBase), { connection: opts.connection, prefix: opts.bullPrefix });
   }
@@ -257,8 +258,7 @@ export class NostrWitness {
       const res = await this.store.redis.multi().zadd(k, 'NX', ...eventIds.flatMap((id) => [now, id])).zremrangebyscore(k, '-inf', `(${now - this.opts.autoHorizonMs}`).exec();
       for (const [err] of res ?? []) if (err) throw err;
     }
-    // noted first: one handed over is then always in upkeep's walk (the reconciler re-adds a lost outbox entry)
-    await this.kept?.note(eventIds);
+    // with relay upkeep on, the same call notes the events handed over for the first time in its walk
     await this.outbox.add(eventIds, now);
     for (const d of this.drains.values()) d.wake();
   }

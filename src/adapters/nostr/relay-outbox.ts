@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { OUTBOX_ADD, OUTBOX_TAKE, SET_RELAYS, type EventStore, type RelayReportRecord, type StoredEvent } from '../state/events.js';
 import { decodeReport, encodeReport } from '../state/relay-reports.js';
 import { runScript } from '../state/scripts.js';
+import type { KeptWalk } from './upkeep-state.js';
 
 /** Events handed to one outbox-add.lua call: bounds how long one call holds Redis. */
 const ADD_CHUNK = 200;
@@ -43,7 +44,12 @@ export interface RecordedReports {
 export type Taken = { ids: string[] } | { waitMs: number | null };
 
 export class RelayOutbox {
-  constructor(private readonly events: EventStore, private readonly relays: readonly string[]) {}
+  /** `walk`: relay upkeep's walk (UpkeepState.walk), where `add` notes each event the first time it is handed over; null: relay upkeep off. */
+  constructor(
+    private readonly events: EventStore,
+    private readonly relays: readonly string[],
+    private readonly walk: KeptWalk | null = null,
+  ) {}
 
   key(url: string): string {
     return `${this.events.keys.base}:nostr:ob:${relayTag(url)}`;
@@ -65,14 +71,17 @@ export class RelayOutbox {
   /**
    * Hands events to `urls` (every relay by default), each relay only the events it has not
    * answered for good; records the relays on each event (`to`). An event already in an
-   * outbox keeps its due time. Returns the (event, relay) pairs queued.
+   * outbox keeps its due time. With the walk, an event handed over for the first time (no
+   * `to` yet) is put at the end of relay upkeep's walk in the same call, so one handed over
+   * again keeps its one place. Returns the (event, relay) pairs queued.
    */
   async add(ids: readonly string[], nowMs: number, urls: readonly string[] = this.relays): Promise<number> {
     let queued = 0;
+    const walk = this.walk ? [this.walk.kept, this.walk.chunks] : [];
     for (let i = 0; i < ids.length; i += ADD_CHUNK) {
       const chunk = ids.slice(i, i + ADD_CHUNK);
-      const keys = [...urls.map((u) => this.key(u)), ...chunk.map((id) => this.events.keys.event(id))];
-      queued += Number(await runScript(this.events.redis, OUTBOX_ADD, keys, [urls.length, nowMs, ...(await this.events.registry.relayNumbers(urls)), ...chunk]));
+      const keys = [...urls.map((u) => this.key(u)), ...walk, ...chunk.map((id) => this.events.keys.event(id))];
+      queued += Number(await runScript(this.events.redis, OUTBOX_ADD, keys, [urls.length, nowMs, this.walk?.perChunk ?? 0, ...(await this.events.registry.relayNumbers(urls)), ...chunk]));
     }
     return queued;
   }

@@ -98,9 +98,9 @@ export class RelayUpkeep {
 
   /** One bounded pass: the next `relayUpkeep.perPass` events on every relay that accepted them. */
   async pass(): Promise<RelayPassResult[]> {
-    const { ids, cursor, end } = await this.state.next(this.cfg.perPass);
+    const { ids, positions, cursor, end } = await this.state.next(this.cfg.perPass);
     const events = await this.state.read(ids, this.relays);
-    await this.state.drop(events.filter((e) => e.gone).map((e) => e.id));
+    await this.state.drop(events.flatMap((e, i) => (e.gone ? [{ id: e.id, position: positions[i]! }] : [])));
     const records = await this.state.records(this.relays);
     const at = new Date(this.now()).toISOString();
     const results = await Promise.all(this.relays.map(async (url) => {

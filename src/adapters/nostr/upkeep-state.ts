@@ -1,21 +1,42 @@
 /**
  * What relay upkeep keeps in Redis, under the shard's hash tag (docs/evidence.md):
  *
- * - `:nostr:kept`: every anchor event handed to the relays, by its id's 32 bytes (not its 64 hex
- *   characters: half the member), in the order it was first handed (a sequence number from
- *   `:nostr:kept:seq` as its score), so a pass walks the whole history
- *   from a cursor, a bounded slice at a time, and a new event never moves the ones before it.
- *   An event retention forgot (its `:ev:<id>` gone) leaves it when a pass meets it.
- * - `:nostr:upkeep`: the pass's cursor (`cursor`, the last sequence number checked; 0 starts
- *   a new round), per relay what the round found (`r:<url>`, JSON `RelayUpkeepRecord`), and
- *   per relay the events sent again that it accepted, ever (`republished:<url>`, a counter
- *   the relays' drains add to).
+ * - `:nostr:kept`: the walk, every anchor event handed to the relays in the order it was first
+ *   handed over, packed: a hash whose field `<c>` is chunk c, the ids of positions
+ *   c × KEPT_CHUNK_IDS … as 32 bytes each, back to back (127 ids: 4,064 bytes, so the string
+ *   and its header fill a 4 KiB allocation), `t` the positions used so far and `n` the events
+ *   in it. About 33 bytes an event. outbox-add.lua (RelayOutbox.add, with `walk`) puts an event
+ *   at the end the first time it is handed to the relays, in the same call that records the
+ *   relays on it (`to` in its hash): an event handed over again (a retried job, the
+ *   reconciler) keeps its one place, and while upkeep is on none gets a `to` without going
+ *   into the walk. A
+ *   pass walks the positions from a cursor, a bounded slice at a time, and a new event never
+ *   moves the ones before it. An event retention forgot (its `:ev:<id>` gone) is cleared from
+ *   its slot (32 zero bytes) when a pass meets it, and a chunk left with none goes
+ *   (kept-drop.lua).
+ * - `:nostr:kept:c`: the numbers of the chunks the walk holds (a sorted set), so a pass steps
+ *   over the chunks that went without looking at them.
+ * - `:nostr:upkeep`: the pass's cursor (`cursor`, the position after the last event checked;
+ *   0 starts a new round), per relay what the round found (`r:<url>`, JSON
+ *   `RelayUpkeepRecord`), and per relay the events sent again that it accepted, ever
+ *   (`republished:<url>`, a counter the relays' drains add to).
  *
- * Passes run one at a time per shard (PeriodicPass), so the cursor and records need no script.
+ * Passes run one at a time per shard (PeriodicPass), so the cursor and records need no script;
+ * noting (any worker, outbox-add.lua) and dropping (the pass, kept-drop.lua) are scripts.
  */
 import type { AnchorStore } from '../state/anchor-store.js';
 import type { RelayReportRecord } from '../state/events.js';
 import { decodeReport } from '../state/relay-reports.js';
+import { DIR, defineScripts, load, runScript } from '../state/scripts.js';
+
+/** Relay upkeep's walk: clears the slots of events retention forgot (outbox-add.lua, an EventStore script, appends). */
+export const KEPT_DROP = load(DIR, 'kept-drop');
+
+/** Event ids per chunk of the walk: 127 × 32 = 4,064 bytes, with the string's header within 4,096. */
+export const KEPT_CHUNK_IDS = 127;
+/** Most chunks one read of a pass asks for (128: 512 KiB of ids), and most reads one `next` makes. */
+const NEXT_SPAN_MAX = 128;
+const NEXT_READS_MAX = 32;
 
 /** What upkeep found on one relay: the round under way and the last one finished. */
 export interface RelayUpkeepRecord {
@@ -43,47 +64,108 @@ export interface KeptEvent {
   relays: Map<string, { report: RelayReportRecord | undefined; copy: string | null }>;
 }
 
-/** An event id (64 hex) as `:nostr:kept` holds it: its 32 bytes. */
+/** A slice of the walk: the events and their positions, the cursor after them, and whether they include the newest. */
+export interface KeptSlice {
+  ids: string[];
+  /** `positions[i]`: where `ids[i]` is in the walk (what drop takes). */
+  positions: number[];
+  cursor: number;
+  end: boolean;
+}
+
+/** Where outbox-add.lua notes events handed over for the first time (RelayOutbox): the walk's two keys and its ids per chunk. */
+export interface KeptWalk {
+  kept: string;
+  chunks: string;
+  perChunk: number;
+}
+
+const ZERO_ID = Buffer.alloc(32);
+
+/** An event id (64 hex) as the walk holds it: its 32 bytes (all zero marks a cleared slot, so it is refused). */
 function member(id: string): Buffer {
   if (!/^[0-9a-f]{64}$/.test(id)) throw new Error(`relay upkeep: event id ${JSON.stringify(id.slice(0, 80))} is not 64 lowercase hex characters`);
-  return Buffer.from(id, 'hex');
+  const bytes = Buffer.from(id, 'hex');
+  if (bytes.equals(ZERO_ID)) throw new Error('relay upkeep: event id 0000…0000 (all zero) cannot be noted: it marks a cleared slot of the walk');
+  return bytes;
 }
 
 export class UpkeepState {
-  constructor(private readonly store: AnchorStore) {}
+  /** Ids per chunk: KEPT_CHUNK_IDS, the same for the life of a prefix (a test of chunk boundaries passes a small one on a prefix of its own). */
+  private readonly perChunk: number;
 
-  get keptKey(): string {
-    return `${this.store.keys.base}:nostr:kept`;
+  constructor(
+    private readonly store: AnchorStore,
+    opts: { perChunk?: number } = {},
+  ) {
+    this.perChunk = opts.perChunk ?? KEPT_CHUNK_IDS;
+    if (!Number.isSafeInteger(this.perChunk) || this.perChunk < 1) throw new Error(`relay upkeep: perChunk ${this.perChunk} is not a positive integer`);
+    defineScripts(store.redis, [KEPT_DROP]);
   }
 
-  private get seqKey(): string {
-    return `${this.store.keys.base}:nostr:kept:seq`;
+  get keptKey(): string {
+    return this.store.keys.nostrKept;
+  }
+
+  private get chunksKey(): string {
+    return this.store.keys.nostrKeptChunks;
   }
 
   private get stateKey(): string {
     return `${this.store.keys.base}:nostr:upkeep`;
   }
 
-  /** Notes events handed to the relays; one already noted keeps its place. */
-  async note(ids: readonly string[]): Promise<void> {
-    if (ids.length === 0) return;
-    const last = await this.store.redis.incrby(this.seqKey, ids.length);
-    const first = last - ids.length + 1;
-    await this.store.redis.zadd(this.keptKey, 'NX', ...ids.flatMap((id, i) => [first + i, member(id)]));
+  /** The walk, for the relay outboxes that note events in it (RelayOutbox). */
+  get walk(): KeptWalk {
+    return { kept: this.keptKey, chunks: this.chunksKey, perChunk: this.perChunk };
   }
 
-  /** The next `most` events after the cursor; `end` when they include the round's newest. */
-  async next(most: number): Promise<{ ids: string[]; cursor: number; end: boolean }> {
-    const from = Number((await this.store.redis.hget(this.stateKey, 'cursor')) ?? '0');
-    // one more than asked: whether any is left after these
-    const rows = await this.store.redis.zrangebyscoreBuffer(this.keptKey, `(${from}`, '+inf', 'WITHSCORES', 'LIMIT', 0, most + 1);
+  /**
+   * The next `most` events after the cursor, oldest first; `end` when they include the
+   * round's newest. Reads the chunks the walk holds (`:nostr:kept:c`) from the cursor's, a few
+   * at a time, twice as many each read (NEXT_SPAN_MAX, NEXT_READS_MAX): a pass whose chunks are
+   * mostly cleared slots for that long ends short of `most`, with the cursor after what it
+   * read, and the next pass goes on from there. Never throws on what it reads: a chunk listed
+   * but not held reads as cleared.
+   */
+  async next(most: number): Promise<KeptSlice> {
+    const redis = this.store.redis;
+    const per = this.perChunk;
+    const from = Number((await redis.hget(this.stateKey, 'cursor')) ?? '0');
     const ids: string[] = [];
-    let cursor = from;
-    for (let i = 0; i < rows.length && ids.length < most; i += 2) {
-      ids.push(rows[i]!.toString('hex'));
-      cursor = Number(rows[i + 1]!.toString());
+    const positions: number[] = [];
+    // every position before `pos` has been read
+    let pos = from;
+    let more = false;
+    let last = false;
+    let span = Math.min(NEXT_SPAN_MAX, Math.ceil((most + 1) / per) + 1);
+    for (let read = 0; read < NEXT_READS_MAX && !more && !last; read++) {
+      const chunks = await redis.zrangebyscore(this.chunksKey, Math.floor(pos / per), '+inf', 'LIMIT', 0, span);
+      last = chunks.length < span;
+      if (chunks.length === 0) break;
+      const values = await redis.hmgetBuffer(this.keptKey, ...chunks);
+      for (let j = 0; j < chunks.length && !more; j++) {
+        const base = Number(chunks[j]) * per;
+        const value = values[j];
+        // a chunk listed but not held reads as all cleared
+        const slots = value ? Math.floor(value.length / 32) : per;
+        for (let s = Math.max(0, pos - base); s < slots; s++) {
+          const at = s * 32;
+          if (!value || value.subarray(at, at + 32).equals(ZERO_ID)) continue;
+          // one more than asked: whether any is left after these
+          if (ids.length === most) {
+            more = true;
+            break;
+          }
+          ids.push(value.toString('hex', at, at + 32));
+          positions.push(base + s);
+        }
+        if (!more) pos = Math.max(pos, base + slots);
+      }
+      span = Math.min(NEXT_SPAN_MAX, span * 2);
     }
-    return { ids, cursor, end: rows.length <= 2 * most };
+    const cursor = more && positions.length > 0 ? positions.at(-1)! + 1 : pos;
+    return { ids, positions, cursor, end: !more && last };
   }
 
   /** For each event: its JSON (a subject's own event rebuilt) and, per relay, its report and copy (EventStore.readEvents). */
@@ -103,9 +185,14 @@ export class UpkeepState {
     });
   }
 
-  /** Takes events retention forgot out of the walk. */
-  async drop(ids: readonly string[]): Promise<void> {
-    if (ids.length > 0) await this.store.redis.zrem(this.keptKey, ...ids.map(member));
+  /** Takes events retention forgot out of the walk, each at the position `next` gave it. Returns how many were taken out. */
+  async drop(slots: ReadonlyArray<{ id: string; position: number }>): Promise<number> {
+    if (slots.length === 0) return 0;
+    const args = slots.flatMap((s) => {
+      if (!Number.isSafeInteger(s.position) || s.position < 0) throw new Error(`relay upkeep: position ${s.position} of event ${s.id.slice(0, 64)} is not a whole number ≥ 0`);
+      return [s.position, member(s.id)];
+    });
+    return Number(await runScript(this.store.redis, KEPT_DROP, [this.keptKey, this.chunksKey], [this.perChunk, ...args]));
   }
 
   /** Every relay's record (a relay never asked has none). */
@@ -135,7 +222,7 @@ export class UpkeepState {
 
   /** Events noted (the whole history a round walks). */
   async size(): Promise<number> {
-    return this.store.redis.zcard(this.keptKey);
+    return Number((await this.store.redis.hget(this.keptKey, 'n')) ?? '0');
   }
 }
 

@@ -17,8 +17,10 @@ import { rebuildEnvelopeEvent, serializeEvent, type SignedEvent } from '../../co
 /** Auto mode: links a subject's own event, first stored copy wins. */
 export const SET_SUBJECT_EVENT = load(DIR, 'set-subject-event');
 const REPORT_LIB = load(DIR, 'report-lib').lua;
+/** Relay upkeep's walk (nostr/upkeep-state.ts): outbox-add puts an event handed over for the first time at its end. */
+const KEPT_LIB = load(DIR, 'kept-lib').lua;
 /** Nostr relay outboxes: hands events to the relays (outbox-add), the next group due on one relay (outbox-take). */
-export const OUTBOX_ADD = load(DIR, 'outbox-add', REPORT_LIB);
+export const OUTBOX_ADD = load(DIR, 'outbox-add', REPORT_LIB + KEPT_LIB);
 export const OUTBOX_TAKE = load(DIR, 'outbox-take');
 /** One relay's reports on many events, never downgrading an acceptance. */
 export const SET_RELAYS = load(DIR, 'set-relays', REPORT_LIB);

@@ -92,6 +92,17 @@ export class StateKeys {
   get nostrRecent(): string {
     return `${this.base}:nostr:recent`;
   }
+  /**
+   * Relay upkeep's walk (src/adapters/nostr/upkeep-state.ts): every event handed to the
+   * relays, in the order first handed over, as chunks of 32-byte ids (kept-lib.lua).
+   */
+  get nostrKept(): string {
+    return `${this.base}:nostr:kept`;
+  }
+  /** The numbers of the chunks relay upkeep's walk holds, a sorted set scored by number (kept-lib.lua). */
+  get nostrKeptChunks(): string {
+    return `${this.base}:nostr:kept:c`;
+  }
   /** NIP-03: envelope event ids that came after their OTS batch fixed its event tree, scored by when (ms); a later batch commits them. */
   get nip03Late(): string {
     return `${this.base}:ots:nip03:late`;
