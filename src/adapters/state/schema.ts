@@ -11,7 +11,7 @@ import { UsageError } from '../../core/errors/errors.js';
  * (docs/architecture.md, "Where state lives"). Any other layout is refused at start
  * (openSchema): there are no readers of older layouts.
  */
-export const STATE_SCHEMA = 9;
+export const STATE_SCHEMA = 10;
 
 /** How a store found the layout under its prefix (openSchema): `fresh` (no `:schema`), `current`; `recorded`: the schema key was written. */
 export type SchemaOpening = { found: 'fresh' | 'current'; recorded: boolean };
