@@ -169,7 +169,7 @@ async function main(): Promise<number> {
       emit(figures, lines, values.json === true);
       return 0;
     }
-    const base = { peers, windowMs, ratePerMinute, confirmTimeoutMs: 60_000 };
+    const base = { peers, calendarRoundMs: roundMs, windowMs, ratePerMinute, confirmTimeoutMs: 60_000 };
     if (values['event-path']) {
       // batch, envelope and auto mode side by side, bulk jobs each, the signing rate beside them
       const at = (mode: 'batch' | 'envelope' | 'auto'): Promise<Timed<DaemonRunResult>> =>
