@@ -36,6 +36,12 @@ export interface DaemonRunOptions {
   /** One job per subject (default) or bulk jobs of queue.maxSubjectsPerJob subjects. */
   intake?: IntakeKind;
   peers: PeersInfo;
+  /**
+   * The dev calendars' aggregation round (ms): the clock starts at a uniformly random point of
+   * it, as an issuer's burst meets a real calendar's round (its clock runs whatever arrives), so
+   * runs one after another do not all meet the round at the same point of it.
+   */
+  calendarRoundMs?: number;
   /** Nostr and OTS batch window; null: the configuration's defaults. */
   windowMs: number | null;
   ratePerMinute: number;
@@ -275,6 +281,8 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       if (m) peakRss = Math.max(peakRss, m.hwm, m.rss);
       return m ? m.rss : null;
     };
+    // before the counters start: the wait is nobody's cost
+    if (o.calendarRoundMs) await sleep(Math.random() * o.calendarRoundMs);
     const pids = { daemon: daemon.child.pid, redis: redisServer.child.pid, peers: o.peers.pid };
     const cpu0 = { daemon: procCpuMs(pids.daemon), redis: procCpuMs(pids.redis), peers: procCpuMs(pids.peers), bench: process.cpuUsage() };
     await redis.config('RESETSTAT');

@@ -359,8 +359,10 @@ export class ShardEngine {
 
   async start(): Promise<void> {
     // a new checkpoint is cut at once when a window has passed since the last cut (or fills a batch, or, in auto mode, is worth cutting)
+    // the calendars' aggregation round is the longest wait after a checkpoint: OTS is cut first
+    const cutOrder = [...this.batchers].sort((a, b) => Number(b.witness === 'ots') - Number(a.witness === 'ots'));
     this.anchorLog?.onCheckpoint(async () => {
-      await Promise.all(this.batchers.map((b) => b.checkpointed()));
+      await Promise.all(cutOrder.map((b) => b.checkpointed()));
     });
     await this.anchorLog?.start();
     this.timeWitnesses?.start();

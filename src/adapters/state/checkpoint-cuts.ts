@@ -25,6 +25,9 @@ const SIZES_LOOKED_AT = 64;
 const TRIES = 32;
 
 export class CheckpointCuts {
+  /** The entries of the last range read (immutable once a checkpoint covers them): each witness cuts the same ranges. */
+  private last: { from: number; to: number; entries: Array<{ index: number; key: string; digest: Uint8Array }> } | null = null;
+
   constructor(
     private readonly store: AnchorStore,
     private readonly folder: LogFolder,
@@ -32,6 +35,14 @@ export class CheckpointCuts {
     private readonly now: () => number = Date.now,
   ) {
     defineScripts(store.redis, [CUT_CHECKPOINT]);
+  }
+
+  /** The entries [from, to) from the log's files, decoded; the last range is kept for the next witness's cut. */
+  private entries(from: number, to: number): Array<{ index: number; key: string; digest: Uint8Array }> {
+    if (this.last?.from === from && this.last.to === to) return this.last.entries;
+    const entries = this.folder.entries(from, to).map((bytes, i) => ({ index: from + i, ...decodeEntry(bytes, `entry ${from + i}`) }));
+    this.last = { from, to, entries };
+    return entries;
   }
 
   /** Where the witness's checkpoint cuts stopped: the entries from here on are not cut yet. */
@@ -81,7 +92,7 @@ export class CheckpointCuts {
       }
       const cp = to === current.size ? current : this.folder.checkpointCovering(to - 1);
       if (cp === null || cp.size !== to) throw new Error(`anchor log: no kept checkpoint of size ${to} in ${this.folder.dir}`);
-      const entries = this.folder.entries(from, to).map((bytes, i) => ({ index: from + i, ...decodeEntry(bytes, `entry ${from + i}`) }));
+      const entries = this.entries(from, to);
       const seq = Number(seqText ?? 0) + 1;
       const id = `${seq}-${randomBytes(6).toString('hex')}`;
       const now = this.now();
