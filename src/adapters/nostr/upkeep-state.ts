@@ -9,9 +9,8 @@
  *   at the end the first time it is handed to the relays, in the same call that records the
  *   relays on it (`to` in its hash): an event handed over again (a retried job, the
  *   reconciler) keeps its one place, and while upkeep is on none gets a `to` without going
- *   into the walk. A
- *   pass walks the positions from a cursor, a bounded slice at a time, and a new event never
- *   moves the ones before it. An event retention forgot (its `:ev:<id>` gone) is cleared from
+ *   into the walk. A pass walks the positions from a cursor, a bounded slice at a time, and a
+ *   new event never moves the ones before it. An event retention forgot (its `:ev:<id>` gone) is cleared from
  *   its slot (32 zero bytes) when a pass meets it, and a chunk left with none goes
  *   (kept-drop.lua).
  * - `:nostr:kept:c`: the numbers of the chunks the walk holds (a sorted set), so a pass steps
