@@ -5,12 +5,13 @@
  * sequenced as accept.lua does it, and the service is told as the intake tells it.
  */
 import { rmSync } from 'node:fs';
+import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import type { AcceptSubject } from '../../src/adapters/state/subjects.js';
 import { LogService, type NewCheckpoint } from '../../src/adapters/log/log-service.js';
 import { connectRedis } from '../../src/adapters/redis/connection.js';
-import { generateSignerKey } from '../../src/core/log/note.js';
+import { generateSignerKey, type LogSigner } from '../../src/core/log/note.js';
 import { sha256Hex } from '../../src/core/aer1/hash.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { deletePrefix, SHARED_REDIS_URL, tempDir, uniquePrefix, waitFor } from '../helpers/harness.js';
@@ -30,13 +31,13 @@ const subject = (key: string): AcceptSubject => ({
 const targets = { witnesses: ['ots'] as const, inboxes: ['ots'] as const };
 
 /** A service on its own prefix and folder, with the intake's "more on the way" under the test's control. */
-async function paced(label: string, intervalMs: number) {
-  const prefix = uniquePrefix(label);
+async function paced(label: string, intervalMs: number, shared?: { prefix: string; dir: string; signer: LogSigner }) {
+  const prefix = shared?.prefix ?? uniquePrefix(label);
   const redis = connectRedis(SHARED_REDIS_URL);
-  const dir = tempDir('aer1-anchor-log-pace');
+  const dir = shared?.dir ?? tempDir('aer1-anchor-log-pace');
   const intake = { busy: true };
   const store = new AnchorStore(redis, prefix);
-  const signer = generateSignerKey('example.test/pace').signer;
+  const signer = shared?.signer ?? generateSignerKey('example.test/pace').signer;
   const service = new LogService(redis, { dir, origin: 'example.test/pace', signer, intervalMs, base: store.keys.base, busy: async () => intake.busy }, createLogger('silent'));
   store.subjects.logKeys = service.keys;
   const written: Array<{ size: number; at: number }> = [];
@@ -57,7 +58,7 @@ async function paced(label: string, intervalMs: number) {
     await store.subjects.acceptMany(targets, subjects);
     service.arrived();
   };
-  return { service, intake, written, accept, sequenced: () => n };
+  return { service, intake, written, accept, sequenced: () => n, redis, prefix, dir, signer };
 }
 
 describe('anchor log: when checkpoints are signed', () => {
@@ -77,6 +78,37 @@ describe('anchor log: when checkpoints are signed', () => {
     expect(sequenced()).toBe(240);
     // signed because the burst settled: far sooner than the interval that would have forced it
     expect(written[0]!.at - settledAt).toBeLessThan(10_000);
+  });
+
+  it('a daemon that does not hold the lease asks Redis once an interval while its intake sequences entries, not in a loop', async () => {
+    const intervalMs = 500;
+    const a = await paced('pace-lease', intervalMs);
+    await a.accept(10);
+    await waitFor('the first daemon holds the lease', async () => (a.service.writing ? true : null), 10_000, 10);
+    const b = await paced('pace-lease-b', intervalMs, { prefix: a.prefix, dir: a.dir, signer: a.signer });
+    await waitFor('the second daemon connected', async () => (b.redis.status === 'ready' ? true : null), 5_000, 10);
+    const port = (b.redis as unknown as { stream?: { localPort?: number } }).stream?.localPort;
+    expect(port).toBeGreaterThan(0);
+    // every command the second daemon's connection sends, seen by Redis itself
+    const watcher = new Redis(SHARED_REDIS_URL, { lazyConnect: true });
+    const monitor = await watcher.monitor();
+    let fromB = 0;
+    monitor.on('monitor', (_time: string, _args: string[], source: string) => {
+      if (source.endsWith(`:${port}`)) fromB++;
+    });
+    const started = Date.now();
+    // its intake sequences entries and wakes it, 40 times over 2 s (4 intervals)
+    for (let i = 0; i < 40; i++) {
+      await b.accept(1);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const seconds = (Date.now() - started) / 1000;
+    monitor.disconnect();
+    watcher.disconnect();
+    console.log(`a daemon without the lease: ${fromB} commands in ${seconds.toFixed(1)} s with 40 accepts`);
+    expect(b.service.writing).toBe(false);
+    // its own 40 accepts (one script call each) and a lease attempt about each interval: not a loop of lease attempts
+    expect(fromB).toBeLessThan(40 + Math.ceil((seconds * 1000) / intervalMs) * 3 + 10);
   });
 
   it('entries that keep coming get a checkpoint every interval, never two within one', async () => {

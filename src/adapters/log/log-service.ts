@@ -129,10 +129,14 @@ export class LogService {
     this.timer.unref();
   }
 
-  /** Until the next step: the next look while entries wait, else the next tick that renews the lease. */
+  /**
+   * Until the next step: the next look while entries wait and this daemon writes the folder,
+   * else the next tick (it renews the lease, or tries to take it over: a daemon without the
+   * lease looks at nothing in between).
+   */
   private nextDelay(): number {
     const now = Date.now();
-    if (this.waitingSince < 0) return this.lastTick + this.options.intervalMs - now;
+    if (this.waitingSince < 0 || !this.held) return this.lastTick + this.options.intervalMs - now;
     return Math.max(this.lastCheckpoint + this.options.intervalMs - now, this.seenSize >= 0 ? this.lookMs : 0);
   }
 
