@@ -5,7 +5,6 @@
  * sequenced as accept.lua does it, and the service is told as the intake tells it.
  */
 import { rmSync } from 'node:fs';
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import type { AcceptSubject } from '../../src/adapters/state/subjects.js';
@@ -15,6 +14,7 @@ import { generateSignerKey, type LogSigner } from '../../src/core/log/note.js';
 import { sha256Hex } from '../../src/core/aer1/hash.js';
 import { createLogger } from '../../src/daemon/logger.js';
 import { deletePrefix, SHARED_REDIS_URL, tempDir, uniquePrefix, waitFor } from '../helpers/harness.js';
+import { startMonitor } from '../helpers/redis-monitor.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterAll(async () => {
@@ -90,10 +90,8 @@ describe('anchor log: when checkpoints are signed', () => {
     const port = (b.redis as unknown as { stream?: { localPort?: number } }).stream?.localPort;
     expect(port).toBeGreaterThan(0);
     // every command the second daemon's connection sends, seen by Redis itself
-    const watcher = new Redis(SHARED_REDIS_URL, { lazyConnect: true });
-    const monitor = await watcher.monitor();
     let fromB = 0;
-    monitor.on('monitor', (_time: string, _args: string[], source: string) => {
+    const monitor = await startMonitor(SHARED_REDIS_URL, (_args, source) => {
       if (source.endsWith(`:${port}`)) fromB++;
     });
     const started = Date.now();
@@ -103,8 +101,7 @@ describe('anchor log: when checkpoints are signed', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     const seconds = (Date.now() - started) / 1000;
-    monitor.disconnect();
-    watcher.disconnect();
+    monitor.stop();
     console.log(`a daemon without the lease: ${fromB} commands in ${seconds.toFixed(1)} s with 40 accepts`);
     expect(b.service.writing).toBe(false);
     // its own 40 accepts (one script call each) and a lease attempt about each interval: not a loop of lease attempts

@@ -19,6 +19,7 @@ import { CUT_CHECKPOINT } from '../../src/adapters/state/checkpoint-cuts.js';
 import { expandEntry, type RawEntry } from '../../src/adapters/state/stream-entries.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { privateRedis, waitFor } from '../helpers/harness.js';
+import { startMonitor, type RedisMonitor } from '../helpers/redis-monitor.js';
 import { sha256Hex } from '../../src/core/aer1/hash.js';
 import { LogService } from '../../src/adapters/log/log-service.js';
 import { LogFolder } from '../../src/adapters/log/log-folder.js';
@@ -37,20 +38,18 @@ const signedStub = (id: string): SignedEvent => ({ id, pubkey: '1'.repeat(64), c
 
 let server: EmbeddedRedis;
 let redis: Redis;
-let monitorConn: Redis;
+let monitor: RedisMonitor;
 type Seen = { args: string[]; source: string };
 const seen: Seen[] = [];
 
 beforeAll(async () => {
   server = await privateRedis(false);
   redis = new Redis(server.url, { maxRetriesPerRequest: null });
-  monitorConn = new Redis(server.url);
-  const monitor = await monitorConn.monitor();
-  monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }));
+  monitor = await startMonitor(server.url, (args, source) => seen.push({ args, source }));
 }, 30_000);
 
 afterAll(async () => {
-  monitorConn?.disconnect();
+  monitor?.stop();
   await redis?.quit().catch(() => undefined);
   await server?.stop();
 });

@@ -11,24 +11,23 @@ import { AnchorStore } from '../../src/adapters/state/anchor-store.js';
 import { RelayOutbox } from '../../src/adapters/nostr/relay-outbox.js';
 import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 import { privateRedis, waitFor } from '../helpers/harness.js';
+import { startMonitor, type RedisMonitor } from '../helpers/redis-monitor.js';
 import { encodeReport } from '../../src/adapters/state/relay-reports.js';
 import type { RelayReportRecord } from '../../src/adapters/state/events.js';
 
 let server: EmbeddedRedis;
 let redis: Redis;
-let monitorConn: Redis;
+let monitor: RedisMonitor;
 const seen: Array<{ args: string[]; source: string }> = [];
 
 beforeAll(async () => {
   server = await privateRedis(false);
   redis = new Redis(server.url, { maxRetriesPerRequest: null });
-  monitorConn = new Redis(server.url);
-  const monitor = await monitorConn.monitor();
-  monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ args, source }));
+  monitor = await startMonitor(server.url, (args, source) => seen.push({ args, source }));
 }, 30_000);
 
 afterAll(async () => {
-  monitorConn?.disconnect();
+  monitor?.stop();
   await redis?.quit().catch(() => undefined);
   await server?.stop();
 });
