@@ -27,7 +27,8 @@ export function startMonitor(url: string, listener: MonitorListener): Promise<Re
       reject(new Error(`MONITOR on ${url}: no +OK within 10 s`));
     }, 10_000);
     socket.setEncoding('utf8');
-    socket.once('error', (err) => {
+    // before +OK an error fails the start; after it, the server going away ends the lines (never an uncaught error)
+    socket.on('error', (err) => {
       clearTimeout(timer);
       if (!ok) reject(err);
     });
