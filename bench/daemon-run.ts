@@ -23,8 +23,8 @@ import { ProofExporter } from '../src/adapters/proof/export.js';
 import { logDir } from '../src/adapters/config/config.js';
 import { CHECKPOINTS_DIR, CheckpointHistory } from '../src/adapters/log/checkpoint-history.js';
 import { LogKeys } from '../src/adapters/log/log-sequencer.js';
-import { BENCH_PREFIX, commandStats, heldMemory, mineAll, procCpuMs, sleep, startDaemonChild, startRedis, tempDir, usedMemory, type DaemonChild } from './processes.js';
-import { breakdownOf, clientBufferBytes, keyClassifier, keySpaceUsage, redisInfo, scriptCacheBytes, type KindUsage, type MemoryBreakdown } from './memory.js';
+import { BENCH_PREFIX, commandStats, mineAll, procCpuMs, sleep, startDaemonChild, startRedis, tempDir, usedMemory, type DaemonChild } from './processes.js';
+import { breakdownOf, keyClassifier, keySpaceUsage, memoryFigures, redisInfo, type KindUsage, type MemoryBreakdown, type MemoryFigures } from './memory.js';
 import type { PeersInfo } from './peers.js';
 import { load } from './report.js';
 
@@ -271,10 +271,8 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     const intake: IntakeKind = o.intake ?? 'single';
     const classify = keyClassifier(BENCH_PREFIX, daemon.config.queue.name);
     const keysBefore = (await keySpaceUsage(redis, classify)).kinds;
-    const beforeBytes = await usedMemory(redis);
-    const beforeHeld = await heldMemory(redis);
-    const scriptsBefore = await scriptCacheBytes(redis);
-    const clientsBefore = await clientBufferBytes(redis);
+    const memoryBefore = await memoryFigures(redis);
+    const beforeBytes = memoryBefore.used;
     let peakRss = 0;
     const sampleRss = (): number | null => {
       const m = daemon?.memory() ?? null;
@@ -362,8 +360,8 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     const cpu1 = { daemon: procCpuMs(pids.daemon), redis: procCpuMs(pids.redis), peers: procCpuMs(pids.peers), bench: process.cpuUsage(cpu0.bench) };
     const stats = await commandStats(redis);
     const redisCpu1 = (await redisInfo(redis)).cpuMs;
-    const pendingBytes = await usedMemory(redis);
-    const pendingHeld = await heldMemory(redis);
+    const memoryPending = await memoryFigures(redis);
+    const pendingBytes = memoryPending.used;
     if (!finished) {
       // stop producing: the rest of the run's figures describe what got in
       await queue.pause().catch(() => undefined);
@@ -437,7 +435,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       }
     }
     sampleRss();
-    const breakdown = await memoryBreakdown(redis, store, classify, keysBefore, Math.max(1, accepted), beforeBytes, scriptsBefore, clientsBefore).catch((err: unknown) => {
+    const breakdown = await memoryBreakdown(redis, store, classify, keysBefore, Math.max(1, accepted), memoryBefore).catch((err: unknown) => {
       process.stderr.write(`bench: memory breakdown not taken: ${(err as Error).message}\n`);
       return null;
     });
@@ -468,7 +466,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
         beforeBytes,
         pendingBytes,
         perPendingSubject: (pendingBytes - beforeBytes) / Math.max(1, accepted),
-        perPendingSubjectHeld: (pendingHeld - beforeHeld) / Math.max(1, accepted),
+        perPendingSubjectHeld: (memoryPending.held - memoryBefore.held) / Math.max(1, accepted),
         confirmedBytes,
         perConfirmedSubject: confirmedBytes === null ? null : (confirmedBytes - beforeBytes) / o.n,
         retiredBytes,
@@ -552,15 +550,17 @@ async function nostrEventCount(redis: Redis, k: AnchorStore['keys']): Promise<nu
 /**
  * Where the Redis memory went, per subject accepted: every key classified by kind
  * (bench/memory.ts) and MEMORY USAGE summed per kind, less what the same kinds held before
- * the run; the script cache's growth (INFO used_memory_scripts) is its own row; "outside keys"
- * is the used_memory delta (read just before the listing) less the keys' and the scripts'. Plus the state-change stream's length and the history entries per subject, where
- * the layout has them.
+ * the run; the script cache's growth (INFO used_memory_scripts) and the clients' buffers'
+ * (mem_clients_normal) are rows of their own; "outside keys" is the used_memory delta (read
+ * just before the listing) less the keys', the scripts' and the clients'. Plus the
+ * state-change stream's length and the history entries per subject, where the layout has them.
  */
-async function memoryBreakdown(redis: Redis, store: AnchorStore, classify: (name: string) => string, before: Map<string, KindUsage>, subjects: number, beforeBytes: number, scriptsBefore: number, clientsBefore: number): Promise<MemoryBreakdown> {
+async function memoryBreakdown(redis: Redis, store: AnchorStore, classify: (name: string) => string, before: Map<string, KindUsage>, subjects: number, memoryBefore: MemoryFigures): Promise<MemoryBreakdown> {
   const k = store.keys;
-  const deltaBytes = (await usedMemory(redis)) - beforeBytes;
-  const scriptBytes = (await scriptCacheBytes(redis)) - scriptsBefore;
-  const clientBytes = (await clientBufferBytes(redis)) - clientsBefore;
+  const now = await memoryFigures(redis);
+  const deltaBytes = now.used - memoryBefore.used;
+  const scriptBytes = now.scripts - memoryBefore.scripts;
+  const clientBytes = now.clients - memoryBefore.clients;
   const { kinds, truncated } = await keySpaceUsage(redis, classify);
   // looked up by name, so a layout without a per-prefix stream or per-subject history lists still runs
   const named = k as unknown as { events?: unknown; history?: unknown };

@@ -172,16 +172,29 @@ export async function redisInfo(redis: Redis): Promise<{ usedMemory: number; cpu
   return { usedMemory: num('used_memory'), cpuMs: (num('used_cpu_sys') + num('used_cpu_user')) * 1000 };
 }
 
-/** INFO memory's mem_clients_normal (part of used_memory); 0 when the server does not report it. */
-export async function clientBufferBytes(redis: Redis): Promise<number> {
-  const m = /^mem_clients_normal:(\d+)/m.exec(await redis.info('memory'));
-  return m ? Number(m[1]) : 0;
+/** Parts of INFO memory's used_memory, read together (bytes). */
+export interface MemoryFigures {
+  used: number;
+  /** mem_clients_normal: the clients' buffers, what is in flight on the connections (0 when not reported). */
+  clients: number;
+  /** used_memory_scripts: the cached scripts' bodies, once per Redis (0 when not reported). */
+  scripts: number;
+  /** used less clients and scripts: what the state holds, with Redis's own tables. */
+  held: number;
 }
 
-/** INFO memory's used_memory_scripts (the cached scripts' bodies, part of used_memory); 0 when the server does not report it. */
-export async function scriptCacheBytes(redis: Redis): Promise<number> {
-  const m = /^used_memory_scripts:(\d+)/m.exec(await redis.info('memory'));
-  return m ? Number(m[1]) : 0;
+/** One INFO memory read: used_memory and the parts of it no subject holds. */
+export async function memoryFigures(redis: Redis): Promise<MemoryFigures> {
+  const info = await redis.info('memory');
+  const field = (name: string): number | null => {
+    const m = new RegExp(`^${name}:(\\d+)`, 'm').exec(info);
+    return m ? Number(m[1]) : null;
+  };
+  const used = field('used_memory');
+  if (used === null) throw new Error('INFO memory has no used_memory line');
+  const clients = field('mem_clients_normal') ?? 0;
+  const scripts = field('used_memory_scripts') ?? 0;
+  return { used, clients, scripts, held: used - clients - scripts };
 }
 
 export interface MemoryBreakdown {
@@ -199,7 +212,8 @@ export interface MemoryBreakdown {
 
 /**
  * Bytes (and keys) per subject each kind added between `before` and `after`; `deltaBytes` is
- * the used_memory delta, `scriptBytes` the part of it the script cache took (its own row).
+ * the used_memory delta, `scriptBytes` and `clientBytes` the parts of it the script cache and
+ * the clients' buffers took (rows of their own).
  */
 export function breakdownOf(before: Map<string, KindUsage>, after: Map<string, KindUsage>, subjects: number, deltaBytes: number, scriptBytes = 0, clientBytes = 0): Pick<MemoryBreakdown, 'perSubject' | 'keysPerSubject'> {
   const rows: Array<[string, number, number]> = [];

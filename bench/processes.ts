@@ -76,21 +76,6 @@ export async function startRedis(): Promise<EmbeddedRedis> {
 }
 
 /** `used_memory` from INFO memory, in bytes. */
-/**
- * INFO used_memory less what no subject holds: the clients' buffers (mem_clients_normal, the
- * daemon's connections and what is in flight on them at the moment of reading) and the script
- * cache (used_memory_scripts, once per Redis). What the state holds, with Redis's own tables.
- */
-export async function heldMemory(redis: Redis): Promise<number> {
-  const info = await redis.info('memory');
-  const num = (name: string): number => {
-    const m = new RegExp(`^${name}:(\\d+)`, 'm').exec(info);
-    if (!m) throw new Error(`INFO memory has no ${name} line`);
-    return Number(m[1]);
-  };
-  return num('used_memory') - num('mem_clients_normal') - num('used_memory_scripts');
-}
-
 export async function usedMemory(redis: Redis): Promise<number> {
   const info = await redis.info('memory');
   const m = /^used_memory:(\d+)/m.exec(info);

@@ -735,10 +735,7 @@ function eventPathFigures(batch: readonly DaemonRunResult[], envelope: readonly 
   row('batch mode', batch, false);
   row('envelope mode', envelope, true);
   row('auto mode', auto, false);
-  const medianCpu = (rs: readonly DaemonRunResult[]): number | null => {
-    const v = rs.flatMap((x) => (x.cpu.daemon === null ? [] : [x.cpu.daemon])).sort((a, b) => a - b);
-    return v.length === 0 ? null : v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
-  };
+  const medianCpu = (rs: readonly DaemonRunResult[]): number | null => median(rs.flatMap((x) => (x.cpu.daemon === null ? [] : [x.cpu.daemon])));
   const [envCpu, batchCpu] = [medianCpu(envelope), medianCpu(batch)];
   out.push(
     figure('event path: signing rate (the bound of envelope mode)', 'signatures/s', signMs > 0 ? [1000 / signMs] : [], {
