@@ -122,6 +122,8 @@ export interface DaemonRunResult {
     perPendingSubject: number;
     /** The same for heldMemory (used_memory less client buffers and the script cache). */
     perPendingSubjectHeld: number;
+    /** The same less what the capped streams added (MemoryFigures.capped): what each subject keeps. */
+    perPendingSubjectKept: number;
     confirmedBytes: number | null;
     perConfirmedSubject: number | null;
     /** With retention: INFO used_memory once every subject was retired (null when not asked or not reached). */
@@ -467,6 +469,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
         pendingBytes,
         perPendingSubject: (pendingBytes - beforeBytes) / Math.max(1, accepted),
         perPendingSubjectHeld: (memoryPending.held - memoryBefore.held) / Math.max(1, accepted),
+        perPendingSubjectKept: (memoryPending.held - memoryPending.capped - (memoryBefore.held - memoryBefore.capped)) / Math.max(1, accepted),
         confirmedBytes,
         perConfirmedSubject: confirmedBytes === null ? null : (confirmedBytes - beforeBytes) / o.n,
         retiredBytes,

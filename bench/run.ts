@@ -68,6 +68,8 @@ interface Plan {
   /** Batch mode, bulk and single-subject jobs at this N (tuned and default windows); the bulk run's proofs are the verification set. */
   batchN: number;
   envelopeN: number;
+  /** --event-path: subjects per run (the bytes a subject keeps are read against a start-up state that moves by ±100 KB between runs). */
+  eventPathN: number;
   /** The naive baseline and batch mode (bulk and single) at this N: one of `growth`. */
   naiveN: number;
   /** Cost-growth sizes, bulk jobs (batchN among them); the largest runs last, with what budget is left. */
@@ -79,8 +81,8 @@ interface Plan {
   pendingN: number;
 }
 
-const FULL: Plan = { label: 'full', budgetMs: FULL_BUDGET_S * 1000, batchN: 10_000, envelopeN: 1_000, naiveN: 1_000, growth: [1_000, 10_000, 100_000], coldStarts: 5, intakeN: 10_000, pendingN: 100_000 };
-const QUICK: Plan = { label: 'quick', budgetMs: QUICK_BUDGET_S * 1000, batchN: 2_000, envelopeN: 200, naiveN: 200, growth: [200, 2_000], coldStarts: 3, intakeN: 5_000, pendingN: 5_000 };
+const FULL: Plan = { label: 'full', budgetMs: FULL_BUDGET_S * 1000, batchN: 10_000, envelopeN: 1_000, eventPathN: 3_000, naiveN: 1_000, growth: [1_000, 10_000, 100_000], coldStarts: 5, intakeN: 10_000, pendingN: 100_000 };
+const QUICK: Plan = { label: 'quick', budgetMs: QUICK_BUDGET_S * 1000, batchN: 2_000, envelopeN: 200, eventPathN: 200, naiveN: 200, growth: [200, 2_000], coldStarts: 3, intakeN: 5_000, pendingN: 5_000 };
 /** A run shorter than this is repeated up to 3 times, budget permitting. */
 const SHORT_MS = 10_000;
 const MB = 1024 * 1024;
@@ -172,10 +174,11 @@ async function main(): Promise<number> {
     const base = { peers, calendarRoundMs: roundMs, windowMs, ratePerMinute, confirmTimeoutMs: 60_000 };
     if (values['event-path']) {
       // batch, envelope and auto mode side by side, bulk jobs each, the signing rate beside them;
-      // 3 rounds (quick: 1), the modes taking turns, medians shown: Redis's own tables (its main
-      // dictionary is resized in steps) move a run's bytes per subject by about ±100 at N = 1,000
+      // 3 rounds (quick: 1), the modes taking turns, medians shown. N = 3,000: what Redis holds
+      // outside the keys at the start (its main dictionary, resized in steps, and allocations no
+      // INFO field names) moves by about ±100 KB between runs, ±100 B a subject at N = 1,000
       const at = (mode: 'batch' | 'envelope' | 'auto'): Promise<Timed<DaemonRunResult>> =>
-        timed(() => daemonRun({ ...base, mode, intake: 'bulk', n: plan.envelopeN, timeoutMs: 120_000, confirm: false, exportProofs: false }));
+        timed(() => daemonRun({ ...base, mode, intake: 'bulk', n: plan.eventPathN, timeoutMs: 120_000, confirm: false, exportProofs: false }));
       const side: Record<'batch' | 'envelope' | 'auto', DaemonRunResult[]> = { batch: [], envelope: [], auto: [] };
       for (let i = 0; i < (plan.label === 'full' ? 3 : 1); i++) {
         for (const mode of ['batch', 'envelope', 'auto'] as const) {
@@ -700,8 +703,9 @@ function eventPathFigures(batch: readonly DaemonRunResult[], envelope: readonly 
     const note = `N=${fmtN(r.n)}, bulk jobs, ${fmtN(r.nostrEvents)} signed events${unfinished(r)}`;
     const cpu = rs.flatMap((x) => (x.cpu.daemon === null ? [] : [x.cpu.daemon]));
     const held = rs.map((x) => x.memory.perPendingSubjectHeld);
+    const kept = rs.map((x) => x.memory.perPendingSubjectKept);
     // the breakdown of the run whose bytes are the median's (or nearest it)
-    const mid = [...rs].sort((x, y) => x.memory.perPendingSubjectHeld - y.memory.perPendingSubjectHeld)[Math.floor((rs.length - 1) / 2)]!;
+    const mid = [...rs].sort((x, y) => x.memory.perPendingSubjectKept - y.memory.perPendingSubjectKept)[Math.floor((rs.length - 1) / 2)]!;
     out.push(
       figure(`event path, ${label}: throughput`, 'subjects/s', rs.map((x) => x.subjectsPerS), { n: r.n, load: r.load, note }),
       figure(`event path, ${label}: daemon CPU per subject`, 'ms', cpu, {
@@ -717,12 +721,18 @@ function eventPathFigures(batch: readonly DaemonRunResult[], envelope: readonly 
         target: targets ? { op: '<=', bound: EVENT_PATH_TARGETS.calls } : null,
         note: `most called: ${mostCalled(r, 4)}`,
       }),
-      figure(`event path, ${label}: Redis per subject`, 'bytes', held, {
+      figure(`event path, ${label}: Redis per subject`, 'bytes', kept, {
         n: r.n,
         load: r.load,
         digits: 0,
         target: targets ? { op: '<=', bound: EVENT_PATH_TARGETS.bytes } : null,
-        note: `what the state holds: INFO used_memory less client buffers and the script cache (neither grows with subjects), delta / subjects, when every subject was accepted by every relay; runs ${held.map((b) => fmtN(Math.round(b))).join(', ')}${breakdownNote(mid)}`,
+        note: `what each subject keeps: INFO used_memory less client buffers, the script cache and the capped streams (MEMORY USAGE of the change stream and BullMQ's event streams: they stop growing at their caps), delta / subjects, when every subject was accepted by every relay; runs ${kept.map((b) => fmtN(Math.round(b))).join(', ')}${breakdownNote(mid)}`,
+      }),
+      figure(`event path, ${label}: Redis per subject, with the capped streams`, 'bytes', held, {
+        n: r.n,
+        load: r.load,
+        digits: 0,
+        note: `the same with the change stream and BullMQ's event streams as they filled over this run (the change stream holds the last ~100,000 subject events, then stops growing); runs ${held.map((b) => fmtN(Math.round(b))).join(', ')}`,
       }),
       figure(`event path, ${label}: Redis per subject, whole used_memory`, 'bytes', rs.map((x) => x.memory.perPendingSubject), {
         n: r.n,

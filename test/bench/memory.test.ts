@@ -3,9 +3,12 @@
  * is put in a kind by its name, a key of a kind it does not know is counted under a named
  * "other", and what no key holds is its own line, so "rest" is never a silent remainder.
  */
-import { describe, expect, it } from 'vitest';
-import { BULL_EVENTS, BULL_JOBS, BULL_QUEUES, CLIENT_BUFFERS, OUTSIDE_KEYS, SCRIPT_CACHE, breakdownOf, keyClassifier } from '../../bench/memory.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { BULL_EVENTS, BULL_JOBS, BULL_QUEUES, CLIENT_BUFFERS, OUTSIDE_KEYS, SCRIPT_CACHE, breakdownOf, keyClassifier, memoryFigures } from '../../bench/memory.js';
 import { StateKeys } from '../../src/adapters/state/keys.js';
+import { privateRedis } from '../helpers/harness.js';
+import type { EmbeddedRedis } from '../../src/daemon/embedded-redis.js';
 
 describe('bench memory breakdown', () => {
   const classify = keyClassifier('bench', 'aer1-anchor');
@@ -64,5 +67,52 @@ describe('bench memory breakdown', () => {
     // the clients' buffers are their own row, out of what no key holds
     const d = breakdownOf(before, after, 100, 80_000, 6_000, 3_000);
     expect(d.perSubject).toEqual({ 'subject hash': 600, indexes: 100, [SCRIPT_CACHE]: 60, [CLIENT_BUFFERS]: 30, [OUTSIDE_KEYS]: 10 });
+  });
+});
+
+// a private redis-server: memoryFigures reads the whole key space and every client
+describe('bench memory figures (a private Redis)', () => {
+  let server: EmbeddedRedis;
+  let redis: Redis;
+  beforeAll(async () => {
+    server = await privateRedis(false);
+    redis = new Redis(server.url);
+  });
+  afterAll(async () => {
+    await redis?.quit().catch(() => undefined);
+    await server?.stop();
+  });
+
+  it('counts the capped streams (the change stream, its tally, BullMQ event streams) and no other key', async () => {
+    const k = new StateKeys('bench');
+    const empty = await memoryFigures(redis);
+    expect(empty.capped).toBe(0);
+    const pipe = redis.pipeline();
+    for (let i = 0; i < 200; i++) pipe.xadd(k.events, '*', 'data', `{"type":"accepted","key":"k-${i}"}`);
+    pipe.zadd(k.eventTally, 200, '~total');
+    pipe.xadd('{bench}:aer1-anchor-ots:events', '*', 'event', 'added');
+    pipe.hset(k.subject('u-1'), 'status', 'pending', 'pad', 'x'.repeat(40_000));
+    pipe.xadd('{bench}:my-events-log', '*', 'a', 'b');
+    await pipe.exec();
+    const usage = async (key: string): Promise<number> => Number(await redis.memory('USAGE', key, 'SAMPLES', '0'));
+    const streams = (await usage(k.events)) + (await usage(k.eventTally)) + (await usage('{bench}:aer1-anchor-ots:events'));
+    const f = await memoryFigures(redis);
+    expect(f.capped).toBe(streams);
+    // the 40 KB subject hash is held, not capped
+    expect(f.held - f.capped - (empty.held - empty.capped)).toBeGreaterThan(40_000);
+  });
+
+  it("subtracts a client's query buffer as it is now, not INFO's figure of it", async () => {
+    const before = await memoryFigures(redis);
+    // a second connection that sent a 1 MB value: its query buffer is the clients', never the state's
+    const other = new Redis(server.url);
+    try {
+      await other.set('{bench}:big', 'y'.repeat(1_000_000));
+      await other.del('{bench}:big');
+      const after = await memoryFigures(redis);
+      expect(Math.abs(after.held - before.held)).toBeLessThan(100_000);
+    } finally {
+      other.disconnect();
+    }
   });
 });
