@@ -4,17 +4,29 @@
  * split at the largest power of two below n. Built level by level (an odd last node
  * is carried up unchanged), which yields the same tree as the recursive definition.
  */
-import { createHash } from 'node:crypto';
+import { sha256 } from '../aer1/hash.js';
 
-const LEAF_PREFIX = Buffer.from([0x00]);
-const NODE_PREFIX = Buffer.from([0x01]);
+/** The bytes hashed, copied into one buffer and hashed in one call (no Hash object per hash). */
+let scratch = Buffer.alloc(65);
+
+function prefixed(prefix: number, parts: readonly Uint8Array[]): Buffer {
+  const size = parts.reduce((a, p) => a + p.length, 1);
+  if (size > scratch.length) scratch = Buffer.alloc(size);
+  scratch[0] = prefix;
+  let at = 1;
+  for (const p of parts) {
+    scratch.set(p, at);
+    at += p.length;
+  }
+  return sha256(scratch.subarray(0, at));
+}
 
 export function leafHash(digest: Uint8Array): Buffer {
-  return createHash('sha256').update(LEAF_PREFIX).update(digest).digest();
+  return prefixed(0x00, [digest]);
 }
 
 export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
-  return createHash('sha256').update(NODE_PREFIX).update(left).update(right).digest();
+  return prefixed(0x01, [left, right]);
 }
 
 /** Which side the sibling stands on at one step of an inclusion path, leaf upward. */
