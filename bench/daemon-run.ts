@@ -23,7 +23,7 @@ import { ProofExporter } from '../src/adapters/proof/export.js';
 import { logDir } from '../src/adapters/config/config.js';
 import { CHECKPOINTS_DIR, CheckpointHistory } from '../src/adapters/log/checkpoint-history.js';
 import { LogKeys } from '../src/adapters/log/log-sequencer.js';
-import { BENCH_PREFIX, commandStats, mineAll, procCpuMs, sleep, startDaemonChild, startRedis, tempDir, usedMemory, type DaemonChild } from './processes.js';
+import { BENCH_PREFIX, commandStats, mineAll, procCpuMs, procMainThreadCpuMs, sleep, startDaemonChild, startRedis, tempDir, usedMemory, type DaemonChild } from './processes.js';
 import { breakdownOf, keyClassifier, keySpaceUsage, memoryFigures, redisInfo, type KindUsage, type MemoryBreakdown, type MemoryFigures } from './memory.js';
 import type { PeersInfo } from './peers.js';
 import { load } from './report.js';
@@ -72,6 +72,8 @@ export interface LogFigures {
 /** Milliseconds of CPU per subject, by process. */
 export interface CpuPerSubject {
   daemon: number | null;
+  /** The daemon's main thread alone (event loop, JavaScript); the rest of `daemon` is V8's helper threads and libuv's pool. */
+  daemonMain: number | null;
   redis: number | null;
   peers: number | null;
   /** The load generator (enqueue, polling) in the bench process. */
@@ -284,7 +286,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     // before the counters start: the wait is nobody's cost
     if (o.calendarRoundMs) await sleep(Math.random() * o.calendarRoundMs);
     const pids = { daemon: daemon.child.pid, redis: redisServer.child.pid, peers: o.peers.pid };
-    const cpu0 = { daemon: procCpuMs(pids.daemon), redis: procCpuMs(pids.redis), peers: procCpuMs(pids.peers), bench: process.cpuUsage() };
+    const cpu0 = { daemon: procCpuMs(pids.daemon), daemonMain: procMainThreadCpuMs(pids.daemon), redis: procCpuMs(pids.redis), peers: procCpuMs(pids.peers), bench: process.cpuUsage() };
     await redis.config('RESETSTAT');
     const redisCpu0 = (await redisInfo(redis)).cpuMs;
 
@@ -359,7 +361,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     const loadNow = load();
     const finished = nostrMs !== null && otsMs !== null && loggedMs !== null;
     const rssPending = sampleRss();
-    const cpu1 = { daemon: procCpuMs(pids.daemon), redis: procCpuMs(pids.redis), peers: procCpuMs(pids.peers), bench: process.cpuUsage(cpu0.bench) };
+    const cpu1 = { daemon: procCpuMs(pids.daemon), daemonMain: procMainThreadCpuMs(pids.daemon), redis: procCpuMs(pids.redis), peers: procCpuMs(pids.peers), bench: process.cpuUsage(cpu0.bench) };
     const stats = await commandStats(redis);
     const redisCpu1 = (await redisInfo(redis)).cpuMs;
     const memoryPending = await memoryFigures(redis);
@@ -377,6 +379,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     const perSubjectCpu = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : (b - a) / counted);
     const cpu: CpuPerSubject = {
       daemon: perSubjectCpu(cpu0.daemon, cpu1.daemon),
+      daemonMain: perSubjectCpu(cpu0.daemonMain, cpu1.daemonMain),
       redis: perSubjectCpu(cpu0.redis, cpu1.redis),
       peers: perSubjectCpu(cpu0.peers, cpu1.peers),
       bench: (cpu1.bench.user + cpu1.bench.system) / 1000 / counted,

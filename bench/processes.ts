@@ -5,7 +5,7 @@
  * exits, also on errors and signals.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, openSync, closeSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { readdirSync, mkdtempSync, openSync, closeSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -318,11 +318,11 @@ export function sleep(ms: number): Promise<void> {
 let clockTicks: number | null = null;
 
 /** CPU time (user + system) of a process in ms, from /proc/<pid>/stat; null when unreadable. */
-export function procCpuMs(pid: number | undefined): number | null {
+export function procCpuMs(pid: number | undefined, file = `/proc/${pid}/stat`): number | null {
   if (pid === undefined) return null;
   let text: string;
   try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    text = readFileSync(file, 'utf8');
   } catch {
     return null;
   }
@@ -336,6 +336,22 @@ export function procCpuMs(pid: number | undefined): number | null {
     clockTicks = Number(r.stdout.trim()) || 100;
   }
   return ((utime + stime) * 1000) / clockTicks;
+}
+
+/**
+ * CPU time (user + system) in ms of a process's main thread alone (`/proc/<pid>/task/<pid>/stat`):
+ * for Node, the event loop and JavaScript; what the process spends beyond it is V8's helper
+ * threads (parallel and concurrent garbage collection, compilation) and libuv's pool. Null when
+ * unreadable.
+ */
+export function procMainThreadCpuMs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    if (!readdirSync(`/proc/${pid}/task`).includes(String(pid))) return null;
+  } catch {
+    return null;
+  }
+  return procCpuMs(pid, `/proc/${pid}/task/${pid}/stat`);
 }
 
 /** Redis command statistics: calls and server time per command (INFO commandstats). */

@@ -696,6 +696,11 @@ function logFigures(off: readonly DaemonRunResult[], on: readonly DaemonRunResul
   ];
 }
 
+/** A median in ms, or — when there is none. */
+function fmtMs(v: number | null): string {
+  return v === null ? '—' : `${v.toFixed(2)} ms`;
+}
+
 function eventPathFigures(batch: readonly DaemonRunResult[], envelope: readonly DaemonRunResult[], auto: readonly DaemonRunResult[], signMs: number): Figure[] {
   const out: Figure[] = [];
   const row = (label: string, rs: readonly DaemonRunResult[], targets: boolean): void => {
@@ -713,7 +718,7 @@ function eventPathFigures(batch: readonly DaemonRunResult[], envelope: readonly 
         load: r.load,
         digits: 3,
         target: targets ? { op: '<=', bound: EVENT_PATH_TARGETS.daemonCpuMs } : null,
-        note: targets ? `bound: signing, ${signMs.toFixed(3)} ms a signature here (${fmtN(Math.round(1000 / Math.max(signMs, 1e-6)))}/s)` : note,
+        note: `${targets ? `bound: signing, ${signMs.toFixed(3)} ms a signature here (${fmtN(Math.round(1000 / Math.max(signMs, 1e-6)))}/s)` : note}; of it the main thread ${fmtMs(median(rs.flatMap((x) => (x.cpu.daemonMain === null ? [] : [x.cpu.daemonMain]))))}, the rest V8's helper threads (garbage collection, compilation) and libuv's pool`,
       }),
       figure(`event path, ${label}: Redis calls per subject`, 'calls', rs.map((x) => x.redisCommands.callsPerSubject), {
         n: r.n,
