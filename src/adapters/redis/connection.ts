@@ -108,15 +108,23 @@ export class ConnectionDroppedError extends Error {
 }
 
 /**
- * Drops a connection for good, as a stop does past its grace: what is in flight fails, and every
- * later command fails at once with ConnectionDroppedError. Not ioredis's "Connection is closed.":
- * a BullMQ worker that is closing retries that one without delay and for ever (a busy loop).
+ * Drops a connection for good, as a stop does past its grace: what is in flight or queued
+ * fails, and every later command fails at once, all with ConnectionDroppedError. Never
+ * ioredis's "Connection is closed.": a BullMQ worker retries that one for ever and, once
+ * closing, without a delay (a busy loop that starves every timer, the stop's bound included).
  */
 export function dropConnection(client: RedisClient): void {
   const refuse = (command: { reject: (err: Error) => void; promise: Promise<unknown> }): Promise<unknown> => {
     command.reject(new ConnectionDroppedError());
     return command.promise;
   };
-  (client as unknown as { sendCommand: typeof refuse }).sendCommand = refuse;
+  type Flushable = { flushQueue(err: Error): void; sendCommand: typeof refuse };
+  const parts: Flushable[] = [client as unknown as Flushable];
+  // a cluster's commands in flight wait in its nodes' queues
+  if (isCluster(client)) parts.push(...(client.nodes() as unknown as Flushable[]));
+  for (const c of parts) {
+    c.sendCommand = refuse;
+    c.flushQueue(new ConnectionDroppedError());
+  }
   client.disconnect();
 }
