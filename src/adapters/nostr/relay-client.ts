@@ -11,7 +11,7 @@ import { verifyEvent } from 'nostr-tools/pure';
 import type { EventTemplate, VerifiedEvent } from 'nostr-tools/core';
 import type { Filter } from 'nostr-tools/filter';
 import type { SignedEvent } from '../../core/nostr/keys.js';
-import { eventFields } from '../../core/nostr/events.js';
+import { eventMessage } from '../../core/nostr/events.js';
 import { configDefault } from '../config/schema.js';
 import { MAX_QUERY_LIMIT, type RelayQueryFilter } from '../../core/nostr/filter.js';
 import { parseOkFrame, splitEventFrame, type OkAnswer } from './relay-frames.js';
@@ -287,7 +287,7 @@ export class RelayClient {
     }
     if (deadline - Date.now() <= 0) return this.#result('timeout', `no OK within ${timeoutMs} ms`, undefined, true);
     this.#lastNotice = undefined;
-    const frame = `["EVENT",${JSON.stringify(eventFields(event))}]`;
+    const frame = eventMessage(event);
     let answer = await this.#exchange(relay, event.id, frame, deadline);
     if (typeof answer !== 'string' && !answer.ok && prefixOf(answer.message) === 'auth-required' && this.#signAuth && relay.connected) {
       // NIP-42: authenticate on this connection (once: AbstractRelay keeps the AUTH promise), send again

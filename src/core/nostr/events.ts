@@ -248,6 +248,23 @@ export function serializeEvent(event: SignedEvent): string {
   return JSON.stringify(eventFields(event));
 }
 
+/** Messages built, by event object (events are never changed once signed: a copy is a new object). */
+const messages = new WeakMap<SignedEvent, string>();
+
+/**
+ * The NIP-01 message that publishes `event`, `["EVENT",<its seven fields>]`: built once per
+ * event object, so the relays a drain sends one event to share one text (and a relay's size
+ * limit is checked against exactly what is sent).
+ */
+export function eventMessage(event: SignedEvent): string {
+  let m = messages.get(event);
+  if (m === undefined) {
+    m = `["EVENT",${serializeEvent(event)}]`;
+    messages.set(event, m);
+  }
+  return m;
+}
+
 /**
  * Canonical JSON of the seven NIP-01 fields only: two events are the same event,
  * byte for byte in every field, exactly when these texts are equal (field order and

@@ -10,6 +10,7 @@
  */
 import type { SignedEvent } from './keys.js';
 import { MAX_POW_DIFFICULTY } from './pow.js';
+import { eventMessage } from './events.js';
 
 /** Most bytes of a NIP-11 document read; a longer one states nothing. */
 export const MAX_RELAY_INFO_BYTES = 64 * 1024;
@@ -112,8 +113,8 @@ export function assessEvent(policy: RelayPolicy, event: SignedEvent, nowSeconds:
   if (policy.restrictedWrites === true) return { send: false, reason: 'relay policy (NIP-11): restricted_writes' };
   const pow = Math.max(0, powNeeded);
   if (policy.maxMessageLength !== undefined) {
-    // measured only against a stated limit (the event's JSON text, per publish)
-    const bytes = Buffer.byteLength(`["EVENT",${JSON.stringify(event)}]`, 'utf8') + (pow > 0 ? NONCE_TAG_BYTES : 0);
+    // measured only against a stated limit: the message that is sent (built once per event)
+    const bytes = Buffer.byteLength(eventMessage(event), 'utf8') + (pow > 0 ? NONCE_TAG_BYTES : 0);
     if (bytes > policy.maxMessageLength) {
       return { send: false, reason: `relay policy (NIP-11): max_message_length ${policy.maxMessageLength} bytes, our event message is ${bytes}` };
     }
