@@ -557,7 +557,7 @@ async function nostrEventCount(redis: Redis, k: AnchorStore['keys']): Promise<nu
  * Where the Redis memory went, per subject accepted: every key classified by kind
  * (bench/memory.ts) and MEMORY USAGE summed per kind, less what the same kinds held before
  * the run; the script cache's growth (INFO used_memory_scripts) and the clients' buffers'
- * (mem_clients_normal) are rows of their own; "outside keys" is the used_memory delta (read
+ * (CLIENT LIST tot-mem, memoryFigures) are rows of their own; "outside keys" is the used_memory delta (read
  * just before the listing) less the keys', the scripts' and the clients'. Plus the
  * state-change stream's length and the history entries per subject, where the layout has them.
  */

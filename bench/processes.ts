@@ -5,7 +5,7 @@
  * exits, also on errors and signals.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readdirSync, mkdtempSync, openSync, closeSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, closeSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -345,12 +345,6 @@ export function procCpuMs(pid: number | undefined, file = `/proc/${pid}/stat`): 
  * unreadable.
  */
 export function procMainThreadCpuMs(pid: number | undefined): number | null {
-  if (pid === undefined) return null;
-  try {
-    if (!readdirSync(`/proc/${pid}/task`).includes(String(pid))) return null;
-  } catch {
-    return null;
-  }
   return procCpuMs(pid, `/proc/${pid}/task/${pid}/stat`);
 }
 

@@ -701,12 +701,17 @@ function fmtMs(v: number | null): string {
   return v === null ? '—' : `${v.toFixed(2)} ms`;
 }
 
+/** The runs' daemon CPU per subject (the whole process, or its main thread), runs without a reading left out. */
+function daemonCpu(rs: readonly DaemonRunResult[], part: 'daemon' | 'daemonMain' = 'daemon'): number[] {
+  return rs.flatMap((x) => (x.cpu[part] === null ? [] : [x.cpu[part]!]));
+}
+
 function eventPathFigures(batch: readonly DaemonRunResult[], envelope: readonly DaemonRunResult[], auto: readonly DaemonRunResult[], signMs: number): Figure[] {
   const out: Figure[] = [];
   const row = (label: string, rs: readonly DaemonRunResult[], targets: boolean): void => {
     const r = rs[0]!;
     const note = `N=${fmtN(r.n)}, bulk jobs, ${fmtN(r.nostrEvents)} signed events${unfinished(r)}`;
-    const cpu = rs.flatMap((x) => (x.cpu.daemon === null ? [] : [x.cpu.daemon]));
+    const cpu = daemonCpu(rs);
     const held = rs.map((x) => x.memory.perPendingSubjectHeld);
     const kept = rs.map((x) => x.memory.perPendingSubjectKept);
     // the breakdown of the run whose bytes are the median's (or nearest it)
@@ -718,7 +723,7 @@ function eventPathFigures(batch: readonly DaemonRunResult[], envelope: readonly 
         load: r.load,
         digits: 3,
         target: targets ? { op: '<=', bound: EVENT_PATH_TARGETS.daemonCpuMs } : null,
-        note: `${targets ? `bound: signing, ${signMs.toFixed(3)} ms a signature here (${fmtN(Math.round(1000 / Math.max(signMs, 1e-6)))}/s)` : note}; of it the main thread ${fmtMs(median(rs.flatMap((x) => (x.cpu.daemonMain === null ? [] : [x.cpu.daemonMain]))))}, the rest V8's helper threads (garbage collection, compilation) and libuv's pool`,
+        note: `${targets ? `bound: signing, ${signMs.toFixed(3)} ms a signature here (${fmtN(Math.round(1000 / Math.max(signMs, 1e-6)))}/s)` : note}; of it the main thread ${fmtMs(median(daemonCpu(rs, 'daemonMain')))}, the rest V8's helper threads (garbage collection, compilation) and libuv's pool`,
       }),
       figure(`event path, ${label}: Redis calls per subject`, 'calls', rs.map((x) => x.redisCommands.callsPerSubject), {
         n: r.n,
@@ -750,8 +755,7 @@ function eventPathFigures(batch: readonly DaemonRunResult[], envelope: readonly 
   row('batch mode', batch, false);
   row('envelope mode', envelope, true);
   row('auto mode', auto, false);
-  const medianCpu = (rs: readonly DaemonRunResult[]): number | null => median(rs.flatMap((x) => (x.cpu.daemon === null ? [] : [x.cpu.daemon])));
-  const [envCpu, batchCpu] = [medianCpu(envelope), medianCpu(batch)];
+  const [envCpu, batchCpu] = [median(daemonCpu(envelope)), median(daemonCpu(batch))];
   out.push(
     figure('event path: signing rate (the bound of envelope mode)', 'signatures/s', signMs > 0 ? [1000 / signMs] : [], {
       n: 1000,
