@@ -14,11 +14,11 @@ import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ANCHOR_JOB } from '../src/adapters/bullmq/names.js';
+import { ANCHOR_JOB, nostrBatchQueueName, otsQueueName } from '../src/adapters/bullmq/names.js';
 import { ANCHOR_JOB_OPTIONS, enqueueAnchors } from '../src/adapters/queue/producer.js';
 import { AnchorStore } from '../src/adapters/state/anchor-store.js';
 import { BatchStore, type BatchInfo } from '../src/adapters/state/batches.js';
-import type { WitnessName } from '../src/adapters/state/keys.js';
+import type { StateKeys, WitnessName } from '../src/adapters/state/keys.js';
 import { ProofExporter } from '../src/adapters/proof/export.js';
 import { logDir } from '../src/adapters/config/config.js';
 import { CHECKPOINTS_DIR, CheckpointHistory } from '../src/adapters/log/checkpoint-history.js';
@@ -58,6 +58,12 @@ export interface DaemonRunOptions {
   log?: boolean;
   /** Retention on (with `log`: lean retirement): after confirmation, wait until every subject is retired and read memory again. */
   retention?: boolean;
+  /**
+   * First run N other subjects through the fresh daemon, to the same goal, before anything is
+   * counted: the figures then describe a warm daemon (V8 has compiled its hot paths), and that
+   * first burst's daemon CPU per subject is reported as `cpuCold` (not with `log`).
+   */
+  warmUp?: boolean;
 }
 
 /** With the anchor log on: when every subject was in a checkpoint, and each one's wait for it. */
@@ -142,6 +148,11 @@ export interface DaemonRunResult {
   daemonRssPendingBytes: number | null;
   daemonPeakRssBytes: number | null;
   cpu: CpuPerSubject;
+  /**
+   * With `warmUp`: the daemon's CPU per subject over the first burst of a fresh daemon (its
+   * whole process, and its main thread), V8's compilation of the hot paths included; null otherwise.
+   */
+  cpuCold: { daemon: number | null; daemonMain: number | null } | null;
   /** Redis CPU (INFO cpu: used_cpu_sys + used_cpu_user delta) per subject, in ms, over the timed part. */
   redisInfoCpuMs: number;
   /** INFO commandstats over the timed part; `top` by server time (a script's includes its inner commands'), `byCalls` by calls. */
@@ -256,6 +267,33 @@ async function memoryStats(redis: Redis): Promise<{ mainTable: number; clients: 
   return { mainTable, clients: Number(get('clients.normal') ?? 0), keys: Number(get('keys.count') ?? 0) };
 }
 
+/** A witness's batch counter (0 if a layout keeps it otherwise: the figures then say 0 events). */
+async function batchSeq(redis: Redis, k: StateKeys, w: WitnessName): Promise<number> {
+  return Number((await redis.get(k.batchSeq(w)).catch(() => null)) ?? 0);
+}
+
+/**
+ * Whether the daemon has nothing to do but wait: no job waiting or running on the intake, Nostr
+ * and OTS queues (an OTS poll scheduled for later does not count), no event in a relay outbox,
+ * and no Nostr event signed over a quarter of a second.
+ */
+async function idle(redis: Redis, k: StateKeys, queueName: string): Promise<boolean> {
+  const busy = async (): Promise<boolean> => {
+    for (const name of [queueName, nostrBatchQueueName(queueName), otsQueueName(queueName)]) {
+      const q = new Queue(name, { connection: redis, prefix: k.bullPrefix });
+      const counts = await q.getJobCounts('waiting', 'active', 'prioritized', 'paused');
+      await q.close();
+      if (Object.values(counts).some((v) => v > 0)) return true;
+    }
+    const [, outboxes] = await redis.scan('0', 'MATCH', `${k.base}:nostr:ob:*`, 'COUNT', 10_000);
+    return outboxes.length > 0;
+  };
+  const seq0 = await redis.get(k.batchSeq('nostr'));
+  if (await busy()) return false;
+  await sleep(250);
+  return !(await busy()) && (await redis.get(k.batchSeq('nostr'))) === seq0;
+}
+
 /** Commands only the bench sends while polling; left out of the per-subject counts. */
 const BENCH_ONLY_COMMANDS = new Set(['zcard', 'info', 'config|resetstat', 'config']);
 
@@ -273,6 +311,54 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     await queue.waitUntilReady();
     const subjects = Array.from({ length: o.n }, subject);
     const intake: IntakeKind = o.intake ?? 'single';
+    const perJob = daemon.config.queue.maxSubjectsPerJob;
+    const limits = { maxJobBytes: daemon.config.limits.maxJobBytes };
+    /** Enqueues `list` as an issuer would (single jobs, or the producer helper's bulk jobs); returns the jobs made. */
+    const enqueueAll = async (list: ReadonlyArray<ReturnType<typeof subject>>): Promise<number> => {
+      let made = 0;
+      if (intake === 'single') {
+        for (let i = 0; i < list.length; i += 500) {
+          await queue!.addBulk(list.slice(i, i + 500).map(({ data, key }) => ({ name: ANCHOR_JOB, data, opts: { jobId: key, ...ANCHOR_JOB_OPTIONS } })));
+          made += Math.min(500, list.length - i);
+        }
+        return made;
+      }
+      // the producer helper, as an issuer with many subjects uses it: validated, checked against state, split into jobs of perJob
+      const step = perJob * 5;
+      for (let i = 0; i < list.length; i += step) {
+        const out = await enqueueAnchors(queue!, store.subjects, list.slice(i, i + step).map((x) => x.data), limits, { maxSubjectsPerJob: perJob });
+        const refused = out.find((r) => 'error' in r);
+        if (refused && 'error' in refused) throw new Error(`enqueueAnchors refused a subject: ${refused.error.code} ${refused.error.message}`);
+        made += new Set(out.map((r) => ('job' in r ? r.job : ''))).size;
+      }
+      return made;
+    };
+    // subjects (all accepted) and Nostr confirmations already in state when the counted burst starts
+    let base = { accepted: 0, nostr: 0, nostrSeq: 0, otsSeq: 0, events: 0 };
+    let cpuCold: DaemonRunResult['cpuCold'] = null;
+    if (o.warmUp) {
+      if (o.log) throw new Error('daemonRun: warmUp is not made for the anchor log run');
+      const warm = Array.from({ length: o.n }, subject);
+      const pid = daemon.child.pid;
+      const c0 = { daemon: procCpuMs(pid), daemonMain: procMainThreadCpuMs(pid) };
+      await enqueueAll(warm);
+      const warmOts = new OtsSubmissions(store, warm.map((x) => x.key));
+      const warmDeadline = performance.now() + o.timeoutMs;
+      for (;;) {
+        const [c, w] = await Promise.all([store.indexes.countByStatus(), store.indexes.countByWitness(['nostr', 'ots'])]);
+        if ((c.rejected ?? 0) > 0 || (w.nostr?.failed ?? 0) > 0 || (w.ots?.failed ?? 0) > 0) throw new Error(`warm-up: subjects refused or failed; daemon log: ${daemon.logTail()}`);
+        // the goal reached and the daemon idle (auto mode signs the subjects' own events after their batch's)
+        if ((w.nostr?.confirmed ?? 0) >= o.n && (await warmOts.count()) >= o.n && (await idle(redis, k, daemon.config.queue.name))) {
+          base = { accepted: Object.values(c).reduce((a, b) => a + b, 0), nostr: w.nostr?.confirmed ?? 0, nostrSeq: await batchSeq(redis, k, 'nostr'), otsSeq: await batchSeq(redis, k, 'ots'), events: o.mode === 'auto' ? await nostrEventCount(redis, k) : 0 };
+          break;
+        }
+        if (performance.now() > warmDeadline) throw new Error(`warm-up: not done within ${o.timeoutMs} ms; daemon log: ${daemon.logTail()}`);
+        await sleep(20);
+      }
+      const c1 = { daemon: procCpuMs(pid), daemonMain: procMainThreadCpuMs(pid) };
+      const per = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : (b - a) / o.n);
+      cpuCold = { daemon: per(c0.daemon, c1.daemon), daemonMain: per(c0.daemonMain, c1.daemonMain) };
+    }
     const classify = keyClassifier(BENCH_PREFIX, daemon.config.queue.name);
     const keysBefore = (await keySpaceUsage(redis, classify)).kinds;
     const memoryBefore = await memoryFigures(redis);
@@ -295,24 +381,8 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     let enqueuedMs = -1;
     let enqueueError: unknown = null;
     let jobs = 0;
-    const perJob = daemon.config.queue.maxSubjectsPerJob;
-    const limits = { maxJobBytes: daemon.config.limits.maxJobBytes };
     const enqueue = (async () => {
-      if (intake === 'single') {
-        for (let i = 0; i < subjects.length; i += 500) {
-          await queue!.addBulk(subjects.slice(i, i + 500).map(({ data, key }) => ({ name: ANCHOR_JOB, data, opts: { jobId: key, ...ANCHOR_JOB_OPTIONS } })));
-          jobs += Math.min(500, subjects.length - i);
-        }
-      } else {
-        // the producer helper, as an issuer with many subjects uses it: validated, checked against state, split into jobs of perJob
-        const step = perJob * 5;
-        for (let i = 0; i < subjects.length; i += step) {
-          const out = await enqueueAnchors(queue!, store.subjects, subjects.slice(i, i + step).map((x) => x.data), limits, { maxSubjectsPerJob: perJob });
-          const refused = out.find((r) => 'error' in r);
-          if (refused && 'error' in refused) throw new Error(`enqueueAnchors refused a subject: ${refused.error.code} ${refused.error.message}`);
-          jobs += new Set(out.map((r) => ('job' in r ? r.job : ''))).size;
-        }
-      }
+      jobs = await enqueueAll(subjects);
       enqueuedMs = at();
     })().catch((err: unknown) => {
       enqueueError = err;
@@ -333,11 +403,11 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     for (let i = 0; i < maxPolls; i++) {
       // the counts the daemon keeps (two HMGETs, subtracted from the command counts below)
       const [c, w, logged] = await Promise.all([store.indexes.countByStatus(), store.indexes.countByWitness(['nostr', 'ots']), o.log ? redis.get(logPublished) : null]);
-      const nostrOk = w.nostr?.confirmed ?? 0;
+      const nostrOk = (w.nostr?.confirmed ?? 0) - base.nostr;
       const nostrFailed = w.nostr?.failed ?? 0;
       const otsFailed = w.ots?.failed ?? 0;
       polls++;
-      const all = Object.values(c).reduce((a, b) => a + b, 0);
+      const all = Object.values(c).reduce((a, b) => a + b, 0) - base.accepted;
       const rejected = c.rejected ?? 0;
       const submitted = await ots.count();
       const now = at();
@@ -371,10 +441,8 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       await queue.pause().catch(() => undefined);
     }
     await enqueue;
-    // batch counters (0 if a layout keeps them otherwise: the figures then say 0 events)
-    const seq = async (w: WitnessName): Promise<number> => Number((await redis.get(k.batchSeq(w)).catch(() => null)) ?? 0);
-    const nostrEvents = await seq('nostr');
-    const otsBatches = await seq('ots');
+    const nostrEvents = (await batchSeq(redis, k, 'nostr')) - base.nostrSeq;
+    const otsBatches = (await batchSeq(redis, k, 'ots')) - base.otsSeq;
     const counted = Math.max(1, finished ? o.n : done);
     const perSubjectCpu = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : (b - a) / counted);
     const cpu: CpuPerSubject = {
@@ -465,7 +533,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       wallMs,
       subjectsPerS: (finished ? o.n : done) / (wallMs / 1000),
       intakePerTenth: intakePerTenth(progress, o.n),
-      nostrEvents: o.mode === 'batch' ? nostrEvents : o.mode === 'envelope' ? o.n : await nostrEventCount(redis, k),
+      nostrEvents: o.mode === 'batch' ? nostrEvents : o.mode === 'envelope' ? o.n : (await nostrEventCount(redis, k)) - base.events,
       otsBatches,
       memory: {
         beforeBytes,
@@ -484,6 +552,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       daemonRssPendingBytes: rssPending,
       daemonPeakRssBytes: peakRss || null,
       cpu,
+      cpuCold,
       redisInfoCpuMs: (redisCpu1 - redisCpu0) / counted,
       redisCommands,
       confirmMs,

@@ -174,11 +174,13 @@ async function main(): Promise<number> {
     const base = { peers, calendarRoundMs: roundMs, windowMs, ratePerMinute, confirmTimeoutMs: 60_000 };
     if (values['event-path']) {
       // batch, envelope and auto mode side by side, bulk jobs each, the signing rate beside them;
-      // 3 rounds (quick: 1), the modes taking turns, medians shown. N = 3,000: what Redis holds
+      // 3 rounds (quick: 1), the modes taking turns, medians shown. Each run's fresh daemon first
+      // takes N other subjects to the same goal (warmUp): the figures are the next N's, a warm
+      // daemon's, and the first N's CPU is shown as the cold one. N = 3,000: what Redis holds
       // outside the keys at the start (its main dictionary, resized in steps, and allocations no
       // INFO field names) moves by about ±100 KB between runs, ±100 B a subject at N = 1,000
       const at = (mode: 'batch' | 'envelope' | 'auto'): Promise<Timed<DaemonRunResult>> =>
-        timed(() => daemonRun({ ...base, mode, intake: 'bulk', n: plan.eventPathN, timeoutMs: 120_000, confirm: false, exportProofs: false }));
+        timed(() => daemonRun({ ...base, mode, intake: 'bulk', n: plan.eventPathN, timeoutMs: 120_000, confirm: false, exportProofs: false, warmUp: true }));
       const side: Record<'batch' | 'envelope' | 'auto', DaemonRunResult[]> = { batch: [], envelope: [], auto: [] };
       for (let i = 0; i < (plan.label === 'full' ? 3 : 1); i++) {
         for (const mode of ['batch', 'envelope', 'auto'] as const) {
@@ -701,9 +703,18 @@ function fmtMs(v: number | null): string {
   return v === null ? '—' : `${v.toFixed(2)} ms`;
 }
 
-/** The runs' daemon CPU per subject (the whole process, or its main thread), runs without a reading left out. */
-function daemonCpu(rs: readonly DaemonRunResult[], part: 'daemon' | 'daemonMain' = 'daemon'): number[] {
-  return rs.flatMap((x) => (x.cpu[part] === null ? [] : [x.cpu[part]!]));
+/** The runs' daemon CPU per subject (the whole process, or its main thread; warm, or over a fresh daemon's first burst), runs without a reading left out. */
+function daemonCpu(rs: readonly DaemonRunResult[], part: 'daemon' | 'daemonMain' = 'daemon', phase: 'warm' | 'cold' = 'warm'): number[] {
+  return rs.flatMap((x) => {
+    const v = phase === 'warm' ? x.cpu[part] : (x.cpuCold?.[part] ?? null);
+    return v === null ? [] : [v];
+  });
+}
+
+/** What a fresh daemon's first burst costs beyond a warm one's, in all (ms of CPU): median cold less median warm, times N. */
+function coldExtraMs(rs: readonly DaemonRunResult[]): number | null {
+  const [cold, warm] = [median(daemonCpu(rs, 'daemon', 'cold')), median(daemonCpu(rs))];
+  return cold === null || warm === null ? null : (cold - warm) * rs[0]!.n;
 }
 
 function eventPathFigures(batch: readonly DaemonRunResult[], envelope: readonly DaemonRunResult[], auto: readonly DaemonRunResult[], signMs: number): Figure[] {
@@ -723,8 +734,18 @@ function eventPathFigures(batch: readonly DaemonRunResult[], envelope: readonly 
         load: r.load,
         digits: 3,
         target: targets ? { op: '<=', bound: EVENT_PATH_TARGETS.daemonCpuMs } : null,
-        note: `${targets ? `bound: signing, ${signMs.toFixed(3)} ms a signature here (${fmtN(Math.round(1000 / Math.max(signMs, 1e-6)))}/s)` : note}; of it the main thread ${fmtMs(median(daemonCpu(rs, 'daemonMain')))}, the rest V8's helper threads (garbage collection, compilation) and libuv's pool`,
+        note: `${targets ? `bound: signing, ${signMs.toFixed(3)} ms a signature here (${fmtN(Math.round(1000 / Math.max(signMs, 1e-6)))}/s)` : note}; a warm daemon: the ${fmtN(r.n)} subjects after its first ${fmtN(r.n)}; of it the main thread ${fmtMs(median(daemonCpu(rs, 'daemonMain')))}, the rest V8's helper threads (garbage collection, compilation) and libuv's pool; runs ${cpu.map((v) => v.toFixed(2)).join(', ')}`,
       }),
+      ...(rs.some((x) => x.cpuCold !== null)
+        ? [
+            figure(`event path, ${label}: daemon CPU per subject, cold`, 'ms', daemonCpu(rs, 'daemon', 'cold'), {
+              n: r.n,
+              load: r.load,
+              digits: 3,
+              note: `the first ${fmtN(r.n)} subjects of a fresh daemon, V8 compiling its hot paths as they go (a one-off of each start: about ${coldExtraMs(rs) === null ? '—' : `${(coldExtraMs(rs)! / 1000).toFixed(1)} s`} of CPU more than warm); of it the main thread ${fmtMs(median(daemonCpu(rs, 'daemonMain', 'cold')))}; runs ${daemonCpu(rs, 'daemon', 'cold').map((v) => v.toFixed(2)).join(', ')}`,
+            }),
+          ]
+        : []),
       figure(`event path, ${label}: Redis calls per subject`, 'calls', rs.map((x) => x.redisCommands.callsPerSubject), {
         n: r.n,
         load: r.load,
