@@ -267,6 +267,57 @@ async function memoryStats(redis: Redis): Promise<{ mainTable: number; clients: 
   return { mainTable, clients: Number(get('clients.normal') ?? 0), keys: Number(get('keys.count') ?? 0) };
 }
 
+/** What state holds when a burst starts: subjects (accepted or not), Nostr confirmations, batch counters, signed events (auto mode). */
+interface InState {
+  accepted: number;
+  nostr: number;
+  nostrSeq: number;
+  otsSeq: number;
+  events: number;
+}
+
+/**
+ * DaemonRunOptions.warmUp: `n` other subjects through the fresh daemon to the goal (accepted by
+ * every relay, held by the calendars), then the daemon idle. Returns what state holds then and
+ * that burst's daemon CPU per subject.
+ */
+async function warmUpBurst(
+  n: number,
+  timeoutMs: number,
+  mode: DaemonRunOptions['mode'],
+  daemon: DaemonChild,
+  redis: Redis,
+  store: AnchorStore,
+  intakeQueue: Queue,
+  enqueueAll: (list: ReadonlyArray<ReturnType<typeof subject>>) => Promise<number>,
+): Promise<{ base: InState; cold: NonNullable<DaemonRunResult['cpuCold']> }> {
+  const k = store.keys;
+  const warm = Array.from({ length: n }, subject);
+  const pid = daemon.child.pid;
+  const c0 = { daemon: procCpuMs(pid), daemonMain: procMainThreadCpuMs(pid) };
+  await enqueueAll(warm);
+  const ots = new OtsSubmissions(store, warm.map((x) => x.key));
+  const work = [nostrBatchQueueName(daemon.config.queue.name), otsQueueName(daemon.config.queue.name)].map((name) => new Queue(name, { connection: redis, prefix: k.bullPrefix }));
+  try {
+    const deadline = performance.now() + timeoutMs;
+    for (let i = 0; i < Math.ceil(timeoutMs / 20) + 10 && performance.now() <= deadline; i++) {
+      const [c, w] = await Promise.all([store.indexes.countByStatus(), store.indexes.countByWitness(['nostr', 'ots'])]);
+      if ((c.rejected ?? 0) > 0 || (w.nostr?.failed ?? 0) > 0 || (w.ots?.failed ?? 0) > 0) throw new Error(`warm-up: subjects refused or failed; daemon log: ${daemon.logTail()}`);
+      // the goal reached and the daemon idle (auto mode signs the subjects' own events after their batch's)
+      if ((w.nostr?.confirmed ?? 0) >= n && (await ots.count()) >= n && (await idle(redis, k, [intakeQueue, ...work]))) {
+        const base = { accepted: Object.values(c).reduce((a, b) => a + b, 0), nostr: w.nostr?.confirmed ?? 0, nostrSeq: await batchSeq(redis, k, 'nostr'), otsSeq: await batchSeq(redis, k, 'ots'), events: mode === 'auto' ? await nostrEventCount(redis, k) : 0 };
+        const c1 = { daemon: procCpuMs(pid), daemonMain: procMainThreadCpuMs(pid) };
+        const per = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : (b - a) / n);
+        return { base, cold: { daemon: per(c0.daemon, c1.daemon), daemonMain: per(c0.daemonMain, c1.daemonMain) } };
+      }
+      await sleep(20);
+    }
+    throw new Error(`warm-up: not done within ${timeoutMs} ms; daemon log: ${daemon.logTail()}`);
+  } finally {
+    await Promise.all(work.map((q) => q.close()));
+  }
+}
+
 /** A witness's batch counter (0 if a layout keeps it otherwise: the figures then say 0 events). */
 async function batchSeq(redis: Redis, k: StateKeys, w: WitnessName): Promise<number> {
   return Number((await redis.get(k.batchSeq(w)).catch(() => null)) ?? 0);
@@ -277,12 +328,10 @@ async function batchSeq(redis: Redis, k: StateKeys, w: WitnessName): Promise<num
  * and OTS queues (an OTS poll scheduled for later does not count), no event in a relay outbox,
  * and no Nostr event signed over a quarter of a second.
  */
-async function idle(redis: Redis, k: StateKeys, queueName: string): Promise<boolean> {
+async function idle(redis: Redis, k: StateKeys, queues: readonly Queue[]): Promise<boolean> {
   const busy = async (): Promise<boolean> => {
-    for (const name of [queueName, nostrBatchQueueName(queueName), otsQueueName(queueName)]) {
-      const q = new Queue(name, { connection: redis, prefix: k.bullPrefix });
+    for (const q of queues) {
       const counts = await q.getJobCounts('waiting', 'active', 'prioritized', 'paused');
-      await q.close();
       if (Object.values(counts).some((v) => v > 0)) return true;
     }
     const [, outboxes] = await redis.scan('0', 'MATCH', `${k.base}:nostr:ob:*`, 'COUNT', 10_000);
@@ -333,31 +382,12 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
       }
       return made;
     };
-    // subjects (all accepted) and Nostr confirmations already in state when the counted burst starts
-    let base = { accepted: 0, nostr: 0, nostrSeq: 0, otsSeq: 0, events: 0 };
+    // what is already in state when the counted burst starts
+    let base: InState = { accepted: 0, nostr: 0, nostrSeq: 0, otsSeq: 0, events: 0 };
     let cpuCold: DaemonRunResult['cpuCold'] = null;
     if (o.warmUp) {
       if (o.log) throw new Error('daemonRun: warmUp is not made for the anchor log run');
-      const warm = Array.from({ length: o.n }, subject);
-      const pid = daemon.child.pid;
-      const c0 = { daemon: procCpuMs(pid), daemonMain: procMainThreadCpuMs(pid) };
-      await enqueueAll(warm);
-      const warmOts = new OtsSubmissions(store, warm.map((x) => x.key));
-      const warmDeadline = performance.now() + o.timeoutMs;
-      for (;;) {
-        const [c, w] = await Promise.all([store.indexes.countByStatus(), store.indexes.countByWitness(['nostr', 'ots'])]);
-        if ((c.rejected ?? 0) > 0 || (w.nostr?.failed ?? 0) > 0 || (w.ots?.failed ?? 0) > 0) throw new Error(`warm-up: subjects refused or failed; daemon log: ${daemon.logTail()}`);
-        // the goal reached and the daemon idle (auto mode signs the subjects' own events after their batch's)
-        if ((w.nostr?.confirmed ?? 0) >= o.n && (await warmOts.count()) >= o.n && (await idle(redis, k, daemon.config.queue.name))) {
-          base = { accepted: Object.values(c).reduce((a, b) => a + b, 0), nostr: w.nostr?.confirmed ?? 0, nostrSeq: await batchSeq(redis, k, 'nostr'), otsSeq: await batchSeq(redis, k, 'ots'), events: o.mode === 'auto' ? await nostrEventCount(redis, k) : 0 };
-          break;
-        }
-        if (performance.now() > warmDeadline) throw new Error(`warm-up: not done within ${o.timeoutMs} ms; daemon log: ${daemon.logTail()}`);
-        await sleep(20);
-      }
-      const c1 = { daemon: procCpuMs(pid), daemonMain: procMainThreadCpuMs(pid) };
-      const per = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : (b - a) / o.n);
-      cpuCold = { daemon: per(c0.daemon, c1.daemon), daemonMain: per(c0.daemonMain, c1.daemonMain) };
+      ({ base, cold: cpuCold } = await warmUpBurst(o.n, o.timeoutMs, o.mode, daemon, redis, store, queue, enqueueAll));
     }
     const classify = keyClassifier(BENCH_PREFIX, daemon.config.queue.name);
     const keysBefore = (await keySpaceUsage(redis, classify)).kinds;

@@ -734,7 +734,7 @@ function eventPathFigures(batch: readonly DaemonRunResult[], envelope: readonly 
         load: r.load,
         digits: 3,
         target: targets ? { op: '<=', bound: EVENT_PATH_TARGETS.daemonCpuMs } : null,
-        note: `${targets ? `bound: signing, ${signMs.toFixed(3)} ms a signature here (${fmtN(Math.round(1000 / Math.max(signMs, 1e-6)))}/s)` : note}; a warm daemon: the ${fmtN(r.n)} subjects after its first ${fmtN(r.n)}; of it the main thread ${fmtMs(median(daemonCpu(rs, 'daemonMain')))}, the rest V8's helper threads (garbage collection, compilation) and libuv's pool; runs ${cpu.map((v) => v.toFixed(2)).join(', ')}`,
+        note: `${targets ? `bound: signing, ${signMs.toFixed(3)} ms a signature here (${fmtN(Math.round(1000 / Math.max(signMs, 1e-6)))}/s)` : note}${r.cpuCold !== null ? `; a warm daemon: the ${fmtN(r.n)} subjects after its first ${fmtN(r.n)}` : '; a fresh daemon'}; of it the main thread ${fmtMs(median(daemonCpu(rs, 'daemonMain')))}, the rest V8's helper threads (garbage collection, compilation) and libuv's pool; runs ${cpu.map((v) => v.toFixed(2)).join(', ')}`,
       }),
       ...(rs.some((x) => x.cpuCold !== null)
         ? [
