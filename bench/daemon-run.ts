@@ -20,6 +20,7 @@ import { AnchorStore } from '../src/adapters/state/anchor-store.js';
 import { BatchStore, type BatchInfo } from '../src/adapters/state/batches.js';
 import type { StateKeys, WitnessName } from '../src/adapters/state/keys.js';
 import { ProofExporter } from '../src/adapters/proof/export.js';
+import { RelayOutbox } from '../src/adapters/nostr/relay-outbox.js';
 import { logDir } from '../src/adapters/config/config.js';
 import { CHECKPOINTS_DIR, CheckpointHistory } from '../src/adapters/log/checkpoint-history.js';
 import { LogKeys } from '../src/adapters/log/log-sequencer.js';
@@ -298,13 +299,14 @@ async function warmUpBurst(
   await enqueueAll(warm);
   const ots = new OtsSubmissions(store, warm.map((x) => x.key));
   const work = [nostrBatchQueueName(daemon.config.queue.name), otsQueueName(daemon.config.queue.name)].map((name) => new Queue(name, { connection: redis, prefix: k.bullPrefix }));
+  const outbox = new RelayOutbox(store.events, daemon.config.nostr.relays);
   try {
     const deadline = performance.now() + timeoutMs;
     for (let i = 0; i < Math.ceil(timeoutMs / 20) + 10 && performance.now() <= deadline; i++) {
       const [c, w] = await Promise.all([store.indexes.countByStatus(), store.indexes.countByWitness(['nostr', 'ots'])]);
       if ((c.rejected ?? 0) > 0 || (w.nostr?.failed ?? 0) > 0 || (w.ots?.failed ?? 0) > 0) throw new Error(`warm-up: subjects refused or failed; daemon log: ${daemon.logTail()}`);
       // the goal reached and the daemon idle (auto mode signs the subjects' own events after their batch's)
-      if ((w.nostr?.confirmed ?? 0) >= n && (await ots.count()) >= n && (await idle(redis, k, [intakeQueue, ...work]))) {
+      if ((w.nostr?.confirmed ?? 0) >= n && (await ots.count()) >= n && (await idle(redis, k, [intakeQueue, ...work], outbox))) {
         const base = { accepted: Object.values(c).reduce((a, b) => a + b, 0), nostr: w.nostr?.confirmed ?? 0, nostrSeq: await batchSeq(redis, k, 'nostr'), otsSeq: await batchSeq(redis, k, 'ots'), events: mode === 'auto' ? await nostrEventCount(redis, k) : 0 };
         const c1 = { daemon: procCpuMs(pid), daemonMain: procMainThreadCpuMs(pid) };
         const per = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : (b - a) / n);
@@ -328,14 +330,13 @@ async function batchSeq(redis: Redis, k: StateKeys, w: WitnessName): Promise<num
  * and OTS queues (an OTS poll scheduled for later does not count), no event in a relay outbox,
  * and no Nostr event signed over a quarter of a second.
  */
-async function idle(redis: Redis, k: StateKeys, queues: readonly Queue[]): Promise<boolean> {
+async function idle(redis: Redis, k: StateKeys, queues: readonly Queue[], outbox: RelayOutbox): Promise<boolean> {
   const busy = async (): Promise<boolean> => {
     for (const q of queues) {
       const counts = await q.getJobCounts('waiting', 'active', 'prioritized', 'paused');
       if (Object.values(counts).some((v) => v > 0)) return true;
     }
-    const [, outboxes] = await redis.scan('0', 'MATCH', `${k.base}:nostr:ob:*`, 'COUNT', 10_000);
-    return outboxes.length > 0;
+    return [...(await outbox.sizes()).values()].some((v) => v > 0);
   };
   const seq0 = await redis.get(k.batchSeq('nostr'));
   if (await busy()) return false;
