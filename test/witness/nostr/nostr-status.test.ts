@@ -1,6 +1,6 @@
 /** nostrStatusOf: the Nostr witness status from its relays' reports, quorum reachable or not. */
 import { describe, expect, it } from 'vitest';
-import { nostrStatusOf } from '../../../src/adapters/nostr/nostr-witness.js';
+import { nostrStatusOf } from '../../../src/adapters/nostr/relay-drains.js';
 import type { RelayReportRecord } from '../../../src/adapters/state/events.js';
 
 const at = '2026-01-01T00:00:00.000Z';
