@@ -328,7 +328,7 @@ async function batchSeq(redis: Redis, k: StateKeys, w: WitnessName): Promise<num
 /**
  * Whether the daemon has nothing to do but wait: no job waiting or running on the intake, Nostr
  * and OTS queues (an OTS poll scheduled for later does not count), no event in a relay outbox,
- * and no Nostr event signed over a quarter of a second.
+ * and no Nostr batch cut over a quarter of a second.
  */
 async function idle(redis: Redis, k: StateKeys, queues: readonly Queue[], outbox: RelayOutbox): Promise<boolean> {
   const busy = async (): Promise<boolean> => {
