@@ -309,8 +309,7 @@ async function warmUpBurst(
       if ((w.nostr?.confirmed ?? 0) >= n && (await ots.count()) >= n && (await idle(redis, k, [intakeQueue, ...work], outbox))) {
         const base = { accepted: Object.values(c).reduce((a, b) => a + b, 0), nostr: w.nostr?.confirmed ?? 0, nostrSeq: await batchSeq(redis, k, 'nostr'), otsSeq: await batchSeq(redis, k, 'ots'), events: mode === 'auto' ? await nostrEventCount(redis, k) : 0 };
         const c1 = { daemon: procCpuMs(pid), daemonMain: procMainThreadCpuMs(pid) };
-        const per = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : (b - a) / n);
-        return { base, cold: { daemon: per(c0.daemon, c1.daemon), daemonMain: per(c0.daemonMain, c1.daemonMain) } };
+        return { base, cold: { daemon: cpuPerSubject(c0.daemon, c1.daemon, n), daemonMain: cpuPerSubject(c0.daemonMain, c1.daemonMain, n) } };
       }
       await sleep(20);
     }
@@ -318,6 +317,11 @@ async function warmUpBurst(
   } finally {
     await Promise.all(work.map((q) => q.close()));
   }
+}
+
+/** CPU ms per subject between two readings of a process's CPU (null when either could not be read). */
+function cpuPerSubject(before: number | null, after: number | null, subjects: number): number | null {
+  return before === null || after === null ? null : (after - before) / subjects;
 }
 
 /** A witness's batch counter (0 if a layout keeps it otherwise: the figures then say 0 events). */
@@ -475,7 +479,7 @@ export async function daemonRun(o: DaemonRunOptions): Promise<DaemonRunResult> {
     const nostrEvents = (await batchSeq(redis, k, 'nostr')) - base.nostrSeq;
     const otsBatches = (await batchSeq(redis, k, 'ots')) - base.otsSeq;
     const counted = Math.max(1, finished ? o.n : done);
-    const perSubjectCpu = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : (b - a) / counted);
+    const perSubjectCpu = (a: number | null, b: number | null): number | null => cpuPerSubject(a, b, counted);
     const cpu: CpuPerSubject = {
       daemon: perSubjectCpu(cpu0.daemon, cpu1.daemon),
       daemonMain: perSubjectCpu(cpu0.daemonMain, cpu1.daemonMain),
